@@ -1,0 +1,46 @@
+/* Shared pieces of the starfa command-line tool. */
+#ifndef STARFA_CLI_H
+#define STARFA_CLI_H
+
+#include "starfa.h"
+
+#include <getopt.h>
+#include <stdint.h>
+
+/* Exit codes. */
+enum { EXIT_USAGE = 2, EXIT_CHECK = 3 };
+
+/* Options every command that starts the runtime accepts. */
+#define CLI_RUNTIME_OPTIONS                                                                       \
+	{"ncpus", required_argument, NULL, 1001}, {"ncuda", required_argument, NULL, 1002},     \
+		{"sched", required_argument, NULL, 1003}, {"calibrate", required_argument, NULL, 1004}
+#define CLI_RUNTIME_HELP                                                                          \
+	"  --ncpus N        CPU workers (default: STARPU_NCPU or every core)\n"                    \
+	"  --ncuda N        CUDA workers (default: STARPU_NCUDA or every GPU)\n"                   \
+	"  --sched NAME     StarPU scheduler, e.g. dmda, dmdas, lws (default: STARPU_SCHED)\n"     \
+	"  --calibrate N    0 off, 1 calibrate perfmodels, 2 reset and calibrate\n"
+
+/* Handles one runtime option (returns 1), or returns 0 when `opt` is not one; -1 on
+ * a bad value (message printed). */
+int cli_runtime_option(int opt, const char *arg, starfa_options *opts);
+
+/* Strict number parsing: the whole string, within [min, max]; prints an error naming
+ * the option and returns -1 otherwise. */
+int cli_parse_int(const char *option, const char *text, int64_t min, int64_t max, int64_t *out);
+int cli_parse_double(const char *option, const char *text, double min, double max, double *out);
+
+/* Prints "starfa: error: <message>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The last library error, printed as above; returns 1. */
+int cli_library_error(void);
+
+/* Reads a matrix file and converts it to CSR, printing the error on failure. */
+int cli_load_csr(const char *path, starfa_format format, starfa_csr **out, starfa_coo **coo_out);
+
+double cli_now_seconds(void);
+
+int cmd_info(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
+int cmd_sddmm(int argc, char **argv);
+
+#endif

@@ -1,0 +1,98 @@
+/* Helpers shared by the starfa commands. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("starfa: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_library_error(void)
+{
+	cli_error("%s", starfa_last_error());
+	return 1;
+}
+
+int cli_parse_int(const char *option, const char *text, int64_t min, int64_t max, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno || end == text || *end != '\0' || v < min || v > max) {
+		cli_error("--%s expects an integer in [%lld, %lld], not '%s'", option, (long long)min, (long long)max,
+			  text);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_parse_double(const char *option, const char *text, double min, double max, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (errno || end == text || *end != '\0' || !isfinite(v) || v < min || v > max) {
+		cli_error("--%s expects a number in [%g, %g], not '%s'", option, min, max, text);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_runtime_option(int opt, const char *arg, starfa_options *opts)
+{
+	int64_t v;
+	switch (opt) {
+	case 1001:
+		if (cli_parse_int("ncpus", arg, 0, 4096, &v))
+			return -1;
+		opts->ncpus = (int)v;
+		return 1;
+	case 1002:
+		if (cli_parse_int("ncuda", arg, 0, 64, &v))
+			return -1;
+		opts->ncuda = (int)v;
+		return 1;
+	case 1003:
+		opts->scheduler = arg;
+		return 1;
+	case 1004:
+		if (cli_parse_int("calibrate", arg, 0, 2, &v))
+			return -1;
+		opts->calibrate = (int)v;
+		return 1;
+	}
+	return 0;
+}
+
+int cli_load_csr(const char *path, starfa_format format, starfa_csr **out, starfa_coo **coo_out)
+{
+	starfa_coo *coo = NULL;
+	if (starfa_read(path, format, &coo) != 0)
+		return cli_library_error();
+	int rc = starfa_csr_from_coo(coo, out);
+	if (coo_out)
+		*coo_out = coo;
+	else
+		starfa_coo_free(coo);
+	return rc ? cli_library_error() : 0;
+}
+
+double cli_now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,246 @@
+/* starfa — sparse factor analysis as StarPU task graphs on CPUs and GPUs.
+ *
+ * The public API. Every function that can fail returns 0 on success and a negative
+ * STARFA_E* code on failure; starfa_last_error() then gives a message (per thread)
+ * naming what failed and why, ready to print.
+ */
+#ifndef STARFA_H
+#define STARFA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STARFA_VERSION_MAJOR 0
+#define STARFA_VERSION_MINOR 1
+#define STARFA_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------ errors */
+
+enum {
+	STARFA_OK = 0,
+	STARFA_EINVAL = -1,   /* bad argument */
+	STARFA_EIO = -2,      /* a file could not be opened, read or written */
+	STARFA_EFORMAT = -3,  /* malformed input file */
+	STARFA_ENOMEM = -4,   /* out of memory */
+	STARFA_ERUNTIME = -5, /* StarPU, CUDA or a library call failed */
+	STARFA_ENODEV = -6,   /* no worker can run the requested operation */
+	STARFA_ECHECK = -7,   /* a result failed its check against the reference */
+};
+
+/* The message of the last failed call in this thread ("" when none). */
+const char *starfa_last_error(void);
+
+/* ------------------------------------------------------------------ sparse matrices
+ * Row and column indices are 0-based int32 (dimensions up to 2^31-1); counts and
+ * offsets are int64 throughout. */
+
+/* Maps contiguous indices back to the identifiers an input file used (rating files
+ * with arbitrary user and item ids), and identifiers to indices. */
+typedef struct starfa_idmap starfa_idmap;
+
+int64_t starfa_idmap_count(const starfa_idmap *map);
+/* The original id of index i (NULL if out of range). */
+const char *starfa_idmap_name(const starfa_idmap *map, int64_t i);
+/* The index of an original id, or -1 when the id is unknown. */
+int64_t starfa_idmap_find(const starfa_idmap *map, const char *name);
+
+/* Coordinate (triplet) form, as read from a file. */
+typedef struct starfa_coo {
+	int64_t nrows, ncols, nnz;
+	int32_t *row, *col; /* nnz entries each */
+	float *val;         /* nnz entries (1.0 for pattern files) */
+	/* Original ids when the file had arbitrary ids (rating files); NULL when the
+	 * file's ids are 1-based indices (Matrix Market, docword). */
+	starfa_idmap *row_ids, *col_ids;
+} starfa_coo;
+
+/* Compressed sparse rows. */
+typedef struct starfa_csr {
+	int64_t nrows, ncols, nnz;
+	int64_t *rowptr; /* nrows + 1 */
+	int32_t *colind; /* nnz, sorted within each row */
+	float *val;      /* nnz */
+} starfa_csr;
+
+typedef enum starfa_format {
+	STARFA_FORMAT_AUTO = 0, /* guessed from the file name, then its first bytes */
+	STARFA_FORMAT_MTX,      /* Matrix Market coordinate */
+	STARFA_FORMAT_RATINGS,  /* user item rating [timestamp], tab/comma/space separated */
+	STARFA_FORMAT_DOCWORD,  /* UCI bag-of-words docword */
+} starfa_format;
+
+/* Parses "mtx", "ratings" or "docword" (any case); returns -1 for anything else. */
+int starfa_format_parse(const char *name, starfa_format *out);
+const char *starfa_format_name(starfa_format format);
+/* The format a file of this name most likely has (never STARFA_FORMAT_AUTO). */
+starfa_format starfa_format_guess(const char *path);
+
+/* Reads a file into a freshly allocated COO matrix. Every malformed input gives
+ * STARFA_EFORMAT with a message naming the file, the line and what is wrong.
+ * Matrix Market symmetric (and skew-symmetric) matrices are expanded on load. */
+int starfa_read(const char *path, starfa_format format, starfa_coo **out);
+/* The same from an in-memory buffer (name is used in messages). */
+int starfa_read_buffer(const char *name, const char *data, size_t size, starfa_format format,
+		       starfa_coo **out);
+
+starfa_coo *starfa_coo_new(int64_t nrows, int64_t ncols, int64_t capacity);
+void starfa_coo_free(starfa_coo *coo);
+
+/* Deterministic train/test split: each entry goes to the test set with probability
+ * test_fraction, decided by a hash of (row, col, seed), so the split does not depend on
+ * the order of the file. Both outputs keep the input's dimensions and share its ids
+ * (the id maps are copied). */
+int starfa_coo_split(const starfa_coo *in, double test_fraction, uint64_t seed,
+		     starfa_coo **train, starfa_coo **test);
+
+/* CSR from COO: duplicates are summed, columns sorted within each row. */
+int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out);
+/* The transpose, as CSR (i.e. the CSC form of the input). */
+int starfa_csr_transpose(const starfa_csr *in, starfa_csr **out);
+void starfa_csr_free(starfa_csr *csr);
+
+/* ------------------------------------------------------------------ runtime */
+
+typedef struct starfa_options {
+	int ncpus;                 /* CPU workers; -1: StarPU's default (STARPU_NCPU or all cores) */
+	int ncuda;                 /* CUDA workers; -1: StarPU's default (STARPU_NCUDA or all GPUs) */
+	const char *scheduler;     /* NULL: StarPU's default (STARPU_SCHED or "lws"); e.g. "dmda" */
+	int calibrate;             /* -1: leave to STARPU_CALIBRATE; 0 off; 1 calibrate; 2 reset and calibrate */
+	int silent;                /* 1: keep StarPU quiet unless something fails */
+} starfa_options;
+
+/* Defaults: everything left to StarPU and its environment variables. */
+void starfa_options_default(starfa_options *opts);
+
+/* Starts StarPU with these options (NULL: defaults). Calls may nest: each successful
+ * starfa_init needs one starfa_shutdown. */
+int starfa_init(const starfa_options *opts);
+void starfa_shutdown(void);
+
+typedef enum starfa_worker_kind { STARFA_WORKER_CPU = 0, STARFA_WORKER_CUDA = 1 } starfa_worker_kind;
+#define STARFA_WORKER_KINDS 2
+const char *starfa_worker_kind_name(starfa_worker_kind kind);
+
+/* Number of workers of a kind (after starfa_init). */
+int starfa_worker_count(starfa_worker_kind kind);
+
+/* Prints the StarPU version, the scheduler and every worker (CPU cores; GPUs with
+ * name and memory). */
+void starfa_print_info(FILE *out);
+
+/* ------------------------------------------------------------------ tiles */
+
+/* A sparse matrix as a 2-D grid of CSR tiles, each registered as a StarPU handle.
+ * Tile boundaries balance nonzeros, not rows. */
+typedef struct starfa_tiled starfa_tiled;
+
+typedef struct starfa_tiling_options {
+	int64_t row_tiles; /* 0: automatic */
+	int64_t col_tiles; /* 0: automatic */
+	int transposed;    /* 1: also build the transposed grid (column-side sweeps) */
+} starfa_tiling_options;
+
+/* Splits and registers (starfa_init first). The CSR is copied into the tiles: the
+ * caller keeps ownership of csr. opts may be NULL (automatic, no transpose). */
+int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts, starfa_tiled **out);
+/* Unregisters every handle (waiting for pending tasks) and frees everything. */
+void starfa_tiled_free(starfa_tiled *t);
+
+int64_t starfa_tiled_nrows(const starfa_tiled *t);
+int64_t starfa_tiled_ncols(const starfa_tiled *t);
+int64_t starfa_tiled_nnz(const starfa_tiled *t);
+int64_t starfa_tiled_row_tiles(const starfa_tiled *t);
+int64_t starfa_tiled_col_tiles(const starfa_tiled *t);
+/* Row boundaries: row_tiles + 1 entries, first 0, last nrows (likewise columns). */
+const int64_t *starfa_tiled_row_bounds(const starfa_tiled *t);
+const int64_t *starfa_tiled_col_bounds(const starfa_tiled *t);
+/* Nonzeros of tile (i, j). */
+int64_t starfa_tiled_tile_nnz(const starfa_tiled *t, int64_t i, int64_t j);
+/* The tile's CSR arrays in main memory (local row and column indices; read them only
+ * when no task is pending on the tile). Empty tiles give nnz 0 and NULL arrays. */
+void starfa_tiled_tile_csr(const starfa_tiled *t, int64_t i, int64_t j, int64_t *nrows, int64_t *ncols,
+			   int64_t *nnz, const uint32_t **rowptr, const uint32_t **colind, const float **val);
+/* Tile (i, j) of the transposed grid: rows are the columns of the original. */
+int starfa_tiled_has_transpose(const starfa_tiled *t);
+/* One line describing the grid: "tiles=RxC (row band nnz min/max ...)". */
+void starfa_tiled_describe(const starfa_tiled *t, FILE *out);
+
+/* Values with the sparsity of a tiled matrix (e.g. SDDMM output): one vector handle
+ * per non-empty tile, holding that tile's nonzeros in its CSR order. */
+typedef struct starfa_sparse_values starfa_sparse_values;
+
+int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_sparse_values **out);
+void starfa_sparse_values_free(starfa_sparse_values *v);
+/* Copies the values back into one array in the order of the CSR the tiled matrix was
+ * built from (waits for pending tasks). out has nnz entries. */
+int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out);
+
+/* A dense row-major matrix (rows x cols floats) split into row blocks aligned with
+ * a tiled matrix's row bands (or column bands), one handle per block. The caller owns
+ * `data`, which must stay valid until starfa_dense_free. */
+typedef struct starfa_dense starfa_dense;
+
+typedef enum starfa_side { STARFA_ROWS = 0, STARFA_COLS = 1 } starfa_side;
+
+int starfa_dense_create(const starfa_tiled *t, starfa_side side, float *data, int64_t cols,
+			starfa_dense **out);
+/* Unregisters (bringing the data back to main memory) and frees the blocks; not data. */
+void starfa_dense_free(starfa_dense *d);
+int64_t starfa_dense_blocks(const starfa_dense *d);
+/* Waits for pending tasks and makes the data in main memory up to date. */
+int starfa_dense_sync(starfa_dense *d);
+
+/* ------------------------------------------------------------------ operations
+ * Each inserts one task per non-empty tile; StarPU picks the worker. They return as
+ * soon as the tasks are submitted: starfa_wait() waits for all. */
+
+typedef enum starfa_sddmm_mode {
+	STARFA_SDDMM_PATTERN = 0, /* P_ij = <A_i, B_j> for (i, j) in pattern(S) */
+	STARFA_SDDMM_SCALED = 1,  /* P_ij = S_ij * <A_i, B_j> */
+} starfa_sddmm_mode;
+
+/* P = (A·Bᵀ) ∘ pattern(S) (or scaled by S's values). A: row factors (S's rows x K),
+ * B: column factors (S's cols x K), both of the same rank K. */
+int starfa_insert_sddmm(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B,
+			starfa_sddmm_mode mode, starfa_sparse_values *P);
+
+/* Waits for every submitted task. */
+int starfa_wait(void);
+
+/* Per-worker-kind accounting of the tasks run since the last reset (needs StarPU's
+ * profiling, which starfa_init turns on). */
+typedef struct starfa_worker_stats {
+	int64_t tasks[STARFA_WORKER_KINDS];
+	double seconds[STARFA_WORKER_KINDS]; /* sum of task execution times */
+	double flops[STARFA_WORKER_KINDS];
+} starfa_worker_stats;
+
+void starfa_stats_reset(void);
+void starfa_stats_get(starfa_worker_stats *out);
+
+/* ------------------------------------------------------------------ reference checks */
+
+typedef struct starfa_check_report {
+	int64_t checked, failed;
+	double max_error;     /* largest |got - ref| / bound over the elements (<= 1 passes) */
+	int64_t worst_index;  /* element with that error (-1 when none) */
+} starfa_check_report;
+
+/* Compares P (S's nnz values, in S's CSR order) with a plain sequential SDDMM in
+ * double precision. A is S->nrows x k, B is S->ncols x k, both row-major. Element p
+ * (row r, column c) passes when
+ *   |P[p] - ref[p]| <= (k + 2) * FLT_EPSILON * sum_d |s * A[r,d] * B[c,d]|
+ * (s = S's value in scaled mode, else 1): the float32 rounding bound of a k-term dot
+ * product. NaN never passes. Returns 0, or STARFA_ECHECK naming the worst element. */
+int starfa_check_sddmm(const starfa_csr *S, const float *A, const float *B, int64_t k, starfa_sddmm_mode mode,
+		       const float *P, starfa_check_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,499 @@
+/* Sparse matrices in memory: growable COO, id maps, the train/test split and CSR. */
+#include "runtime/idmap.h"
+#include "runtime/internal.h"
+#include "runtime/io.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ id maps */
+
+/* FNV-1a, then a multiply-xorshift finish so the low bits that pick the slot are mixed. */
+static uint32_t hash_name(const char *name, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+static int grow_buffer(void **p, size_t *capacity, size_t needed, size_t elem)
+{
+	if (needed <= *capacity)
+		return 0;
+	size_t want = *capacity < 16 ? 16 : *capacity;
+	while (want < needed)
+		want = want > SIZE_MAX / 2 ? needed : want * 2;
+	if (want > SIZE_MAX / elem)
+		return starfa_set_error(STARFA_ENOMEM, "allocation of %zu x %zu bytes overflows", want, elem);
+	void *grown = realloc(*p, want * elem);
+	if (!grown)
+		return starfa_set_error(STARFA_ENOMEM, "out of memory allocating %zu bytes", want * elem);
+	*p = grown;
+	*capacity = want;
+	return 0;
+}
+
+starfa_idmap *idmap_new(void)
+{
+	starfa_idmap *map = starfa_calloc(1, sizeof *map);
+	if (!map)
+		return NULL;
+	map->starts = starfa_malloc(16, sizeof *map->starts);
+	map->slots = starfa_calloc(32, sizeof *map->slots);
+	if (!map->starts || !map->slots) {
+		idmap_free(map);
+		return NULL;
+	}
+	map->starts[0] = 0;
+	map->starts_capacity = 16;
+	map->slot_mask = 31;
+	return map;
+}
+
+void idmap_free(starfa_idmap *map)
+{
+	if (!map)
+		return;
+	free(map->chars);
+	free(map->starts);
+	free(map->slots);
+	free(map);
+}
+
+static const char *name_at(const starfa_idmap *map, int64_t i, size_t *len)
+{
+	*len = (size_t)(map->starts[i + 1] - map->starts[i] - 1);
+	return map->chars + map->starts[i];
+}
+
+/* The slot holding the name, or the empty slot where it belongs. */
+static uint64_t *find_slot(const starfa_idmap *map, const char *name, size_t len, uint32_t hash)
+{
+	uint64_t pos = hash & map->slot_mask;
+	for (;; pos = (pos + 1) & map->slot_mask) {
+		uint64_t slot = map->slots[pos];
+		if (slot == 0)
+			return &map->slots[pos];
+		if ((uint32_t)(slot >> 32) != hash)
+			continue;
+		size_t known_len;
+		const char *known = name_at(map, (int64_t)(slot & 0xffffffffu) - 1, &known_len);
+		if (known_len == len && memcmp(known, name, len) == 0)
+			return &map->slots[pos];
+	}
+}
+
+static int grow_slots(starfa_idmap *map)
+{
+	uint64_t size = (map->slot_mask + 1) * 2;
+	uint64_t *slots = starfa_calloc(size, sizeof *slots);
+	if (!slots)
+		return STARFA_ENOMEM;
+	for (uint64_t i = 0; i <= map->slot_mask; i++) {
+		uint64_t slot = map->slots[i];
+		if (slot == 0)
+			continue;
+		uint64_t pos = (slot >> 32) & (size - 1);
+		while (slots[pos])
+			pos = (pos + 1) & (size - 1);
+		slots[pos] = slot;
+	}
+	free(map->slots);
+	map->slots = slots;
+	map->slot_mask = size - 1;
+	return 0;
+}
+
+static int append_name(starfa_idmap *map, const char *name, size_t len)
+{
+	size_t used = (size_t)map->starts[map->count];
+	size_t starts_capacity = (size_t)map->starts_capacity;
+	int rc = grow_buffer((void **)&map->chars, &map->chars_capacity, used + len + 1, 1);
+	if (!rc)
+		rc = grow_buffer((void **)&map->starts, &starts_capacity, (size_t)map->count + 2,
+				 sizeof *map->starts);
+	if (rc)
+		return rc;
+	map->starts_capacity = (int64_t)starts_capacity;
+	memcpy(map->chars + used, name, len);
+	map->chars[used + len] = '\0';
+	map->starts[map->count + 1] = (int64_t)(used + len + 1);
+	return 0;
+}
+
+int idmap_intern(starfa_idmap *map, const char *name, size_t len, int64_t *index)
+{
+	uint32_t hash = hash_name(name, len);
+	uint64_t *slot = find_slot(map, name, len, hash);
+	if (*slot) {
+		*index = (int64_t)(*slot & 0xffffffffu) - 1;
+		return 0;
+	}
+	/* Indices must fit the slot's 32 bits; the readers stop far earlier (int32 dimensions). */
+	if (map->count >= UINT32_MAX - 1)
+		return starfa_set_error(STARFA_ENOMEM, "too many distinct ids");
+	int rc = append_name(map, name, len);
+	if (rc)
+		return rc;
+	*slot = (uint64_t)hash << 32 | (uint64_t)(map->count + 1);
+	*index = map->count++;
+	if ((uint64_t)map->count * 2 > map->slot_mask)
+		return grow_slots(map);
+	return 0;
+}
+
+static void *duplicate(const void *p, size_t count, size_t size)
+{
+	void *copy = starfa_malloc(count, size);
+	if (copy && count)
+		memcpy(copy, p, count * size);
+	return copy;
+}
+
+int idmap_copy(const starfa_idmap *map, starfa_idmap **out)
+{
+	*out = NULL;
+	if (!map)
+		return 0;
+	starfa_idmap *copy = starfa_calloc(1, sizeof *copy);
+	if (!copy)
+		return STARFA_ENOMEM;
+	*copy = *map;
+	copy->chars = duplicate(map->chars, (size_t)map->starts[map->count], 1);
+	copy->starts = duplicate(map->starts, (size_t)map->count + 1, sizeof *map->starts);
+	copy->slots = duplicate(map->slots, map->slot_mask + 1, sizeof *map->slots);
+	if (!copy->chars || !copy->starts || !copy->slots) {
+		idmap_free(copy);
+		return STARFA_ENOMEM;
+	}
+	copy->chars_capacity = (size_t)map->starts[map->count];
+	copy->starts_capacity = map->count + 1;
+	*out = copy;
+	return 0;
+}
+
+int64_t starfa_idmap_count(const starfa_idmap *map)
+{
+	return map ? map->count : 0;
+}
+
+const char *starfa_idmap_name(const starfa_idmap *map, int64_t i)
+{
+	if (!map || i < 0 || i >= map->count)
+		return NULL;
+	return map->chars + map->starts[i];
+}
+
+int64_t starfa_idmap_find(const starfa_idmap *map, const char *name)
+{
+	if (!map || !name)
+		return -1;
+	size_t len = strlen(name);
+	uint64_t slot = *find_slot(map, name, len, hash_name(name, len));
+	return slot ? (int64_t)(slot & 0xffffffffu) - 1 : -1;
+}
+
+/* ------------------------------------------------------------------ COO */
+
+static int check_dimensions(int64_t nrows, int64_t ncols)
+{
+	if (nrows < 0 || ncols < 0 || nrows > INT32_MAX || ncols > INT32_MAX)
+		return starfa_set_error(STARFA_EINVAL, "matrix dimensions %lld x %lld outside 0..%d",
+					(long long)nrows, (long long)ncols, INT32_MAX);
+	return 0;
+}
+
+starfa_coo *starfa_coo_new(int64_t nrows, int64_t ncols, int64_t capacity)
+{
+	if (check_dimensions(nrows, ncols))
+		return NULL;
+	if (capacity < 0) {
+		starfa_set_error(STARFA_EINVAL, "negative COO capacity %lld", (long long)capacity);
+		return NULL;
+	}
+	struct coo_block *block = starfa_calloc(1, sizeof *block);
+	if (!block)
+		return NULL;
+	block->coo.nrows = nrows;
+	block->coo.ncols = ncols;
+	if (coo_reserve(&block->coo, capacity)) {
+		starfa_coo_free(&block->coo);
+		return NULL;
+	}
+	return &block->coo;
+}
+
+void starfa_coo_free(starfa_coo *coo)
+{
+	if (!coo)
+		return;
+	free(coo->row);
+	free(coo->col);
+	free(coo->val);
+	idmap_free(coo->row_ids);
+	idmap_free(coo->col_ids);
+	free(coo);
+}
+
+static int check_coo(const starfa_coo *coo)
+{
+	if (!coo || coo->nnz < 0 || (coo->nnz > 0 && (!coo->row || !coo->col || !coo->val)))
+		return starfa_set_error(STARFA_EINVAL, "invalid COO matrix");
+	int rc = check_dimensions(coo->nrows, coo->ncols);
+	for (int64_t k = 0; k < coo->nnz && !rc; k++)
+		if (coo->row[k] < 0 || coo->row[k] >= coo->nrows || coo->col[k] < 0 || coo->col[k] >= coo->ncols)
+			rc = starfa_set_error(STARFA_EINVAL, "COO entry %lld at (%d, %d) outside %lld x %lld",
+					      (long long)k, coo->row[k], coo->col[k], (long long)coo->nrows,
+					      (long long)coo->ncols);
+	return rc;
+}
+
+static int resize(void **p, int64_t count, size_t elem)
+{
+	if ((uint64_t)count > SIZE_MAX / elem)
+		return starfa_set_error(STARFA_ENOMEM, "allocation of %lld x %zu bytes overflows",
+					(long long)count, elem);
+	void *grown = realloc(*p, count ? (size_t)count * elem : 1);
+	if (!grown)
+		return starfa_set_error(STARFA_ENOMEM, "out of memory allocating %lld x %zu bytes",
+					(long long)count, elem);
+	*p = grown;
+	return 0;
+}
+
+int coo_reserve(starfa_coo *coo, int64_t capacity)
+{
+	struct coo_block *block = (struct coo_block *)coo;
+	if (coo->row && capacity <= block->capacity)
+		return 0;
+	int rc = resize((void **)&coo->row, capacity, sizeof *coo->row);
+	if (!rc)
+		rc = resize((void **)&coo->col, capacity, sizeof *coo->col);
+	if (!rc)
+		rc = resize((void **)&coo->val, capacity, sizeof *coo->val);
+	/* The arrays that did grow stay valid and freeable; capacity is what all three hold. */
+	if (!rc)
+		block->capacity = capacity;
+	return rc;
+}
+
+int coo_grow(starfa_coo *coo)
+{
+	int64_t capacity = ((struct coo_block *)coo)->capacity;
+	return coo_reserve(coo, capacity < 16 ? 16 : capacity + capacity / 2);
+}
+
+/* ------------------------------------------------------------------ split */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static int goes_to_test(int32_t row, int32_t col, uint64_t seed, double fraction)
+{
+	uint64_t key = (uint64_t)(uint32_t)row << 32 | (uint32_t)col;
+	uint64_t h = mix64(mix64(key + 0x9e3779b97f4a7c15ull) ^ seed);
+	return (double)(h >> 11) * 0x1.0p-53 < fraction;
+}
+
+static starfa_coo *empty_like(const starfa_coo *in, int64_t capacity)
+{
+	starfa_coo *out = starfa_coo_new(in->nrows, in->ncols, capacity);
+	if (out && (idmap_copy(in->row_ids, &out->row_ids) || idmap_copy(in->col_ids, &out->col_ids))) {
+		starfa_coo_free(out);
+		return NULL;
+	}
+	return out;
+}
+
+int starfa_coo_split(const starfa_coo *in, double test_fraction, uint64_t seed, starfa_coo **train,
+		     starfa_coo **test)
+{
+	if (!train || !test)
+		return starfa_set_error(STARFA_EINVAL, "starfa_coo_split: NULL output");
+	*train = *test = NULL;
+	int rc = check_coo(in);
+	if (rc)
+		return rc;
+	if (!(test_fraction >= 0 && test_fraction <= 1))
+		return starfa_set_error(STARFA_EINVAL, "test fraction %g outside [0, 1]", test_fraction);
+	int64_t ntest = 0;
+	for (int64_t k = 0; k < in->nnz; k++)
+		ntest += goes_to_test(in->row[k], in->col[k], seed, test_fraction);
+	starfa_coo *a = empty_like(in, in->nnz - ntest);
+	starfa_coo *b = a ? empty_like(in, ntest) : NULL;
+	if (!b) {
+		starfa_coo_free(a);
+		return STARFA_ENOMEM;
+	}
+	for (int64_t k = 0; k < in->nnz; k++) {
+		starfa_coo *side = goes_to_test(in->row[k], in->col[k], seed, test_fraction) ? b : a;
+		coo_push(side, in->row[k], in->col[k], in->val[k]); /* cannot fail: reserved above */
+	}
+	*train = a;
+	*test = b;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ CSR */
+
+static starfa_csr *csr_new(int64_t nrows, int64_t ncols, int64_t nnz)
+{
+	starfa_csr *csr = starfa_calloc(1, sizeof *csr);
+	if (!csr)
+		return NULL;
+	csr->nrows = nrows;
+	csr->ncols = ncols;
+	csr->nnz = nnz;
+	csr->rowptr = starfa_calloc((size_t)nrows + 1, sizeof *csr->rowptr);
+	csr->colind = starfa_malloc((size_t)nnz, sizeof *csr->colind);
+	csr->val = starfa_malloc((size_t)nnz, sizeof *csr->val);
+	if (!csr->rowptr || !csr->colind || !csr->val) {
+		starfa_csr_free(csr);
+		return NULL;
+	}
+	return csr;
+}
+
+void starfa_csr_free(starfa_csr *csr)
+{
+	if (!csr)
+		return;
+	free(csr->rowptr);
+	free(csr->colind);
+	free(csr->val);
+	free(csr);
+}
+
+/* Turns counts at ptr[1..n] into offsets: ptr[i] is where bucket i starts. */
+static void prefix_sum(int64_t *ptr, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		ptr[i + 1] += ptr[i];
+}
+
+/* Stable counting sort of the entries (key[k], other[k], val[k]) by key into
+ * (other_out, val_out), with bucket offsets in ptr (nkeys + 1, zeroed by the caller);
+ * key_out, when not NULL, receives the sorted keys. */
+static void bucket_sort(int64_t nnz, const int32_t *key, const int32_t *other, const float *val, int64_t nkeys,
+			int64_t *ptr, int32_t *key_out, int32_t *other_out, float *val_out)
+{
+	for (int64_t k = 0; k < nnz; k++)
+		ptr[key[k] + 1]++;
+	prefix_sum(ptr, nkeys);
+	for (int64_t k = 0; k < nnz; k++) {
+		int64_t dst = ptr[key[k]]++;
+		if (key_out)
+			key_out[dst] = key[k];
+		other_out[dst] = other[k];
+		val_out[dst] = val[k];
+	}
+	/* Each bucket start moved to the next one's: shift back. */
+	memmove(ptr + 1, ptr, (size_t)nkeys * sizeof *ptr);
+	ptr[0] = 0;
+}
+
+/* Sums runs of equal columns within each row, compacting in place. */
+static void merge_duplicates(starfa_csr *csr)
+{
+	int64_t out = 0, start = 0;
+	for (int64_t i = 0; i < csr->nrows; i++) {
+		int64_t end = csr->rowptr[i + 1];
+		for (int64_t k = start; k < end; k++) {
+			if (out > csr->rowptr[i] && csr->colind[out - 1] == csr->colind[k]) {
+				csr->val[out - 1] += csr->val[k];
+				continue;
+			}
+			csr->colind[out] = csr->colind[k];
+			csr->val[out++] = csr->val[k];
+		}
+		start = end;
+		csr->rowptr[i + 1] = out;
+	}
+	csr->nnz = out;
+}
+
+int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out)
+{
+	if (!out)
+		return starfa_set_error(STARFA_EINVAL, "starfa_csr_from_coo: NULL output");
+	*out = NULL;
+	int rc = check_coo(coo);
+	if (rc)
+		return rc;
+	int64_t nnz = coo->nnz;
+	starfa_csr *csr = csr_new(coo->nrows, coo->ncols, nnz);
+	int64_t *colptr = starfa_calloc((size_t)coo->ncols + 1, sizeof *colptr);
+	int32_t *rows = starfa_malloc((size_t)nnz, sizeof *rows);
+	int32_t *cols = starfa_malloc((size_t)nnz, sizeof *cols);
+	float *vals = starfa_malloc((size_t)nnz, sizeof *vals);
+	if (csr && colptr && rows && cols && vals) {
+		/* Sorting by column, then stably by row, leaves columns sorted within each row. */
+		bucket_sort(nnz, coo->col, coo->row, coo->val, coo->ncols, colptr, cols, rows, vals);
+		bucket_sort(nnz, rows, cols, vals, coo->nrows, csr->rowptr, NULL, csr->colind, csr->val);
+		merge_duplicates(csr);
+		*out = csr;
+	} else {
+		starfa_csr_free(csr);
+		rc = STARFA_ENOMEM;
+	}
+	free(colptr);
+	free(rows);
+	free(cols);
+	free(vals);
+	return rc;
+}
+
+static int check_csr(const starfa_csr *csr)
+{
+	if (!csr || !csr->rowptr || csr->nnz < 0 || (csr->nnz > 0 && (!csr->colind || !csr->val)))
+		return starfa_set_error(STARFA_EINVAL, "invalid CSR matrix");
+	int rc = check_dimensions(csr->nrows, csr->ncols);
+	if (!rc && (csr->rowptr[0] != 0 || csr->rowptr[csr->nrows] != csr->nnz))
+		rc = starfa_set_error(STARFA_EINVAL, "CSR row pointers do not span the %lld nonzeros",
+				      (long long)csr->nnz);
+	for (int64_t i = 0; i < csr->nrows && !rc; i++)
+		if (csr->rowptr[i] > csr->rowptr[i + 1])
+			rc = starfa_set_error(STARFA_EINVAL, "CSR row pointers decrease at row %lld", (long long)i);
+	for (int64_t k = 0; k < csr->nnz && !rc; k++)
+		if (csr->colind[k] < 0 || csr->colind[k] >= csr->ncols)
+			rc = starfa_set_error(STARFA_EINVAL, "CSR column index %d outside 0..%lld", csr->colind[k],
+					      (long long)csr->ncols - 1);
+	return rc;
+}
+
+int starfa_csr_transpose(const starfa_csr *in, starfa_csr **out)
+{
+	if (!out)
+		return starfa_set_error(STARFA_EINVAL, "starfa_csr_transpose: NULL output");
+	*out = NULL;
+	int rc = check_csr(in);
+	if (rc)
+		return rc;
+	starfa_csr *t = csr_new(in->ncols, in->nrows, in->nnz);
+	if (!t)
+		return STARFA_ENOMEM;
+	/* A counting sort by column visiting rows in order keeps each new row sorted. */
+	for (int64_t k = 0; k < in->nnz; k++)
+		t->rowptr[in->colind[k] + 1]++;
+	prefix_sum(t->rowptr, t->nrows);
+	for (int64_t i = 0; i < in->nrows; i++)
+		for (int64_t k = in->rowptr[i]; k < in->rowptr[i + 1]; k++) {
+			int64_t dst = t->rowptr[in->colind[k]]++;
+			t->colind[dst] = (int32_t)i;
+			t->val[dst] = in->val[k];
+		}
+	memmove(t->rowptr + 1, t->rowptr, (size_t)t->nrows * sizeof *t->rowptr);
+	t->rowptr[0] = 0;
+	*out = t;
+	return 0;
+}

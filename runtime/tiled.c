@@ -1,0 +1,479 @@
+/* Tiled sparse matrices, dense row blocks and sparse value sets as StarPU handles. */
+#include "runtime/tiled.h"
+
+#include <string.h>
+
+/* Enough tiles to feed every worker a few times over, but none smaller than this,
+ * so that StarPU's per-task cost (tens of microseconds) stays small beside the work. */
+#define MIN_AUTO_TILE_NNZ (1 << 14)
+#define TILES_PER_WORKER 4
+
+void *starfa_host_alloc(size_t bytes)
+{
+	void *p = NULL;
+	if (bytes == 0)
+		return NULL;
+	if (starpu_malloc(&p, bytes) != 0 || !p) {
+		starfa_set_error(STARFA_ENOMEM, "out of memory allocating %zu bytes", bytes);
+		return NULL;
+	}
+	return p;
+}
+
+void starfa_host_free(void *p, size_t bytes)
+{
+	if (p)
+		starpu_free_flags(p, bytes, STARPU_MALLOC_PINNED);
+}
+
+/* Cuts [0, n) into `parts` consecutive ranges of about equal total count, each at
+ * least one element wide (parts <= n). */
+static void balanced_bounds(const int64_t *counts, int64_t n, int64_t parts, int64_t *bounds)
+{
+	int64_t total = 0;
+	for (int64_t i = 0; i < n; i++)
+		total += counts[i];
+	bounds[0] = 0;
+	int64_t prefix = 0, pos = 0;
+	for (int64_t k = 1; k < parts; k++) {
+		/* The k-th cut goes where the running count first reaches k/parts of the total,
+		 * leaving at least one element for each remaining part. */
+		int64_t target = total > 0 ? (int64_t)((__int128)total * k / parts) : 0;
+		int64_t lowest = bounds[k - 1] + 1, highest = n - (parts - k);
+		while (pos < lowest)
+			prefix += counts[pos++];
+		if (total > 0) {
+			while (pos < highest && prefix + counts[pos] <= target)
+				prefix += counts[pos++];
+			/* Step over the cut when that lands closer to the target. */
+			if (pos < highest && target - prefix > prefix + counts[pos] - target)
+				prefix += counts[pos++];
+		} else {
+			while (pos < highest && pos < n * k / parts)
+				prefix += counts[pos++];
+		}
+		bounds[k] = pos;
+	}
+	bounds[parts] = n;
+}
+
+static int64_t clamp_tiles(int64_t want, int64_t n)
+{
+	if (want < 1)
+		want = 1;
+	return n > 0 && want > n ? n : want;
+}
+
+/* Automatic grid: about TILES_PER_WORKER tiles per worker, none under MIN_AUTO_TILE_NNZ. */
+static void auto_grid(const starfa_csr *csr, int64_t *row_tiles, int64_t *col_tiles)
+{
+	int64_t workers = starpu_worker_get_count();
+	int64_t want = TILES_PER_WORKER * (workers > 0 ? workers : 1);
+	int64_t by_size = csr->nnz / MIN_AUTO_TILE_NNZ;
+	if (want > by_size)
+		want = by_size;
+	if (want < 1)
+		want = 1;
+	int64_t r = 1;
+	while ((r + 1) * (r + 1) <= want)
+		r++;
+	*row_tiles = r;
+	*col_tiles = (want + r - 1) / r;
+}
+
+static void free_grid(struct starfa_grid *g)
+{
+	if (!g->tiles)
+		return;
+	for (int64_t k = 0; k < g->nr * g->nc; k++) {
+		struct starfa_tile *t = &g->tiles[k];
+		if (t->handle)
+			starpu_data_unregister(t->handle);
+		starfa_host_free(t->rowptr, (size_t)(t->nrows + 1) * sizeof *t->rowptr);
+		starfa_host_free(t->colind, (size_t)t->nnz * sizeof *t->colind);
+		starfa_host_free(t->val, (size_t)t->nnz * sizeof *t->val);
+	}
+	free(g->tiles);
+	g->tiles = NULL;
+}
+
+/* Splits csr along row_bounds x col_bounds into g and registers every non-empty tile. */
+static int build_grid(const starfa_csr *csr, const int64_t *row_bounds, int64_t nr, const int64_t *col_bounds,
+		      int64_t nc, struct starfa_grid *g)
+{
+	g->nr = nr;
+	g->nc = nc;
+	g->tiles = starfa_calloc((size_t)(nr * nc), sizeof *g->tiles);
+	int32_t *col_band = starfa_malloc((size_t)csr->ncols, sizeof *col_band);
+	uint32_t *fill = starfa_malloc((size_t)nc, sizeof *fill);
+	int rc = 0;
+	if (!g->tiles || !col_band || !fill) {
+		rc = STARFA_ENOMEM;
+		goto out;
+	}
+	for (int64_t j = 0; j < nc; j++)
+		for (int64_t c = col_bounds[j]; c < col_bounds[j + 1]; c++)
+			col_band[c] = (int32_t)j;
+
+	for (int64_t i = 0; i < nr && rc == 0; i++) {
+		int64_t r0 = row_bounds[i], r1 = row_bounds[i + 1];
+		for (int64_t j = 0; j < nc; j++) {
+			struct starfa_tile *t = starfa_grid_tile(g, i, j);
+			t->nrows = r1 - r0;
+			t->ncols = col_bounds[j + 1] - col_bounds[j];
+		}
+		for (int64_t p = csr->rowptr[r0]; p < csr->rowptr[r1]; p++)
+			starfa_grid_tile(g, i, col_band[csr->colind[p]])->nnz++;
+		for (int64_t j = 0; j < nc && rc == 0; j++) {
+			struct starfa_tile *t = starfa_grid_tile(g, i, j);
+			if (t->nnz > (int64_t)UINT32_MAX || t->nrows >= (int64_t)UINT32_MAX) {
+				rc = starfa_set_error(STARFA_EINVAL,
+						      "tile (%lld, %lld) would hold %lld nonzeros in %lld rows, more "
+						      "than a tile can (2^32-1): ask for more tiles",
+						      (long long)i, (long long)j, (long long)t->nnz,
+						      (long long)t->nrows);
+				break;
+			}
+			t->rowptr = starfa_host_alloc((size_t)(t->nrows + 1) * sizeof *t->rowptr);
+			if (t->nnz > 0) {
+				t->colind = starfa_host_alloc((size_t)t->nnz * sizeof *t->colind);
+				t->val = starfa_host_alloc((size_t)t->nnz * sizeof *t->val);
+			}
+			if (!t->rowptr || (t->nnz > 0 && (!t->colind || !t->val)))
+				rc = STARFA_ENOMEM;
+			else
+				t->rowptr[0] = 0;
+			fill[j] = 0;
+		}
+		if (rc)
+			break;
+		for (int64_t r = r0; r < r1; r++) {
+			for (int64_t p = csr->rowptr[r]; p < csr->rowptr[r + 1]; p++) {
+				int32_t c = csr->colind[p];
+				int32_t j = col_band[c];
+				struct starfa_tile *t = starfa_grid_tile(g, i, j);
+				t->colind[fill[j]] = (uint32_t)(c - col_bounds[j]);
+				t->val[fill[j]] = csr->val[p];
+				fill[j]++;
+			}
+			for (int64_t j = 0; j < nc; j++)
+				starfa_grid_tile(g, i, j)->rowptr[r - r0 + 1] = fill[j];
+		}
+		for (int64_t j = 0; j < nc; j++) {
+			struct starfa_tile *t = starfa_grid_tile(g, i, j);
+			if (t->nnz > 0)
+				starpu_csr_data_register(&t->handle, STARPU_MAIN_RAM, (uint32_t)t->nnz,
+							 (uint32_t)t->nrows, (uintptr_t)t->val, t->colind,
+							 t->rowptr, 0, sizeof(float));
+		}
+	}
+out:
+	free(col_band);
+	free(fill);
+	if (rc)
+		free_grid(g);
+	return rc;
+}
+
+static int64_t *nnz_per_row(const starfa_csr *csr)
+{
+	int64_t *counts = starfa_malloc((size_t)csr->nrows, sizeof *counts);
+	if (counts)
+		for (int64_t r = 0; r < csr->nrows; r++)
+			counts[r] = csr->rowptr[r + 1] - csr->rowptr[r];
+	return counts;
+}
+
+static int64_t *nnz_per_col(const starfa_csr *csr)
+{
+	int64_t *counts = starfa_calloc((size_t)csr->ncols, sizeof *counts);
+	if (counts)
+		for (int64_t p = 0; p < csr->nnz; p++)
+			counts[csr->colind[p]]++;
+	return counts;
+}
+
+int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts, starfa_tiled **out)
+{
+	*out = NULL;
+	if (!starfa_runtime_started())
+		return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: call starfa_init first");
+	if (!csr || csr->nrows <= 0 || csr->ncols <= 0)
+		return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: the matrix has no rows or no columns");
+	if (csr->nrows > INT32_MAX || csr->ncols > INT32_MAX)
+		return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: dimensions beyond 2^31-1");
+
+	int64_t row_tiles = opts ? opts->row_tiles : 0, col_tiles = opts ? opts->col_tiles : 0;
+	if (row_tiles < 0 || col_tiles < 0)
+		return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: negative tile count");
+	if (row_tiles == 0 || col_tiles == 0) {
+		int64_t r, c;
+		auto_grid(csr, &r, &c);
+		if (row_tiles == 0)
+			row_tiles = r;
+		if (col_tiles == 0)
+			col_tiles = c;
+	}
+	row_tiles = clamp_tiles(row_tiles, csr->nrows);
+	col_tiles = clamp_tiles(col_tiles, csr->ncols);
+
+	starfa_tiled *t = starfa_calloc(1, sizeof *t);
+	int64_t *row_counts = nnz_per_row(csr), *col_counts = nnz_per_col(csr);
+	int rc = 0;
+	if (!t || !row_counts || !col_counts) {
+		rc = STARFA_ENOMEM;
+		goto fail;
+	}
+	t->nrows = csr->nrows;
+	t->ncols = csr->ncols;
+	t->nnz = csr->nnz;
+	t->row_bounds = starfa_malloc((size_t)row_tiles + 1, sizeof *t->row_bounds);
+	t->col_bounds = starfa_malloc((size_t)col_tiles + 1, sizeof *t->col_bounds);
+	if (!t->row_bounds || !t->col_bounds) {
+		rc = STARFA_ENOMEM;
+		goto fail;
+	}
+	balanced_bounds(row_counts, csr->nrows, row_tiles, t->row_bounds);
+	balanced_bounds(col_counts, csr->ncols, col_tiles, t->col_bounds);
+	rc = build_grid(csr, t->row_bounds, row_tiles, t->col_bounds, col_tiles, &t->grid);
+	if (rc)
+		goto fail;
+	if (opts && opts->transposed) {
+		starfa_csr *tr = NULL;
+		rc = starfa_csr_transpose(csr, &tr);
+		if (rc)
+			goto fail;
+		rc = build_grid(tr, t->col_bounds, col_tiles, t->row_bounds, row_tiles, &t->transposed);
+		starfa_csr_free(tr);
+		if (rc)
+			goto fail;
+	}
+	free(row_counts);
+	free(col_counts);
+	*out = t;
+	return 0;
+fail:
+	free(row_counts);
+	free(col_counts);
+	starfa_tiled_free(t);
+	return rc;
+}
+
+void starfa_tiled_free(starfa_tiled *t)
+{
+	if (!t)
+		return;
+	free_grid(&t->grid);
+	free_grid(&t->transposed);
+	free(t->row_bounds);
+	free(t->col_bounds);
+	free(t);
+}
+
+int64_t starfa_tiled_nrows(const starfa_tiled *t) { return t->nrows; }
+int64_t starfa_tiled_ncols(const starfa_tiled *t) { return t->ncols; }
+int64_t starfa_tiled_nnz(const starfa_tiled *t) { return t->nnz; }
+int64_t starfa_tiled_row_tiles(const starfa_tiled *t) { return t->grid.nr; }
+int64_t starfa_tiled_col_tiles(const starfa_tiled *t) { return t->grid.nc; }
+const int64_t *starfa_tiled_row_bounds(const starfa_tiled *t) { return t->row_bounds; }
+const int64_t *starfa_tiled_col_bounds(const starfa_tiled *t) { return t->col_bounds; }
+int starfa_tiled_has_transpose(const starfa_tiled *t) { return t->transposed.tiles != NULL; }
+
+int64_t starfa_tiled_tile_nnz(const starfa_tiled *t, int64_t i, int64_t j)
+{
+	if (i < 0 || j < 0 || i >= t->grid.nr || j >= t->grid.nc)
+		return 0;
+	return starfa_grid_tile(&t->grid, i, j)->nnz;
+}
+
+void starfa_tiled_tile_csr(const starfa_tiled *t, int64_t i, int64_t j, int64_t *nrows, int64_t *ncols,
+			   int64_t *nnz, const uint32_t **rowptr, const uint32_t **colind, const float **val)
+{
+	const struct starfa_tile *tile = starfa_grid_tile(&t->grid, i, j);
+	*nrows = tile->nrows;
+	*ncols = tile->ncols;
+	*nnz = tile->nnz;
+	*rowptr = tile->rowptr;
+	*colind = tile->nnz ? tile->colind : NULL;
+	*val = tile->nnz ? tile->val : NULL;
+}
+
+void starfa_tiled_describe(const starfa_tiled *t, FILE *out)
+{
+	int64_t ntiles = t->grid.nr * t->grid.nc, empty = 0, min_nnz = INT64_MAX, max_nnz = 0;
+	for (int64_t k = 0; k < ntiles; k++) {
+		int64_t n = t->grid.tiles[k].nnz;
+		empty += n == 0;
+		min_nnz = n < min_nnz ? n : min_nnz;
+		max_nnz = n > max_nnz ? n : max_nnz;
+	}
+	/* Row-band balance is what the boundaries optimise: report its spread. */
+	int64_t band_min = INT64_MAX, band_max = 0;
+	for (int64_t i = 0; i < t->grid.nr; i++) {
+		int64_t band = 0;
+		for (int64_t j = 0; j < t->grid.nc; j++)
+			band += starfa_grid_tile(&t->grid, i, j)->nnz;
+		band_min = band < band_min ? band : band_min;
+		band_max = band > band_max ? band : band_max;
+	}
+	fprintf(out,
+		"tiles=%lldx%lld nnz_per_tile=min %lld mean %.0f max %lld empty=%lld "
+		"row_band_nnz=min %lld max %lld%s\n",
+		(long long)t->grid.nr, (long long)t->grid.nc, (long long)min_nnz, (double)t->nnz / ntiles,
+		(long long)max_nnz, (long long)empty, (long long)band_min, (long long)band_max,
+		starfa_tiled_has_transpose(t) ? " transposed=yes" : "");
+}
+
+/* ------------------------------------------------------------------ dense row blocks */
+
+int starfa_dense_create(const starfa_tiled *t, starfa_side side, float *data, int64_t cols, starfa_dense **out)
+{
+	*out = NULL;
+	if (!data || cols <= 0 || cols > UINT32_MAX)
+		return starfa_set_error(STARFA_EINVAL, "starfa_dense_create: need data and 0 < cols < 2^32");
+	const int64_t *bounds = side == STARFA_ROWS ? t->row_bounds : t->col_bounds;
+	int64_t nblocks = side == STARFA_ROWS ? t->grid.nr : t->grid.nc;
+	starfa_dense *d = starfa_calloc(1, sizeof *d);
+	if (!d)
+		return STARFA_ENOMEM;
+	d->data = data;
+	d->rows = side == STARFA_ROWS ? t->nrows : t->ncols;
+	d->cols = cols;
+	d->nblocks = nblocks;
+	d->bounds = starfa_malloc((size_t)nblocks + 1, sizeof *d->bounds);
+	d->blocks = starfa_calloc((size_t)nblocks, sizeof *d->blocks);
+	if (!d->bounds || !d->blocks) {
+		starfa_dense_free(d);
+		return STARFA_ENOMEM;
+	}
+	memcpy(d->bounds, bounds, ((size_t)nblocks + 1) * sizeof *d->bounds);
+	/* Pinned host memory lets StarPU copy blocks to and from GPUs asynchronously. */
+	if (starpu_cuda_worker_get_count() > 0 &&
+	    starpu_memory_pin(data, (size_t)(d->rows * cols) * sizeof(float)) == 0)
+		d->pinned = 1;
+	for (int64_t b = 0; b < nblocks; b++) {
+		int64_t r0 = d->bounds[b], r1 = d->bounds[b + 1];
+		if ((r1 - r0) * cols > UINT32_MAX) {
+			starfa_dense_free(d);
+			return starfa_set_error(STARFA_EINVAL, "row block %lld holds more than 2^32 elements: "
+							      "ask for more tiles", (long long)b);
+		}
+		starpu_matrix_data_register(&d->blocks[b], STARPU_MAIN_RAM, (uintptr_t)(data + r0 * cols),
+					    (uint32_t)cols, (uint32_t)cols, (uint32_t)(r1 - r0), sizeof(float));
+	}
+	*out = d;
+	return 0;
+}
+
+void starfa_dense_free(starfa_dense *d)
+{
+	if (!d)
+		return;
+	if (d->blocks)
+		for (int64_t b = 0; b < d->nblocks; b++)
+			if (d->blocks[b])
+				starpu_data_unregister(d->blocks[b]);
+	if (d->pinned)
+		starpu_memory_unpin(d->data, (size_t)(d->rows * d->cols) * sizeof(float));
+	free(d->blocks);
+	free(d->bounds);
+	free(d);
+}
+
+int64_t starfa_dense_blocks(const starfa_dense *d)
+{
+	return d->nblocks;
+}
+
+int starfa_dense_sync(starfa_dense *d)
+{
+	for (int64_t b = 0; b < d->nblocks; b++) {
+		int ret = starpu_data_acquire(d->blocks[b], STARPU_R);
+		if (ret != 0)
+			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on block %lld",
+						(long long)b);
+		starpu_data_release(d->blocks[b]);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ sparse value sets */
+
+int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_sparse_values **out)
+{
+	*out = NULL;
+	int64_t ntiles = pattern->grid.nr * pattern->grid.nc;
+	starfa_sparse_values *v = starfa_calloc(1, sizeof *v);
+	if (!v)
+		return STARFA_ENOMEM;
+	v->pattern = pattern;
+	v->handles = starfa_calloc((size_t)ntiles, sizeof *v->handles);
+	v->values = starfa_calloc((size_t)ntiles, sizeof *v->values);
+	if (!v->handles || !v->values) {
+		starfa_sparse_values_free(v);
+		return STARFA_ENOMEM;
+	}
+	for (int64_t k = 0; k < ntiles; k++) {
+		int64_t nnz = pattern->grid.tiles[k].nnz;
+		if (nnz == 0)
+			continue;
+		v->values[k] = starfa_host_alloc((size_t)nnz * sizeof(float));
+		if (!v->values[k]) {
+			starfa_sparse_values_free(v);
+			return STARFA_ENOMEM;
+		}
+		starpu_vector_data_register(&v->handles[k], STARPU_MAIN_RAM, (uintptr_t)v->values[k],
+					    (uint32_t)nnz, sizeof(float));
+	}
+	*out = v;
+	return 0;
+}
+
+void starfa_sparse_values_free(starfa_sparse_values *v)
+{
+	if (!v)
+		return;
+	int64_t ntiles = v->pattern->grid.nr * v->pattern->grid.nc;
+	for (int64_t k = 0; k < ntiles; k++) {
+		if (v->handles && v->handles[k])
+			starpu_data_unregister(v->handles[k]);
+		if (v->values)
+			starfa_host_free(v->values[k], (size_t)v->pattern->grid.tiles[k].nnz * sizeof(float));
+	}
+	free(v->handles);
+	free(v->values);
+	free(v);
+}
+
+int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
+{
+	const struct starfa_grid *g = &v->pattern->grid;
+	int64_t ntiles = g->nr * g->nc;
+	for (int64_t k = 0; k < ntiles; k++)
+		if (v->handles[k] && starpu_data_acquire(v->handles[k], STARPU_R) != 0) {
+			for (int64_t m = 0; m < k; m++)
+				if (v->handles[m])
+					starpu_data_release(v->handles[m]);
+			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on tile %lld",
+						(long long)k);
+		}
+	/* Within a row, the nonzeros of tiles (i, 0), (i, 1), ... follow each other in
+	 * column order, which is the source CSR's order. */
+	int64_t pos = 0;
+	for (int64_t i = 0; i < g->nr; i++) {
+		int64_t nrows = v->pattern->row_bounds[i + 1] - v->pattern->row_bounds[i];
+		for (int64_t r = 0; r < nrows; r++)
+			for (int64_t j = 0; j < g->nc; j++) {
+				const struct starfa_tile *t = starfa_grid_tile(g, i, j);
+				if (t->nnz == 0)
+					continue;
+				uint32_t p0 = t->rowptr[r], p1 = t->rowptr[r + 1];
+				memcpy(out + pos, v->values[i * g->nc + j] + p0, (size_t)(p1 - p0) * sizeof(float));
+				pos += p1 - p0;
+			}
+	}
+	for (int64_t k = 0; k < ntiles; k++)
+		if (v->handles[k])
+			starpu_data_release(v->handles[k]);
+	return 0;
+}

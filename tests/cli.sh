@@ -1,0 +1,78 @@
+#!/bin/sh
+# The starfa command end to end: outputs on small files, exit codes and messages on
+# bad input. Run by `make check` with STARFA pointing at the built tool.
+set -u
+starfa=${STARFA:-./starfa}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/starfa-cli-XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+# expect CODE PATTERN -- ARGS...: runs starfa ARGS, checks the exit code and that the
+# combined output matches the extended regular expression PATTERN.
+expect() {
+	code=$1 pattern=$2
+	shift 3
+	out=$("$starfa" "$@" 2>&1)
+	rc=$?
+	if [ "$rc" != "$code" ]; then
+		fail "starfa $* exited $rc, expected $code; output:
+$out"
+	elif ! printf '%s\n' "$out" | grep -Eq -- "$pattern"; then
+		fail "starfa $*: output does not match /$pattern/:
+$out"
+	else
+		echo "ok: starfa $*"
+	fi
+}
+
+cat >"$tmp/small.mtx" <<'MTX'
+%%MatrixMarket matrix coordinate real general
+% a comment
+3 4 5
+1 1 1.5
+1 4 -2
+2 2 3
+3 1 4
+3 3 0.5
+MTX
+printf 'userId,movieId,rating,timestamp\nu1,m1,4.5,100\nu2,m1,3,101\nu1,m2,5,102\n' >"$tmp/ratings.csv"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n4 1 2\n' >"$tmp/bad_index.mtx"
+printf '%%%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n' >"$tmp/complex.mtx"
+
+# A larger random matrix for SDDMM through several tiles.
+awk 'BEGIN { srand(7); n = 300; print "%%MatrixMarket matrix coordinate real general"; print n, n, 3000;
+	for (e = 0; e < 3000; e++) printf "%d %d %.3f\n", int(rand() * n) + 1, int(rand() * n) + 1, rand() }' \
+	>"$tmp/random.mtx"
+
+expect 0 '^starfa [0-9]' -- --version
+expect 0 'StarPU 1\.[34]' -- info
+expect 0 'worker 0: cpu' -- info --ncpus 1
+expect 0 '^rows=3 cols=4 nnz=5$' -- stat "$tmp/small.mtx"
+expect 0 'tiles=1x1' -- stat --row-tiles 1 --col-tiles 1 "$tmp/small.mtx"
+expect 0 '^rows=2 cols=2 nnz=3$' -- stat "$tmp/ratings.csv"
+expect 0 'check: passed' -- sddmm --input "$tmp/random.mtx" --rank 33 --repeat 2 --check --row-tiles 3 --col-tiles 2
+expect 0 'check: passed' -- sddmm --input "$tmp/random.mtx" --rank 8 --scaled --repeat 1 --check
+expect 0 'cpu : 1 workers' -- sddmm --input "$tmp/random.mtx" --rank 8 --repeat 1 --ncpus 1 --ncuda 0
+
+# Bad input: one clear message naming the file (and line), non-zero exit, no crash.
+expect 1 "bad_index\.mtx:4" -- stat "$tmp/bad_index.mtx"
+expect 1 'complex' -- stat "$tmp/complex.mtx"
+expect 1 'missing\.mtx' -- stat "$tmp/missing.mtx"
+expect 1 "bad_index\.mtx:4" -- sddmm --input "$tmp/bad_index.mtx" --check
+
+# Usage errors exit 2.
+expect 2 'unknown command' -- frobnicate
+expect 2 'needs --input' -- sddmm --rank 4
+expect 2 '--rank expects an integer' -- sddmm --input "$tmp/small.mtx" --rank 0
+expect 2 '--rank expects an integer' -- sddmm --input "$tmp/small.mtx" --rank 12abc
+expect 2 'mtx, ratings or docword' -- stat --format xml "$tmp/small.mtx"
+expect 2 'exactly one FILE' -- stat
+expect 2 '--ncpus expects' -- info --ncpus -3
+
+[ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+exit 0

@@ -1,0 +1,1 @@
+# runs the 'coo' group of tests/starfa_test

@@ -1,0 +1,229 @@
+/* The one test driver. Usage:
+ *   starfa_test [--list] [GROUP | GROUP.t | GROUP/NAME]...
+ * With no selection every test runs. Exit: 0 all passed, 77 all skipped, 1 a failure. */
+#include "testing.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_TESTS 512
+
+struct test_case {
+	const char *group, *name;
+	int (*fn)(void);
+};
+
+static struct test_case tests[MAX_TESTS];
+static int ntests;
+static int runtime_started;
+static char scratch_dir[512];
+
+void testing_register(const char *group, const char *name, int (*fn)(void))
+{
+	if (ntests == MAX_TESTS) {
+		fprintf(stderr, "too many tests: raise MAX_TESTS in tests/driver.c\n");
+		abort();
+	}
+	tests[ntests++] = (struct test_case){group, name, fn};
+}
+
+void testing_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "  %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void testing_note(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("  note: ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+}
+
+static uint64_t seed;
+
+uint64_t testing_seed(void)
+{
+	return seed;
+}
+
+static uint64_t next(uint64_t *s)
+{
+	uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+double testing_uniform(uint64_t *state)
+{
+	return (next(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+uint64_t testing_below(uint64_t *state, uint64_t n)
+{
+	return n ? next(state) % n : 0;
+}
+
+void testing_fill_random(float *x, size_t n, uint64_t *state)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = (float)(2.0 * testing_uniform(state) - 1.0);
+}
+
+void testing_poison(float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = NAN;
+}
+
+starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, uint64_t *state)
+{
+	starfa_coo *coo = starfa_coo_new(m, n, nnz);
+	if (!coo)
+		return NULL;
+	for (int64_t e = 0; e < nnz; e++) {
+		double u = testing_uniform(state), v = testing_uniform(state);
+		/* u^(1+skew) piles the draws onto low indices: a few heavy rows and columns. */
+		coo->row[e] = (int32_t)(pow(u, 1.0 + skew) * m);
+		coo->col[e] = (int32_t)(pow(v, 1.0 + skew) * n);
+		coo->val[e] = (float)(2.0 * testing_uniform(state) - 1.0);
+	}
+	coo->nnz = nnz;
+	starfa_csr *csr = NULL;
+	int rc = starfa_csr_from_coo(coo, &csr);
+	starfa_coo_free(coo);
+	return rc ? NULL : csr;
+}
+
+int testing_runtime(void)
+{
+	if (runtime_started)
+		return 0;
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.silent = 1;
+	int rc = starfa_init(&opts);
+	if (rc == 0)
+		runtime_started = 1;
+	return rc;
+}
+
+const char *testing_write_file(const char *name, const char *text, size_t size)
+{
+	static char path[1024];
+	snprintf(path, sizeof path, "%s/%s", scratch_dir, name);
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(text, 1, size, f) != size || fclose(f) != 0) {
+		fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
+		exit(99);
+	}
+	return path;
+}
+
+static int selected(const struct test_case *t, int argc, char **argv)
+{
+	if (argc == 0)
+		return 1;
+	for (int i = 0; i < argc; i++) {
+		char want[256];
+		const char *base = strrchr(argv[i], '/');
+		/* "tests/readers.t" (automake's log driver) selects the group "readers". */
+		size_t len = strlen(argv[i]);
+		if (len > 2 && strcmp(argv[i] + len - 2, ".t") == 0) {
+			const char *b = base ? base + 1 : argv[i];
+			snprintf(want, sizeof want, "%.*s", (int)(strlen(b) - 2), b);
+			if (strcmp(want, t->group) == 0)
+				return 1;
+			continue;
+		}
+		snprintf(want, sizeof want, "%s/%s", t->group, t->name);
+		if (strcmp(argv[i], t->group) == 0 || strcmp(argv[i], want) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	int list = argc > 1 && strcmp(argv[1], "--list") == 0;
+	if (list) {
+		argc--;
+		argv++;
+	}
+	const char *env_seed = getenv("STARFA_TEST_SEED");
+	seed = env_seed ? strtoull(env_seed, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (!seed)
+		seed = 1;
+
+	const char *tmp = getenv("TMPDIR");
+	snprintf(scratch_dir, sizeof scratch_dir, "%s/starfa-test-XXXXXX", tmp ? tmp : "/tmp");
+	if (!list && !mkdtemp(scratch_dir)) {
+		fprintf(stderr, "cannot create a scratch folder: %s\n", strerror(errno));
+		return 99;
+	}
+
+	int run = 0, failed = 0, skipped = 0;
+	if (!list)
+		printf("seed %llu (replay with STARFA_TEST_SEED=%llu)\n", (unsigned long long)seed,
+		       (unsigned long long)seed);
+	for (int i = 0; i < ntests; i++) {
+		if (!selected(&tests[i], argc - 1, argv + 1))
+			continue;
+		if (list) {
+			printf("%s/%s\n", tests[i].group, tests[i].name);
+			continue;
+		}
+		fflush(stdout);
+		double t0 = now_ms();
+		int rc = tests[i].fn();
+		double ms = now_ms() - t0;
+		run++;
+		const char *verdict = rc == 0 ? "PASS" : rc == TEST_SKIPPED ? "SKIP" : "FAIL";
+		if (rc == TEST_SKIPPED)
+			skipped++;
+		else if (rc != 0)
+			failed++;
+		printf("%s %s/%s (%.0f ms)\n", verdict, tests[i].group, tests[i].name, ms);
+		fflush(stdout);
+	}
+	if (runtime_started)
+		starfa_shutdown();
+	if (!list) {
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", scratch_dir);
+	}
+	if (list)
+		return 0;
+	if (run == 0) {
+		fprintf(stderr, "no test matches the selection\n");
+		return 1;
+	}
+	printf("%d run, %d failed, %d skipped\n", run, failed, skipped);
+	if (failed)
+		return 1;
+	return skipped == run ? TEST_SKIPPED : 0;
+}

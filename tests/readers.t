@@ -1,0 +1,1 @@
+# runs the 'readers' group of tests/starfa_test

@@ -1,0 +1,1 @@
+# runs the 'sddmm' group of tests/starfa_test

@@ -1,0 +1,1 @@
+# runs the 'sddmm_cuda' group of tests/starfa_test

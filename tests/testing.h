@@ -1,0 +1,86 @@
+/* The test driver's API: each test registers itself with TEST(group, name) and returns
+ * 0 (pass), 77 (skipped: nothing here can run it) or anything else (fail).
+ * Automake runs one driver process per group (tests/<group>.t). */
+#ifndef STARFA_TESTING_H
+#define STARFA_TESTING_H
+
+#include <config.h>
+
+#include "starfa.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TEST_SKIPPED 77
+
+void testing_register(const char *group, const char *name, int (*fn)(void));
+void testing_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void testing_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define TEST(group, name)                                                                      \
+	static int test_##group##_##name(void);                                                \
+	__attribute__((constructor)) static void register_##group##_##name(void)               \
+	{                                                                                      \
+		testing_register(#group, #name, test_##group##_##name);                        \
+	}                                                                                      \
+	static int test_##group##_##name(void)
+
+#define CHECK(cond)                                                                            \
+	do {                                                                                   \
+		if (!(cond)) {                                                                 \
+			testing_fail(__FILE__, __LINE__, "check failed: %s", #cond);           \
+			return 1;                                                              \
+		}                                                                              \
+	} while (0)
+
+#define CHECK_MSG(cond, ...)                                                                   \
+	do {                                                                                   \
+		if (!(cond)) {                                                                 \
+			testing_fail(__FILE__, __LINE__, __VA_ARGS__);                         \
+			return 1;                                                              \
+		}                                                                              \
+	} while (0)
+
+/* A starfa call that must succeed. */
+#define CHECK_OK(call)                                                                         \
+	do {                                                                                   \
+		int check_rc_ = (call);                                                        \
+		if (check_rc_ != 0) {                                                          \
+			testing_fail(__FILE__, __LINE__, "%s returned %d: %s", #call, check_rc_, \
+				     starfa_last_error());                                     \
+			return 1;                                                              \
+		}                                                                              \
+	} while (0)
+
+#define SKIP(...)                                                                              \
+	do {                                                                                   \
+		testing_note(__VA_ARGS__);                                                     \
+		return TEST_SKIPPED;                                                           \
+	} while (0)
+
+/* The seed of this run (STARFA_TEST_SEED, else drawn from the clock and printed), so
+ * every run draws fresh inputs and a failure can be replayed. */
+uint64_t testing_seed(void);
+/* xorshift64*: uniform in [0, 1) and in [0, n). */
+double testing_uniform(uint64_t *state);
+uint64_t testing_below(uint64_t *state, uint64_t n);
+/* Fills with uniform values in [-1, 1). */
+void testing_fill_random(float *x, size_t n, uint64_t *state);
+/* Fills with NaN, so an element a kernel forgot to write fails the comparison. */
+void testing_poison(float *x, size_t n);
+
+/* A random m x n matrix with about nnz distinct entries (values in [-1, 1)). With
+ * skew > 0, row and column degrees follow a power law (exponent skew), as real ratings
+ * and graphs do; a fraction of rows and columns stay empty. */
+starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, uint64_t *state);
+
+/* Starts StarPU once for this process (all workers, quiet); shut down at exit.
+ * Returns 0, or a starfa error code. */
+int testing_runtime(void);
+
+/* Writes text to a fresh file in the test scratch folder and returns its path
+ * (valid until the next call). */
+const char *testing_write_file(const char *name, const char *text, size_t size);
+
+#endif

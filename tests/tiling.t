@@ -1,0 +1,1 @@
+# runs the 'tiling' group of tests/starfa_test
