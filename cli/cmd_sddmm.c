@@ -157,8 +157,8 @@ static int run(struct sddmm_cli *c, starfa_csr *csr)
 		goto out;
 	}
 	starfa_tiled_describe(S, stdout);
-	printf("workers: %d cpu, %d cuda\n", starfa_worker_count(STARFA_WORKER_CPU),
-	       starfa_worker_count(STARFA_WORKER_CUDA));
+	printf("workers: %d cpu, %d cuda; scheduler %s\n", starfa_worker_count(STARFA_WORKER_CPU),
+	       starfa_worker_count(STARFA_WORKER_CUDA), starfa_scheduler_name());
 
 	starfa_sddmm_mode mode = c->scaled ? STARFA_SDDMM_SCALED : STARFA_SDDMM_PATTERN;
 	double flops = 2.0 * (double)c->rank * (double)csr->nnz;

@@ -109,7 +109,7 @@ void starfa_csr_free(starfa_csr *csr);
 typedef struct starfa_options {
 	int ncpus;                 /* CPU workers; -1: StarPU's default (STARPU_NCPU or all cores) */
 	int ncuda;                 /* CUDA workers; -1: StarPU's default (STARPU_NCUDA or all GPUs) */
-	const char *scheduler;     /* NULL: StarPU's default (STARPU_SCHED or "lws"); e.g. "dmda" */
+	const char *scheduler;     /* NULL: STARPU_SCHED, else "dmda" (perfmodel-driven); e.g. "dmdas", "lws" */
 	int calibrate;             /* -1: leave to STARPU_CALIBRATE; 0 off; 1 calibrate; 2 reset and calibrate */
 	int silent;                /* 1: keep StarPU quiet unless something fails */
 } starfa_options;
@@ -125,6 +125,9 @@ void starfa_shutdown(void);
 typedef enum starfa_worker_kind { STARFA_WORKER_CPU = 0, STARFA_WORKER_CUDA = 1 } starfa_worker_kind;
 #define STARFA_WORKER_KINDS 2
 const char *starfa_worker_kind_name(starfa_worker_kind kind);
+
+/* The running scheduler's name ("" before starfa_init). */
+const char *starfa_scheduler_name(void);
 
 /* Number of workers of a kind (after starfa_init). */
 int starfa_worker_count(starfa_worker_kind kind);

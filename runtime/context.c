@@ -45,6 +45,8 @@ int starfa_init(const starfa_options *opts)
 		conf.ncuda = opts->ncuda;
 	if (opts->scheduler)
 		conf.sched_policy_name = opts->scheduler;
+	else if (!getenv("STARPU_SCHED"))
+		conf.sched_policy_name = "dmda"; /* every codelet has a perfmodel: let StarPU use it */
 	if (opts->calibrate >= 0)
 		conf.calibrate = opts->calibrate;
 	/* StarPU's OpenCL and accelerator drivers are not used by starfa. */
@@ -90,6 +92,14 @@ const char *starfa_worker_kind_name(starfa_worker_kind kind)
 static int kind_of_worker(int workerid)
 {
 	return starpu_worker_get_type(workerid) == STARPU_CUDA_WORKER ? STARFA_WORKER_CUDA : STARFA_WORKER_CPU;
+}
+
+const char *starfa_scheduler_name(void)
+{
+	if (!starfa_runtime_started())
+		return "";
+	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0); /* the context starpu_init made */
+	return policy && policy->policy_name ? policy->policy_name : "";
 }
 
 int starfa_worker_count(starfa_worker_kind kind)

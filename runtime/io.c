@@ -4,7 +4,6 @@
 #include "runtime/io.h"
 
 #include <errno.h>
-#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -97,13 +96,11 @@ starfa_format starfa_format_guess(const char *path)
 	starfa_format format = guess_from_name(path);
 	FILE *f = path ? fopen(path, "rb") : NULL;
 	if (f) {
+		/* Enough for any first line the content guess recognises. */
 		char head[256];
 		size_t n = fread(head, 1, sizeof head, f);
 		fclose(f);
-		/* The first line may be cut short here: drop it unless it ended. */
-		const char *newline = memchr(head, '\n', n);
-		if (newline || n < sizeof head)
-			format = guess_from_content(head, n, format);
+		format = guess_from_content(head, n, format);
 	}
 	return format;
 }
@@ -336,13 +333,13 @@ static void add_digit(struct decimal *d, int digit, int in_fraction)
 	}
 }
 
-/* Digits of the mantissa from p; returns how many. */
+/* Digits of the mantissa from p; returns whether there was any. */
 static int scan_digits(const char **p, const char *end, struct decimal *d, int in_fraction)
 {
-	int n = 0;
-	for (; *p < end && digit_value(**p) >= 0; (*p)++, n++)
+	const char *start = *p;
+	for (; *p < end && digit_value(**p) >= 0; (*p)++)
 		add_digit(d, digit_value(**p), in_fraction);
-	return n;
+	return *p > start;
 }
 
 /* [eE][+-]digits, clamped far beyond any float's range. */
@@ -367,8 +364,8 @@ static int is_non_finite_word(struct text_span s)
 	return span_equals_nocase(s, "nan") || span_equals_nocase(s, "inf") || span_equals_nocase(s, "infinity");
 }
 
-/* Exact for up to 15 digits with a power of ten up to 22 (both exact in a double),
- * otherwise within a few ulps of a double: far finer than the float it becomes. */
+/* Correctly rounded for up to 15 digits times a power of ten up to 22 (both exact in a
+ * double), otherwise within a few ulps of a double: far finer than the float it becomes. */
 static double decimal_value(const struct decimal *d)
 {
 	static const double powers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
@@ -390,7 +387,7 @@ enum number_status parse_float(struct text_span s, float *out)
 	int digits = scan_digits(&p, body.end, &d, 0);
 	if (p < body.end && *p == '.') {
 		p++;
-		digits += scan_digits(&p, body.end, &d, 1);
+		digits |= scan_digits(&p, body.end, &d, 1);
 	}
 	if (digits == 0)
 		return is_non_finite_word(s) ? NUMBER_NOT_FINITE : NUMBER_SYNTAX;
@@ -399,7 +396,8 @@ enum number_status parse_float(struct text_span s, float *out)
 	if (p != body.end)
 		return NUMBER_SYNTAX;
 	double value = decimal_value(&d);
-	if (value > FLT_MAX)
+	/* From halfway between FLT_MAX and 2^128 on, the float would round to infinity. */
+	if (value >= 0x1.ffffffp+127)
 		return NUMBER_RANGE;
 	*out = (float)(negative ? -value : value);
 	return NUMBER_OK;

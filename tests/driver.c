@@ -110,17 +110,36 @@ starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, u
 	return rc ? NULL : csr;
 }
 
-int testing_runtime(void)
+static starfa_options runtime_opts;
+
+static int same_options(const starfa_options *a, const starfa_options *b)
 {
-	if (runtime_started)
-		return 0;
-	starfa_options opts;
-	starfa_options_default(&opts);
-	opts.silent = 1;
-	int rc = starfa_init(&opts);
+	int same_sched = (!a->scheduler && !b->scheduler) ||
+			 (a->scheduler && b->scheduler && strcmp(a->scheduler, b->scheduler) == 0);
+	return a->ncpus == b->ncpus && a->ncuda == b->ncuda && a->calibrate == b->calibrate && same_sched;
+}
+
+int testing_runtime_with(const starfa_options *opts)
+{
+	if (runtime_started) {
+		if (same_options(opts, &runtime_opts))
+			return 0;
+		starfa_shutdown();
+		runtime_started = 0;
+	}
+	runtime_opts = *opts;
+	runtime_opts.silent = 1;
+	int rc = starfa_init(&runtime_opts);
 	if (rc == 0)
 		runtime_started = 1;
 	return rc;
+}
+
+int testing_runtime(void)
+{
+	starfa_options opts;
+	starfa_options_default(&opts);
+	return testing_runtime_with(&opts);
 }
 
 const char *testing_write_file(const char *name, const char *text, size_t size)

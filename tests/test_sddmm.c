@@ -265,8 +265,7 @@ TEST(sddmm_cuda, task_graph_on_cuda_workers)
 	starfa_options opts;
 	starfa_options_default(&opts);
 	opts.ncpus = 0;
-	opts.silent = 1;
-	CHECK_OK(starfa_init(&opts));
+	CHECK_OK(testing_runtime_with(&opts));
 	CHECK(starfa_worker_count(STARFA_WORKER_CUDA) > 0);
 	uint64_t rng = testing_seed() + 11;
 	starfa_csr *S = testing_random_csr(3000, 2000, 100000, 1.0, &rng);
@@ -299,7 +298,6 @@ TEST(sddmm_cuda, task_graph_on_cuda_workers)
 	starfa_dense_free(a);
 	starfa_dense_free(b);
 	starfa_tiled_free(t);
-	starfa_shutdown();
 	starfa_csr_free(S);
 	free(A);
 	free(B);

@@ -78,6 +78,9 @@ starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, u
 /* Starts StarPU once for this process (all workers, quiet); shut down at exit.
  * Returns 0, or a starfa error code. */
 int testing_runtime(void);
+/* The same with these workers and scheduler; restarts StarPU when the running one was
+ * started with other options, so a test's worker set never depends on the tests before it. */
+int testing_runtime_with(const starfa_options *opts);
 
 /* Writes text to a fresh file in the test scratch folder and returns its path
  * (valid until the next call). */

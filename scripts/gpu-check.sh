@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# On a machine with a GPU, after a build: the GPU test groups, the same under
+# compute-sanitizer (memcheck, racecheck, initcheck, synccheck), and the CLI check on
+# whatever real data is in data/.
+#   scripts/gpu-check.sh [BUILD_DIR]
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$top/build}
+export STARPU_SILENT=1 STARPU_HOME=${STARPU_HOME:-$build/tests/starpu-home}
+export LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+test_bin="$build/tests/.libs/starfa_test"
+[ -x "$test_bin" ] || test_bin="$build/tests/starfa_test"
+status=0
+run() {
+	echo "+ $*"
+	"$@" || { echo "FAILED: $*"; status=1; }
+}
+run "$build/starfa" info
+run "$test_bin" sddmm_cuda sddmm tiling
+if command -v compute-sanitizer >/dev/null; then
+	for tool in memcheck racecheck initcheck synccheck; do
+		run compute-sanitizer --tool "$tool" --error-exitcode 9 "$test_bin" sddmm_cuda/cuda_kernel_matches_reference_and_cpu
+	done
+else
+	echo "compute-sanitizer not found: skipped"
+fi
+for f in "$top"/data/*.mtx "$top"/data/*.csv; do
+	[ -f "$f" ] || continue
+	run "$build/starfa" sddmm --input "$f" --rank 64 --repeat 3 --check
+done
+exit $status
