@@ -29,7 +29,8 @@ static void sddmm_cuda(void *buffers[], void *cl_arg)
 {
 	const struct sddmm_args *args = cl_arg;
 	STARFA_CUDA_CHECK("sddmm",
-			  starfa_cuda_sddmm(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]),
+			  starfa_cuda_sddmm(STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[2]),
+					    STARPU_CSR_GET_NNZ(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]),
 					    STARPU_CSR_GET_COLIND(buffers[0]),
 					    (const float *)STARPU_CSR_GET_NZVAL(buffers[0]),
 					    (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),

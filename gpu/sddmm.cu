@@ -1,20 +1,76 @@
-/* SDDMM on one CSR tile, CUDA: one warp per row, lanes split the rank, shuffle reduction.
- * The straightforward kernel every faster variant is checked against. */
+/* SDDMM on one CSR tile, CUDA.
+ *
+ * Three kernels (after Nisa et al., HiPC 2018, and the ETH follow-up "Fast SDDMM on GPUs"):
+ *  - warp per row: the plain kernel, any k and alignment; the reference the others are
+ *    checked against and the fallback.
+ *  - vwarp: the nonzeros are cut into equal chunks (so a heavy row is shared among many
+ *    virtual warps and empty rows cost nothing); a virtual warp of V lanes sized to k reads
+ *    B rows with 16-byte loads, keeps the current A row in registers across the row's
+ *    nonzeros and reduces with shuffles. B comes through L1/L2.
+ *  - smem: vwarp with the tile's whole B block staged in shared memory first, for tiles
+ *    whose B block fits and whose nonzeros reuse it enough to pay for the staging.
+ * Device limits (SM count, L2 size, shared memory per block) are read from the device.
+ */
 #include "gpu/sddmm.h"
+
+#include <cstdint>
 
 namespace {
 
 constexpr int kWarp = 32;
-constexpr int kWarpsPerBlock = 8;
+constexpr int kThreads = 256;
+constexpr int kChunk = 32; /* nonzeros per virtual-warp chunk */
+constexpr int kMaxDevices = 64;
+/* Stage B only when each staged row serves this many nonzeros per block on average:
+ * below it, the staging traffic is larger than the L1/L2 reads it saves. */
+constexpr double kSmemMinReuse = 8.0;
+
+struct DeviceLimits {
+	int sms;
+	int smem_per_block_optin;
+	int smem_per_sm;
+	int l2_bytes;
+};
+
+cudaError_t device_limits(DeviceLimits *out)
+{
+	static DeviceLimits cache[kMaxDevices];
+	static bool ready[kMaxDevices];
+	int dev;
+	cudaError_t err = cudaGetDevice(&dev);
+	if (err != cudaSuccess)
+		return err;
+	if (dev < kMaxDevices && ready[dev]) {
+		*out = cache[dev];
+		return cudaSuccess;
+	}
+	DeviceLimits d;
+	if ((err = cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+	    (err = cudaDeviceGetAttribute(&d.smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) !=
+		    cudaSuccess ||
+	    (err = cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) !=
+		    cudaSuccess ||
+	    (err = cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, dev)) != cudaSuccess)
+		return err;
+	if (dev < kMaxDevices) {
+		cache[dev] = d;
+		ready[dev] = true; /* racing writers store the same values */
+	}
+	*out = d;
+	return cudaSuccess;
+}
+
+/* ------------------------------------------------------------------ warp per row */
 
 __global__ void sddmm_warp_per_row(int64_t nrows, const uint32_t *__restrict__ rowptr,
 				   const uint32_t *__restrict__ colind, const float *__restrict__ sval,
 				   const float *__restrict__ A, int64_t lda, const float *__restrict__ B, int64_t ldb,
 				   int64_t k, int scaled, float *__restrict__ out)
 {
+	constexpr int warps_per_block = kThreads / kWarp;
 	const int lane = threadIdx.x % kWarp;
-	const int64_t warps = (int64_t)gridDim.x * kWarpsPerBlock;
-	for (int64_t r = (int64_t)blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp; r < nrows; r += warps) {
+	const int64_t warps = (int64_t)gridDim.x * warps_per_block;
+	for (int64_t r = (int64_t)blockIdx.x * warps_per_block + threadIdx.x / kWarp; r < nrows; r += warps) {
 		const float *a = A + r * lda;
 		for (uint32_t p = rowptr[r]; p < rowptr[r + 1]; p++) {
 			const float *b = B + (int64_t)colind[p] * ldb;
@@ -29,18 +85,279 @@ __global__ void sddmm_warp_per_row(int64_t nrows, const uint32_t *__restrict__ r
 	}
 }
 
+/* ------------------------------------------------------------------ virtual warps */
+
+/* The row holding nonzero p: the last r with rowptr[r] <= p. */
+__device__ __forceinline__ int64_t row_of(const uint32_t *__restrict__ rowptr, int64_t nrows, uint32_t p)
+{
+	int64_t lo = 0, hi = nrows - 1;
+	while (lo < hi) {
+		int64_t mid = (lo + hi + 1) / 2;
+		if (__ldg(rowptr + mid) <= p)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+__device__ __forceinline__ float dot4(float4 a, float4 b)
+{
+	return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+}
+
+/* V lanes per virtual warp, J float4 per lane: V * J * 4 >= k. With kSmem, B (ncols rows of
+ * k4 float4) is first copied to shared memory with row stride smem_ld. */
+template <int V, int J, bool kSmem>
+__global__ void __launch_bounds__(kThreads)
+	sddmm_vwarp(int64_t nrows, int64_t ncols, uint32_t nnz, const uint32_t *__restrict__ rowptr,
+		    const uint32_t *__restrict__ colind, const float *__restrict__ sval, const float4 *__restrict__ A,
+		    int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4, int smem_ld, int scaled,
+		    float *__restrict__ out)
+{
+	extern __shared__ float4 staged_b[];
+	const float4 *b_rows = B;
+	int64_t b_ld = ldb4;
+	if (kSmem) {
+		for (int64_t i = threadIdx.x; i < ncols * k4; i += kThreads) {
+			int64_t r = i / k4, c = i - r * k4;
+			staged_b[r * smem_ld + c] = B[r * ldb4 + c];
+		}
+		__syncthreads();
+		b_rows = staged_b;
+		b_ld = smem_ld;
+	}
+	const int lane = threadIdx.x % V;
+	/* The lanes of this virtual warp, for shuffles that leave the other groups alone. */
+	const unsigned group_mask = V == kWarp ? 0xffffffffu : ((1u << V) - 1u) << (threadIdx.x % kWarp / V * V);
+	const int64_t group = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / V;
+	const int64_t groups = (int64_t)gridDim.x * kThreads / V;
+	const int64_t chunks = ((int64_t)nnz + kChunk - 1) / kChunk;
+
+	for (int64_t chunk = group; chunk < chunks; chunk += groups) {
+		const uint32_t p0 = (uint32_t)(chunk * kChunk);
+		const uint32_t p1 = min(nnz, p0 + (uint32_t)kChunk);
+		int64_t row = row_of(rowptr, nrows, p0);
+		uint32_t row_end = __ldg(rowptr + row + 1);
+		float4 a[J];
+#pragma unroll
+		for (int j = 0; j < J; j++)
+			a[j] = lane + j * V < k4 ? __ldg(A + row * lda4 + lane + j * V) : make_float4(0, 0, 0, 0);
+		for (uint32_t p = p0; p < p1; p++) {
+			if (p >= row_end) { /* next non-empty row: reload the A row held in registers */
+				do
+					row_end = __ldg(rowptr + ++row + 1);
+				while (p >= row_end);
+#pragma unroll
+				for (int j = 0; j < J; j++)
+					a[j] = lane + j * V < k4 ? __ldg(A + row * lda4 + lane + j * V)
+								 : make_float4(0, 0, 0, 0);
+			}
+			const float4 *b = b_rows + (int64_t)__ldg(colind + p) * b_ld;
+			float acc = 0.0f;
+#pragma unroll
+			for (int j = 0; j < J; j++)
+				if (lane + j * V < k4)
+					acc += dot4(a[j], kSmem ? b[lane + j * V] : __ldg(b + lane + j * V));
+#pragma unroll
+			for (int offset = V / 2; offset > 0; offset /= 2)
+				acc += __shfl_xor_sync(group_mask, acc, offset, V);
+			if (lane == 0)
+				out[p] = scaled ? __ldg(sval + p) * acc : acc;
+		}
+	}
+}
+
+struct Shape {
+	int v, j;
+};
+
+/* Virtual-warp shape for k4 = k/4 float4 per row: up to 4 float4 per lane in flight, then
+ * widen the group; 0 when k is beyond what the templates cover. */
+Shape vwarp_shape(int64_t k4)
+{
+	if (k4 <= 1) return {1, 1};
+	if (k4 <= 2) return {2, 1};
+	if (k4 <= 4) return {4, 1};
+	if (k4 <= 8) return {4, 2};
+	if (k4 <= 16) return {4, 4};
+	if (k4 <= 32) return {8, 4};
+	if (k4 <= 64) return {16, 4};
+	if (k4 <= 128) return {32, 4};
+	if (k4 <= 256) return {32, 8};
+	return {0, 0};
+}
+
+/* Row stride of staged B: a quarter warp (8 lanes, one 128-byte shared-memory phase)
+ * spans several rows when V < 8; pad so their segments land on different banks. */
+int smem_row_stride(int64_t k4, int v)
+{
+	return (int)(v < 8 ? k4 + 1 : k4);
+}
+
+bool vectorizable(const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k)
+{
+	return k % 4 == 0 && lda % 4 == 0 && ldb % 4 == 0 && ((uintptr_t)A | (uintptr_t)B) % 16 == 0;
+}
+
+template <bool kSmem>
+cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, const uint32_t *rowptr,
+			 const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
+			 int64_t ldb, int64_t k, int scaled, float *out, cudaStream_t stream, unsigned blocks,
+			 size_t smem_bytes)
+{
+	const float4 *A4 = reinterpret_cast<const float4 *>(A);
+	const float4 *B4 = reinterpret_cast<const float4 *>(B);
+	const int k4 = (int)(k / 4), smem_ld = smem_row_stride(k4, s.v);
+#define STARFA_SDDMM_CASE(V, J)                                                                          \
+	if (s.v == V && s.j == J) {                                                                      \
+		if (kSmem) {                                                                             \
+			cudaError_t e = cudaFuncSetAttribute(sddmm_vwarp<V, J, kSmem>,                  \
+							     cudaFuncAttributeMaxDynamicSharedMemorySize, \
+							     (int)smem_bytes);                                     \
+			if (e != cudaSuccess)                                                            \
+				return e;                                                                \
+		}                                                                                        \
+		sddmm_vwarp<V, J, kSmem><<<blocks, kThreads, smem_bytes, stream>>>(                     \
+			nrows, ncols, nnz, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, scaled, out); \
+		return cudaGetLastError();                                                               \
+	}
+	STARFA_SDDMM_CASE(1, 1)
+	STARFA_SDDMM_CASE(2, 1)
+	STARFA_SDDMM_CASE(4, 1)
+	STARFA_SDDMM_CASE(4, 2)
+	STARFA_SDDMM_CASE(4, 4)
+	STARFA_SDDMM_CASE(8, 4)
+	STARFA_SDDMM_CASE(16, 4)
+	STARFA_SDDMM_CASE(32, 4)
+	STARFA_SDDMM_CASE(32, 8)
+#undef STARFA_SDDMM_CASE
+	return cudaErrorInvalidValue;
+}
+
+struct Plan {
+	starfa_cuda_sddmm_variant variant;
+	Shape shape;
+	unsigned blocks;
+	size_t smem_bytes;
+};
+
+/* Sizes the launch of `variant` on this tile; variant AUTO is resolved. Returns
+ * cudaErrorInvalidValue when the variant cannot run the tile. */
+cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols, int64_t nnz, int64_t k,
+		 const float *A, int64_t lda, const float *B, int64_t ldb, Plan *out)
+{
+	DeviceLimits dev;
+	cudaError_t err = device_limits(&dev);
+	if (err != cudaSuccess)
+		return err;
+	Shape shape = vwarp_shape(k / 4);
+	bool vec = vectorizable(A, lda, B, ldb, k) && shape.v > 0;
+	size_t smem_bytes = vec ? (size_t)ncols * smem_row_stride(k / 4, shape.v) * sizeof(float4) : 0;
+	bool smem_fits = vec && smem_bytes <= (size_t)dev.smem_per_block_optin;
+	int smem_blocks_per_sm = smem_fits ? (int)(dev.smem_per_sm / (smem_bytes + 1024)) : 0; /* 1 KB reserved */
+	if (smem_blocks_per_sm > 2048 / kThreads)
+		smem_blocks_per_sm = 2048 / kThreads;
+	if (smem_fits && smem_blocks_per_sm < 1)
+		smem_fits = false;
+
+	if (variant == STARFA_CUDA_SDDMM_AUTO) {
+		int64_t staging_blocks = (int64_t)dev.sms * smem_blocks_per_sm;
+		if (!vec)
+			variant = STARFA_CUDA_SDDMM_WARP_PER_ROW;
+		else if (smem_fits && (double)nnz >= kSmemMinReuse * (double)staging_blocks * (double)ncols)
+			variant = STARFA_CUDA_SDDMM_SMEM;
+		else
+			variant = STARFA_CUDA_SDDMM_VWARP;
+	}
+	if ((variant == STARFA_CUDA_SDDMM_VWARP && !vec) || (variant == STARFA_CUDA_SDDMM_SMEM && !smem_fits) ||
+	    variant <= STARFA_CUDA_SDDMM_AUTO || variant >= STARFA_CUDA_SDDMM_VARIANTS)
+		return cudaErrorInvalidValue;
+
+	Plan p = {variant, shape, 0, 0};
+	int64_t blocks;
+	if (variant == STARFA_CUDA_SDDMM_WARP_PER_ROW) {
+		blocks = (nrows + kThreads / kWarp - 1) / (kThreads / kWarp);
+		if (blocks > 65536)
+			blocks = 65536; /* grid-stride beyond this */
+	} else {
+		int64_t groups_per_block = kThreads / shape.v;
+		int64_t chunks = (nnz + kChunk - 1) / kChunk;
+		blocks = (chunks + groups_per_block - 1) / groups_per_block;
+		/* Enough resident blocks to fill the device; grid-stride beyond. With staging, every
+		 * block copies B once: no more blocks than can be resident at the same time. */
+		int64_t resident = (int64_t)dev.sms * (variant == STARFA_CUDA_SDDMM_SMEM ? smem_blocks_per_sm : 8);
+		if (variant == STARFA_CUDA_SDDMM_SMEM) {
+			p.smem_bytes = smem_bytes;
+			if (blocks > resident)
+				blocks = resident;
+		} else if (blocks > 64 * resident) {
+			blocks = 64 * resident;
+		}
+	}
+	p.blocks = (unsigned)(blocks > 0 ? blocks : 1);
+	*out = p;
+	return cudaSuccess;
+}
+
 } // namespace
 
-extern "C" cudaError_t starfa_cuda_sddmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind,
-					 const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb,
-					 int64_t k, int scaled, float *out, cudaStream_t stream)
+extern "C" const char *starfa_cuda_sddmm_variant_name(starfa_cuda_sddmm_variant v)
 {
-	if (nrows <= 0)
+	switch (v) {
+	case STARFA_CUDA_SDDMM_AUTO: return "auto";
+	case STARFA_CUDA_SDDMM_WARP_PER_ROW: return "warp_per_row";
+	case STARFA_CUDA_SDDMM_VWARP: return "vwarp";
+	case STARFA_CUDA_SDDMM_SMEM: return "smem";
+	default: return "unknown";
+	}
+}
+
+extern "C" starfa_cuda_sddmm_variant starfa_cuda_sddmm_choose(int64_t nrows, int64_t ncols, int64_t nnz, int64_t k,
+							      const float *A, int64_t lda, const float *B,
+							      int64_t ldb)
+{
+	Plan p;
+	if (plan(STARFA_CUDA_SDDMM_AUTO, nrows, ncols, nnz, k, A, lda, B, ldb, &p) != cudaSuccess)
+		return STARFA_CUDA_SDDMM_WARP_PER_ROW;
+	return p.variant;
+}
+
+extern "C" cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols,
+						     int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+						     const float *sval, const float *A, int64_t lda, const float *B,
+						     int64_t ldb, int64_t k, int scaled, float *out,
+						     cudaStream_t stream)
+{
+	if (nrows <= 0 || nnz <= 0)
 		return cudaSuccess;
-	int64_t blocks = (nrows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-	if (blocks > 65536)
-		blocks = 65536; /* grid-stride beyond this */
-	sddmm_warp_per_row<<<(unsigned)blocks, kWarp * kWarpsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda,
-										   B, ldb, k, scaled, out);
-	return cudaGetLastError();
+	if (nnz > (int64_t)UINT32_MAX || k <= 0)
+		return cudaErrorInvalidValue;
+	Plan p;
+	cudaError_t err = plan(variant, nrows, ncols, nnz, k, A, lda, B, ldb, &p);
+	if (err != cudaSuccess)
+		return err;
+	switch (p.variant) {
+	case STARFA_CUDA_SDDMM_WARP_PER_ROW:
+		sddmm_warp_per_row<<<p.blocks, kThreads, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, k,
+									scaled, out);
+		return cudaGetLastError();
+	case STARFA_CUDA_SDDMM_VWARP:
+		return launch_vwarp<false>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb,
+					   k, scaled, out, stream, p.blocks, 0);
+	case STARFA_CUDA_SDDMM_SMEM:
+		return launch_vwarp<true>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb, k,
+					  scaled, out, stream, p.blocks, p.smem_bytes);
+	default:
+		return cudaErrorInvalidValue;
+	}
+}
+
+extern "C" cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+					 const uint32_t *colind, const float *sval, const float *A, int64_t lda,
+					 const float *B, int64_t ldb, int64_t k, int scaled, float *out,
+					 cudaStream_t stream)
+{
+	return starfa_cuda_sddmm_variant_run(STARFA_CUDA_SDDMM_AUTO, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B,
+					     ldb, k, scaled, out, stream);
 }

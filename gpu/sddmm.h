@@ -9,11 +9,38 @@
 extern "C" {
 #endif
 
-/* Same contract as starfa_cpu_sddmm, on device pointers, enqueued on `stream`.
- * Returns the launch's cudaError_t. */
-cudaError_t starfa_cuda_sddmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
-			      const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled,
-			      float *out, cudaStream_t stream);
+/* The kernel variants; STARFA_CUDA_SDDMM_AUTO picks one per tile from its shape. */
+typedef enum starfa_cuda_sddmm_variant {
+	STARFA_CUDA_SDDMM_AUTO = 0,
+	STARFA_CUDA_SDDMM_WARP_PER_ROW, /* the plain kernel: one warp per row, scalar loads */
+	STARFA_CUDA_SDDMM_VWARP,        /* nnz-balanced virtual warps, 16-byte loads, A row in registers,
+					   B through L1/L2 (no shared memory) */
+	STARFA_CUDA_SDDMM_SMEM,         /* as VWARP, with the tile's whole B block staged in shared memory */
+	STARFA_CUDA_SDDMM_VARIANTS
+} starfa_cuda_sddmm_variant;
+
+const char *starfa_cuda_sddmm_variant_name(starfa_cuda_sddmm_variant v);
+
+/* The variant AUTO would run on a tile of this shape on the current device. */
+starfa_cuda_sddmm_variant starfa_cuda_sddmm_choose(int64_t nrows, int64_t ncols, int64_t nnz, int64_t k,
+						   const float *A, int64_t lda, const float *B, int64_t ldb);
+
+/* For every nonzero p of the tile (row r, column c):
+ *   out[p] = (scaled ? sval[p] : 1) * <A[r, 0:k], B[c, 0:k]>
+ * on device pointers, enqueued on `stream`; B has ncols rows. A and B are row-major with
+ * leading dimensions lda, ldb (>= k). Returns the launch's cudaError_t
+ * (cudaErrorInvalidValue when the variant cannot run this tile, e.g. SMEM on a B block
+ * larger than shared memory). */
+cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols,
+					  int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+					  const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
+					  int scaled, float *out, cudaStream_t stream);
+
+/* The automatic choice (what the codelet runs). nnz must equal rowptr[nrows]: it is
+ * passed so that neither the choice nor the launch reads device memory. */
+cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+			      const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
+			      int64_t ldb, int64_t k, int scaled, float *out, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

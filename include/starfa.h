@@ -212,6 +212,14 @@ typedef enum starfa_sddmm_mode {
 int starfa_insert_sddmm(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B,
 			starfa_sddmm_mode mode, starfa_sparse_values *P);
 
+/* Sparse times dense, per row band:
+ *   side STARFA_ROWS: Y = S · X    (X blocked along S's columns, Y along S's rows)
+ *   side STARFA_COLS: Y = Sᵀ · X   (X blocked along S's rows, Y along S's columns;
+ *                                   needs the transposed grid, starfa_tiling_options.transposed)
+ * X and Y have the same number of columns K. Y is overwritten. The tasks of one output
+ * block accumulate into it in tile order, so the result does not depend on the schedule. */
+int starfa_insert_spmm(const starfa_tiled *S, starfa_side side, const starfa_dense *X, starfa_dense *Y);
+
 /* Waits for every submitted task. */
 int starfa_wait(void);
 

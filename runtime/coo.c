@@ -19,21 +19,34 @@ static uint32_t hash_name(const char *name, size_t len)
 	return (uint32_t)h;
 }
 
-static int grow_buffer(void **p, size_t *capacity, size_t needed, size_t elem)
+/* realloc for count elements, recording STARFA_ENOMEM on failure (NULL then, p left as
+ * it was). A count of zero gives a valid, freeable pointer. */
+static void *reallocate(void *p, uint64_t count, size_t elem)
+{
+	if (count > SIZE_MAX / elem) {
+		starfa_set_error(STARFA_ENOMEM, "allocation of %llu x %zu bytes overflows", (unsigned long long)count,
+				 elem);
+		return NULL;
+	}
+	void *grown = realloc(p, count ? (size_t)count * elem : 1);
+	if (!grown)
+		starfa_set_error(STARFA_ENOMEM, "out of memory allocating %llu x %zu bytes", (unsigned long long)count,
+				 elem);
+	return grown;
+}
+
+/* p with room for at least `needed` elements, doubling its capacity (NULL as reallocate). */
+static void *grow_array(void *p, size_t *capacity, size_t needed, size_t elem)
 {
 	if (needed <= *capacity)
-		return 0;
+		return p;
 	size_t want = *capacity < 16 ? 16 : *capacity;
 	while (want < needed)
 		want = want > SIZE_MAX / 2 ? needed : want * 2;
-	if (want > SIZE_MAX / elem)
-		return starfa_set_error(STARFA_ENOMEM, "allocation of %zu x %zu bytes overflows", want, elem);
-	void *grown = realloc(*p, want * elem);
-	if (!grown)
-		return starfa_set_error(STARFA_ENOMEM, "out of memory allocating %zu bytes", want * elem);
-	*p = grown;
-	*capacity = want;
-	return 0;
+	void *grown = reallocate(p, want, elem);
+	if (grown)
+		*capacity = want;
+	return grown;
 }
 
 starfa_idmap *idmap_new(void)
@@ -110,14 +123,14 @@ static int grow_slots(starfa_idmap *map)
 static int append_name(starfa_idmap *map, const char *name, size_t len)
 {
 	size_t used = (size_t)map->starts[map->count];
-	size_t starts_capacity = (size_t)map->starts_capacity;
-	int rc = grow_buffer((void **)&map->chars, &map->chars_capacity, used + len + 1, 1);
-	if (!rc)
-		rc = grow_buffer((void **)&map->starts, &starts_capacity, (size_t)map->count + 2,
-				 sizeof *map->starts);
-	if (rc)
-		return rc;
-	map->starts_capacity = (int64_t)starts_capacity;
+	char *chars = grow_array(map->chars, &map->chars_capacity, used + len + 1, 1);
+	if (!chars)
+		return STARFA_ENOMEM;
+	map->chars = chars;
+	int64_t *starts = grow_array(map->starts, &map->starts_capacity, (size_t)map->count + 2, sizeof *starts);
+	if (!starts)
+		return STARFA_ENOMEM;
+	map->starts = starts;
 	memcpy(map->chars + used, name, len);
 	map->chars[used + len] = '\0';
 	map->starts[map->count + 1] = (int64_t)(used + len + 1);
@@ -170,7 +183,7 @@ int idmap_copy(const starfa_idmap *map, starfa_idmap **out)
 		return STARFA_ENOMEM;
 	}
 	copy->chars_capacity = (size_t)map->starts[map->count];
-	copy->starts_capacity = map->count + 1;
+	copy->starts_capacity = (size_t)map->count + 1;
 	*out = copy;
 	return 0;
 }
@@ -251,33 +264,24 @@ static int check_coo(const starfa_coo *coo)
 	return rc;
 }
 
-static int resize(void **p, int64_t count, size_t elem)
-{
-	if ((uint64_t)count > SIZE_MAX / elem)
-		return starfa_set_error(STARFA_ENOMEM, "allocation of %lld x %zu bytes overflows",
-					(long long)count, elem);
-	void *grown = realloc(*p, count ? (size_t)count * elem : 1);
-	if (!grown)
-		return starfa_set_error(STARFA_ENOMEM, "out of memory allocating %lld x %zu bytes",
-					(long long)count, elem);
-	*p = grown;
-	return 0;
-}
-
 int coo_reserve(starfa_coo *coo, int64_t capacity)
 {
 	struct coo_block *block = (struct coo_block *)coo;
 	if (coo->row && capacity <= block->capacity)
 		return 0;
-	int rc = resize((void **)&coo->row, capacity, sizeof *coo->row);
-	if (!rc)
-		rc = resize((void **)&coo->col, capacity, sizeof *coo->col);
-	if (!rc)
-		rc = resize((void **)&coo->val, capacity, sizeof *coo->val);
-	/* The arrays that did grow stay valid and freeable; capacity is what all three hold. */
-	if (!rc)
-		block->capacity = capacity;
-	return rc;
+	/* Each array that did grow is kept: all three stay valid and freeable. */
+	int32_t *row = reallocate(coo->row, (uint64_t)capacity, sizeof *row);
+	if (row)
+		coo->row = row;
+	int32_t *col = row ? reallocate(coo->col, (uint64_t)capacity, sizeof *col) : NULL;
+	if (col)
+		coo->col = col;
+	float *val = col ? reallocate(coo->val, (uint64_t)capacity, sizeof *val) : NULL;
+	if (!val)
+		return STARFA_ENOMEM;
+	coo->val = val;
+	block->capacity = capacity;
+	return 0;
 }
 
 int coo_grow(starfa_coo *coo)

@@ -14,7 +14,7 @@ struct starfa_idmap {
 	char *chars;
 	size_t chars_capacity;
 	int64_t *starts;
-	int64_t starts_capacity;
+	size_t starts_capacity;
 	/* Open addressing with linear probing over a power-of-two table, at most half full.
 	 * A slot holds 0 (empty) or (32-bit hash << 32 | index + 1): the hash both places
 	 * the slot on growth and skips most string comparisons. */

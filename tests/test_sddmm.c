@@ -204,54 +204,160 @@ static void *to_device(const void *host, size_t bytes)
 	return d;
 }
 
-/* The CUDA kernel against the reference and against the CPU kernel, element by element. */
-TEST(sddmm_cuda, cuda_kernel_matches_reference_and_cpu)
+struct device_tile {
+	uint32_t *rowptr, *colind;
+	float *val, *A, *B, *P;
+};
+
+static void free_device_tile(struct device_tile *d)
+{
+	cudaFree(d->rowptr);
+	cudaFree(d->colind);
+	cudaFree(d->val);
+	cudaFree(d->A);
+	cudaFree(d->B);
+	cudaFree(d->P);
+}
+
+/* Runs one variant on a tile already on the device (A and B with leading dimension ld)
+ * and checks it against the reference and, elementwise, against the CPU kernel.
+ * Returns 0, 1 on failure, or TEST_SKIPPED when the variant cannot run this tile. */
+static int check_variant(starfa_cuda_sddmm_variant variant, const struct one_tile *t, struct device_tile *d,
+			 const float *A, const float *B, int64_t k, int64_t ld, int mode)
+{
+	const starfa_csr *S = t->csr;
+	size_t nnz = (size_t)S->nnz;
+	float *P = malloc(nnz * sizeof(float) + 1), *Pcpu = malloc(nnz * sizeof(float) + 1);
+	CHECK(P && Pcpu);
+	testing_poison(P, nnz);
+	CUDA_OK(cudaMemcpy(d->P, P, nnz * sizeof(float), cudaMemcpyHostToDevice));
+	cudaError_t err = starfa_cuda_sddmm_variant_run(variant, S->nrows, S->ncols, S->nnz, d->rowptr, d->colind,
+						       d->val, d->A, ld, d->B, ld, k, mode, d->P, 0);
+	if (err == cudaErrorInvalidValue && variant != STARFA_CUDA_SDDMM_AUTO &&
+	    variant != STARFA_CUDA_SDDMM_WARP_PER_ROW) {
+		(void)cudaGetLastError();
+		free(P);
+		free(Pcpu);
+		return TEST_SKIPPED;
+	}
+	CUDA_OK(err);
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(P, d->P, nnz * sizeof(float), cudaMemcpyDeviceToHost));
+	/* The reference takes dense k-wide rows: compact when ld > k. */
+	float *Ak = malloc(sizeof(float) * (size_t)(S->nrows * k) + 1), *Bk = malloc(sizeof(float) * (size_t)(S->ncols * k) + 1);
+	CHECK(Ak && Bk);
+	for (int64_t r = 0; r < S->nrows; r++)
+		memcpy(Ak + r * k, A + r * ld, sizeof(float) * (size_t)k);
+	for (int64_t r = 0; r < S->ncols; r++)
+		memcpy(Bk + r * k, B + r * ld, sizeof(float) * (size_t)k);
+	CHECK_MSG(starfa_check_sddmm(S, Ak, Bk, k, (starfa_sddmm_mode)mode, P, NULL) == 0, "%s k=%lld ld=%lld mode=%d: %s",
+		  starfa_cuda_sddmm_variant_name(variant), (long long)k, (long long)ld, mode, starfa_last_error());
+	starfa_cpu_sddmm(S->nrows, t->rowptr, t->colind, S->val, A, ld, B, ld, k, mode, Pcpu, 2);
+	/* Both are within the float32 bound of the reference; they may differ by rounding. */
+	for (size_t p = 0; p < nnz; p++)
+		CHECK_MSG(fabsf(P[p] - Pcpu[p]) <= 1e-4f * (1.0f + fabsf(Pcpu[p])), "%s k=%lld element %zu: cuda %g cpu %g",
+			  starfa_cuda_sddmm_variant_name(variant), (long long)k, p, P[p], Pcpu[p]);
+	free(P);
+	free(Pcpu);
+	free(Ak);
+	free(Bk);
+	return 0;
+}
+
+/* Copies a tile and dense operands (rows x ld floats) to the device. */
+static int upload(const struct one_tile *t, const float *A, const float *B, int64_t ld, struct device_tile *d)
+{
+	const starfa_csr *S = t->csr;
+	size_t nnz = (size_t)S->nnz;
+	d->rowptr = to_device(t->rowptr, sizeof(uint32_t) * (size_t)(S->nrows + 1));
+	d->colind = to_device(t->colind, sizeof(uint32_t) * nnz);
+	d->val = to_device(S->val, sizeof(float) * nnz);
+	d->A = to_device(A, sizeof(float) * (size_t)(S->nrows * ld));
+	d->B = to_device(B, sizeof(float) * (size_t)(S->ncols * ld));
+	d->P = to_device(NULL, sizeof(float) * nnz);
+	return d->rowptr && d->colind && d->val && d->A && d->B && d->P ? 0 : 1;
+}
+
+/* Every variant that can run a tile against the reference and the CPU kernel: every k
+ * remainder, padded leading dimensions, skewed rows with empty ones. */
+TEST(sddmm_cuda, every_variant_matches_reference_and_cpu)
 {
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	uint64_t rng = testing_seed() + 10;
+	int ran[STARFA_CUDA_SDDMM_VARIANTS] = {0};
 	for (size_t ki = 0; ki < NRANKS; ki++) {
 		int64_t k = ranks[ki];
+		/* Few columns so that B fits in shared memory for the small ranks. */
+		int64_t ncols = k <= 64 ? 150 + (int64_t)testing_below(&rng, 200) : 40 + (int64_t)testing_below(&rng, 60);
 		struct one_tile t;
-		CHECK(make_tile(&t, 300 + (int64_t)testing_below(&rng, 700), 200 + (int64_t)testing_below(&rng, 500),
-				20000, 1.5, &rng) == 0);
+		CHECK(make_tile(&t, 300 + (int64_t)testing_below(&rng, 700), ncols, 20000, 1.5, &rng) == 0);
 		const starfa_csr *S = t.csr;
-		size_t na = (size_t)(S->nrows * k), nb = (size_t)(S->ncols * k), nnz = (size_t)S->nnz;
+		for (int pad = 0; pad <= 4; pad += 4) {
+			int64_t ld = k + pad;
+			size_t na = (size_t)(S->nrows * ld), nb = (size_t)(S->ncols * ld);
+			float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float));
+			CHECK(A && B);
+			testing_fill_random(A, na, &rng);
+			testing_fill_random(B, nb, &rng);
+			struct device_tile d;
+			CHECK(upload(&t, A, B, ld, &d) == 0);
+			for (int v = 0; v < STARFA_CUDA_SDDMM_VARIANTS; v++)
+				for (int mode = 0; mode < 2; mode++) {
+					int rc = check_variant((starfa_cuda_sddmm_variant)v, &t, &d, A, B, k, ld, mode);
+					if (rc == 1)
+						return 1;
+					ran[v] += rc == 0;
+				}
+			free_device_tile(&d);
+			free(A);
+			free(B);
+		}
+		free_tile(&t);
+	}
+	for (int v = 0; v < STARFA_CUDA_SDDMM_VARIANTS; v++)
+		CHECK_MSG(ran[v] > 0, "variant %s never ran", starfa_cuda_sddmm_variant_name((starfa_cuda_sddmm_variant)v));
+	return 0;
+}
+
+/* Shapes at the edges: a single nonzero, all nonzeros in one row, empty rows at both
+ * ends, and a B block exactly at the shared-memory limit. */
+TEST(sddmm_cuda, edge_shapes)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 12;
+	int smem_limit = 0;
+	CUDA_OK(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+	int64_t k = 128; /* 8-lane groups: staged rows are k floats, unpadded */
+	int64_t limit_cols = smem_limit / (int64_t)(k * sizeof(float));
+	struct {
+		int64_t m, n, nnz;
+		double skew;
+	} shapes[] = {{1, 1, 1, 0.0}, {1, 5000, 3000, 0.0}, {4000, 30, 500, 0.0}, {700, limit_cols, 60000, 0.5},
+		      {700, limit_cols + 1, 60000, 0.5}};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		struct one_tile t;
+		CHECK(make_tile(&t, shapes[s].m, shapes[s].n, shapes[s].nnz, shapes[s].skew, &rng) == 0);
+		size_t na = (size_t)(t.csr->nrows * k), nb = (size_t)(t.csr->ncols * k);
 		float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float));
-		float *P = malloc(nnz * sizeof(float)), *Pcpu = malloc(nnz * sizeof(float));
-		CHECK(A && B && P && Pcpu);
+		CHECK(A && B);
 		testing_fill_random(A, na, &rng);
 		testing_fill_random(B, nb, &rng);
-		uint32_t *d_rowptr = to_device(t.rowptr, sizeof(uint32_t) * (size_t)(S->nrows + 1));
-		uint32_t *d_colind = to_device(t.colind, sizeof(uint32_t) * nnz);
-		float *d_val = to_device(S->val, sizeof(float) * nnz);
-		float *d_A = to_device(A, sizeof(float) * na), *d_B = to_device(B, sizeof(float) * nb);
-		float *d_P = to_device(NULL, sizeof(float) * nnz);
-		CHECK(d_rowptr && d_colind && d_val && d_A && d_B && d_P);
-		for (int mode = 0; mode < 2; mode++) {
-			testing_poison(P, nnz);
-			CUDA_OK(cudaMemcpy(d_P, P, nnz * sizeof(float), cudaMemcpyHostToDevice));
-			CUDA_OK(starfa_cuda_sddmm(S->nrows, d_rowptr, d_colind, d_val, d_A, k, d_B, k, k, mode, d_P, 0));
-			CUDA_OK(cudaDeviceSynchronize());
-			CUDA_OK(cudaMemcpy(P, d_P, nnz * sizeof(float), cudaMemcpyDeviceToHost));
-			CHECK_MSG(starfa_check_sddmm(S, A, B, k, (starfa_sddmm_mode)mode, P, NULL) == 0,
-				  "k=%lld mode=%d: %s", (long long)k, mode, starfa_last_error());
-			starfa_cpu_sddmm(S->nrows, t.rowptr, t.colind, S->val, A, k, B, k, k, mode, Pcpu, 2);
-			/* Both are within the float32 bound of the reference; they may differ by rounding. */
-			for (size_t p = 0; p < nnz; p++)
-				CHECK_MSG(fabsf(P[p] - Pcpu[p]) <= 1e-4f * (1.0f + fabsf(Pcpu[p])),
-					  "k=%lld element %zu: cuda %g cpu %g", (long long)k, p, P[p], Pcpu[p]);
+		struct device_tile d;
+		CHECK(upload(&t, A, B, k, &d) == 0);
+		for (int v = 0; v < STARFA_CUDA_SDDMM_VARIANTS; v++) {
+			int rc = check_variant((starfa_cuda_sddmm_variant)v, &t, &d, A, B, k, k, 1);
+			CHECK(rc != 1);
+			/* At the limit the staged variant must run; one column more it must refuse. */
+			if (v == STARFA_CUDA_SDDMM_SMEM && shapes[s].n == limit_cols)
+				CHECK_MSG(rc == 0, "smem refused a B block of exactly the shared-memory limit");
+			if (v == STARFA_CUDA_SDDMM_SMEM && shapes[s].n == limit_cols + 1)
+				CHECK(rc == TEST_SKIPPED);
 		}
-		cudaFree(d_rowptr);
-		cudaFree(d_colind);
-		cudaFree(d_val);
-		cudaFree(d_A);
-		cudaFree(d_B);
-		cudaFree(d_P);
+		free_device_tile(&d);
 		free(A);
 		free(B);
-		free(P);
-		free(Pcpu);
 		free_tile(&t);
 	}
 	return 0;
