@@ -1,25 +1,52 @@
-/* SDDMM on one CSR tile, OpenMP on the CPU. */
+/* SDDMM on one CSR tile, OpenMP on the CPU.
+ * Threads take row ranges of equal nonzeros (cpu/partition.h); inside a row, four
+ * nonzeros are computed together so that four B rows stream at once while the A row
+ * stays in L1; the loops are compiled for AVX-512, AVX2 and baseline x86-64, picked at
+ * run time. */
 #include "cpu/sddmm.h"
 
 #include "cpu/partition.h"
 
-static float dot(const float *restrict a, const float *restrict b, int64_t k)
-{
-	float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-	for (int64_t d = 0; d < k; d++)
-		acc += a[d] * b[d];
-	return acc;
-}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define STARFA_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define STARFA_CPU_CLONES
+#endif
 
-static void sddmm_rows(int64_t r0, int64_t r1, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
-		       const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled, float *out)
+STARFA_CPU_CLONES
+static void sddmm_rows(int64_t r0, int64_t r1, const uint32_t *restrict rowptr, const uint32_t *restrict colind,
+		       const float *restrict sval, const float *restrict A, int64_t lda, const float *restrict B,
+		       int64_t ldb, int64_t k, int scaled, float *restrict out)
 {
 	for (int64_t r = r0; r < r1; r++) {
-		const float *a = A + r * lda;
-		for (uint32_t p = rowptr[r]; p < rowptr[r + 1]; p++) {
-			float v = dot(a, B + (int64_t)colind[p] * ldb, k);
-			out[p] = scaled ? sval[p] * v : v;
+		const float *restrict a = A + r * lda;
+		uint32_t p = rowptr[r];
+		const uint32_t end = rowptr[r + 1];
+		for (; p + 4 <= end; p += 4) {
+			const float *restrict b0 = B + (int64_t)colind[p] * ldb;
+			const float *restrict b1 = B + (int64_t)colind[p + 1] * ldb;
+			const float *restrict b2 = B + (int64_t)colind[p + 2] * ldb;
+			const float *restrict b3 = B + (int64_t)colind[p + 3] * ldb;
+			float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+			for (int64_t d = 0; d < k; d++) {
+				s0 += a[d] * b0[d];
+				s1 += a[d] * b1[d];
+				s2 += a[d] * b2[d];
+				s3 += a[d] * b3[d];
+			}
+			out[p] = scaled ? sval[p] * s0 : s0;
+			out[p + 1] = scaled ? sval[p + 1] * s1 : s1;
+			out[p + 2] = scaled ? sval[p + 2] * s2 : s2;
+			out[p + 3] = scaled ? sval[p + 3] * s3 : s3;
+		}
+		for (; p < end; p++) {
+			const float *restrict b = B + (int64_t)colind[p] * ldb;
+			float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+			for (int64_t d = 0; d < k; d++)
+				s += a[d] * b[d];
+			out[p] = scaled ? sval[p] * s : s;
 		}
 	}
 }

@@ -145,9 +145,11 @@ __global__ void __launch_bounds__(kThreads)
 			a[j] = lane + j * V < k4 ? __ldg(A + row * lda4 + lane + j * V) : make_float4(0, 0, 0, 0);
 		for (uint32_t p = p0; p < p1; p++) {
 			if (p >= row_end) { /* next non-empty row: reload the A row held in registers */
-				do
-					row_end = __ldg(rowptr + ++row + 1);
-				while (p >= row_end);
+				row_end = __ldg(rowptr + ++row + 1);
+				if (p >= row_end) { /* empty rows between: search rather than walk them */
+					row = row_of(rowptr, nrows, p);
+					row_end = __ldg(rowptr + row + 1);
+				}
 #pragma unroll
 				for (int j = 0; j < J; j++)
 					a[j] = lane + j * V < k4 ? __ldg(A + row * lda4 + lane + j * V)

@@ -19,7 +19,8 @@ run "$build/starfa" info
 run "$test_bin" sddmm_cuda sddmm tiling
 if command -v compute-sanitizer >/dev/null; then
 	for tool in memcheck racecheck initcheck synccheck; do
-		run compute-sanitizer --tool "$tool" --error-exitcode 9 "$test_bin" sddmm_cuda/cuda_kernel_matches_reference_and_cpu
+		run compute-sanitizer --tool "$tool" --error-exitcode 9 "$test_bin" sddmm_cuda/every_variant_matches_reference_and_cpu \
+			sddmm_cuda/edge_shapes
 	done
 else
 	echo "compute-sanitizer not found: skipped"

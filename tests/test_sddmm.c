@@ -320,8 +320,8 @@ TEST(sddmm_cuda, every_variant_matches_reference_and_cpu)
 	return 0;
 }
 
-/* Shapes at the edges: a single nonzero, all nonzeros in one row, empty rows at both
- * ends, and a B block exactly at the shared-memory limit. */
+/* Shapes at the edges: a single nonzero, all nonzeros in one row, mostly empty rows
+ * (long empty runs inside a chunk), and a B block exactly at the shared-memory limit. */
 TEST(sddmm_cuda, edge_shapes)
 {
 	if (!gpu_available())
@@ -334,7 +334,8 @@ TEST(sddmm_cuda, edge_shapes)
 	struct {
 		int64_t m, n, nnz;
 		double skew;
-	} shapes[] = {{1, 1, 1, 0.0}, {1, 5000, 3000, 0.0}, {4000, 30, 500, 0.0}, {700, limit_cols, 60000, 0.5},
+	} shapes[] = {{1, 1, 1, 0.0}, {1, 5000, 3000, 0.0}, {4000, 30, 500, 0.0}, {200000, 64, 50, 0.0},
+		      {700, limit_cols, 60000, 0.5},
 		      {700, limit_cols + 1, 60000, 0.5}};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		struct one_tile t;
