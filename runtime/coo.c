@@ -24,14 +24,14 @@ static uint32_t hash_name(const char *name, size_t len)
 static void *reallocate(void *p, uint64_t count, size_t elem)
 {
 	if (count > SIZE_MAX / elem) {
-		starfa_set_error(STARFA_ENOMEM, "allocation of %llu x %zu bytes overflows", (unsigned long long)count,
-				 elem);
+		starfa_set_error(STARFA_ENOMEM, "allocation of %llu x %zu bytes overflows",
+				 (unsigned long long)count, elem);
 		return NULL;
 	}
 	void *grown = realloc(p, count ? (size_t)count * elem : 1);
 	if (!grown)
-		starfa_set_error(STARFA_ENOMEM, "out of memory allocating %llu x %zu bytes", (unsigned long long)count,
-				 elem);
+		starfa_set_error(STARFA_ENOMEM, "out of memory allocating %llu x %zu bytes",
+				 (unsigned long long)count, elem);
 	return grown;
 }
 
@@ -127,7 +127,8 @@ static int append_name(starfa_idmap *map, const char *name, size_t len)
 	if (!chars)
 		return STARFA_ENOMEM;
 	map->chars = chars;
-	int64_t *starts = grow_array(map->starts, &map->starts_capacity, (size_t)map->count + 2, sizeof *starts);
+	int64_t *starts =
+		grow_array(map->starts, &map->starts_capacity, (size_t)map->count + 2, sizeof *starts);
 	if (!starts)
 		return STARFA_ENOMEM;
 	map->starts = starts;
@@ -257,7 +258,8 @@ static int check_coo(const starfa_coo *coo)
 		return starfa_set_error(STARFA_EINVAL, "invalid COO matrix");
 	int rc = check_dimensions(coo->nrows, coo->ncols);
 	for (int64_t k = 0; k < coo->nnz && !rc; k++)
-		if (coo->row[k] < 0 || coo->row[k] >= coo->nrows || coo->col[k] < 0 || coo->col[k] >= coo->ncols)
+		if (coo->row[k] < 0 || coo->row[k] >= coo->nrows || coo->col[k] < 0 ||
+		    coo->col[k] >= coo->ncols)
 			rc = starfa_set_error(STARFA_EINVAL, "COO entry %lld at (%d, %d) outside %lld x %lld",
 					      (long long)k, coo->row[k], coo->col[k], (long long)coo->nrows,
 					      (long long)coo->ncols);
@@ -388,8 +390,8 @@ static void prefix_sum(int64_t *ptr, int64_t n)
 /* Stable counting sort of the entries (key[k], other[k], val[k]) by key into
  * (other_out, val_out), with bucket offsets in ptr (nkeys + 1, zeroed by the caller);
  * key_out, when not NULL, receives the sorted keys. */
-static void bucket_sort(int64_t nnz, const int32_t *key, const int32_t *other, const float *val, int64_t nkeys,
-			int64_t *ptr, int32_t *key_out, int32_t *other_out, float *val_out)
+static void bucket_sort(int64_t nnz, const int32_t *key, const int32_t *other, const float *val,
+			int64_t nkeys, int64_t *ptr, int32_t *key_out, int32_t *other_out, float *val_out)
 {
 	for (int64_t k = 0; k < nnz; k++)
 		ptr[key[k] + 1]++;
@@ -467,11 +469,12 @@ static int check_csr(const starfa_csr *csr)
 				      (long long)csr->nnz);
 	for (int64_t i = 0; i < csr->nrows && !rc; i++)
 		if (csr->rowptr[i] > csr->rowptr[i + 1])
-			rc = starfa_set_error(STARFA_EINVAL, "CSR row pointers decrease at row %lld", (long long)i);
+			rc = starfa_set_error(STARFA_EINVAL, "CSR row pointers decrease at row %lld",
+					      (long long)i);
 	for (int64_t k = 0; k < csr->nnz && !rc; k++)
 		if (csr->colind[k] < 0 || csr->colind[k] >= csr->ncols)
-			rc = starfa_set_error(STARFA_EINVAL, "CSR column index %d outside 0..%lld", csr->colind[k],
-					      (long long)csr->ncols - 1);
+			rc = starfa_set_error(STARFA_EINVAL, "CSR column index %d outside 0..%lld",
+					      csr->colind[k], (long long)csr->ncols - 1);
 	return rc;
 }
 

@@ -85,8 +85,8 @@ static starfa_format guess_from_content(const char *data, size_t size, starfa_fo
 	int64_t count;
 	if (starts_with_nocase(line.start, (size_t)(line.end - line.start), "%%MatrixMarket"))
 		return STARFA_FORMAT_MTX;
-	if (from_name == STARFA_FORMAT_RATINGS && next_token(&line, &token) && parse_int64(token, &count) == NUMBER_OK &&
-	    !next_token(&line, &token))
+	if (from_name == STARFA_FORMAT_RATINGS && next_token(&line, &token) &&
+	    parse_int64(token, &count) == NUMBER_OK && !next_token(&line, &token))
 		return STARFA_FORMAT_DOCWORD;
 	return from_name;
 }
@@ -170,7 +170,8 @@ int starfa_read_buffer(const char *name, const char *data, size_t size, starfa_f
 		       starfa_coo **out)
 {
 	if (!out || (!data && size))
-		return starfa_set_error(STARFA_EINVAL, "starfa_read_buffer: NULL %s", out ? "data" : "output");
+		return starfa_set_error(STARFA_EINVAL, "starfa_read_buffer: NULL %s",
+					out ? "data" : "output");
 	*out = NULL;
 	if (!name)
 		name = "(buffer)";
@@ -209,7 +210,8 @@ int format_error(const struct text_cursor *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	return starfa_set_error(STARFA_EFORMAT, "%s:%lld: %s", c->name, (long long)(c->line ? c->line : 1), what);
+	return starfa_set_error(STARFA_EFORMAT, "%s:%lld: %s", c->name, (long long)(c->line ? c->line : 1),
+				what);
 }
 
 static int is_control(unsigned char ch)
@@ -361,15 +363,17 @@ static int scan_exponent(const char **p, const char *end, int64_t *exponent)
 static int is_non_finite_word(struct text_span s)
 {
 	take_sign(&s);
-	return span_equals_nocase(s, "nan") || span_equals_nocase(s, "inf") || span_equals_nocase(s, "infinity");
+	return span_equals_nocase(s, "nan") || span_equals_nocase(s, "inf") ||
+	       span_equals_nocase(s, "infinity");
 }
 
 /* Correctly rounded for up to 15 digits times a power of ten up to 22 (both exact in a
  * double), otherwise within a few ulps of a double: far finer than the float it becomes. */
 static double decimal_value(const struct decimal *d)
 {
-	static const double powers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-					1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+	static const double powers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+					1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+					1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 	double m = (double)d->mantissa;
 	if (d->mantissa == 0)
 		return 0;
@@ -429,7 +433,8 @@ int read_count(const struct text_cursor *c, struct text_span token, int64_t max,
 	if (status == NUMBER_OK && *out < 0)
 		return format_error(c, "%s %s is negative", what, quote(token, q));
 	if (status != NUMBER_OK || *out > max)
-		return format_error(c, "%s %s is too large (at most %lld)", what, quote(token, q), (long long)max);
+		return format_error(c, "%s %s is too large (at most %lld)", what, quote(token, q),
+				    (long long)max);
 	return 0;
 }
 
@@ -483,7 +488,7 @@ int read_entries(struct text_cursor *c, int64_t nnz, char comment, entry_reader 
 	if (rc < 0)
 		return rc;
 	if (seen < nnz)
-		return format_error(c, "the file ends after %lld of the %lld declared entries", (long long)seen,
-				    (long long)nnz);
+		return format_error(c, "the file ends after %lld of the %lld declared entries",
+				    (long long)seen, (long long)nnz);
 	return 0;
 }

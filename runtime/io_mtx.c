@@ -89,7 +89,8 @@ static int check_sizes(const struct text_cursor *c, const struct mtx_header *h)
 	static const char *const stored[] = {"", "the lower triangle of ", "the strict lower triangle of "};
 	if (h->nnz > max_entries(h))
 		return format_error(c, "%lld entries declared, more than %sa %lld x %lld matrix holds",
-				    (long long)h->nnz, stored[h->symmetry], (long long)h->nrows, (long long)h->ncols);
+				    (long long)h->nnz, stored[h->symmetry], (long long)h->nrows,
+				    (long long)h->ncols);
 	return check_room(c, h->nnz, h->field == FIELD_PATTERN ? 2 : 3);
 }
 
@@ -157,7 +158,8 @@ static int read_mtx_entry(const struct text_cursor *c, struct text_span line, vo
 	if (next_token(&line, &extra))
 		return format_error(c, "unexpected %s at the end of the entry", quote(extra, q));
 	if (h->symmetry == SYMMETRY_SKEW && row == col)
-		return format_error(c, "diagonal entry (%d, %d) in a skew-symmetric matrix", row + 1, col + 1);
+		return format_error(c, "diagonal entry (%d, %d) in a skew-symmetric matrix", row + 1,
+				    col + 1);
 	if ((rc = coo_push(r->coo, row, col, value)))
 		return rc;
 	/* Symmetric files store one triangle: the mirror entry is implied. */

@@ -153,7 +153,9 @@ int read_ratings(const char *name, const char *data, size_t size, starfa_coo **o
 		return STARFA_ENOMEM;
 	struct ratings_reader r = {.coo = coo};
 	cursor_init(&r.cursor, name, data, size);
-	int rc = (coo->row_ids = idmap_new()) && (coo->col_ids = idmap_new()) ? read_lines(&r) : STARFA_ENOMEM;
+	coo->row_ids = idmap_new();
+	coo->col_ids = idmap_new();
+	int rc = coo->row_ids && coo->col_ids ? read_lines(&r) : STARFA_ENOMEM;
 	if (rc) {
 		starfa_coo_free(coo);
 		return rc;

@@ -115,8 +115,8 @@ static int64_t *entry_keys(const starfa_coo *coo)
 	for (int64_t k = 0; keys && k < coo->nnz; k++) {
 		uint32_t bits;
 		memcpy(&bits, &coo->val[k], sizeof bits);
-		keys[k] = (int64_t)((uint64_t)(uint32_t)coo->row[k] << 44 ^ (uint64_t)(uint32_t)coo->col[k] << 24 ^
-				    bits);
+		keys[k] = (int64_t)((uint64_t)(uint32_t)coo->row[k] << 44 ^
+				    (uint64_t)(uint32_t)coo->col[k] << 24 ^ bits);
 	}
 	if (keys)
 		qsort(keys, (size_t)coo->nnz, sizeof *keys, compare_entries);
@@ -164,7 +164,8 @@ TEST(coo, split_partitions_entries)
 	CHECK(both);
 	int partition = same_entries(both, in);
 	double fraction = (double)test->nnz / N;
-	int shapes = train->nrows == 2000 && train->ncols == 3000 && test->nrows == 2000 && test->ncols == 3000;
+	int shapes =
+		train->nrows == 2000 && train->ncols == 3000 && test->nrows == 2000 && test->ncols == 3000;
 	starfa_coo_free(both);
 	starfa_coo_free(train);
 	starfa_coo_free(test);
@@ -270,7 +271,8 @@ TEST(coo, split_fraction_bounds)
 	int rejected = 1;
 	for (int i = 0; i < 5; i++) {
 		train = test = in;
-		rejected &= starfa_coo_split(in, bad[i], 1, &train, &test) == STARFA_EINVAL && !train && !test;
+		rejected &=
+			starfa_coo_split(in, bad[i], 1, &train, &test) == STARFA_EINVAL && !train && !test;
 	}
 	rejected &= starfa_coo_split(NULL, 0.5, 1, &train, &test) == STARFA_EINVAL;
 	in->row[3] = 100;
@@ -295,7 +297,8 @@ TEST(coo, split_copies_ids)
 		ok &= side->nrows == 3 && side->ncols == 3 && side->row_ids && side->col_ids;
 		ok &= starfa_idmap_count(side->row_ids) == 3 && starfa_idmap_count(side->col_ids) == 3;
 		ok &= strcmp(starfa_idmap_name(side->row_ids, 2), "cid") == 0;
-		ok &= starfa_idmap_find(side->col_ids, "y") == 1 && starfa_idmap_find(side->row_ids, "x") == -1;
+		ok &= starfa_idmap_find(side->col_ids, "y") == 1 &&
+		      starfa_idmap_find(side->row_ids, "x") == -1;
 	}
 	ok &= train->row_ids != test->row_ids;
 	starfa_coo_free(train);
@@ -308,22 +311,26 @@ TEST(coo, split_copies_ids)
 
 /* Checks csr (rows sorted, no repeated column) against a dense nrows x ncols reference
  * whose entries present[] marks. */
-static int check_csr(const starfa_csr *csr, int64_t nrows, int64_t ncols, const double *dense, const char *present)
+static int check_csr(const starfa_csr *csr, int64_t nrows, int64_t ncols, const double *dense,
+		     const char *present)
 {
 	CHECK(csr->nrows == nrows && csr->ncols == ncols);
 	CHECK(csr->rowptr[0] == 0 && csr->rowptr[nrows] == csr->nnz);
 	int64_t distinct = 0;
 	for (int64_t i = 0; i < nrows * ncols; i++)
 		distinct += present[i];
-	CHECK_MSG(csr->nnz == distinct, "%lld nonzeros, expected %lld", (long long)csr->nnz, (long long)distinct);
+	CHECK_MSG(csr->nnz == distinct, "%lld nonzeros, expected %lld", (long long)csr->nnz,
+		  (long long)distinct);
 	for (int64_t i = 0; i < nrows; i++)
 		for (int64_t k = csr->rowptr[i]; k < csr->rowptr[i + 1]; k++) {
 			int32_t j = csr->colind[k];
-			CHECK_MSG(j >= 0 && j < ncols && present[i * ncols + j], "row %lld: column %d", (long long)i, j);
-			CHECK_MSG(k == csr->rowptr[i] || csr->colind[k - 1] < j, "row %lld not sorted", (long long)i);
+			CHECK_MSG(j >= 0 && j < ncols && present[i * ncols + j], "row %lld: column %d",
+				  (long long)i, j);
+			CHECK_MSG(k == csr->rowptr[i] || csr->colind[k - 1] < j, "row %lld not sorted",
+				  (long long)i);
 			double want = dense[i * ncols + j];
-			CHECK_MSG(fabs(csr->val[k] - want) <= 1e-5 * (1 + fabs(want)), "(%lld, %d) = %g, expected %g",
-				  (long long)i, j, csr->val[k], want);
+			CHECK_MSG(fabs(csr->val[k] - want) <= 1e-5 * (1 + fabs(want)),
+				  "(%lld, %d) = %g, expected %g", (long long)i, j, csr->val[k], want);
 		}
 	return 0;
 }
@@ -346,7 +353,8 @@ static int check_conversion(int64_t nrows, int64_t ncols, int64_t nnz, uint64_t 
 	CHECK_OK(starfa_csr_from_coo(coo, &csr));
 	CHECK_OK(starfa_csr_transpose(csr, &t));
 	CHECK_OK(starfa_csr_transpose(t, &tt));
-	int rc = check_csr(csr, nrows, ncols, dense, present) || check_csr(t, ncols, nrows, dense_t, present_t);
+	int rc = check_csr(csr, nrows, ncols, dense, present) ||
+		 check_csr(t, ncols, nrows, dense_t, present_t);
 	/* Transposing twice gives back exactly the same arrays. */
 	int same = tt->nnz == csr->nnz && tt->nrows == nrows &&
 		   memcmp(tt->rowptr, csr->rowptr, (size_t)(nrows + 1) * sizeof *tt->rowptr) == 0 &&
@@ -360,7 +368,8 @@ static int check_conversion(int64_t nrows, int64_t ncols, int64_t nnz, uint64_t 
 	free(dense_t);
 	free(present);
 	free(present_t);
-	CHECK_MSG(rc == 0, "%lld x %lld with %lld entries", (long long)nrows, (long long)ncols, (long long)nnz);
+	CHECK_MSG(rc == 0, "%lld x %lld with %lld entries", (long long)nrows, (long long)ncols,
+		  (long long)nnz);
 	CHECK(same);
 	return 0;
 }
@@ -407,7 +416,8 @@ TEST(coo, csr_sums_duplicates_in_order)
 	const int32_t want_col[] = {1, 0, 2};
 	const float want_val[] = {1.5f, 2, 0};
 	int ok = csr->nnz == 3 && memcmp(csr->rowptr, want_rowptr, sizeof want_rowptr) == 0 &&
-		 memcmp(csr->colind, want_col, sizeof want_col) == 0 && memcmp(csr->val, want_val, sizeof want_val) == 0;
+		 memcmp(csr->colind, want_col, sizeof want_col) == 0 &&
+		 memcmp(csr->val, want_val, sizeof want_val) == 0;
 	starfa_csr_free(csr);
 	CHECK(ok);
 	return 0;
@@ -429,7 +439,8 @@ TEST(coo, csr_rejects_invalid)
 	coo->nnz = -1;
 	int rc_count = starfa_csr_from_coo(coo, &csr);
 	starfa_coo_free(coo);
-	CHECK(rc == STARFA_EINVAL && rc_negative == STARFA_EINVAL && rc_count == STARFA_EINVAL && csr == NULL);
+	CHECK(rc == STARFA_EINVAL && rc_negative == STARFA_EINVAL && rc_count == STARFA_EINVAL &&
+	      csr == NULL);
 	CHECK(starfa_csr_from_coo(NULL, &csr) == STARFA_EINVAL);
 	CHECK(starfa_csr_transpose(NULL, &csr) == STARFA_EINVAL);
 

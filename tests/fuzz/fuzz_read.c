@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE(cond)                                                                          \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			fprintf(stderr, "invariant failed: %s (%s)\n", #cond, starfa_last_error()); \
-			abort();                                                               \
-		}                                                                              \
+#define REQUIRE(cond)                                                                                        \
+	do {                                                                                                 \
+		if (!(cond)) {                                                                               \
+			fprintf(stderr, "invariant failed: %s (%s)\n", #cond, starfa_last_error());          \
+			abort();                                                                             \
+		}                                                                                            \
 	} while (0)
 
 /* CSR conversion allocates per row and column: keep it to shapes a test can afford. */
@@ -93,7 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		long long line;
 		char colon;
 		REQUIRE(rc == STARFA_EFORMAT && coo == NULL);
-		REQUIRE(sscanf(starfa_last_error(), "fuzz:%lld%c", &line, &colon) == 2 && colon == ':' && line >= 1);
+		REQUIRE(sscanf(starfa_last_error(), "fuzz:%lld%c", &line, &colon) == 2 && colon == ':' &&
+			line >= 1);
 		return 0;
 	}
 	check_coo(coo);
