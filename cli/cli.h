@@ -42,5 +42,6 @@ double cli_now_seconds(void);
 int cmd_info(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_sddmm(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 #endif

@@ -12,13 +12,14 @@ static const struct command {
 	{"info", cmd_info, "StarPU version, scheduler and every worker"},
 	{"stat", cmd_stat, "dimensions, nonzeros and tiling of a matrix file"},
 	{"sddmm", cmd_sddmm, "sampled dense-dense product over the tiles, on every worker"},
+	{"calibrate", cmd_calibrate, "calibrate StarPU's performance models of every operation"},
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: starfa COMMAND [OPTIONS]   (starfa COMMAND --help for its options)\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
 
 int main(int argc, char **argv)

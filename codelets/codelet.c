@@ -19,6 +19,13 @@ void starfa_cuda_fail(const char *codelet, cudaError_t err)
 }
 #endif
 
+const char *const *starfa_perfmodel_symbols(void)
+{
+	/* One per codelet file: keep in step with the STARFA_PERFMODEL declarations. */
+	static const char *const symbols[] = {"starfa_sddmm", "starfa_spmm", "starfa_spmm_zero", NULL};
+	return symbols;
+}
+
 int starfa_insert_failed(const char *codelet, int ret)
 {
 	if (ret == -ENODEV)

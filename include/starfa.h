@@ -220,6 +220,10 @@ int starfa_insert_sddmm(const starfa_tiled *S, const starfa_dense *A, const star
  * block accumulate into it in tile order, so the result does not depend on the schedule. */
 int starfa_insert_spmm(const starfa_tiled *S, starfa_side side, const starfa_dense *X, starfa_dense *Y);
 
+/* The names of starfa's StarPU performance models (NULL-terminated), for
+ * `starpu_perfmodel_display -s NAME` and `starpu_perfmodel_plot -s NAME`. */
+const char *const *starfa_perfmodel_symbols(void);
+
 /* Waits for every submitted task. */
 int starfa_wait(void);
 
@@ -250,6 +254,14 @@ typedef struct starfa_check_report {
  * product. NaN never passes. Returns 0, or STARFA_ECHECK naming the worst element. */
 int starfa_check_sddmm(const starfa_csr *S, const float *A, const float *B, int64_t k, starfa_sddmm_mode mode,
 		       const float *P, starfa_check_report *report);
+
+/* Compares Y (S->nrows x k, row-major) with a plain sequential S·X in double precision; X is
+ * S->ncols x k, row-major. Element (r, d) passes when
+ *   |Y[r,d] - ref[r,d]| <= (nnz_r + 2) * FLT_EPSILON * sum_p |S[r,c_p] * X[c_p,d]|
+ * (nnz_r: the nonzeros of row r): the float32 rounding bound of the row's sum, however it is
+ * split among tiles. An empty row must be exactly zero; NaN never passes. For Sᵀ·X, pass the
+ * transpose (starfa_csr_transpose). Returns 0, or STARFA_ECHECK naming the worst element. */
+int starfa_check_spmm(const starfa_csr *S, const float *X, int64_t k, const float *Y, starfa_check_report *report);
 
 #ifdef __cplusplus
 }

@@ -63,6 +63,11 @@ int starfa_init(const starfa_options *opts)
 		return starfa_set_error(STARFA_ERUNTIME, "starpu_init failed: %s", strerror(-ret));
 	}
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+#ifdef STARFA_USE_CUDA
+	/* A cuSPARSE handle per CUDA worker, bound to its stream, for codelets that call cuSPARSE. */
+	if (starpu_cuda_worker_get_count() > 0)
+		starpu_cusparse_init();
+#endif
 	init_count = 1;
 	pthread_mutex_unlock(&init_lock);
 	starfa_stats_reset();
@@ -74,6 +79,10 @@ void starfa_shutdown(void)
 	pthread_mutex_lock(&init_lock);
 	if (init_count > 0 && --init_count == 0) {
 		starpu_task_wait_for_all();
+#ifdef STARFA_USE_CUDA
+		if (starpu_cuda_worker_get_count() > 0)
+			starpu_cusparse_shutdown();
+#endif
 		starpu_shutdown();
 	}
 	pthread_mutex_unlock(&init_lock);

@@ -59,6 +59,9 @@ expect 0 'check: passed' -- sddmm --input "$tmp/random.mtx" --rank 33 --repeat 2
 expect 0 'check: passed' -- sddmm --input "$tmp/random.mtx" --rank 8 --scaled --repeat 1 --check
 expect 0 'cpu : 1 workers' -- sddmm --input "$tmp/random.mtx" --rank 8 --repeat 1 --ncpus 1 --ncuda 0
 
+expect 0 'starpu_perfmodel_display -s starfa_sddmm' -- calibrate --ranks 4,8 --min-nnz 256 --max-nnz 1024 --rounds 2
+expect 2 '--ranks expects an integer' -- calibrate --ranks 4,x
+
 # Bad input: one clear message naming the file (and line), non-zero exit, no crash.
 expect 1 "bad_index\.mtx:4" -- stat "$tmp/bad_index.mtx"
 expect 1 'complex' -- stat "$tmp/complex.mtx"

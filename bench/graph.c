@@ -1,0 +1,215 @@
+/* The whole task graph through StarPU: starfa_insert_sddmm over every tile, then
+ * starfa_wait, timed on the host clock. Two worker sets (CUDA workers only; every worker,
+ * under dmda) and two tilings (starfa's automatic grid; one tile, the coarsest, which is
+ * the kernel of the GPU half plus StarPU's overhead). StarPU calibrates its perfmodels
+ * during the warm-up runs (calibrate = 1): they go on until two runs in a row agree within
+ * 10% (at least 3, at most --graph-warmup), so forced calibration runs stay out of the
+ * timed ones. overhead = graph time / kernel time - 1, the kernel being starfa's GPU
+ * kernel on the whole matrix (GPU-only), or the faster of the GPU and CPU kernels (all
+ * workers). */
+#include "bench/bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct worker_set {
+	const char *name;
+	int gpu_only;
+};
+
+static const struct worker_set worker_sets[] = {{"gpu", 1}, {"all", 0}};
+static const struct {
+	const char *name;
+	int64_t row_tiles, col_tiles; /* 0: automatic */
+} tilings[] = {{"auto", 0, 0}, {"coarse", 1, 1}};
+
+#define NSETS (sizeof worker_sets / sizeof worker_sets[0])
+#define NTILINGS (sizeof tilings / sizeof tilings[0])
+
+static void measurement_name(char *out, size_t len, int set, int tiling)
+{
+	snprintf(out, len, "graph.%s.%s", worker_sets[set].name, tilings[tiling].name);
+}
+
+/* One insert + wait over every tile; returns seconds, or -1 after a message. */
+static double one_run(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, starfa_sparse_values *P)
+{
+	double t0 = bench_now();
+	if (starfa_insert_sddmm(S, A, B, STARFA_SDDMM_PATTERN, P) != 0 || starfa_wait() != 0) {
+		fprintf(stderr, "starfa_bench: %s\n", starfa_last_error());
+		return -1;
+	}
+	return bench_now() - t0;
+}
+
+/* Untimed runs until StarPU has calibrated (two runs in a row within 10%). */
+static int warm_up(const struct bench_options *o, const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B,
+		   starfa_sparse_values *P, int *runs)
+{
+	double last = -1;
+	for (*runs = 0; *runs < o->graph_warmup; (*runs)++) {
+		double t = one_run(S, A, B, P);
+		if (t < 0)
+			return -1;
+		if (*runs >= 2 && last > 0 && fabs(t - last) <= 0.1 * last) {
+			(*runs)++;
+			break;
+		}
+		last = t;
+	}
+	return 0;
+}
+
+/* The kernel time the graph is compared with (NAN when none was measured). */
+static double kernel_baseline(const struct bench_matrix *m, int64_t k, int gpu_only, const char **name)
+{
+	const char *names[] = {"sddmm.starfa.cuda", "cpu.starfa"};
+	double best = NAN;
+	*name = "";
+	for (int i = 0; i < (gpu_only ? 1 : 2); i++) {
+		struct bench_result *r = bench_result_find(m->name, k, names[i]);
+		if (r && r->status == BENCH_OK && r->repeats > 0 && !(r->median_ms >= best)) {
+			best = r->median_ms;
+			*name = names[i];
+		}
+	}
+	return best;
+}
+
+static void graph_rank(const struct bench_options *o, const struct bench_matrix *m, const starfa_tiled *S, int64_t k,
+		       int set, int tiling)
+{
+	char name[48];
+	measurement_name(name, sizeof name, set, tiling);
+	struct bench_result *r = bench_result_add(m, k, name);
+	snprintf(r->tiles, sizeof r->tiles, "%lldx%lld", (long long)starfa_tiled_row_tiles(S),
+		 (long long)starfa_tiled_col_tiles(S));
+	float *a = NULL, *b = NULL, *p = NULL;
+	double *ms = bench_alloc((size_t)o->repeat, sizeof *ms, "timings");
+	starfa_dense *A = NULL, *B = NULL;
+	starfa_sparse_values *P = NULL;
+	struct row_sample sample = {0};
+	char msg[400];
+	double err;
+	int warmups = 0;
+	if (!ms || bench_factors(m, k, o->seed, &a, &b) || row_sample_make(m, k, o, &sample) ||
+	    !(p = bench_alloc((size_t)m->csr->nnz, sizeof *p, "graph output copy"))) {
+		bench_result_fail(r, BENCH_ERROR, "out of host memory");
+		goto out;
+	}
+	if (starfa_dense_create(S, STARFA_ROWS, a, k, &A) || starfa_dense_create(S, STARFA_COLS, b, k, &B) ||
+	    starfa_sparse_values_create(S, &P)) {
+		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
+		goto out;
+	}
+	if (warm_up(o, S, A, B, P, &warmups) != 0) {
+		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
+		goto out;
+	}
+	/* Correctness before timing: the last warm-up's output against the reference. */
+	memset(p, 0xff, (size_t)m->csr->nnz * sizeof *p);
+	if (starfa_sparse_values_gather(P, p) != 0) {
+		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
+		goto out;
+	}
+	if (check_sddmm(m, &sample, a, b, k, STARFA_SDDMM_PATTERN, p, &err, msg, sizeof msg)) {
+		bench_result_fail(r, BENCH_FAIL, "%s", msg);
+		goto out;
+	}
+	starfa_stats_reset();
+	for (int i = 0; i < o->repeat; i++) {
+		double t = one_run(S, A, B, P);
+		if (t < 0) {
+			bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
+			goto out;
+		}
+		ms[i] = t * 1e3;
+	}
+	starfa_worker_stats st;
+	starfa_stats_get(&st);
+	bench_result_set_times(r, ms, o->repeat);
+	r->flops = bench_flops(m, k);
+	r->tasks_cpu = st.tasks[STARFA_WORKER_CPU] / o->repeat;
+	r->tasks_cuda = st.tasks[STARFA_WORKER_CUDA] / o->repeat;
+	snprintf(r->extra_name, sizeof r->extra_name, "warmup_runs");
+	r->extra = warmups;
+	const char *base;
+	r->baseline_ms = kernel_baseline(m, k, worker_sets[set].gpu_only, &base);
+	snprintf(r->baseline, sizeof r->baseline, "%s", base);
+	r->speedup = r->baseline_ms / r->median_ms;
+	r->overhead_pct = (r->median_ms / r->baseline_ms - 1.0) * 100.0;
+	printf("  graph %-6s %-6s k=%-4lld tiles %-7s %9.3f ms (%d warm-ups), tasks/run cpu %lld cuda %lld\n",
+	       worker_sets[set].name, tilings[tiling].name, (long long)k, r->tiles, r->median_ms, warmups,
+	       (long long)r->tasks_cpu, (long long)r->tasks_cuda);
+	fflush(stdout);
+out:
+	/* Unregistering brings the blocks home before a and b are freed. */
+	starfa_sparse_values_free(P);
+	starfa_dense_free(A);
+	starfa_dense_free(B);
+	row_sample_free(&sample);
+	free(a);
+	free(b);
+	free(p);
+	free(ms);
+}
+
+static void skip_set(const struct bench_options *o, const struct bench_matrix *m, int set, const char *why)
+{
+	char name[48];
+	for (int t = 0; t < (int)NTILINGS; t++) {
+		measurement_name(name, sizeof name, set, t);
+		for (int i = 0; i < o->nranks; i++)
+			bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_SKIP, "%s", why);
+	}
+}
+
+static void graph_set(const struct bench_device *d, const struct bench_options *o, const struct bench_matrix *m,
+		      int set)
+{
+	if (worker_sets[set].gpu_only && !d->gpu) {
+		skip_set(o, m, set, "no GPU for CUDA workers");
+		return;
+	}
+	starfa_options so;
+	starfa_options_default(&so);
+	so.ncpus = worker_sets[set].gpu_only ? 0 : -1;
+	so.ncuda = d->gpu ? -1 : 0;
+	so.scheduler = "dmda";
+	so.calibrate = 1; /* the warm-ups calibrate the perfmodels */
+	so.silent = 1;
+	if (starfa_init(&so) != 0) {
+		char why[300];
+		snprintf(why, sizeof why, "starfa_init: %s", starfa_last_error());
+		skip_set(o, m, set, why);
+		return;
+	}
+	printf("  graph %s: %d cpu and %d cuda workers, scheduler %s\n", worker_sets[set].name,
+	       starfa_worker_count(STARFA_WORKER_CPU), starfa_worker_count(STARFA_WORKER_CUDA),
+	       starfa_scheduler_name());
+	for (int t = 0; t < (int)NTILINGS; t++) {
+		starfa_tiling_options topt = {tilings[t].row_tiles, tilings[t].col_tiles, 0};
+		starfa_tiled *S = NULL;
+		if (starfa_tiled_create(m->csr, &topt, &S) != 0) {
+			fprintf(stderr, "starfa_bench: %s: starfa_tiled_create: %s\n", m->name, starfa_last_error());
+			char name[48];
+			measurement_name(name, sizeof name, set, t);
+			for (int i = 0; i < o->nranks; i++)
+				bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_ERROR,
+						  "starfa_tiled_create: %s", starfa_last_error());
+			continue;
+		}
+		for (int i = 0; i < o->nranks; i++)
+			graph_rank(o, m, S, o->ranks[i], set, t);
+		starfa_tiled_free(S);
+	}
+	starfa_shutdown();
+}
+
+void graph_bench(const struct bench_device *d, const struct bench_options *o, const struct bench_matrix *m)
+{
+	for (int set = 0; set < (int)NSETS; set++)
+		graph_set(d, o, m, set);
+}

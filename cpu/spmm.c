@@ -1,0 +1,48 @@
+/* SpMM on one CSR tile, OpenMP on the CPU. */
+#include "cpu/spmm.h"
+
+#include "cpu/partition.h"
+
+#include <string.h>
+
+/* y += v * x over k floats: the loop the compiler vectorizes across the rank. */
+static void axpy(float v, const float *restrict x, float *restrict y, int64_t k)
+{
+#pragma omp simd
+	for (int64_t d = 0; d < k; d++)
+		y[d] += v * x[d];
+}
+
+static void spmm_rows(int64_t r0, int64_t r1, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+		      const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy)
+{
+	for (int64_t r = r0; r < r1; r++) {
+		float *y = Y + r * ldy;
+		/* Overwrite, not 0 * y: the block may hold anything (NaN included) before its first tile. */
+		if (!beta)
+			memset(y, 0, (size_t)k * sizeof *y);
+		for (uint32_t p = rowptr[r]; p < rowptr[r + 1]; p++)
+			axpy(sval[p], X + (int64_t)colind[p] * ldx, y, k);
+	}
+}
+
+void starfa_cpu_spmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+		     const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy, int nthreads)
+{
+	if (nthreads <= 1) {
+		spmm_rows(0, nrows, rowptr, colind, sval, X, ldx, k, beta, Y, ldy);
+		return;
+	}
+#pragma omp parallel num_threads(nthreads)
+	{
+		int64_t r0, r1;
+		starfa_cpu_nnz_partition(nrows, rowptr, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
+		spmm_rows(r0, r1, rowptr, colind, sval, X, ldx, k, beta, Y, ldy);
+	}
+}
+
+void starfa_cpu_spmm_zero(int64_t nrows, int64_t k, float *Y, int64_t ldy)
+{
+	for (int64_t r = 0; r < nrows; r++)
+		memset(Y + r * ldy, 0, (size_t)k * sizeof *Y);
+}

@@ -1,0 +1,19 @@
+/* SpMM on one CSR tile, OpenMP on the CPU (no StarPU here). */
+#ifndef STARFA_CPU_SPMM_H
+#define STARFA_CPU_SPMM_H
+
+#include <stdint.h>
+
+/* For every row r of the tile:
+ *   Y[r, 0:k] = (beta ? Y[r, 0:k] : 0) + sum_p sval[p] * X[colind[p], 0:k]
+ * adding the nonzeros in CSR order, so the result does not depend on nthreads. X and Y are
+ * row-major with leading dimensions ldx, ldy (>= k); with beta 0, Y is only written (empty
+ * rows become zeros). Runs on nthreads OpenMP threads over row ranges of about equal
+ * nonzeros. */
+void starfa_cpu_spmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+		     const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy, int nthreads);
+
+/* Y[0:nrows, 0:k] = 0: an output block no nonzero contributes to. */
+void starfa_cpu_spmm_zero(int64_t nrows, int64_t k, float *Y, int64_t ldy);
+
+#endif

@@ -1,0 +1,420 @@
+/* SpMM on one CSR tile, CUDA: starfa's kernels (a group of lanes per row, lanes across the rank,
+ * 16-byte loads when the rank allows, several nonzeros in flight; a block per row for the few
+ * rows far longer than the rest) and cuSPARSE's generic SpMM. */
+#include "gpu/spmm.h"
+
+#include <climits>
+#include <cstdio>
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kThreadsPerBlock = 256;
+constexpr int kLoadsInFlight = 4;        /* vector loads of X a lane issues before the first FMA needing one */
+constexpr int kLongRowThreads = 512;     /* threads that share one long row */
+constexpr int64_t kLongRowBlocks = 1024; /* at most this many long rows at a time */
+constexpr int64_t kLongRowMin = 256;     /* a row with fewer nonzeros is never long... */
+constexpr int64_t kLongRowOverMean = 8;  /* ...nor one with fewer than 8 times the tile's mean */
+
+template <int VEC> struct vec_of;
+template <> struct vec_of<1> {
+	using type = float;
+	static __device__ float zero() { return 0.0f; }
+};
+template <> struct vec_of<4> {
+	using type = float4;
+	static __device__ float4 zero() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
+};
+
+__device__ inline void fma_into(float &acc, float v, float x) { acc = fmaf(v, x, acc); }
+__device__ inline void fma_into(float4 &acc, float v, float4 x)
+{
+	acc.x = fmaf(v, x.x, acc.x);
+	acc.y = fmaf(v, x.y, acc.y);
+	acc.z = fmaf(v, x.z, acc.z);
+	acc.w = fmaf(v, x.w, acc.w);
+}
+__device__ inline void add_into(float &acc, float y) { acc += y; }
+__device__ inline void add_into(float4 &acc, float4 y)
+{
+	acc.x += y.x;
+	acc.y += y.y;
+	acc.z += y.z;
+	acc.w += y.w;
+}
+/* Through the read-only data cache: X is never written by the kernels. */
+template <typename V> __device__ inline V load(const float *p) { return __ldg(reinterpret_cast<const V *>(p)); }
+
+/* GROUP lanes (a power of two dividing the warp) work together; only they take part in their
+ * shuffles, since the groups of a warp run rows of different lengths. */
+template <int GROUP> __device__ inline unsigned group_mask()
+{
+	const int group_in_warp = (threadIdx.x % kWarp) / GROUP;
+	return GROUP == kWarp ? 0xffffffffu : ((1u << GROUP) - 1u) << (group_in_warp * GROUP);
+}
+
+/* acc[i] += sval[p] * X[colind[p], slice i] for p in [p0, p1), in that order, for one lane of a
+ * group: lane `lane` owns the VEC-wide slices at x_lane + i * GROUP * VEC (those below `left`
+ * columns). The group loads GROUP (column, value) pairs at once, coalesced, and hands them round
+ * with shuffles; each lane then issues kLoadsInFlight loads of X before the FMAs that use them. */
+template <int GROUP, int VEC, int COLS>
+__device__ inline void accumulate(typename vec_of<VEC>::type (&acc)[COLS], uint32_t p0, uint32_t p1, int lane,
+				  unsigned mask, const uint32_t *__restrict__ colind, const float *__restrict__ sval,
+				  const float *__restrict__ x_lane, int64_t ldx, int64_t left)
+{
+	using vec = typename vec_of<VEC>::type;
+	constexpr int kSlice = GROUP * VEC; /* columns between a lane's slices */
+	constexpr int kUnroll = COLS >= kLoadsInFlight ? 1 : kLoadsInFlight / COLS; /* nonzeros at a time */
+	for (uint32_t base = p0; base < p1; base += GROUP) {
+		const int n = p1 - base < (uint32_t)GROUP ? (int)(p1 - base) : GROUP;
+		uint32_t my_col = 0;
+		float my_val = 0.0f;
+		if (lane < n) {
+			my_col = colind[base + lane];
+			my_val = sval[base + lane];
+		}
+		int j = 0;
+		for (; j + kUnroll <= n; j += kUnroll) {
+			const float *x_row[kUnroll];
+			float v[kUnroll];
+#pragma unroll
+			for (int u = 0; u < kUnroll; u++) {
+				const uint32_t c = __shfl_sync(mask, my_col, j + u, GROUP);
+				x_row[u] = x_lane + (int64_t)c * ldx;
+				v[u] = __shfl_sync(mask, my_val, j + u, GROUP);
+			}
+			vec x[kUnroll][COLS];
+#pragma unroll
+			for (int u = 0; u < kUnroll; u++)
+#pragma unroll
+				for (int i = 0; i < COLS; i++)
+					if (i * kSlice < left)
+						x[u][i] = load<vec>(x_row[u] + i * kSlice);
+#pragma unroll
+			for (int u = 0; u < kUnroll; u++)
+#pragma unroll
+				for (int i = 0; i < COLS; i++)
+					if (i * kSlice < left)
+						fma_into(acc[i], v[u], x[u][i]);
+		}
+		for (; j < n; j++) {
+			const uint32_t c = __shfl_sync(mask, my_col, j, GROUP);
+			const float v = __shfl_sync(mask, my_val, j, GROUP);
+			const float *x_row = x_lane + (int64_t)c * ldx;
+#pragma unroll
+			for (int i = 0; i < COLS; i++)
+				if (i * kSlice < left)
+					fma_into(acc[i], v, load<vec>(x_row + i * kSlice));
+		}
+	}
+}
+
+/* One group of GROUP lanes per row; lane l covers the VEC-wide slices l, l + GROUP, ... (COLS
+ * of them) of a pass over the rank, and passes repeat until the rank is covered. A row's
+ * nonzeros are added in CSR order onto Y's value (beta 1) or zero (beta 0). With long_count,
+ * rows of long_min nonzeros or more are only listed, for spmm_long_rows. */
+template <int GROUP, int VEC, int COLS>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+	spmm_group_per_row(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+			   const float *__restrict__ sval, const float *__restrict__ X, int64_t ldx, int64_t k,
+			   int beta, float *__restrict__ Y, int64_t ldy, uint32_t long_min, uint32_t *long_rows,
+			   uint32_t *long_count)
+{
+	using vec = typename vec_of<VEC>::type;
+	constexpr int kSlice = GROUP * VEC;
+	const int lane = threadIdx.x % GROUP;
+	const unsigned mask = group_mask<GROUP>();
+	const int64_t groups = (int64_t)gridDim.x * (kThreadsPerBlock / GROUP);
+	for (int64_t r = ((int64_t)blockIdx.x * kThreadsPerBlock + threadIdx.x) / GROUP; r < nrows; r += groups) {
+		const uint32_t start = rowptr[r], end = rowptr[r + 1];
+		if (long_count && end - start >= long_min) {
+			if (lane == 0)
+				long_rows[atomicAdd(long_count, 1u)] = (uint32_t)r;
+			continue;
+		}
+		for (int64_t c0 = 0; c0 < k; c0 += (int64_t)kSlice * COLS) {
+			/* With VEC 4 the rank is a multiple of 4: a slice is wholly inside or wholly out. */
+			const int64_t d0 = c0 + (int64_t)lane * VEC, left = k - d0;
+			float *y_lane = Y + r * ldy + d0;
+			/* Accumulating starts from Y's value, so that a band split into tiles adds the same
+			 * terms in the same order as one tile; overwriting never reads Y, which may hold
+			 * anything (NaN included) before its first tile. */
+			vec acc[COLS];
+#pragma unroll
+			for (int i = 0; i < COLS; i++)
+				acc[i] = beta && i * kSlice < left ? *reinterpret_cast<const vec *>(y_lane + i * kSlice)
+								   : vec_of<VEC>::zero();
+			accumulate<GROUP, VEC, COLS>(acc, start, end, lane, mask, colind, sval, X + d0, ldx, left);
+#pragma unroll
+			for (int i = 0; i < COLS; i++)
+				if (i * kSlice < left)
+					*reinterpret_cast<vec *>(y_lane + i * kSlice) = acc[i];
+		}
+	}
+}
+
+/* The long rows spmm_group_per_row listed, each taken by one block: the block's kParts groups take
+ * consecutive equal shares of the row's nonzeros, and the first group adds their sums in group
+ * order onto Y's value or zero. The list's order varies from run to run, but no row's result
+ * depends on it, so the bits do not. */
+template <int GROUP, int VEC>
+__global__ void __launch_bounds__(kLongRowThreads)
+	spmm_long_rows(const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+		       const float *__restrict__ sval, const float *__restrict__ X, int64_t ldx, int64_t k, int beta,
+		       float *__restrict__ Y, int64_t ldy, const uint32_t *__restrict__ long_rows,
+		       const uint32_t *__restrict__ long_count)
+{
+	using vec = typename vec_of<VEC>::type;
+	constexpr int kParts = kLongRowThreads / GROUP;
+	__shared__ vec partial[kLongRowThreads];
+	const int part = threadIdx.x / GROUP, lane = threadIdx.x % GROUP;
+	const unsigned mask = group_mask<GROUP>();
+	const uint32_t count = *long_count;
+	for (uint32_t idx = blockIdx.x; idx < count; idx += gridDim.x) {
+		const int64_t r = long_rows[idx];
+		const uint32_t start = rowptr[r], end = rowptr[r + 1];
+		const uint64_t share = (end - start + (uint64_t)kParts - 1) / kParts;
+		const uint32_t p0 = (uint32_t)min((uint64_t)end, start + part * share);
+		const uint32_t p1 = (uint32_t)min((uint64_t)end, p0 + share);
+		for (int64_t c0 = 0; c0 < k; c0 += GROUP * VEC) {
+			const int64_t d0 = c0 + (int64_t)lane * VEC, left = k - d0;
+			vec acc[1] = {vec_of<VEC>::zero()};
+			accumulate<GROUP, VEC, 1>(acc, p0, p1, lane, mask, colind, sval, X + d0, ldx, left);
+			partial[threadIdx.x] = acc[0];
+			__syncthreads();
+			if (part == 0 && left > 0) {
+				vec *y = reinterpret_cast<vec *>(Y + r * ldy + d0);
+				vec sum = beta ? *y : vec_of<VEC>::zero();
+				for (int q = 0; q < kParts; q++)
+					add_into(sum, partial[q * GROUP + lane]);
+				*y = sum;
+			}
+			__syncthreads(); /* partial is rewritten by the next pass or row */
+		}
+	}
+}
+
+/* Launches the row kernel and, where long rows may be listed, the long-row kernel after it. */
+template <int GROUP, int VEC, int COLS>
+cudaError_t launch(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *X,
+		   int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy, uint32_t long_min, int64_t max_long,
+		   uint32_t *long_list, cudaStream_t stream)
+{
+	constexpr int rows_per_block = kThreadsPerBlock / GROUP;
+	int64_t blocks = (nrows + rows_per_block - 1) / rows_per_block;
+	if (blocks > 65536)
+		blocks = 65536; /* grid-stride beyond this */
+	uint32_t *long_count = long_list, *long_rows = long_list ? long_list + 1 : nullptr;
+	spmm_group_per_row<GROUP, VEC, COLS><<<(unsigned)blocks, kThreadsPerBlock, 0, stream>>>(
+		nrows, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, long_min, long_rows, long_count);
+	cudaError_t err = cudaGetLastError();
+	if (err != cudaSuccess || !long_list)
+		return err;
+	/* The count is only known on the device: enough blocks to fill a large GPU, no more, since
+	 * those past the count have nothing to do. */
+	const int64_t long_blocks = max_long < kLongRowBlocks ? max_long : kLongRowBlocks;
+	spmm_long_rows<GROUP, VEC><<<(unsigned)long_blocks, kLongRowThreads, 0, stream>>>(
+		rowptr, colind, sval, X, ldx, k, beta, Y, ldy, long_rows, long_count);
+	return cudaGetLastError();
+}
+
+/* The narrowest group that covers the rank in one pass (up to 4 slices a lane), so that
+ * small ranks do not leave most of a warp idle. */
+template <int VEC>
+cudaError_t launch_for_rank(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+			    const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy, uint32_t long_min,
+			    int64_t max_long, uint32_t *long_list, cudaStream_t stream)
+{
+	const int64_t slices = (k + VEC - 1) / VEC;
+#define LAUNCH(group, cols)                                                                               \
+	launch<group, VEC, cols>(nrows, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, long_min, max_long,        \
+				 long_list, stream)
+	if (slices <= 4)
+		return LAUNCH(4, 1);
+	if (slices <= 8)
+		return LAUNCH(8, 1);
+	if (slices <= 16)
+		return LAUNCH(16, 1);
+	if (slices <= 32)
+		return LAUNCH(32, 1);
+	if (slices <= 64)
+		return LAUNCH(32, 2);
+	return LAUNCH(32, 4);
+#undef LAUNCH
+}
+
+starfa_gpu_status ok()
+{
+	return starfa_gpu_status{nullptr, cudaSuccess, CUSPARSE_STATUS_SUCCESS};
+}
+
+starfa_gpu_status cuda_failed(const char *call, cudaError_t err)
+{
+	return starfa_gpu_status{call, err, CUSPARSE_STATUS_SUCCESS};
+}
+
+starfa_gpu_status cusparse_failed(const char *call, cusparseStatus_t status)
+{
+	return starfa_gpu_status{call, cudaSuccess, status};
+}
+
+/* Keeps the first failure: later calls (the clean-up) run on, but do not hide it. */
+void keep_first(starfa_gpu_status &st, starfa_gpu_status next)
+{
+	if (!st.call)
+		st = next;
+}
+
+#define CUSPARSE_STEP(st, name, call)                                                             \
+	do {                                                                                      \
+		cusparseStatus_t s_ = (call);                                                     \
+		if (s_ != CUSPARSE_STATUS_SUCCESS)                                                \
+			keep_first(st, cusparse_failed(name, s_));                                \
+	} while (0)
+
+#define CUDA_STEP(st, name, call)                                                                 \
+	do {                                                                                      \
+		cudaError_t e_ = (call);                                                          \
+		if (e_ != cudaSuccess)                                                            \
+			keep_first(st, cuda_failed(name, e_));                                    \
+	} while (0)
+
+starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, int64_t nrows, int64_t ncols, int64_t nnz,
+				const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *X,
+				int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy, cudaStream_t stream)
+{
+	/* The uint32 arrays are read as int32 (CUSPARSE_INDEX_32I), exact below 2^31. */
+	if (nnz > INT_MAX || nrows > INT_MAX || ncols > INT_MAX)
+		return cusparse_failed("starfa_cuda_spmm (cuSPARSE takes tiles below 2^31 rows, columns and nonzeros)",
+				       CUSPARSE_STATUS_NOT_SUPPORTED);
+	if (!handle)
+		return cusparse_failed("starfa_cuda_spmm (no cuSPARSE handle)", CUSPARSE_STATUS_NOT_INITIALIZED);
+	starfa_gpu_status st = ok();
+	/* cuSPARSE does not promise that beta 0 ignores Y, and a block written for the first time
+	 * holds whatever was there (NaN included): clear it. That is the whole job for an empty tile. */
+	if (!beta)
+		CUDA_STEP(st, "cudaMemset2DAsync",
+			  cudaMemset2DAsync(Y, (size_t)ldy * sizeof(float), 0, (size_t)k * sizeof(float), (size_t)nrows,
+					    stream));
+	if (nnz == 0 || st.call)
+		return st;
+
+	CUSPARSE_STEP(st, "cusparseSetStream", cusparseSetStream(handle, stream));
+	cusparseConstSpMatDescr_t s_descr = nullptr;
+	cusparseConstDnMatDescr_t x_descr = nullptr;
+	cusparseDnMatDescr_t y_descr = nullptr;
+	if (!st.call)
+		CUSPARSE_STEP(st, "cusparseCreateConstCsr",
+			      cusparseCreateConstCsr(&s_descr, nrows, ncols, nnz, rowptr, colind, sval,
+						     CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+						     CUDA_R_32F));
+	if (!st.call)
+		CUSPARSE_STEP(st, "cusparseCreateConstDnMat",
+			      cusparseCreateConstDnMat(&x_descr, ncols, k, ldx, X, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+	if (!st.call)
+		CUSPARSE_STEP(st, "cusparseCreateDnMat",
+			      cusparseCreateDnMat(&y_descr, nrows, k, ldy, Y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+
+	/* Host scalars (the handle's default pointer mode); Y is cleared above, so beta is 1. */
+	const float alpha = 1.0f, one = 1.0f;
+	/* Made for row-major B and C; like the other CSR algorithms, not bitwise reproducible from run
+	 * to run. CSR_ALG1 is faster at small ranks, slower at large ones. */
+	const cusparseSpMMAlg_t alg = CUSPARSE_SPMM_CSR_ALG2;
+	const cusparseOperation_t as_is = CUSPARSE_OPERATION_NON_TRANSPOSE;
+	size_t buffer_bytes = 0;
+	void *buffer = nullptr;
+	if (!st.call)
+		CUSPARSE_STEP(st, "cusparseSpMM_bufferSize",
+			      cusparseSpMM_bufferSize(handle, as_is, as_is, &alpha, s_descr, x_descr, &one, y_descr,
+						      CUDA_R_32F, alg, &buffer_bytes));
+	/* Stream-ordered: no device-wide synchronisation, and the pool recycles the memory. */
+	if (!st.call && buffer_bytes > 0)
+		CUDA_STEP(st, "cudaMallocAsync", cudaMallocAsync(&buffer, buffer_bytes, stream));
+	if (!st.call)
+		CUSPARSE_STEP(st, "cusparseSpMM",
+			      cusparseSpMM(handle, as_is, as_is, &alpha, s_descr, x_descr, &one, y_descr, CUDA_R_32F,
+					   alg, buffer));
+	if (buffer)
+		CUDA_STEP(st, "cudaFreeAsync", cudaFreeAsync(buffer, stream));
+	if (y_descr)
+		CUSPARSE_STEP(st, "cusparseDestroyDnMat", cusparseDestroyDnMat(y_descr));
+	if (x_descr)
+		CUSPARSE_STEP(st, "cusparseDestroyDnMat", cusparseDestroyDnMat(x_descr));
+	if (s_descr)
+		CUSPARSE_STEP(st, "cusparseDestroySpMat", cusparseDestroySpMat(s_descr));
+	return st;
+}
+
+bool aligned16(const void *p)
+{
+	return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+starfa_gpu_status spmm_own(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+			   const float *sval, const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy,
+			   cudaStream_t stream)
+{
+	/* A row far longer than the tile's mean would keep its group busy long after the others
+	 * are done (real matrices have rows of thousands of nonzeros beside a mean of tens): such
+	 * rows go to a second kernel that spreads each over a block. The list of them (count first)
+	 * needs room for every row that can reach long_min. */
+	int64_t mean = (nnz + nrows - 1) / nrows;
+	int64_t long_min = mean * kLongRowOverMean > kLongRowMin ? mean * kLongRowOverMean : kLongRowMin;
+	if (long_min > UINT32_MAX)
+		long_min = UINT32_MAX;
+	const int64_t max_long = nrows <= UINT32_MAX ? nnz / long_min : 0;
+	starfa_gpu_status st = ok();
+	uint32_t *long_list = nullptr;
+	if (max_long > 0) {
+		CUDA_STEP(st, "cudaMallocAsync",
+			  cudaMallocAsync((void **)&long_list, (size_t)(max_long + 1) * sizeof(uint32_t), stream));
+		if (!st.call)
+			CUDA_STEP(st, "cudaMemsetAsync", cudaMemsetAsync(long_list, 0, sizeof(uint32_t), stream));
+	}
+	if (!st.call) {
+		const bool vec4 = k % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned16(X) && aligned16(Y);
+		CUDA_STEP(st, "spmm kernel launch",
+			  vec4 ? launch_for_rank<4>(nrows, rowptr, colind, sval, X, ldx, k, beta, Y, ldy,
+						    (uint32_t)long_min, max_long, long_list, stream)
+			       : launch_for_rank<1>(nrows, rowptr, colind, sval, X, ldx, k, beta, Y, ldy,
+						    (uint32_t)long_min, max_long, long_list, stream));
+	}
+	if (long_list)
+		CUDA_STEP(st, "cudaFreeAsync", cudaFreeAsync(long_list, stream));
+	return st;
+}
+
+} // namespace
+
+extern "C" const char *starfa_gpu_status_string(starfa_gpu_status status)
+{
+	static thread_local char text[512];
+	if (!status.call)
+		return "";
+	const char *why = status.cuda != cudaSuccess ? cudaGetErrorString(status.cuda)
+						     : cusparseGetErrorString(status.cusparse);
+	snprintf(text, sizeof text, "%s: %s", status.call, why);
+	return text;
+}
+
+extern "C" starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHandle_t cusparse, int64_t nrows,
+					      int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+					      const uint32_t *colind, const float *sval, const float *X, int64_t ldx,
+					      int64_t k, int beta, float *Y, int64_t ldy, cudaStream_t stream)
+{
+	if (nrows <= 0 || k <= 0)
+		return ok();
+	if (impl != STARFA_SPMM_OWN && impl != STARFA_SPMM_CUSPARSE)
+		return cuda_failed("starfa_cuda_spmm (unknown implementation)", cudaErrorInvalidValue);
+	if (impl == STARFA_SPMM_CUSPARSE)
+		return spmm_cusparse(cusparse, nrows, ncols, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy,
+				     stream);
+	return spmm_own(nrows, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
+}
+
+extern "C" cudaError_t starfa_cuda_spmm_zero(int64_t nrows, int64_t k, float *Y, int64_t ldy, cudaStream_t stream)
+{
+	if (nrows <= 0 || k <= 0)
+		return cudaSuccess;
+	return cudaMemset2DAsync(Y, (size_t)ldy * sizeof(float), 0, (size_t)k * sizeof(float), (size_t)nrows, stream);
+}

@@ -1,0 +1,49 @@
+/* SpMM on one CSR tile, CUDA (no StarPU here): starfa's own kernel and cuSPARSE's. */
+#ifndef STARFA_GPU_SPMM_H
+#define STARFA_GPU_SPMM_H
+
+#include <cuda_runtime_api.h>
+#include <cusparse.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Two implementations of the same contract, so that a benchmark can compare them. */
+typedef enum starfa_spmm_impl {
+	STARFA_SPMM_OWN = 0,      /* starfa's kernels: lanes across the rank, a group per row, a block per long row */
+	STARFA_SPMM_CUSPARSE = 1, /* cusparseSpMM: CSR, row-major dense, CUSPARSE_SPMM_CSR_ALG2 */
+} starfa_spmm_impl;
+
+/* The first call that failed in a GPU operation, with its CUDA or cuSPARSE code, so that
+ * a message can name the call and say what went wrong in the library's own words. */
+typedef struct starfa_gpu_status {
+	const char *call;          /* NULL: every call succeeded */
+	cudaError_t cuda;          /* cudaSuccess unless a CUDA call failed */
+	cusparseStatus_t cusparse; /* CUSPARSE_STATUS_SUCCESS unless a cuSPARSE call failed */
+} starfa_gpu_status;
+
+/* "call: message" of a failed status, for error reports ("" when it succeeded). */
+const char *starfa_gpu_status_string(starfa_gpu_status status);
+
+/* Same contract as starfa_cpu_spmm, on device pointers, enqueued on `stream`: ncols is the
+ * number of rows of X (the tile's columns) and nnz the tile's nonzeros, both of which
+ * cuSPARSE needs on the host. `cusparse` is used by STARFA_SPMM_CUSPARSE only (NULL is fine
+ * otherwise); it is bound to `stream` by this call. The own kernels are deterministic: a row's
+ * nonzeros are added in CSR order onto Y's value (beta 1) or zero (beta 0), except that a row far
+ * longer than the tile's mean is cut into a fixed number of consecutive parts whose sums are then
+ * added in order; the same call gives the same bits. cuSPARSE's may differ in the last bits from
+ * run to run. */
+starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHandle_t cusparse, int64_t nrows, int64_t ncols,
+				   int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+				   const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy,
+				   cudaStream_t stream);
+
+/* Y[0:nrows, 0:k] = 0 on `stream`: an output block no nonzero contributes to. */
+cudaError_t starfa_cuda_spmm_zero(int64_t nrows, int64_t k, float *Y, int64_t ldy, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1 @@
+# runs the 'spmm' group of tests/starfa_test

@@ -1,0 +1,1 @@
+# runs the 'spmm_cuda' group of tests/starfa_test

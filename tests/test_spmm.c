@@ -1,0 +1,717 @@
+/* SpMM: the CPU kernel, both CUDA implementations and the task graph on both sides, each against
+ * the sequential reference on fresh random inputs with NaN-poisoned outputs. */
+#include "testing.h"
+
+#include "cpu/spmm.h"
+#ifdef STARFA_USE_CUDA
+#include "gpu/spmm.h"
+#include <cuda_runtime_api.h>
+#include <cusparse.h>
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Ranks around the warp width and the vector widths, plus odd ones. */
+static const int64_t ranks[] = {1, 3, 4, 7, 8, 16, 31, 32, 33, 64, 100, 128, 257};
+#define NRANKS (sizeof ranks / sizeof ranks[0])
+
+/* What the padding of a strided matrix holds: a kernel that writes past k changes it. */
+#define PAD_SENTINEL 12345.0f
+
+/* One matrix as a single tile, with 32-bit offsets as the kernels take them, and the same
+ * nonzeros split at a column into two tiles of one band (columns below the cut, the rest),
+ * each keeping the matrix's rows and column indices. */
+struct one_tile {
+	starfa_csr *csr;
+	uint32_t *rowptr, *colind;
+	uint32_t *part_rowptr[2], *part_colind[2];
+	float *part_val[2];
+	int64_t part_nnz[2];
+};
+
+static int make_tile(struct one_tile *t, int64_t m, int64_t n, int64_t nnz, double skew, uint64_t *rng)
+{
+	memset(t, 0, sizeof *t);
+	t->csr = testing_random_csr(m, n, nnz, skew, rng);
+	if (!t->csr)
+		return 1;
+	const starfa_csr *S = t->csr;
+	t->rowptr = malloc(sizeof(uint32_t) * (size_t)(m + 1));
+	t->colind = malloc(sizeof(uint32_t) * (size_t)(S->nnz + 1));
+	for (int h = 0; h < 2; h++) {
+		t->part_rowptr[h] = malloc(sizeof(uint32_t) * (size_t)(m + 1));
+		t->part_colind[h] = malloc(sizeof(uint32_t) * (size_t)(S->nnz + 1));
+		t->part_val[h] = malloc(sizeof(float) * (size_t)(S->nnz + 1));
+		if (!t->part_rowptr[h] || !t->part_colind[h] || !t->part_val[h])
+			return 1;
+	}
+	if (!t->rowptr || !t->colind)
+		return 1;
+	for (int64_t r = 0; r <= m; r++)
+		t->rowptr[r] = (uint32_t)S->rowptr[r];
+	for (int64_t p = 0; p < S->nnz; p++)
+		t->colind[p] = (uint32_t)S->colind[p];
+	int64_t cut = n / 3 + (int64_t)testing_below(rng, (uint64_t)(n / 3 + 1));
+	int64_t fill[2] = {0, 0};
+	for (int64_t r = 0; r < m; r++) {
+		t->part_rowptr[0][r] = (uint32_t)fill[0];
+		t->part_rowptr[1][r] = (uint32_t)fill[1];
+		for (int64_t p = S->rowptr[r]; p < S->rowptr[r + 1]; p++) {
+			int h = S->colind[p] >= cut;
+			t->part_colind[h][fill[h]] = (uint32_t)S->colind[p];
+			t->part_val[h][fill[h]] = S->val[p];
+			fill[h]++;
+		}
+	}
+	t->part_rowptr[0][m] = (uint32_t)fill[0];
+	t->part_rowptr[1][m] = (uint32_t)fill[1];
+	t->part_nnz[0] = fill[0];
+	t->part_nnz[1] = fill[1];
+	return 0;
+}
+
+static void free_tile(struct one_tile *t)
+{
+	starfa_csr_free(t->csr);
+	free(t->rowptr);
+	free(t->colind);
+	for (int h = 0; h < 2; h++) {
+		free(t->part_rowptr[h]);
+		free(t->part_colind[h]);
+		free(t->part_val[h]);
+	}
+}
+
+/* rows x k values stored with leading dimension ld; the padding holds PAD_SENTINEL. */
+static float *to_strided(const float *x, int64_t rows, int64_t k, int64_t ld)
+{
+	float *out = malloc(sizeof(float) * (size_t)(rows * ld + 1));
+	if (!out)
+		return NULL;
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t d = 0; d < ld; d++)
+			out[r * ld + d] = d < k ? (x ? x[r * k + d] : NAN) : PAD_SENTINEL;
+	return out;
+}
+
+/* Copies the rows x k values out of a strided matrix; 0 if the padding is untouched. */
+static int from_strided(const float *y, int64_t rows, int64_t k, int64_t ld, float *out)
+{
+	int padding_intact = 1;
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t d = 0; d < ld; d++) {
+			if (d < k)
+				out[r * k + d] = y[r * ld + d];
+			else if (y[r * ld + d] != PAD_SENTINEL)
+				padding_intact = 0;
+		}
+	return padding_intact ? 0 : 1;
+}
+
+/* The CPU kernel, overwriting (beta 0) and accumulating a band's second tile onto its first
+ * (beta 1), on 1, 2 and 4 threads, with strided X and Y. */
+TEST(spmm, cpu_kernel_matches_reference)
+{
+	uint64_t rng = testing_seed();
+	for (size_t ki = 0; ki < NRANKS; ki++) {
+		int64_t k = ranks[ki];
+		struct one_tile t;
+		/* Skewed: empty rows, heavy rows, and a thread split that is not by rows. */
+		CHECK(make_tile(&t, 97 + (int64_t)testing_below(&rng, 200), 50 + (int64_t)testing_below(&rng, 200), 3000,
+				1.5, &rng) == 0);
+		const starfa_csr *S = t.csr;
+		int64_t ldx = k + 3, ldy = k + 5;
+		float *X = malloc(sizeof(float) * (size_t)(S->ncols * k));
+		float *Y = malloc(sizeof(float) * (size_t)(S->nrows * k));
+		float *Y_first = malloc(sizeof(float) * (size_t)(S->nrows * k));
+		CHECK(X && Y && Y_first);
+		testing_fill_random(X, (size_t)(S->ncols * k), &rng);
+		float *Xs = to_strided(X, S->ncols, k, ldx);
+		CHECK(Xs);
+		for (int threads = 1; threads <= 4; threads *= 2)
+			for (int split = 0; split < 2; split++) {
+				float *Ys = to_strided(NULL, S->nrows, k, ldy); /* NaN-poisoned */
+				CHECK(Ys);
+				if (!split) {
+					starfa_cpu_spmm(S->nrows, t.rowptr, t.colind, S->val, Xs, ldx, k, 0, Ys, ldy,
+							threads);
+				} else {
+					starfa_cpu_spmm(S->nrows, t.part_rowptr[0], t.part_colind[0], t.part_val[0], Xs,
+							ldx, k, 0, Ys, ldy, threads);
+					starfa_cpu_spmm(S->nrows, t.part_rowptr[1], t.part_colind[1], t.part_val[1], Xs,
+							ldx, k, 1, Ys, ldy, threads);
+				}
+				CHECK_MSG(from_strided(Ys, S->nrows, k, ldy, Y) == 0,
+					  "k=%lld threads=%d split=%d: wrote into Y's padding", (long long)k, threads,
+					  split);
+				free(Ys);
+				int rc = starfa_check_spmm(S, X, k, Y, NULL);
+				CHECK_MSG(rc == 0, "k=%lld threads=%d split=%d: %s", (long long)k, threads, split,
+					  starfa_last_error());
+				/* Every row adds its nonzeros in CSR order: the same bits whatever the threads
+				 * and however the band is split into tiles. */
+				if (threads == 1 && !split)
+					memcpy(Y_first, Y, sizeof(float) * (size_t)(S->nrows * k));
+				else
+					CHECK_MSG(memcmp(Y, Y_first, sizeof(float) * (size_t)(S->nrows * k)) == 0,
+						  "k=%lld threads=%d split=%d: not the bits of one thread, one tile",
+						  (long long)k, threads, split);
+			}
+		free(X);
+		free(Xs);
+		free(Y);
+		free(Y_first);
+		free_tile(&t);
+	}
+	return 0;
+}
+
+/* A 4 x 3 matrix with an empty row, built by hand. */
+static starfa_csr *small_with_empty_row(void)
+{
+	static const int32_t rows[] = {0, 0, 2, 3, 3, 3};
+	static const int32_t cols[] = {0, 2, 1, 0, 1, 2};
+	static const float vals[] = {0.5f, -1.0f, 2.0f, 0.25f, 1.5f, -0.75f};
+	starfa_coo *coo = starfa_coo_new(4, 3, 6);
+	if (!coo)
+		return NULL;
+	memcpy(coo->row, rows, sizeof rows);
+	memcpy(coo->col, cols, sizeof cols);
+	memcpy(coo->val, vals, sizeof vals);
+	coo->nnz = 6;
+	starfa_csr *csr = NULL;
+	int rc = starfa_csr_from_coo(coo, &csr);
+	starfa_coo_free(coo);
+	return rc ? NULL : csr;
+}
+
+/* The reference must catch what it is there to catch: an unwritten element, a wrong one, and
+ * anything but zero in an empty row. */
+TEST(spmm, reference_rejects_wrong_results)
+{
+	uint64_t rng = testing_seed() + 1;
+	starfa_csr *S = small_with_empty_row();
+	CHECK(S);
+	int64_t k = 5;
+	float X[3 * 5], Y[4 * 5];
+	testing_fill_random(X, 15, &rng);
+	uint32_t rowptr[5], colind[6];
+	for (int r = 0; r <= 4; r++)
+		rowptr[r] = (uint32_t)S->rowptr[r];
+	for (int p = 0; p < 6; p++)
+		colind[p] = (uint32_t)S->colind[p];
+	starfa_cpu_spmm(4, rowptr, colind, S->val, X, k, k, 0, Y, k, 1);
+	CHECK_OK(starfa_check_spmm(S, X, k, Y, NULL));
+	starfa_check_report rep;
+	Y[2 * 5 + 3] = NAN;
+	CHECK(starfa_check_spmm(S, X, k, Y, &rep) == STARFA_ECHECK);
+	CHECK(rep.failed == 1 && rep.worst_index == 2 * 5 + 3);
+	starfa_cpu_spmm(4, rowptr, colind, S->val, X, k, k, 0, Y, k, 1);
+	Y[3 * 5 + 4] *= 1.001f;
+	Y[3 * 5 + 4] += 1e-3f;
+	CHECK(starfa_check_spmm(S, X, k, Y, &rep) == STARFA_ECHECK);
+	CHECK(rep.failed == 1 && rep.worst_index == 3 * 5 + 4);
+	starfa_cpu_spmm(4, rowptr, colind, S->val, X, k, k, 0, Y, k, 1);
+	Y[1 * 5 + 0] = 1e-30f; /* row 1 is empty */
+	CHECK(starfa_check_spmm(S, X, k, Y, &rep) == STARFA_ECHECK);
+	CHECK(rep.failed == 1 && rep.worst_index == 1 * 5 + 0);
+	CHECK(strstr(starfa_last_error(), "(1, 0)") != NULL);
+	starfa_csr_free(S);
+	return 0;
+}
+
+/* A matrix whose nonzeros crowd into its first rows and columns, plus one row (past the middle)
+ * reaching columns past the middle and one column likewise: a 16 x 16 grid then has row bands
+ * and column bands with no nonzero at all, whose output blocks only a zero fill writes. */
+static starfa_csr *crowded_csr(int64_t m, int64_t n, uint64_t *rng)
+{
+	starfa_coo *coo = starfa_coo_new(m, n, 240);
+	if (!coo)
+		return NULL;
+	int64_t e = 0;
+	for (; e < 200; e++) {
+		coo->row[e] = (int32_t)testing_below(rng, 8);
+		coo->col[e] = (int32_t)testing_below(rng, 6);
+	}
+	for (; e < 220; e++) {
+		coo->row[e] = (int32_t)(m / 2 + 1);
+		coo->col[e] = (int32_t)(n / 2 + testing_below(rng, (uint64_t)(n - n / 2)));
+	}
+	for (; e < 240; e++) {
+		coo->row[e] = (int32_t)(m / 2 + testing_below(rng, (uint64_t)(m - m / 2)));
+		coo->col[e] = (int32_t)(n / 2 + 1);
+	}
+	for (e = 0; e < 240; e++)
+		coo->val[e] = (float)(2.0 * testing_uniform(rng) - 1.0);
+	coo->nnz = 240;
+	starfa_csr *csr = NULL;
+	int rc = starfa_csr_from_coo(coo, &csr);
+	starfa_coo_free(coo);
+	return rc ? NULL : csr;
+}
+
+/* Output blocks of a side that no nonzero reaches. */
+static int64_t empty_bands(const starfa_tiled *t, starfa_side side)
+{
+	int64_t rt = starfa_tiled_row_tiles(t), ct = starfa_tiled_col_tiles(t), empty = 0;
+	int64_t bands = side == STARFA_ROWS ? rt : ct, across = side == STARFA_ROWS ? ct : rt;
+	for (int64_t b = 0; b < bands; b++) {
+		int64_t nnz = 0;
+		for (int64_t a = 0; a < across; a++)
+			nnz += side == STARFA_ROWS ? starfa_tiled_tile_nnz(t, b, a) : starfa_tiled_tile_nnz(t, a, b);
+		empty += nnz == 0;
+	}
+	return empty;
+}
+
+/* Tasks one insert_spmm makes: one per non-empty tile, one zero fill per empty band. */
+static int64_t expected_tasks(const starfa_tiled *t, starfa_side side)
+{
+	int64_t rt = starfa_tiled_row_tiles(t), ct = starfa_tiled_col_tiles(t), tasks = 0;
+	for (int64_t i = 0; i < rt; i++)
+		for (int64_t j = 0; j < ct; j++)
+			tasks += starfa_tiled_tile_nnz(t, i, j) > 0;
+	return tasks + empty_bands(t, side);
+}
+
+/* Y = S·X or Sᵀ·X through the task graph into NaN-poisoned Y, checked against the reference;
+ * then once more into the same Y, which must be overwritten, not added to. With `bitwise`, Y
+ * must also have the bits of the CPU kernel on the whole matrix as one tile. */
+static int run_graph(const starfa_tiled *t, const starfa_csr *S, const starfa_csr *St, starfa_side side, int64_t k,
+		     uint64_t *rng, int bitwise)
+{
+	const starfa_csr *op = side == STARFA_ROWS ? S : St; /* Y = op · X */
+	size_t nx = (size_t)(op->ncols * k), ny = (size_t)(op->nrows * k);
+	float *Xd = malloc(sizeof(float) * nx), *Yd = malloc(sizeof(float) * ny);
+	CHECK(Xd && Yd);
+	testing_fill_random(Xd, nx, rng);
+	testing_poison(Yd, ny);
+	starfa_dense *x = NULL, *y = NULL;
+	CHECK_OK(starfa_dense_create(t, side == STARFA_ROWS ? STARFA_COLS : STARFA_ROWS, Xd, k, &x));
+	CHECK_OK(starfa_dense_create(t, side, Yd, k, &y));
+	const char *name = side == STARFA_ROWS ? "S*X" : "S^T*X";
+	for (int round = 0; round < 2; round++) {
+		CHECK_OK(starfa_insert_spmm(t, side, x, y));
+		CHECK_OK(starfa_wait());
+		CHECK_OK(starfa_dense_sync(y));
+		CHECK_MSG(starfa_check_spmm(op, Xd, k, Yd, NULL) == 0, "%s grid %lldx%lld k=%lld round %d: %s", name,
+			  (long long)starfa_tiled_row_tiles(t), (long long)starfa_tiled_col_tiles(t), (long long)k,
+			  round, starfa_last_error());
+	}
+	starfa_dense_free(x);
+	starfa_dense_free(y);
+	if (bitwise) {
+		float *Yref = malloc(sizeof(float) * ny);
+		uint32_t *rowptr = malloc(sizeof(uint32_t) * (size_t)(op->nrows + 1));
+		uint32_t *colind = malloc(sizeof(uint32_t) * (size_t)(op->nnz + 1));
+		CHECK(Yref && rowptr && colind);
+		for (int64_t r = 0; r <= op->nrows; r++)
+			rowptr[r] = (uint32_t)op->rowptr[r];
+		for (int64_t p = 0; p < op->nnz; p++)
+			colind[p] = (uint32_t)op->colind[p];
+		starfa_cpu_spmm(op->nrows, rowptr, colind, op->val, Xd, k, k, 0, Yref, k, 1);
+		CHECK_MSG(memcmp(Yd, Yref, sizeof(float) * ny) == 0,
+			  "%s grid %lldx%lld k=%lld: tile by tile is not the bits of one tile", name,
+			  (long long)starfa_tiled_row_tiles(t), (long long)starfa_tiled_col_tiles(t), (long long)k);
+		free(Yref);
+		free(rowptr);
+		free(colind);
+	}
+	free(Xd);
+	free(Yd);
+	return 0;
+}
+
+static int graph_matches_reference(int bitwise)
+{
+	uint64_t rng = testing_seed() + (bitwise ? 5 : 2);
+	static const int64_t grids[][2] = {{1, 1}, {4, 3}, {16, 16}};
+	for (int crowded = 0; crowded < 2; crowded++)
+		for (size_t g = 0; g < 3; g++) {
+			int64_t k = ranks[testing_below(&rng, NRANKS)];
+			starfa_csr *S = crowded ? crowded_csr(500, 400, &rng)
+						: testing_random_csr(500, 400, 6000, 1.5, &rng);
+			CHECK(S);
+			starfa_csr *St = NULL;
+			CHECK_OK(starfa_csr_transpose(S, &St));
+			starfa_tiling_options opts = {grids[g][0], grids[g][1], 1};
+			starfa_tiled *t = NULL;
+			CHECK_OK(starfa_tiled_create(S, &opts, &t));
+			if (crowded && grids[g][0] == 16)
+				CHECK_MSG(empty_bands(t, STARFA_ROWS) > 0 && empty_bands(t, STARFA_COLS) > 0,
+					  "the crowded matrix left no empty band to zero-fill");
+			for (int side = 0; side < 2; side++)
+				if (run_graph(t, S, St, (starfa_side)side, k, &rng, bitwise))
+					return 1;
+			starfa_tiled_free(t);
+			starfa_csr_free(S);
+			starfa_csr_free(St);
+		}
+	return 0;
+}
+
+/* Through StarPU, on every worker: both sides, grids with empty tiles and empty bands. */
+TEST(spmm, task_graph_matches_reference)
+{
+	CHECK_OK(testing_runtime());
+	return graph_matches_reference(0);
+}
+
+TEST(spmm, insert_rejects_mismatched_operands)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 3;
+	starfa_csr *S = testing_random_csr(30, 20, 100, 0.0, &rng);
+	CHECK(S);
+	float *X8 = calloc(20 * 8, sizeof(float)), *Y4 = calloc(30 * 4, sizeof(float));
+	float *X4 = calloc(20 * 4, sizeof(float)), *Z4 = calloc(30 * 4, sizeof(float));
+	CHECK(X8 && Y4 && X4 && Z4);
+	starfa_tiling_options two = {2, 2, 0}, three = {3, 3, 0};
+	starfa_tiled *t = NULL, *other = NULL;
+	starfa_dense *x8 = NULL, *y4 = NULL, *x4 = NULL, *x4_other = NULL;
+	CHECK_OK(starfa_tiled_create(S, &two, &t));
+	CHECK_OK(starfa_tiled_create(S, &three, &other));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, X8, 8, &x8));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Y4, 4, &y4));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, X4, 4, &x4));
+	CHECK_OK(starfa_dense_create(other, STARFA_COLS, Z4, 4, &x4_other));
+
+	CHECK(starfa_insert_spmm(t, STARFA_ROWS, x8, y4) == STARFA_EINVAL); /* ranks differ */
+	CHECK(strstr(starfa_last_error(), "20x8") != NULL);
+	CHECK(starfa_insert_spmm(t, STARFA_ROWS, y4, x4) == STARFA_EINVAL); /* X and Y swapped */
+	CHECK(starfa_insert_spmm(t, STARFA_ROWS, x4_other, y4) == STARFA_EINVAL); /* another grid's blocks */
+	CHECK(strstr(starfa_last_error(), "blocked along") != NULL);
+	CHECK(starfa_insert_spmm(t, STARFA_COLS, y4, x4) == STARFA_EINVAL); /* no transposed grid */
+	CHECK(strstr(starfa_last_error(), "transposed") != NULL);
+	CHECK(starfa_insert_spmm(t, (starfa_side)7, x4, y4) == STARFA_EINVAL);
+	CHECK(starfa_insert_spmm(NULL, STARFA_ROWS, x4, y4) == STARFA_EINVAL);
+	CHECK(starfa_insert_spmm(t, STARFA_ROWS, x4, NULL) == STARFA_EINVAL);
+	CHECK_OK(starfa_insert_spmm(t, STARFA_ROWS, x4, y4));
+	CHECK_OK(starfa_wait());
+	starfa_dense_free(x8);
+	starfa_dense_free(y4);
+	starfa_dense_free(x4);
+	starfa_dense_free(x4_other);
+	starfa_tiled_free(t);
+	starfa_tiled_free(other);
+	starfa_csr_free(S);
+	free(X8);
+	free(Y4);
+	free(X4);
+	free(Z4);
+	return 0;
+}
+
+/* In place is wrong: with a square 1 x 1 grid, X and Y can be one matrix or share memory.
+ * CPU workers only: two handles on one array must not both pin it for a GPU. */
+TEST(spmm, insert_rejects_in_place)
+{
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncuda = 0;
+	CHECK_OK(testing_runtime_with(&opts));
+	uint64_t rng = testing_seed() + 4;
+	starfa_csr *Q = testing_random_csr(12, 12, 40, 0.0, &rng);
+	CHECK(Q);
+	starfa_tiling_options one = {1, 1, 0};
+	starfa_tiled *q = NULL;
+	float *Q4 = calloc(12 * 4, sizeof(float));
+	CHECK(Q4);
+	starfa_dense *qx = NULL, *qy = NULL;
+	CHECK_OK(starfa_tiled_create(Q, &one, &q));
+	CHECK_OK(starfa_dense_create(q, STARFA_ROWS, Q4, 4, &qx));
+	CHECK_OK(starfa_dense_create(q, STARFA_COLS, Q4, 4, &qy));
+	CHECK(starfa_insert_spmm(q, STARFA_ROWS, qx, qx) == STARFA_EINVAL);
+	CHECK(starfa_insert_spmm(q, STARFA_ROWS, qx, qy) == STARFA_EINVAL);
+	CHECK(strstr(starfa_last_error(), "share memory") != NULL);
+	starfa_dense_free(qx);
+	starfa_dense_free(qy);
+	starfa_tiled_free(q);
+	starfa_csr_free(Q);
+	free(Q4);
+	return 0;
+}
+
+/* On CPU workers alone the kernel is the same code whatever the task: tile by tile in band
+ * order must give the bits of one tile, on either side, whatever the schedule. */
+TEST(spmm, task_graph_is_deterministic)
+{
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncuda = 0;
+	CHECK_OK(testing_runtime_with(&opts));
+	return graph_matches_reference(1);
+}
+
+#ifdef STARFA_USE_CUDA
+
+static int gpu_available(void)
+{
+	int n = 0;
+	return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+#define CUDA_OK(call)                                                                            \
+	do {                                                                                     \
+		cudaError_t e_ = (call);                                                         \
+		CHECK_MSG(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));          \
+	} while (0)
+
+#define GPU_OK(expr)                                                                             \
+	do {                                                                                     \
+		starfa_gpu_status s_ = (expr);                                                   \
+		CHECK_MSG(s_.call == NULL, "%s", starfa_gpu_status_string(s_));                  \
+	} while (0)
+
+static void *to_device(const void *host, size_t bytes)
+{
+	void *d = NULL;
+	if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess)
+		return NULL;
+	if (host && cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+		cudaFree(d);
+		return NULL;
+	}
+	return d;
+}
+
+static const char *impl_name(starfa_spmm_impl impl)
+{
+	return impl == STARFA_SPMM_CUSPARSE ? "cusparse" : "own";
+}
+
+/* A tile on the device: whole, and split into a band's two tiles. */
+struct device_tile {
+	uint32_t *rowptr, *colind, *part_rowptr[2], *part_colind[2];
+	float *val, *part_val[2];
+};
+
+static int upload_tile(const struct one_tile *t, struct device_tile *d)
+{
+	const starfa_csr *S = t->csr;
+	size_t rows = sizeof(uint32_t) * (size_t)(S->nrows + 1);
+	d->rowptr = to_device(t->rowptr, rows);
+	d->colind = to_device(t->colind, sizeof(uint32_t) * (size_t)S->nnz);
+	d->val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
+	int ok = d->rowptr && d->colind && d->val;
+	for (int h = 0; h < 2; h++) {
+		d->part_rowptr[h] = to_device(t->part_rowptr[h], rows);
+		d->part_colind[h] = to_device(t->part_colind[h], sizeof(uint32_t) * (size_t)t->part_nnz[h]);
+		d->part_val[h] = to_device(t->part_val[h], sizeof(float) * (size_t)t->part_nnz[h]);
+		ok = ok && d->part_rowptr[h] && d->part_colind[h] && d->part_val[h];
+	}
+	return ok ? 0 : 1;
+}
+
+static void free_device_tile(struct device_tile *d)
+{
+	cudaFree(d->rowptr);
+	cudaFree(d->colind);
+	cudaFree(d->val);
+	for (int h = 0; h < 2; h++) {
+		cudaFree(d->part_rowptr[h]);
+		cudaFree(d->part_colind[h]);
+		cudaFree(d->part_val[h]);
+	}
+}
+
+/* Y = S·X on the GPU into NaN-poisoned strided Y (d_Y, ld), as one tile or as a band's two
+ * tiles (the second accumulating), and back into compact Y; 1 if it wrote into the padding. */
+static int gpu_spmm(starfa_spmm_impl impl, cusparseHandle_t handle, const struct one_tile *t,
+		    const struct device_tile *dt, int split, const float *d_X, float *d_Y, int64_t ld, int64_t k,
+		    float *Ys, float *Y)
+{
+	const starfa_csr *S = t->csr;
+	size_t ys_bytes = sizeof(float) * (size_t)(S->nrows * ld);
+	float *poisoned = to_strided(NULL, S->nrows, k, ld);
+	CHECK(poisoned);
+	CUDA_OK(cudaMemcpy(d_Y, poisoned, ys_bytes, cudaMemcpyHostToDevice));
+	free(poisoned);
+	if (!split)
+		GPU_OK(starfa_cuda_spmm(impl, handle, S->nrows, S->ncols, S->nnz, dt->rowptr, dt->colind, dt->val, d_X,
+					ld, k, 0, d_Y, ld, 0));
+	else
+		for (int h = 0; h < 2; h++)
+			GPU_OK(starfa_cuda_spmm(impl, handle, S->nrows, S->ncols, t->part_nnz[h], dt->part_rowptr[h],
+						dt->part_colind[h], dt->part_val[h], d_X, ld, k, h, d_Y, ld, 0));
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(Ys, d_Y, ys_bytes, cudaMemcpyDeviceToHost));
+	CHECK_MSG(from_strided(Ys, S->nrows, k, ld, Y) == 0, "%s k=%lld ld=%lld split=%d: wrote into Y's padding",
+		  impl_name(impl), (long long)k, (long long)ld, split);
+	return 0;
+}
+
+/* Both implementations against the reference and the CPU kernel, element by element:
+ * overwriting and accumulating, with leading dimensions that allow 16-byte loads and that
+ * do not, on skewed tiles whose longest rows take the own kernels' long-row path; and the own
+ * kernels run twice for the same bits. */
+TEST(spmm_cuda, cuda_kernels_match_reference_and_cpu)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	cusparseHandle_t handle = NULL;
+	CHECK(cusparseCreate(&handle) == CUSPARSE_STATUS_SUCCESS);
+	uint64_t rng = testing_seed() + 10;
+	for (size_t ki = 0; ki < NRANKS; ki++) {
+		int64_t k = ranks[ki];
+		struct one_tile t;
+		/* Wide enough for rows of hundreds of distinct columns. */
+		CHECK(make_tile(&t, 300 + (int64_t)testing_below(&rng, 700), 2000 + (int64_t)testing_below(&rng, 1000),
+				20000, 1.5, &rng) == 0);
+		const starfa_csr *S = t.csr;
+		int64_t longest = 0;
+		for (int64_t r = 0; r < S->nrows; r++)
+			if (S->rowptr[r + 1] - S->rowptr[r] > longest)
+				longest = S->rowptr[r + 1] - S->rowptr[r];
+		/* Longer than 256 and 8 times the mean: the own kernels' long-row path runs. */
+		CHECK_MSG(longest > 256 && longest > 8 * (S->nnz / S->nrows + 1), "longest row %lld of mean %lld",
+			  (long long)longest, (long long)(S->nnz / S->nrows));
+		struct device_tile dt;
+		CHECK(upload_tile(&t, &dt) == 0);
+		size_t nx = (size_t)(S->ncols * k), ny = (size_t)(S->nrows * k);
+		float *X = malloc(nx * sizeof(float)), *Y = malloc(ny * sizeof(float));
+		float *Ycpu = malloc(ny * sizeof(float)), *Yagain = malloc(ny * sizeof(float));
+		CHECK(X && Y && Ycpu && Yagain);
+		testing_fill_random(X, nx, &rng);
+		starfa_cpu_spmm(S->nrows, t.rowptr, t.colind, S->val, X, k, k, 0, Ycpu, k, 2);
+		static const int64_t pads[] = {0, 1, 4}; /* ld = k + pad: 4-aligned when k is, or never */
+		for (size_t pi = 0; pi < 3; pi++) {
+			int64_t ld = k + pads[pi];
+			float *Xs = to_strided(X, S->ncols, k, ld), *Ys = to_strided(NULL, S->nrows, k, ld);
+			CHECK(Xs && Ys);
+			float *d_X = to_device(Xs, sizeof(float) * (size_t)(S->ncols * ld));
+			float *d_Y = to_device(NULL, sizeof(float) * (size_t)(S->nrows * ld));
+			CHECK(d_X && d_Y);
+			for (int impl = 0; impl < 2; impl++)
+				for (int split = 0; split < 2; split++) {
+					starfa_spmm_impl im = (starfa_spmm_impl)impl;
+					if (gpu_spmm(im, handle, &t, &dt, split, d_X, d_Y, ld, k, Ys, Y))
+						return 1;
+					CHECK_MSG(starfa_check_spmm(S, X, k, Y, NULL) == 0,
+						  "%s k=%lld ld=%lld split=%d: %s", impl_name(im), (long long)k,
+						  (long long)ld, split, starfa_last_error());
+					/* Both are within the float32 bound of the reference; they may differ by
+					 * rounding (FMA on the GPU). */
+					for (size_t e = 0; e < ny; e++)
+						CHECK_MSG(fabsf(Y[e] - Ycpu[e]) <= 1e-4f * (1.0f + fabsf(Ycpu[e])),
+							  "%s k=%lld element %zu: cuda %g cpu %g", impl_name(im),
+							  (long long)k, e, Y[e], Ycpu[e]);
+					/* The own kernels cut long rows the same way every time: the same bits. */
+					if (im != STARFA_SPMM_OWN)
+						continue;
+					if (gpu_spmm(im, handle, &t, &dt, split, d_X, d_Y, ld, k, Ys, Yagain))
+						return 1;
+					CHECK_MSG(memcmp(Y, Yagain, ny * sizeof(float)) == 0,
+						  "own k=%lld ld=%lld split=%d: other bits on a second run",
+						  (long long)k, (long long)ld, split);
+				}
+			cudaFree(d_X);
+			cudaFree(d_Y);
+			free(Xs);
+			free(Ys);
+		}
+		free_device_tile(&dt);
+		free(X);
+		free(Y);
+		free(Ycpu);
+		free(Yagain);
+		free_tile(&t);
+	}
+	CHECK(cusparseDestroy(handle) == CUSPARSE_STATUS_SUCCESS);
+	return 0;
+}
+
+/* A tile with no nonzero still overwrites Y with zeros, in both implementations, and the
+ * zero fill clears a strided block without touching its padding. */
+TEST(spmm_cuda, empty_tile_writes_zeros)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	cusparseHandle_t handle = NULL;
+	CHECK(cusparseCreate(&handle) == CUSPARSE_STATUS_SUCCESS);
+	int64_t m = 300, n = 20, k = 12, ld = 16;
+	uint32_t *rowptr = calloc((size_t)m + 1, sizeof *rowptr);
+	float *Ys = to_strided(NULL, m, k, ld), *Y = malloc(sizeof(float) * (size_t)(m * k));
+	CHECK(rowptr && Ys && Y);
+	size_t ys_bytes = sizeof(float) * (size_t)(m * ld);
+	uint32_t *d_rowptr = to_device(rowptr, sizeof(uint32_t) * (size_t)(m + 1));
+	float *d_X = to_device(NULL, sizeof(float) * (size_t)(n * ld)), *d_Y = to_device(NULL, ys_bytes);
+	CHECK(d_rowptr && d_X && d_Y);
+	CUDA_OK(cudaMemset(d_X, 0, sizeof(float) * (size_t)(n * ld)));
+	for (int run = 0; run < 3; run++) {
+		float *poisoned = to_strided(NULL, m, k, ld);
+		CHECK(poisoned);
+		CUDA_OK(cudaMemcpy(d_Y, poisoned, ys_bytes, cudaMemcpyHostToDevice));
+		free(poisoned);
+		if (run < 2)
+			GPU_OK(starfa_cuda_spmm((starfa_spmm_impl)run, handle, m, n, 0, d_rowptr, NULL, NULL, d_X, ld,
+						k, 0, d_Y, ld, 0));
+		else
+			CUDA_OK(starfa_cuda_spmm_zero(m, k, d_Y, ld, 0));
+		CUDA_OK(cudaDeviceSynchronize());
+		CUDA_OK(cudaMemcpy(Ys, d_Y, ys_bytes, cudaMemcpyDeviceToHost));
+		CHECK_MSG(from_strided(Ys, m, k, ld, Y) == 0, "run %d wrote into the padding", run);
+		for (int64_t e = 0; e < m * k; e++)
+			CHECK_MSG(Y[e] == 0.0f, "run %d: element %lld is %g", run, (long long)e, Y[e]);
+	}
+	cudaFree(d_rowptr);
+	cudaFree(d_X);
+	cudaFree(d_Y);
+	free(rowptr);
+	free(Ys);
+	free(Y);
+	CHECK(cusparseDestroy(handle) == CUSPARSE_STATUS_SUCCESS);
+	return 0;
+}
+
+/* StarPU runs every task on the GPU when CPUs are kept out: both sides, zero fills included. */
+TEST(spmm_cuda, task_graph_on_cuda_workers)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncpus = 0;
+	CHECK_OK(testing_runtime_with(&opts));
+	CHECK(starfa_worker_count(STARFA_WORKER_CUDA) > 0);
+	uint64_t rng = testing_seed() + 11;
+	for (int crowded = 0; crowded < 2; crowded++) {
+		starfa_csr *S = crowded ? crowded_csr(3000, 2000, &rng)
+					: testing_random_csr(3000, 2000, 100000, 1.0, &rng);
+		CHECK(S);
+		starfa_csr *St = NULL;
+		CHECK_OK(starfa_csr_transpose(S, &St));
+		starfa_tiling_options tiling = {crowded ? 16 : 6, crowded ? 16 : 5, 1};
+		starfa_tiled *t = NULL;
+		CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+		if (crowded)
+			CHECK(empty_bands(t, STARFA_ROWS) > 0 && empty_bands(t, STARFA_COLS) > 0);
+		for (int side = 0; side < 2; side++) {
+			int64_t k = side ? 64 : 30; /* 16-byte loads, and not */
+			starfa_stats_reset();
+			if (run_graph(t, S, St, (starfa_side)side, k, &rng, 0))
+				return 1;
+			starfa_worker_stats st;
+			starfa_stats_get(&st);
+			int64_t want = 2 * expected_tasks(t, (starfa_side)side); /* run_graph inserts twice */
+			CHECK_MSG(st.tasks[STARFA_WORKER_CUDA] == want && st.tasks[STARFA_WORKER_CPU] == 0,
+				  "side %d: cuda %lld cpu %lld tasks, expected %lld on cuda", side,
+				  (long long)st.tasks[STARFA_WORKER_CUDA], (long long)st.tasks[STARFA_WORKER_CPU],
+				  (long long)want);
+		}
+		starfa_tiled_free(t);
+		starfa_csr_free(S);
+		starfa_csr_free(St);
+	}
+	return 0;
+}
+
+#else
+
+TEST(spmm_cuda, not_built)
+{
+	SKIP("starfa was configured without CUDA");
+}
+
+#endif
