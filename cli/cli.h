@@ -43,5 +43,8 @@ int cmd_info(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_sddmm(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_recommend(int argc, char **argv);
 
 #endif

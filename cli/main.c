@@ -12,6 +12,9 @@ static const struct command {
 	{"info", cmd_info, "StarPU version, scheduler and every worker"},
 	{"stat", cmd_stat, "dimensions, nonzeros and tiling of a matrix file"},
 	{"sddmm", cmd_sddmm, "sampled dense-dense product over the tiles, on every worker"},
+	{"train", cmd_train, "train ALS or implicit ALS on a ratings file, save the model"},
+	{"eval", cmd_eval, "score a model on test entries (RMSE, or precision/MAP/NDCG at k)"},
+	{"recommend", cmd_recommend, "a user's top items from a model"},
 	{"calibrate", cmd_calibrate, "calibrate StarPU's performance models of every operation"},
 };
 

@@ -10,14 +10,11 @@
 #include <limits.h>
 #include <string.h>
 
-/* Which GPU implementation the codelet runs. The benchmark that compares starfa's kernel with
- * cusparseSpMM on real tiles decides it; until it has, starfa's own kernel. STARFA_SPMM_CUSPARSE
- * (here, or -DSTARFA_SPMM_CUDA_IMPL=STARFA_SPMM_CUSPARSE in CPPFLAGS) uses cuSPARSE, with the
- * per-worker handles of starpu_cusparse_init, which starfa_init calls when there are CUDA workers. */
-#if defined(STARFA_USE_CUDA) && !defined(STARFA_SPMM_CUDA_IMPL)
-#define STARFA_SPMM_CUDA_IMPL STARFA_SPMM_OWN
-#endif
-
+/* Two CUDA implementations: starfa's own kernel and cusparseSpMM (with the per-worker handles of
+ * starpu_cusparse_init, which starfa_init calls when there are CUDA workers). Neither wins
+ * everywhere (bench/RESULTS.md: cuSPARSE on tiles of few rows, starfa's kernel on tall ones),
+ * so both are implementations of one codelet and StarPU's perfmodel-driven schedulers pick,
+ * per tile, the one its calibrated models predict faster. */
 struct spmm_args {
 	int beta; /* 0: the first tile of its output block overwrites it; 1: later tiles add to it */
 };
@@ -34,15 +31,13 @@ static void spmm_cpu(void *buffers[], void *cl_arg)
 }
 
 #ifdef STARFA_USE_CUDA
-static void spmm_cuda(void *buffers[], void *cl_arg)
+static void spmm_cuda_run(void *buffers[], void *cl_arg, starfa_spmm_impl impl)
 {
 	const struct spmm_args *args = cl_arg;
 	/* StarPU's per-worker handle, already bound to the worker's stream. */
-	cusparseHandle_t handle = NULL;
-	if (STARFA_SPMM_CUDA_IMPL == STARFA_SPMM_CUSPARSE)
-		handle = starpu_cusparse_get_local_handle();
+	cusparseHandle_t handle = impl == STARFA_SPMM_CUSPARSE ? starpu_cusparse_get_local_handle() : NULL;
 	starfa_gpu_status st = starfa_cuda_spmm(
-		STARFA_SPMM_CUDA_IMPL, handle, STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[1]),
+		impl, handle, STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[1]),
 		STARPU_CSR_GET_NNZ(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
 		(const float *)STARPU_CSR_GET_NZVAL(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
 		STARPU_MATRIX_GET_LD(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1]), args->beta,
@@ -54,6 +49,16 @@ static void spmm_cuda(void *buffers[], void *cl_arg)
 			starfa_gpu_status_string(st));
 		abort();
 	}
+}
+
+static void spmm_cuda_own(void *buffers[], void *cl_arg)
+{
+	spmm_cuda_run(buffers, cl_arg, STARFA_SPMM_OWN);
+}
+
+static void spmm_cuda_cusparse(void *buffers[], void *cl_arg)
+{
+	spmm_cuda_run(buffers, cl_arg, STARFA_SPMM_CUSPARSE);
 }
 #endif
 
@@ -82,8 +87,8 @@ static struct starpu_codelet spmm_first_cl = {
 	.cpu_funcs = {spmm_cpu},
 	.cpu_funcs_name = {"spmm_cpu"},
 #ifdef STARFA_USE_CUDA
-	.cuda_funcs = {spmm_cuda},
-	.cuda_flags = {STARPU_CUDA_ASYNC},
+	.cuda_funcs = {spmm_cuda_own, spmm_cuda_cusparse},
+	.cuda_flags = {STARPU_CUDA_ASYNC, STARPU_CUDA_ASYNC},
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
@@ -97,8 +102,8 @@ static struct starpu_codelet spmm_accumulate_cl = {
 	.cpu_funcs = {spmm_cpu},
 	.cpu_funcs_name = {"spmm_cpu"},
 #ifdef STARFA_USE_CUDA
-	.cuda_funcs = {spmm_cuda},
-	.cuda_flags = {STARPU_CUDA_ASYNC},
+	.cuda_funcs = {spmm_cuda_own, spmm_cuda_cusparse},
+	.cuda_flags = {STARPU_CUDA_ASYNC, STARPU_CUDA_ASYNC},
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},

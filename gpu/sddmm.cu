@@ -3,7 +3,7 @@
  * Three kernels (after Nisa et al., HiPC 2018, and the ETH follow-up "Fast SDDMM on GPUs"):
  *  - warp per row: the plain kernel, any k and alignment; the reference the others are
  *    checked against and the fallback.
- *  - vwarp: the nonzeros are cut into equal chunks (so a heavy row is shared among many
+ *  - vwarp: the nonzeros are cut into equal spans (so a heavy row is shared among many
  *    virtual warps and empty rows cost nothing); a virtual warp of V lanes sized to k reads
  *    B rows with 16-byte loads, keeps the current A row in registers across the row's
  *    nonzeros and reduces with shuffles. B comes through L1/L2.
@@ -19,7 +19,7 @@ namespace {
 
 constexpr int kWarp = 32;
 constexpr int kThreads = 256;
-constexpr int kChunk = 32; /* nonzeros per virtual-warp chunk */
+constexpr int kChunk = 32; /* most nonzeros per virtual warp and warp span */
 constexpr int kMaxDevices = 64;
 /* Stage B only when each staged row serves this many nonzeros per block on average:
  * below it, the staging traffic is larger than the L1/L2 reads it saves. */
@@ -106,15 +106,32 @@ __device__ __forceinline__ float dot4(float4 a, float4 b)
 	return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
 }
 
-/* V lanes per virtual warp, J float4 per lane: V * J * 4 >= k. With kSmem, B (ncols rows of
- * k4 float4) is first copied to shared memory with row stride smem_ld. */
+/* The row holding nonzero p, searching forward from row `from` (which holds an earlier
+ * nonzero): a few steps of linear probing cover short gaps, a binary search the rest. */
+__device__ __forceinline__ int64_t next_row_of(const uint32_t *__restrict__ rowptr, int64_t nrows, int64_t from,
+					       uint32_t p)
+{
+#pragma unroll
+	for (int step = 1; step <= 4; step++)
+		if (from + step < nrows && p < __ldg(rowptr + from + step + 1))
+			return from + step;
+	return row_of(rowptr, nrows, p);
+}
+
+/* V lanes per virtual warp, J float4 per lane: V * J * 4 >= k. A warp owns a contiguous
+ * range of gpw * chunk nonzeros (gpw = 32 / V groups per warp); group g takes nonzeros
+ * g, g + gpw, g + 2 gpw, ... of it, so that at each step the warp's column-index loads and
+ * output stores are consecutive (coalesced) while neighbouring groups mostly share the A
+ * row. With kSmem, B (ncols rows of k4 float4) is first copied to shared memory with row
+ * stride smem_ld. */
 template <int V, int J, bool kSmem>
 __global__ void __launch_bounds__(kThreads)
-	sddmm_vwarp(int64_t nrows, int64_t ncols, uint32_t nnz, const uint32_t *__restrict__ rowptr,
+	sddmm_vwarp(int64_t nrows, int64_t ncols, uint32_t nnz, int chunk, const uint32_t *__restrict__ rowptr,
 		    const uint32_t *__restrict__ colind, const float *__restrict__ sval, const float4 *__restrict__ A,
 		    int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4, int smem_ld, int scaled,
 		    float *__restrict__ out)
 {
+	constexpr int gpw = kWarp / V;
 	extern __shared__ float4 staged_b[];
 	const float4 *b_rows = B;
 	int64_t b_ld = ldb4;
@@ -128,28 +145,27 @@ __global__ void __launch_bounds__(kThreads)
 		b_ld = smem_ld;
 	}
 	const int lane = threadIdx.x % V;
+	const int group_in_warp = threadIdx.x % kWarp / V;
 	/* The lanes of this virtual warp, for shuffles that leave the other groups alone. */
-	const unsigned group_mask = V == kWarp ? 0xffffffffu : ((1u << V) - 1u) << (threadIdx.x % kWarp / V * V);
-	const int64_t group = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / V;
-	const int64_t groups = (int64_t)gridDim.x * kThreads / V;
-	const int64_t chunks = ((int64_t)nnz + kChunk - 1) / kChunk;
+	const unsigned group_mask = V == kWarp ? 0xffffffffu : ((1u << V) - 1u) << (group_in_warp * V);
+	const int64_t span = (int64_t)gpw * chunk; /* nonzeros per warp */
+	const int64_t warps = (int64_t)gridDim.x * (kThreads / kWarp);
 
-	for (int64_t chunk = group; chunk < chunks; chunk += groups) {
-		const uint32_t p0 = (uint32_t)(chunk * kChunk);
-		const uint32_t p1 = min(nnz, p0 + (uint32_t)kChunk);
-		int64_t row = row_of(rowptr, nrows, p0);
+	for (int64_t w = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; w * span < nnz; w += warps) {
+		const int64_t end = min((int64_t)nnz, (w + 1) * span);
+		int64_t p = w * span + group_in_warp;
+		if (p >= end)
+			continue;
+		int64_t row = row_of(rowptr, nrows, (uint32_t)p);
 		uint32_t row_end = __ldg(rowptr + row + 1);
 		float4 a[J];
 #pragma unroll
 		for (int j = 0; j < J; j++)
 			a[j] = lane + j * V < k4 ? __ldg(A + row * lda4 + lane + j * V) : make_float4(0, 0, 0, 0);
-		for (uint32_t p = p0; p < p1; p++) {
-			if (p >= row_end) { /* next non-empty row: reload the A row held in registers */
-				row_end = __ldg(rowptr + ++row + 1);
-				if (p >= row_end) { /* empty rows between: search rather than walk them */
-					row = row_of(rowptr, nrows, p);
-					row_end = __ldg(rowptr + row + 1);
-				}
+		for (; p < end; p += gpw) {
+			if (p >= row_end) { /* a later row: reload the A row held in registers */
+				row = next_row_of(rowptr, nrows, row, (uint32_t)p);
+				row_end = __ldg(rowptr + row + 1);
 #pragma unroll
 				for (int j = 0; j < J; j++)
 					a[j] = lane + j * V < k4 ? __ldg(A + row * lda4 + lane + j * V)
@@ -206,7 +222,7 @@ template <bool kSmem>
 cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, const uint32_t *rowptr,
 			 const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
 			 int64_t ldb, int64_t k, int scaled, float *out, cudaStream_t stream, unsigned blocks,
-			 size_t smem_bytes)
+			 size_t smem_bytes, int chunk)
 {
 	const float4 *A4 = reinterpret_cast<const float4 *>(A);
 	const float4 *B4 = reinterpret_cast<const float4 *>(B);
@@ -221,7 +237,8 @@ cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, co
 				return e;                                                                \
 		}                                                                                        \
 		sddmm_vwarp<V, J, kSmem><<<blocks, kThreads, smem_bytes, stream>>>(                     \
-			nrows, ncols, nnz, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, scaled, out); \
+			nrows, ncols, nnz, chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, scaled, \
+			out);                                                                            \
 		return cudaGetLastError();                                                               \
 	}
 	STARFA_SDDMM_CASE(1, 1)
@@ -242,6 +259,7 @@ struct Plan {
 	Shape shape;
 	unsigned blocks;
 	size_t smem_bytes;
+	int chunk; /* nonzeros per virtual warp */
 };
 
 /* Sizes the launch of `variant` on this tile; variant AUTO is resolved. Returns
@@ -276,16 +294,21 @@ cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols
 	    variant <= STARFA_CUDA_SDDMM_AUTO || variant >= STARFA_CUDA_SDDMM_VARIANTS)
 		return cudaErrorInvalidValue;
 
-	Plan p = {variant, shape, 0, 0};
+	Plan p = {variant, shape, 0, 0, kChunk};
 	int64_t blocks;
 	if (variant == STARFA_CUDA_SDDMM_WARP_PER_ROW) {
 		blocks = (nrows + kThreads / kWarp - 1) / (kThreads / kWarp);
 		if (blocks > 65536)
 			blocks = 65536; /* grid-stride beyond this */
 	} else {
-		int64_t groups_per_block = kThreads / shape.v;
-		int64_t chunks = (nnz + kChunk - 1) / kChunk;
-		blocks = (chunks + groups_per_block - 1) / groups_per_block;
+		/* Shorter chunks on small tiles, so that every SM gets a full complement of
+		 * virtual warps; long chunks amortize the row search on large ones. */
+		int64_t groups_to_fill = (int64_t)dev.sms * (2048 / shape.v);
+		int64_t chunk = (nnz + groups_to_fill - 1) / groups_to_fill;
+		p.chunk = (int)(chunk < 1 ? 1 : chunk > kChunk ? kChunk : chunk);
+		int64_t span = (int64_t)(kWarp / shape.v) * p.chunk;
+		int64_t warps = (nnz + span - 1) / span;
+		blocks = (warps + kThreads / kWarp - 1) / (kThreads / kWarp);
 		/* Enough resident blocks to fill the device; grid-stride beyond. With staging, every
 		 * block copies B once: no more blocks than can be resident at the same time. */
 		int64_t resident = (int64_t)dev.sms * (variant == STARFA_CUDA_SDDMM_SMEM ? smem_blocks_per_sm : 8);
@@ -346,10 +369,10 @@ extern "C" cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant v
 		return cudaGetLastError();
 	case STARFA_CUDA_SDDMM_VWARP:
 		return launch_vwarp<false>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb,
-					   k, scaled, out, stream, p.blocks, 0);
+					   k, scaled, out, stream, p.blocks, 0, p.chunk);
 	case STARFA_CUDA_SDDMM_SMEM:
 		return launch_vwarp<true>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb, k,
-					  scaled, out, stream, p.blocks, p.smem_bytes);
+					  scaled, out, stream, p.blocks, p.smem_bytes, p.chunk);
 	default:
 		return cudaErrorInvalidValue;
 	}

@@ -263,6 +263,198 @@ int starfa_check_sddmm(const starfa_csr *S, const float *A, const float *B, int6
  * transpose (starfa_csr_transpose). Returns 0, or STARFA_ECHECK naming the worst element. */
 int starfa_check_spmm(const starfa_csr *S, const float *X, int64_t k, const float *Y, starfa_check_report *report);
 
+/* ------------------------------------------------------------------ ALS operations
+ * The building blocks of ALS and implicit ALS (graphs/als.c), for algorithms of your own. One side of a
+ * tiled matrix S is solved at a time: side STARFA_ROWS finds a k-vector per row of S from column
+ * factors theta (blocked along S's columns), side STARFA_COLS one per column from row factors (through
+ * the transposed grid, starfa_tiling_options.transposed). Band b of a side is S's row band b (rows) or
+ * column band b (columns). Each insert function submits the tasks of one band, so that a graph can
+ * interleave the bands that share a slot (starfa_systems). The operations use the k columns
+ * [col0, col0 + k) of the dense factor blocks, so factors can carry extra columns (biases, constants). */
+
+typedef enum starfa_feedback {
+	STARFA_EXPLICIT = 0, /* ratings r: squared error on the observed entries */
+	STARFA_IMPLICIT = 1, /* Hu, Koren & Volinsky: preference 1 with confidence 1 + alpha * r where observed,
+			      * preference 0 with confidence 1 everywhere else */
+} starfa_feedback;
+
+typedef enum starfa_solver {
+	STARFA_SOLVER_CHOLESKY = 0, /* exact, LAPACK potrf/potrs per row */
+	STARFA_SOLVER_CG = 1,       /* a fixed number of conjugate gradient steps from the current factors */
+} starfa_solver;
+
+/* Per-row k x k systems A_u and right-hand sides b_u of one side of S, held per band in `slots` buffers
+ * reused by bands b, b + slots, ... (0: one per band), so memory stays at slots bands of
+ * rows x k x k values. fp16: A_u stored in FP16 (half the memory and solve bandwidth). */
+typedef struct starfa_systems starfa_systems;
+
+int starfa_systems_create(const starfa_tiled *S, starfa_side side, int64_t k, int fp16, int64_t slots,
+			  starfa_systems **out);
+/* Unregisters the handles (waiting for pending tasks) and frees everything. */
+void starfa_systems_free(starfa_systems *sys);
+int64_t starfa_systems_bands(const starfa_systems *sys);
+/* Bytes of the slots, wherever StarPU holds them. */
+size_t starfa_systems_bytes(const starfa_systems *sys);
+/* Copies band's systems (rows x k x k, as floats, as stored: see starfa_insert_hermitian) and
+ * right-hand sides (rows x k) to main memory (waits for their tasks); either may be NULL. */
+int starfa_systems_read(starfa_systems *sys, int64_t band, float *A, float *b);
+
+/* What the solves of a sweep met: rows whose factors came out non-finite or whose system was not
+ * positive definite (their factors were kept), and among them how many had a non-finite system or
+ * right-hand side (so the codelet that produced it can be named). */
+typedef struct starfa_solve_report {
+	int64_t bad_rows, nonfinite_systems, nonfinite_rhs, not_spd;
+	int64_t first_bad_row; /* in the side's numbering; -1 when none */
+} starfa_solve_report;
+
+/* Waits for the latest solve of every band and sums what they met. */
+int starfa_systems_report(starfa_systems *sys, starfa_solve_report *out);
+
+/* A k x k Gram matrix (implicit ALS's YᵀY), one handle. */
+typedef struct starfa_gram starfa_gram;
+
+int starfa_gram_create(int64_t k, starfa_gram **out);
+void starfa_gram_free(starfa_gram *g);
+/* Copies it to out (k x k, row-major), waiting for its tasks. */
+int starfa_gram_read(starfa_gram *g, float *out);
+
+/* Row information the hermitian and solve tasks read: a dense matrix of 2 columns aligned with the
+ * side (starfa_dense_create(S, side, info, 2, ...)), column 0 lambda_u, added to the diagonal of row u's
+ * system when it is solved, column 1 s_u, the scale of its FP16 storage: choose s_u >= the row's sum of
+ * weights, so that entries stay within FP16's range. */
+
+/* For every row u of the band, over the band's tiles (the first overwrites, the others add to it):
+ *   A_u = (1 / s_u) sum_{v in row u} w_uv theta_v theta_vᵀ
+ * with w_uv = 1 (explicit) or alpha * r_uv (implicit: confidence minus one), s_u = 1 unless the
+ * systems are FP16. Stored full symmetric, row-major, one k x k matrix per row. */
+int starfa_insert_hermitian(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
+			    int64_t col0, starfa_feedback feedback, float alpha, const starfa_dense *info,
+			    starfa_systems *sys);
+
+/* For every row u of the band: b_u = sum_{v in row u} t_uv theta_v, with
+ *   t_uv = r_uv - mu - theta_v[offset_col]   explicit (offset_col -1: no such term): what the row's
+ *                                            unknowns explain once the mean and the other side's bias
+ *                                            are taken out;
+ *   t_uv = 1 + alpha * r_uv                   implicit (confidence times preference 1). */
+int starfa_insert_bias(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
+		       int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
+		       starfa_systems *sys);
+
+/* For every row u of the band: x_u = X[u, col0 .. col0 + k) solves
+ *   (s_u A_u + lambda_u I + G) x_u = b_u
+ * (G: NULL for none). CHOLESKY solves exactly; CG takes cg_steps steps from x_u's current value. */
+int starfa_insert_solve(starfa_systems *sys, int64_t band, const starfa_dense *info, const starfa_gram *G,
+			starfa_solver solver, int cg_steps, starfa_dense *X, int64_t col0);
+
+/* G = sum over every row r of theta: theta[r, col0 .. col0 + k) as a column times its transpose. One task
+ * per block, adding into G in block order. */
+int starfa_insert_gram(const starfa_dense *theta, int64_t col0, int64_t k, starfa_gram *G);
+
+/* ------------------------------------------------------------------ ALS training and models
+ * Explicit ALS models r_uv ~ mu + b_u + c_v + x_u·y_v (global mean, user and item biases, factors);
+ * implicit ALS models the preference p_uv ~ x_u·y_v. Users are the rows of the training matrix, items
+ * its columns. */
+
+typedef enum starfa_als_algo { STARFA_ALGO_ALS = 0, STARFA_ALGO_IALS = 1 } starfa_als_algo;
+
+typedef struct starfa_als_options {
+	starfa_als_algo algo;
+	int64_t rank;          /* latent factors f */
+	double lambda;         /* regularization */
+	int weighted_lambda;   /* 1: lambda * (ratings of the row) (ALS-WR), 0: lambda */
+	int64_t iters;         /* sweeps over users then items */
+	starfa_solver solver;
+	int cg_steps;          /* CG steps per solve */
+	int fp16;              /* systems stored in FP16 */
+	double alpha;          /* implicit: confidence 1 + alpha * r */
+	int biases;            /* explicit: model user and item biases */
+	uint64_t seed;         /* initial factors */
+	starfa_tiling_options tiling; /* tile grid (0: one band per worker); the transposed grid is always built */
+	int64_t slots;         /* bands of systems held at once per side (0: two per worker) */
+	int64_t eval_k;        /* implicit: the k of precision@k, MAP@k and NDCG@k on the test set */
+} starfa_als_options;
+
+/* Defaults that train a good model of MovieLens-sized ratings (explicit) or interactions (implicit). */
+void starfa_als_options_default(starfa_als_options *opts, starfa_als_algo algo);
+
+/* Quality of a model on test entries. */
+typedef struct starfa_metrics {
+	int64_t entries;  /* test entries scored */
+	int64_t cold;     /* of those, with a user or item the model has no training data for */
+	double rmse;      /* explicit models; NAN for implicit ones */
+	/* Implicit models: every test user with training data gets the model's top k items (training items
+	 * left out), compared with its test items (as PyPI implicit's ranking_metrics_at_k does). NAN for
+	 * explicit models. */
+	int64_t k, users;
+	double precision, map, ndcg;
+} starfa_metrics;
+
+/* What the per-iteration callback gets. */
+typedef struct starfa_als_progress {
+	int64_t iteration;      /* 1-based */
+	double seconds;         /* of this iteration, metrics excluded */
+	double train_rmse;      /* explicit: on the training entries; implicit: NAN */
+	double train_loss;      /* the objective (squared error or confidence-weighted loss, plus
+				 * regularization) divided by the training entries */
+	int has_test;
+	starfa_metrics test;
+	starfa_worker_stats stats; /* tasks, kernel seconds and flops per worker kind in this iteration */
+	int64_t row_tiles, col_tiles;  /* the tile grid training runs on */
+	int64_t systems_bytes;         /* memory of the systems of both sides */
+} starfa_als_progress;
+
+/* Returns 0 to go on, anything else to stop after this iteration. */
+typedef int (*starfa_als_callback)(const starfa_als_progress *progress, void *user_data);
+
+typedef struct starfa_model {
+	starfa_als_algo algo;
+	int64_t nusers, nitems, rank;
+	float *user_factors, *item_factors; /* nusers x rank and nitems x rank, row-major */
+	float *user_bias, *item_bias;       /* NULL when the model has no biases */
+	double global_mean;                 /* 0 for implicit models */
+	starfa_idmap *user_ids, *item_ids;  /* original ids (indices "1", "2", ... for Matrix Market input) */
+	starfa_csr *seen;                   /* the training entries (users x items), or NULL */
+	double lambda, alpha;               /* the training settings, for the record */
+} starfa_model;
+
+/* Trains on `train` (starfa_init first). `test` (may be NULL) is scored after every iteration: its
+ * entries are matched to the training users and items by id when both matrices have ids, else by
+ * index; entries of unknown users or items count as cold. A non-finite value in any factor stops
+ * training with STARFA_ERUNTIME naming the iteration, the sweep and the codelet that produced it. The
+ * model keeps the training entries (seen) for starfa_recommend. */
+int starfa_als_train(const starfa_coo *train, const starfa_coo *test, const starfa_als_options *opts,
+		     starfa_als_callback callback, void *user_data, starfa_model **out);
+
+void starfa_model_free(starfa_model *m);
+
+/* The model's score of (user, item); -1 for a user or item it does not know: an explicit model then
+ * predicts the mean plus the biases it has, never NaN. */
+float starfa_model_predict(const starfa_model *m, int64_t user, int64_t item);
+
+/* The model file (little-endian, described in README.md): magic "STARFAMD", version, algorithm,
+ * dimensions, rank, original ids, factors, biases, seen entries and a CRC-32 of everything before it.
+ * Written to a temporary file in the same folder, then renamed over path. */
+int starfa_model_save(const starfa_model *m, const char *path);
+/* Reads and checks every field (sizes, ids, finite factors, seen entries, checksum): a truncated or
+ * corrupt file gives STARFA_EFORMAT naming the file and what is wrong. */
+int starfa_model_load(const char *path, starfa_model **out);
+
+typedef struct starfa_recommendation {
+	int64_t item;
+	float score;
+} starfa_recommendation;
+
+/* The k best items for `user` (-1: a user the model does not know, ranked by item bias for explicit
+ * models and by popularity in seen for implicit ones), best first, leaving out the items of the
+ * user's row of `exclude` (users x items; e.g. m->seen; NULL: none). *count gets how many were
+ * written (fewer than k when fewer items are left). */
+int starfa_recommend(const starfa_model *m, int64_t user, int64_t k, const starfa_csr *exclude,
+		     starfa_recommendation *out, int64_t *count);
+
+/* Scores the model on test entries, matched as in starfa_als_train; k is the cut-off of the ranking
+ * metrics of implicit models (the training items in m->seen are left out of the rankings). */
+int starfa_eval(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out);
+
 #ifdef __cplusplus
 }
 #endif

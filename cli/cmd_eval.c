@@ -1,0 +1,91 @@
+/* starfa eval: a model's quality on test entries (RMSE, or precision, MAP and NDCG at k). */
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: starfa eval --model MODEL --test FILE [--k K] [--format F]\n"
+		     "Scores a model on test entries, matched to its users and items by id. Explicit models: RMSE\n"
+		     "(unknown users and items predicted by the mean and the biases there are). Implicit models:\n"
+		     "precision@k, MAP@k and NDCG@k, each test user's training items left out of its ranking.\n"
+		     "  --model MODEL    a model written by starfa train\n"
+		     "  --test FILE      test entries (ratings file or Matrix Market)\n"
+		     "  --format F       mtx, ratings or docword (default: guessed from the name)\n"
+		     "  --k K            cut-off of the ranking metrics (default 10)\n");
+}
+
+int cmd_eval(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"model", required_argument, NULL, 'm'},
+		{"test", required_argument, NULL, 't'},
+		{"format", required_argument, NULL, 'f'},
+		{"k", required_argument, NULL, 'k'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *model_path = NULL, *test_path = NULL;
+	starfa_format format = STARFA_FORMAT_AUTO;
+	int64_t k = 10;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "m:t:k:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'm':
+			model_path = optarg;
+			break;
+		case 't':
+			test_path = optarg;
+			break;
+		case 'f':
+			if (starfa_format_parse(optarg, &format) != 0) {
+				cli_error("--format must be mtx, ratings or docword, not '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'k':
+			if (cli_parse_int("k", optarg, 1, 100000, &k))
+				return EXIT_USAGE;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_error("unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!model_path || !test_path) {
+		cli_error("eval needs --model MODEL and --test FILE");
+		return EXIT_USAGE;
+	}
+	starfa_model *m = NULL;
+	starfa_coo *test = NULL;
+	if (starfa_model_load(model_path, &m) != 0)
+		return cli_library_error();
+	if (starfa_read(test_path, format, &test) != 0) {
+		starfa_model_free(m);
+		return cli_library_error();
+	}
+	starfa_metrics r;
+	int rc = starfa_eval(m, test, k, &r);
+	if (rc != 0) {
+		rc = cli_library_error();
+	} else {
+		printf("model: %s, %s, %lld users, %lld items, rank %lld\n", model_path,
+		       m->algo == STARFA_ALGO_IALS ? "implicit ALS" : "ALS", (long long)m->nusers, (long long)m->nitems,
+		       (long long)m->rank);
+		printf("test: %s entries=%lld cold=%lld\n", test_path, (long long)r.entries, (long long)r.cold);
+		if (m->algo == STARFA_ALGO_IALS)
+			printf("precision@%lld=%.4f map@%lld=%.4f ndcg@%lld=%.4f users=%lld\n", (long long)k, r.precision,
+			       (long long)k, r.map, (long long)k, r.ndcg, (long long)r.users);
+		else
+			printf("rmse=%.4f\n", r.rmse);
+	}
+	starfa_coo_free(test);
+	starfa_model_free(m);
+	return rc;
+}

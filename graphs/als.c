@@ -1,0 +1,545 @@
+/* ALS and implicit ALS as task graphs over the tiles of the training matrix.
+ *
+ * An iteration is a user sweep then an item sweep. A sweep visits the bands of its side (S's row bands
+ * for users, its column bands through the transposed grid for items) and inserts, per band: hermitian
+ * tasks over the band's tiles adding A_u into the band's slot (the first tile writes, the others add:
+ * sequential consistency on the slot orders them), bias tasks likewise into b_u, and one solve task
+ * writing the band's factor block. Bands run concurrently; band b reuses the slot of band b - slots only
+ * after that band's solve has read it, so the systems take `slots` bands of memory whatever the grid.
+ *
+ * Explicit ALS models r_uv ~ mu + b_u + c_v + x_u·y_v with the augmented-factor trick: user rows hold
+ * [1, x_u, b_u] and item rows [c_v, y_v, 1], so the product of the two rows is c_v + x_u·y_v + b_u. The
+ * user sweep solves for X's columns 1..f+1 ([x_u, b_u]) against Y's columns 1..f+1 ([y_v, 1]) with
+ * targets r - mu - c_v (c_v: Y's column 0); the item sweep solves for Y's columns 0..f ([c_v, y_v])
+ * against X's columns 0..f ([1, x_u]) with targets r - mu - b_u (X's column f+1). The constant columns
+ * are never written. Factors and biases are fitted jointly, one (f+1)-system per row; a user or item
+ * without training entries keeps zero factors and bias, so it predicts mu plus the other side's bias.
+ *
+ * Implicit ALS (Hu, Koren & Volinsky): A_u = YᵀY + sum (c_uv - 1) y_v y_vᵀ + lambda I and
+ * b_u = sum c_uv y_v with c = 1 + alpha r; YᵀY comes from a gram task per block before each sweep and
+ * is added by the solve. */
+#include "runtime/idmap.h"
+#include "runtime/model.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+/* One side's sweep: what is solved, from what. */
+struct sweep {
+	const char *name; /* "user", "item" */
+	starfa_side side;
+	starfa_dense *theta;  /* the other side's factors */
+	int64_t theta_col0;   /* its columns in use */
+	int64_t offset_col;   /* explicit: its column subtracted from the ratings (the other side's bias); -1 */
+	starfa_dense *x;      /* this side's factors */
+	int64_t x_col0;       /* the columns solved for */
+	starfa_dense *info;   /* lambda_u, s_u per row */
+	float *info_data;
+	starfa_systems *sys;
+	const starfa_idmap *ids;
+};
+
+struct als {
+	const starfa_als_options *o;
+	int implicit;
+	const starfa_coo *coo;
+	starfa_csr *csr;
+	starfa_tiled *S;
+	int64_t f, w, k; /* rank, row width of the factor blocks, unknowns per row */
+	float *X, *Y;
+	starfa_dense *dX, *dY;
+	struct sweep users, items;
+	starfa_gram *G, *G2; /* the gram added by the solves; the other side's, for the implicit loss */
+	starfa_sparse_values *P;
+	float *pred;
+	double mu;
+	struct starfa_matched test;
+	int has_test;
+};
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void starfa_als_options_default(starfa_als_options *o, starfa_als_algo algo)
+{
+	memset(o, 0, sizeof *o);
+	o->algo = algo;
+	if (algo == STARFA_ALGO_IALS) {
+		/* PyPI implicit's defaults, whose users compare against them. */
+		o->rank = 64;
+		o->lambda = 0.01;
+		o->weighted_lambda = 0;
+		o->iters = 15;
+		o->solver = STARFA_SOLVER_CG;
+		o->cg_steps = 3;
+		o->alpha = 40.0;
+	} else {
+		/* Tuned on MovieLens latest-small (random 80/20 splits): see bench/ALS.md. */
+		o->rank = 32;
+		o->lambda = 0.12;
+		o->weighted_lambda = 1;
+		o->iters = 15;
+		o->solver = STARFA_SOLVER_CHOLESKY;
+		o->cg_steps = 3;
+		o->alpha = 1.0;
+		o->biases = 1;
+	}
+	o->seed = 1;
+	o->eval_k = 10;
+}
+
+static int check_options(const starfa_als_options *o)
+{
+	if (o->algo != STARFA_ALGO_ALS && o->algo != STARFA_ALGO_IALS)
+		return starfa_set_error(STARFA_EINVAL, "unknown ALS algorithm %d", (int)o->algo);
+	if (o->rank < 1 || o->rank > 1024)
+		return starfa_set_error(STARFA_EINVAL, "rank %lld outside [1, 1024]", (long long)o->rank);
+	if (!(o->lambda > 0) || !isfinite(o->lambda))
+		return starfa_set_error(STARFA_EINVAL, "lambda must be a positive number, not %g", o->lambda);
+	if (o->iters < 0)
+		return starfa_set_error(STARFA_EINVAL, "negative number of iterations");
+	if (o->solver != STARFA_SOLVER_CHOLESKY && o->solver != STARFA_SOLVER_CG)
+		return starfa_set_error(STARFA_EINVAL, "unknown solver %d", (int)o->solver);
+	if (o->solver == STARFA_SOLVER_CG && (o->cg_steps < 1 || o->cg_steps > 1000))
+		return starfa_set_error(STARFA_EINVAL, "CG steps %d outside [1, 1000]", o->cg_steps);
+	if (o->algo == STARFA_ALGO_IALS && (!(o->alpha > 0) || !isfinite(o->alpha)))
+		return starfa_set_error(STARFA_EINVAL, "alpha must be a positive number, not %g", o->alpha);
+	if (o->slots < 0 || o->eval_k < 1)
+		return starfa_set_error(STARFA_EINVAL, "slots must be >= 0 and eval_k >= 1");
+	return 0;
+}
+
+/* Uniform in [-1, 1) from a splitmix64 stream: the same factors for a seed on any machine. */
+static float uniform(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+/* Initial factors: small random values for rows with training entries, zeros (and the constant
+ * columns) elsewhere, so that rows never seen stay exactly at zero under CG as under Cholesky. */
+static void init_factors(struct als *a, float *F, int64_t rows, const int64_t *count, int user_side, uint64_t seed)
+{
+	uint64_t state = seed * 0x2545f4914f6cdd1dull + (user_side ? 1 : 2);
+	const int64_t f = a->f, w = a->w, first = a->w == a->f ? 0 : 1;
+	/* implicit's default starting scale; explicit factors start where the first sweep can grow them */
+	const float scale = a->implicit ? 0.01f : 0.1f;
+	for (int64_t r = 0; r < rows; r++) {
+		float *row = F + r * w;
+		memset(row, 0, (size_t)w * sizeof *row);
+		for (int64_t d = 0; d < f; d++) {
+			float u = uniform(&state); /* drawn for every row, so a row's values do not depend on others */
+			if (count[r] > 0)
+				row[first + d] = scale * (a->implicit ? 0.5f * (u + 1.0f) : u);
+		}
+		if (w != f) /* users [1, x, b], items [c, y, 1] */
+			row[user_side ? 0 : w - 1] = 1.0f;
+	}
+}
+
+/* lambda_u and the FP16 scale s_u (>= the row's sum of hermitian weights) for every row of a side. */
+static void init_info(struct als *a, float *info, int64_t rows, const int64_t *count, const double *weight)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		double n = count[r] > 0 ? (double)count[r] : 1.0;
+		info[2 * r] = (float)(a->o->lambda * (a->o->weighted_lambda ? n : 1.0));
+		info[2 * r + 1] = (float)(weight[r] > 1.0 ? weight[r] : 1.0);
+	}
+}
+
+static const char *side_id(const starfa_idmap *ids, int64_t i, char *buf, size_t size)
+{
+	const char *name = ids ? starfa_idmap_name(ids, i) : NULL;
+	if (name)
+		return name;
+	snprintf(buf, size, "%lld", (long long)i + 1);
+	return buf;
+}
+
+static int gram_finite(starfa_gram *G, int64_t k)
+{
+	float *g = starfa_malloc((size_t)(k * k), sizeof *g);
+	int finite = g && starfa_gram_read(G, g) == 0;
+	for (int64_t i = 0; finite && i < k * k; i++)
+		finite = isfinite(g[i]);
+	free(g);
+	return finite;
+}
+
+/* Inserts one sweep, waits for it and checks what its solves met. */
+static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
+{
+	const starfa_als_options *o = a->o;
+	starfa_feedback feedback = a->implicit ? STARFA_IMPLICIT : STARFA_EXPLICIT;
+	int rc = 0;
+	if (a->implicit)
+		rc = starfa_insert_gram(s->theta, s->theta_col0, a->k, a->G);
+	int64_t bands = starfa_systems_bands(s->sys);
+	for (int64_t b = 0; b < bands && !rc; b++) {
+		rc = starfa_insert_hermitian(a->S, s->side, b, s->theta, s->theta_col0, feedback, (float)o->alpha, s->info,
+					     s->sys);
+		if (!rc)
+			rc = starfa_insert_bias(a->S, s->side, b, s->theta, s->theta_col0, s->offset_col, (float)a->mu, feedback,
+						(float)o->alpha, s->sys);
+		if (!rc)
+			rc = starfa_insert_solve(s->sys, b, s->info, a->implicit ? a->G : NULL, o->solver, o->cg_steps, s->x,
+						 s->x_col0);
+	}
+	if (rc) {
+		starfa_wait();
+		return rc;
+	}
+	starfa_solve_report report;
+	rc = starfa_systems_report(s->sys, &report);
+	if (rc)
+		return rc;
+	if (report.bad_rows == 0)
+		return 0;
+	const char *codelet = "solve", *what = "non-finite factors";
+	if (report.nonfinite_systems > 0) {
+		codelet = a->implicit && !gram_finite(a->G, a->k) ? "gram" : "hermitian";
+		what = "non-finite systems";
+	} else if (report.nonfinite_rhs > 0) {
+		codelet = "bias";
+		what = "non-finite right-hand sides";
+	} else if (report.not_spd > 0) {
+		what = "systems that are not positive definite";
+	}
+	char buf[32];
+	return starfa_set_error(STARFA_ERUNTIME,
+				"iteration %lld, %s sweep: codelet %s produced %s for %lld %ss (first: %s %s); "
+				"training stopped (check the input values, a larger lambda, or FP32 systems)",
+				(long long)iteration, s->name, codelet, what, (long long)report.bad_rows, s->name, s->name,
+				side_id(s->ids, report.first_bad_row, buf, sizeof buf));
+}
+
+/* Training loss and RMSE from the predictions at the training entries (factors in main memory). */
+static int train_metrics(struct als *a, starfa_als_progress *p)
+{
+	int rc = starfa_insert_sddmm(a->S, a->dX, a->dY, STARFA_SDDMM_PATTERN, a->P);
+	if (!rc && a->implicit)
+		rc = starfa_insert_gram(a->dY, 0, a->k, a->G2);
+	if (!rc)
+		rc = starfa_sparse_values_gather(a->P, a->pred);
+	if (rc)
+		return rc;
+	const starfa_csr *c = a->csr;
+	double loss = 0, sse = 0, reg = 0;
+	/* The regularization of the unknowns of each row of both sides. */
+	const struct sweep *sides[2] = {&a->users, &a->items};
+	for (int s = 0; s < 2; s++) {
+		const float *F = s == 0 ? a->X : a->Y;
+		int64_t rows = s == 0 ? c->nrows : c->ncols, col0 = sides[s]->x_col0;
+		for (int64_t r = 0; r < rows; r++) {
+			double norm = 0;
+			for (int64_t d = 0; d < a->k; d++)
+				norm += (double)F[r * a->w + col0 + d] * F[r * a->w + col0 + d];
+			reg += sides[s]->info_data[2 * r] * norm;
+		}
+	}
+	if (!a->implicit) {
+		for (int64_t e = 0; e < c->nnz; e++) {
+			double d = c->val[e] - a->mu - a->pred[e];
+			sse += d * d;
+		}
+		p->train_rmse = sqrt(sse / (double)c->nnz);
+		p->train_loss = (sse + reg) / (double)c->nnz;
+		return 0;
+	}
+	/* sum over every (u, v) of c (p - x·y)^2: the observed entries' terms, plus sum over all pairs of
+	 * (x·y)^2 = trace(XᵀX YᵀY), less the observed pairs' (x·y)^2 counted there with confidence 1. */
+	double confidence = 0;
+	for (int64_t e = 0; e < c->nnz; e++) {
+		double cw = 1.0 + a->o->alpha * c->val[e], x = a->pred[e];
+		loss += cw * (1.0 - x) * (1.0 - x) - x * x;
+		confidence += cw;
+	}
+	float *gx = starfa_malloc((size_t)(a->k * a->k), sizeof *gx), *gy = starfa_malloc((size_t)(a->k * a->k), sizeof *gy);
+	rc = !gx || !gy ? STARFA_ENOMEM : starfa_gram_read(a->G, gx);
+	if (!rc)
+		rc = starfa_gram_read(a->G2, gy);
+	if (rc) {
+		free(gx);
+		free(gy);
+		return rc;
+	}
+	for (int64_t i = 0; i < a->k * a->k; i++) /* G holds XᵀX: the item sweep's */
+		loss += (double)gx[i] * gy[i];
+	free(gx);
+	free(gy);
+	p->train_rmse = NAN;
+	p->train_loss = (loss + reg) / (confidence + (double)c->nrows * (double)c->ncols - (double)c->nnz);
+	return 0;
+}
+
+/* The view of the factors as they lie in the augmented blocks. */
+static void current_factors(const struct als *a, struct starfa_factors *f)
+{
+	int biased = a->w != a->f;
+	*f = (struct starfa_factors){
+		.implicit = a->implicit,
+		.nusers = a->csr->nrows,
+		.nitems = a->csr->ncols,
+		.rank = a->f,
+		.U = a->X + (biased ? 1 : 0),
+		.V = a->Y + (biased ? 1 : 0),
+		.ub = biased ? a->X + a->f + 1 : NULL,
+		.ib = biased ? a->Y : NULL,
+		.ldu = a->w,
+		.ldv = a->w,
+		.ub_stride = a->w,
+		.ib_stride = a->w,
+		.mu = a->mu,
+	};
+}
+
+static int make_model(struct als *a, starfa_model **out)
+{
+	const starfa_csr *c = a->csr;
+	starfa_model *m = starfa_calloc(1, sizeof *m);
+	if (!m)
+		return STARFA_ENOMEM;
+	m->algo = a->o->algo;
+	m->nusers = c->nrows;
+	m->nitems = c->ncols;
+	m->rank = a->f;
+	m->global_mean = a->mu;
+	m->lambda = a->o->lambda;
+	m->alpha = a->implicit ? a->o->alpha : 0.0;
+	struct starfa_factors f;
+	current_factors(a, &f);
+	m->user_factors = starfa_malloc((size_t)(m->nusers * a->f), sizeof(float));
+	m->item_factors = starfa_malloc((size_t)(m->nitems * a->f), sizeof(float));
+	int rc = !m->user_factors || !m->item_factors ? STARFA_ENOMEM : 0;
+	if (!rc && f.ub) {
+		m->user_bias = starfa_malloc((size_t)m->nusers, sizeof(float));
+		m->item_bias = starfa_malloc((size_t)m->nitems, sizeof(float));
+		rc = !m->user_bias || !m->item_bias ? STARFA_ENOMEM : 0;
+	}
+	if (!rc) {
+		for (int64_t u = 0; u < m->nusers; u++) {
+			memcpy(m->user_factors + u * a->f, f.U + u * f.ldu, (size_t)a->f * sizeof(float));
+			if (f.ub)
+				m->user_bias[u] = f.ub[u * f.ub_stride];
+		}
+		for (int64_t i = 0; i < m->nitems; i++) {
+			memcpy(m->item_factors + i * a->f, f.V + i * f.ldv, (size_t)a->f * sizeof(float));
+			if (f.ib)
+				m->item_bias[i] = f.ib[i * f.ib_stride];
+		}
+		/* The model owns copies of the ids (or none: indices) and of the training entries. */
+		rc = idmap_copy(a->coo->row_ids, &m->user_ids);
+		if (!rc)
+			rc = idmap_copy(a->coo->col_ids, &m->item_ids);
+	}
+	if (!rc) {
+		m->seen = a->csr;
+		a->csr = NULL;
+	}
+	if (rc) {
+		starfa_model_free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+static void free_sweep(struct sweep *s)
+{
+	starfa_systems_free(s->sys);
+	starfa_dense_free(s->info);
+	free(s->info_data);
+}
+
+static void free_als(struct als *a)
+{
+	free_sweep(&a->users);
+	free_sweep(&a->items);
+	starfa_sparse_values_free(a->P);
+	starfa_gram_free(a->G);
+	starfa_gram_free(a->G2);
+	starfa_dense_free(a->dX);
+	starfa_dense_free(a->dY);
+	starfa_tiled_free(a->S);
+	starfa_csr_free(a->csr);
+	free(a->X);
+	free(a->Y);
+	free(a->pred);
+	starfa_matched_free(&a->test);
+}
+
+/* Counts and hermitian weight sums per row and per column of the training matrix. */
+static int row_col_stats(const struct als *a, int64_t **row_n, int64_t **col_n, double **row_w, double **col_w)
+{
+	const starfa_csr *c = a->csr;
+	*row_n = starfa_calloc((size_t)c->nrows, sizeof **row_n);
+	*col_n = starfa_calloc((size_t)c->ncols, sizeof **col_n);
+	*row_w = starfa_calloc((size_t)c->nrows, sizeof **row_w);
+	*col_w = starfa_calloc((size_t)c->ncols, sizeof **col_w);
+	if (!*row_n || !*col_n || !*row_w || !*col_w)
+		return STARFA_ENOMEM;
+	for (int64_t r = 0; r < c->nrows; r++)
+		for (int64_t p = c->rowptr[r]; p < c->rowptr[r + 1]; p++) {
+			double wgt = a->implicit ? a->o->alpha * c->val[p] : 1.0;
+			(*row_n)[r]++;
+			(*col_n)[c->colind[p]]++;
+			(*row_w)[r] += wgt;
+			(*col_w)[c->colind[p]] += wgt;
+		}
+	return 0;
+}
+
+static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
+{
+	const starfa_als_options *o = a->o;
+	int rc = starfa_csr_from_coo(train, &a->csr);
+	if (rc)
+		return rc;
+	starfa_csr *c = a->csr;
+	double sum = 0;
+	for (int64_t r = 0; r < c->nrows; r++)
+		for (int64_t e = c->rowptr[r]; e < c->rowptr[r + 1]; e++) {
+			if (!isfinite(c->val[e]) || (a->implicit && c->val[e] < 0)) {
+				char ub[32], ib[32];
+				return starfa_set_error(STARFA_EINVAL, "training value %g of user %s, item %s is %s", c->val[e],
+							side_id(train->row_ids, r, ub, sizeof ub),
+							side_id(train->col_ids, c->colind[e], ib, sizeof ib),
+							a->implicit ? "negative or not finite (implicit ALS takes counts "
+								      "or confidences >= 0)"
+								    : "not finite");
+			}
+			sum += c->val[e];
+		}
+	a->mu = a->implicit ? 0.0 : sum / (double)c->nnz;
+	a->f = o->rank;
+	a->w = !a->implicit && o->biases ? o->rank + 2 : o->rank;
+	a->k = a->w == a->f ? a->f : a->f + 1;
+
+	/* One row band and one column band per worker: every worker has a band to solve in each sweep,
+	 * and each band sums its systems over as few tiles as that allows (the sums cost a pass over the
+	 * band's systems per tile: bench/ALS.md). */
+	starfa_tiling_options tiling = o->tiling;
+	tiling.transposed = 1;
+	int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
+	if (tiling.row_tiles == 0)
+		tiling.row_tiles = workers > 1 ? workers : 2;
+	if (tiling.col_tiles == 0)
+		tiling.col_tiles = workers > 1 ? workers : 2;
+	rc = starfa_tiled_create(c, &tiling, &a->S);
+	if (rc)
+		return rc;
+	a->X = starfa_malloc((size_t)(c->nrows * a->w), sizeof *a->X);
+	a->Y = starfa_malloc((size_t)(c->ncols * a->w), sizeof *a->Y);
+	a->pred = starfa_malloc((size_t)c->nnz, sizeof *a->pred);
+	a->users.info_data = starfa_malloc((size_t)c->nrows * 2, sizeof(float));
+	a->items.info_data = starfa_malloc((size_t)c->ncols * 2, sizeof(float));
+	if (!a->X || !a->Y || !a->pred || !a->users.info_data || !a->items.info_data)
+		return STARFA_ENOMEM;
+	int64_t *row_n = NULL, *col_n = NULL;
+	double *row_w = NULL, *col_w = NULL;
+	rc = row_col_stats(a, &row_n, &col_n, &row_w, &col_w);
+	if (!rc) {
+		init_factors(a, a->X, c->nrows, row_n, 1, o->seed);
+		init_factors(a, a->Y, c->ncols, col_n, 0, o->seed);
+		init_info(a, a->users.info_data, c->nrows, row_n, row_w);
+		init_info(a, a->items.info_data, c->ncols, col_n, col_w);
+	}
+	free(row_n);
+	free(col_n);
+	free(row_w);
+	free(col_w);
+	if (rc)
+		return rc;
+
+	int64_t slots = o->slots;
+	if (slots == 0)
+		slots = 2 * (workers > 0 ? workers : 1);
+	int biased = a->w != a->f;
+	a->users = (struct sweep){"user", STARFA_ROWS, NULL, biased ? 1 : 0, biased ? 0 : -1, NULL, biased ? 1 : 0,
+				  NULL, a->users.info_data, NULL, train->row_ids};
+	a->items = (struct sweep){"item", STARFA_COLS, NULL, 0, biased ? a->f + 1 : -1, NULL, 0,
+				  NULL, a->items.info_data, NULL, train->col_ids};
+	if ((rc = starfa_dense_create(a->S, STARFA_ROWS, a->X, a->w, &a->dX)) ||
+	    (rc = starfa_dense_create(a->S, STARFA_COLS, a->Y, a->w, &a->dY)) ||
+	    (rc = starfa_dense_create(a->S, STARFA_ROWS, a->users.info_data, 2, &a->users.info)) ||
+	    (rc = starfa_dense_create(a->S, STARFA_COLS, a->items.info_data, 2, &a->items.info)) ||
+	    (rc = starfa_systems_create(a->S, STARFA_ROWS, a->k, o->fp16, slots, &a->users.sys)) ||
+	    (rc = starfa_systems_create(a->S, STARFA_COLS, a->k, o->fp16, slots, &a->items.sys)) ||
+	    (rc = starfa_sparse_values_create(a->S, &a->P)))
+		return rc;
+	if (a->implicit && ((rc = starfa_gram_create(a->k, &a->G)) || (rc = starfa_gram_create(a->k, &a->G2))))
+		return rc;
+	a->users.theta = a->dY;
+	a->users.x = a->dX;
+	a->items.theta = a->dX;
+	a->items.x = a->dY;
+	if (test) {
+		rc = starfa_match_entries(test, train->row_ids, train->col_ids, c->nrows, c->ncols, &a->test);
+		a->has_test = rc == 0;
+	}
+	return rc;
+}
+
+int starfa_als_train(const starfa_coo *train, const starfa_coo *test, const starfa_als_options *opts,
+		     starfa_als_callback callback, void *user_data, starfa_model **out)
+{
+	*out = NULL;
+	if (!train || !opts)
+		return starfa_set_error(STARFA_EINVAL, "starfa_als_train: need training entries and options");
+	if (!starfa_runtime_started())
+		return starfa_set_error(STARFA_EINVAL, "starfa_als_train: call starfa_init first");
+	if (train->nnz < 1 || train->nrows < 1 || train->ncols < 1)
+		return starfa_set_error(STARFA_EINVAL, "starfa_als_train: the training matrix has no entries");
+	int rc = check_options(opts);
+	if (rc)
+		return rc;
+	struct als a = {.o = opts, .implicit = opts->algo == STARFA_ALGO_IALS, .coo = train};
+	rc = setup(&a, train, test);
+	for (int64_t it = 1; !rc && it <= opts->iters; it++) {
+		starfa_als_progress p = {.iteration = it};
+		starfa_stats_reset();
+		double t0 = now_seconds();
+		rc = run_sweep(&a, &a.users, it);
+		if (!rc)
+			rc = run_sweep(&a, &a.items, it);
+		if (rc)
+			break;
+		p.seconds = now_seconds() - t0;
+		starfa_stats_get(&p.stats);
+		p.row_tiles = starfa_tiled_row_tiles(a.S);
+		p.col_tiles = starfa_tiled_col_tiles(a.S);
+		p.systems_bytes = (int64_t)(starfa_systems_bytes(a.users.sys) + starfa_systems_bytes(a.items.sys));
+		rc = starfa_dense_sync(a.dX);
+		if (!rc)
+			rc = starfa_dense_sync(a.dY);
+		if (!rc)
+			rc = train_metrics(&a, &p);
+		if (!rc && a.has_test) {
+			struct starfa_factors f;
+			current_factors(&a, &f);
+			rc = starfa_factors_metrics(&f, &a.test, a.csr, opts->eval_k, &p.test);
+			p.has_test = 1;
+		}
+		if (!rc && callback && callback(&p, user_data) != 0)
+			break;
+	}
+	if (!rc)
+		rc = starfa_wait();
+	if (!rc) {
+		/* The blocks go back to main memory as they are unregistered. */
+		starfa_dense_free(a.dX);
+		starfa_dense_free(a.dY);
+		a.dX = a.dY = NULL;
+		rc = make_model(&a, out);
+	}
+	free_als(&a);
+	return rc;
+}

@@ -1,0 +1,255 @@
+/* Model quality on test entries: RMSE for explicit models; precision, MAP and NDCG at k for implicit
+ * ones, defined as PyPI implicit's ranking_metrics_at_k defines them so the numbers compare. */
+#include "runtime/model.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+/* Index of every test row (or column) in the model, -1 when unknown. */
+static int32_t *match_side(const starfa_idmap *test_ids, int64_t test_n, const starfa_idmap *model_ids, int64_t model_n)
+{
+	int32_t *map = starfa_malloc((size_t)test_n, sizeof *map);
+	if (!map)
+		return NULL;
+	for (int64_t i = 0; i < test_n; i++) {
+		int64_t j = i < model_n ? i : -1;
+		if (test_ids && model_ids) {
+			const char *name = starfa_idmap_name(test_ids, i);
+			j = name ? starfa_idmap_find(model_ids, name) : -1;
+		}
+		map[i] = (int32_t)j;
+	}
+	return map;
+}
+
+int starfa_match_entries(const starfa_coo *test, const starfa_idmap *users, const starfa_idmap *items,
+			 int64_t nusers, int64_t nitems, struct starfa_matched *out)
+{
+	memset(out, 0, sizeof *out);
+	int32_t *rows = match_side(test->row_ids, test->nrows, users, nusers);
+	int32_t *cols = rows ? match_side(test->col_ids, test->ncols, items, nitems) : NULL;
+	out->user = starfa_malloc((size_t)test->nnz, sizeof *out->user);
+	out->item = starfa_malloc((size_t)test->nnz, sizeof *out->item);
+	if (!rows || !cols || !out->user || !out->item) {
+		free(rows);
+		free(cols);
+		starfa_matched_free(out);
+		return STARFA_ENOMEM;
+	}
+	for (int64_t e = 0; e < test->nnz; e++) {
+		out->user[e] = rows[test->row[e]];
+		out->item[e] = cols[test->col[e]];
+	}
+	out->n = test->nnz;
+	out->val = test->val;
+	free(rows);
+	free(cols);
+	return 0;
+}
+
+void starfa_matched_free(struct starfa_matched *m)
+{
+	free(m->user);
+	free(m->item);
+	memset(m, 0, sizeof *m);
+}
+
+/* Ranks a above b: higher score, then lower item index (so ties do not depend on the order of work). */
+static inline int ranks_above(struct scored a, struct scored b)
+{
+	return a.score > b.score || (a.score == b.score && a.item < b.item);
+}
+
+/* Min-heap on rank: heap[0] is the worst of the k kept. */
+static void sift_down(struct scored *heap, int64_t n, int64_t i)
+{
+	for (;;) {
+		int64_t worst = i, l = 2 * i + 1, r = l + 1;
+		if (l < n && ranks_above(heap[worst], heap[l]))
+			worst = l;
+		if (r < n && ranks_above(heap[worst], heap[r]))
+			worst = r;
+		if (worst == i)
+			return;
+		struct scored t = heap[i];
+		heap[i] = heap[worst];
+		heap[worst] = t;
+		i = worst;
+	}
+}
+
+int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *popularity, int64_t k,
+		     const int32_t *excluded, int64_t nex, struct scored *heap)
+{
+	int64_t n = 0, e = 0;
+	for (int64_t i = 0; i < f->nitems; i++) {
+		while (e < nex && excluded[e] < i)
+			e++;
+		if (e < nex && excluded[e] == i)
+			continue;
+		float s = popularity ? popularity[i] : starfa_factors_score(f, user, i);
+		if (isnan(s))
+			continue;
+		struct scored c = {s, (int32_t)i};
+		if (n < k) {
+			/* sift up */
+			int64_t j = n++;
+			heap[j] = c;
+			while (j > 0 && ranks_above(heap[(j - 1) / 2], heap[j])) {
+				struct scored t = heap[j];
+				heap[j] = heap[(j - 1) / 2];
+				heap[(j - 1) / 2] = t;
+				j = (j - 1) / 2;
+			}
+		} else if (ranks_above(c, heap[0])) {
+			heap[0] = c;
+			sift_down(heap, n, 0);
+		}
+	}
+	/* Pop the worst to the back: best first. */
+	for (int64_t m = n; m > 1; m--) {
+		struct scored t = heap[0];
+		heap[0] = heap[m - 1];
+		heap[m - 1] = t;
+		sift_down(heap, m - 1, 0);
+	}
+	return n;
+}
+
+static int compare_int32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Ranking metrics over the known test users, in the manner of implicit's ranking_metrics_at_k. */
+static int ranking_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
+			   int64_t k, starfa_metrics *out)
+{
+	/* Each known user's known test items, grouped by user. */
+	int64_t *start = starfa_calloc((size_t)f->nusers + 1, sizeof *start);
+	int32_t *items = starfa_malloc((size_t)test->n, sizeof *items);
+	if (!start || !items) {
+		free(start);
+		free(items);
+		return STARFA_ENOMEM;
+	}
+	for (int64_t e = 0; e < test->n; e++)
+		if (test->user[e] >= 0 && test->item[e] >= 0)
+			start[test->user[e] + 1]++;
+	for (int64_t u = 0; u < f->nusers; u++)
+		start[u + 1] += start[u];
+	int64_t *fill = starfa_malloc((size_t)f->nusers, sizeof *fill);
+	if (!fill) {
+		free(start);
+		free(items);
+		return STARFA_ENOMEM;
+	}
+	memcpy(fill, start, (size_t)f->nusers * sizeof *fill);
+	for (int64_t e = 0; e < test->n; e++)
+		if (test->user[e] >= 0 && test->item[e] >= 0)
+			items[fill[test->user[e]]++] = test->item[e];
+	free(fill);
+
+	double relevant = 0, pr_div = 0, mean_ap = 0, ndcg = 0;
+	int64_t users = 0;
+	int failed = 0;
+#pragma omp parallel reduction(+ : relevant, pr_div, mean_ap, ndcg, users) reduction(| : failed)
+	{
+		struct scored *heap = malloc((size_t)k * sizeof *heap);
+		if (!heap)
+			failed = 1;
+#pragma omp for schedule(dynamic, 16)
+		for (int64_t u = 0; u < f->nusers; u++) {
+			int64_t n = start[u + 1] - start[u];
+			if (n == 0 || !heap)
+				continue;
+			int32_t *likes = items + start[u];
+			qsort(likes, (size_t)n, sizeof *likes, compare_int32);
+			int64_t distinct = 0;
+			for (int64_t i = 0; i < n; i++)
+				if (distinct == 0 || likes[distinct - 1] != likes[i])
+					likes[distinct++] = likes[i];
+			const int32_t *ex = seen ? seen->colind + seen->rowptr[u] : NULL;
+			int64_t nex = seen ? seen->rowptr[u + 1] - seen->rowptr[u] : 0;
+			int64_t got = starfa_top_k(f, u, NULL, k, ex, nex, heap);
+			int64_t cut = distinct < k ? distinct : k;
+			double hit = 0, ap = 0, dcg = 0, idcg = 0;
+			for (int64_t i = 0; i < cut; i++)
+				idcg += 1.0 / log2((double)i + 2.0);
+			for (int64_t i = 0; i < got; i++) {
+				int32_t item = heap[i].item;
+				if (bsearch(&item, likes, (size_t)distinct, sizeof item, compare_int32)) {
+					hit += 1;
+					ap += hit / (double)(i + 1);
+					dcg += 1.0 / log2((double)i + 2.0);
+				}
+			}
+			relevant += hit;
+			pr_div += (double)cut;
+			mean_ap += ap / (double)cut;
+			ndcg += dcg / idcg;
+			users++;
+		}
+		free(heap);
+	}
+	free(start);
+	free(items);
+	if (failed)
+		return starfa_set_error(STARFA_ENOMEM, "out of memory ranking items");
+	out->users = users;
+	out->precision = pr_div > 0 ? relevant / pr_div : NAN;
+	out->map = users > 0 ? mean_ap / (double)users : NAN;
+	out->ndcg = users > 0 ? ndcg / (double)users : NAN;
+	return 0;
+}
+
+int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
+			   int64_t k, starfa_metrics *out)
+{
+	memset(out, 0, sizeof *out);
+	out->entries = test->n;
+	out->k = k;
+	out->rmse = out->precision = out->map = out->ndcg = NAN;
+	/* Cold: the user or the item is unknown, or had no training entries. */
+	uint8_t *item_seen = seen ? starfa_calloc((size_t)f->nitems, 1) : NULL;
+	if (seen && !item_seen)
+		return STARFA_ENOMEM;
+	if (seen)
+		for (int64_t p = 0; p < seen->nnz; p++)
+			item_seen[seen->colind[p]] = 1;
+	for (int64_t e = 0; e < test->n; e++) {
+		int32_t u = test->user[e], i = test->item[e];
+		out->cold += u < 0 || i < 0 || (seen && (seen->rowptr[u + 1] == seen->rowptr[u] || !item_seen[i]));
+	}
+	free(item_seen);
+	if (!f->implicit) {
+		double sum = 0;
+#pragma omp parallel for reduction(+ : sum)
+		for (int64_t e = 0; e < test->n; e++) {
+			double d = (double)starfa_factors_score(f, test->user[e], test->item[e]) - test->val[e];
+			sum += d * d;
+		}
+		out->rmse = test->n > 0 ? sqrt(sum / (double)test->n) : NAN;
+		return 0;
+	}
+	if (k < 1)
+		return starfa_set_error(STARFA_EINVAL, "ranking metrics need k >= 1");
+	return ranking_metrics(f, test, seen, k, out);
+}
+
+int starfa_eval(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out)
+{
+	if (!m || !test || !out)
+		return starfa_set_error(STARFA_EINVAL, "starfa_eval: missing model, test entries or output");
+	struct starfa_matched matched;
+	int rc = starfa_match_entries(test, m->user_ids, m->item_ids, m->nusers, m->nitems, &matched);
+	if (rc)
+		return rc;
+	struct starfa_factors f;
+	starfa_model_factors(m, &f);
+	rc = starfa_factors_metrics(&f, &matched, m->seen, k, out);
+	starfa_matched_free(&matched);
+	return rc;
+}

@@ -1,0 +1,68 @@
+/* Scoring factors, shared by runtime/model.c, runtime/eval.c and graphs/als.c: a view of the factors
+ * as they lie (a finished model, or training's augmented blocks), and test entries matched to them. */
+#ifndef STARFA_RUNTIME_MODEL_H
+#define STARFA_RUNTIME_MODEL_H
+
+#include "runtime/internal.h"
+
+/* Factors with strides: user u's vector is U[u * ldu + 0 .. rank), its bias ub[u * ub_stride] (ub NULL:
+ * none), likewise for items. */
+struct starfa_factors {
+	int implicit;
+	int64_t nusers, nitems, rank;
+	const float *U, *V, *ub, *ib;
+	int64_t ldu, ldv, ub_stride, ib_stride;
+	double mu;
+};
+
+void starfa_model_factors(const starfa_model *m, struct starfa_factors *f);
+
+/* The score of (u, i), u or i -1 when unknown (then the mean and the biases there are). */
+static inline float starfa_factors_score(const struct starfa_factors *f, int64_t u, int64_t i)
+{
+	double s = f->mu;
+	if (u >= 0 && f->ub)
+		s += f->ub[u * f->ub_stride];
+	if (i >= 0 && f->ib)
+		s += f->ib[i * f->ib_stride];
+	if (u >= 0 && i >= 0) {
+		const float *x = f->U + u * f->ldu, *y = f->V + i * f->ldv;
+		float dot = 0.0f;
+		for (int64_t d = 0; d < f->rank; d++)
+			dot += x[d] * y[d];
+		s += dot;
+	}
+	return (float)s;
+}
+
+/* An item and its score, as top-k selection keeps them. */
+struct scored {
+	float score;
+	int32_t item;
+};
+
+/* The k best items for user (by the factors' score, or by popularity[item] when popularity is not
+ * NULL), leaving out excluded[0 .. nex) (sorted) and NaN scores, best first (ties: lower index) into
+ * heap (k entries); returns how many. */
+int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *popularity, int64_t k,
+		     const int32_t *excluded, int64_t nex, struct scored *heap);
+
+/* Test entries in a model's numbering: user[e] and item[e] are -1 where the id is unknown. */
+struct starfa_matched {
+	int64_t n;
+	int32_t *user, *item;
+	const float *val; /* the test matrix's own values */
+};
+
+/* Matches test's entries to users and items by id when test and the maps have ids, else by index
+ * (indices beyond nusers or nitems are unknown). */
+int starfa_match_entries(const starfa_coo *test, const starfa_idmap *users, const starfa_idmap *items,
+			 int64_t nusers, int64_t nitems, struct starfa_matched *out);
+void starfa_matched_free(struct starfa_matched *m);
+
+/* RMSE (explicit) or ranking metrics at k (implicit, leaving seen's items out of the rankings; seen
+ * may be NULL), as starfa_eval. */
+int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
+			   int64_t k, starfa_metrics *out);
+
+#endif

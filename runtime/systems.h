@@ -1,0 +1,45 @@
+/* The insides of the ALS systems and Gram matrices, shared by runtime/ and codelets/. */
+#ifndef STARFA_RUNTIME_SYSTEMS_H
+#define STARFA_RUNTIME_SYSTEMS_H
+
+#include "runtime/tiled.h"
+
+/* Per-row k x k systems and right-hand sides of one side of a tiled matrix. Band b uses slot
+ * b % slots: the band after it in the same slot waits (sequential consistency) until b's solve has
+ * read it, so memory stays at slots bands whatever the number of bands. */
+struct starfa_systems {
+	const struct starfa_tiled *S;
+	starfa_side side;
+	int64_t k;
+	int fp16;
+	int64_t nbands;
+	const int64_t *bounds; /* the side's band boundaries (S's) */
+	int64_t slots, slot_rows;
+	starpu_data_handle_t *A, *b;   /* per slot; StarPU allocates them where they are first used */
+	starpu_data_handle_t *status;  /* per band: STARFA_SOLVE_STATUS_WORDS uint32 written by its solve */
+	uint32_t *status_data;
+};
+
+struct starfa_gram {
+	int64_t k;
+	float *data;
+	starpu_data_handle_t handle;
+};
+
+/* The grid whose row bands are this side's bands: S's own for rows, the transposed one for columns. */
+static inline const struct starfa_grid *starfa_side_grid(const struct starfa_tiled *S, starfa_side side)
+{
+	return side == STARFA_ROWS ? &S->grid : &S->transposed;
+}
+
+static inline starpu_data_handle_t starfa_systems_slot_A(const struct starfa_systems *sys, int64_t band)
+{
+	return sys->A[band % sys->slots];
+}
+
+static inline starpu_data_handle_t starfa_systems_slot_b(const struct starfa_systems *sys, int64_t band)
+{
+	return sys->b[band % sys->slots];
+}
+
+#endif

@@ -1,0 +1,1 @@
+# runs the 'als' group of tests/starfa_test

@@ -1,0 +1,100 @@
+#!/bin/sh
+# starfa train, eval and recommend end to end on a small generated ratings file: outputs, the model
+# and log files, exit codes and messages on bad input, and nothing half-written after a failure.
+set -u
+starfa=${STARFA:-./starfa}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/starfa-als-cli-XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+# expect CODE PATTERN -- ARGS...: runs starfa ARGS, checks the exit code and that the combined output
+# matches the extended regular expression PATTERN.
+expect() {
+	code=$1 pattern=$2
+	shift 3
+	out=$("$starfa" "$@" 2>&1)
+	rc=$?
+	if [ "$rc" != "$code" ]; then
+		fail "starfa $* exited $rc, expected $code; output:
+$out"
+	elif ! printf '%s\n' "$out" | grep -Eq -- "$pattern"; then
+		fail "starfa $*: output does not match /$pattern/:
+$out"
+	else
+		echo "ok: starfa $*"
+	fi
+}
+
+# Ratings of 80 users on 50 items from a rank-2 model plus noise, half of the pairs, ids as strings.
+awk 'BEGIN { srand(11); print "userId,movieId,rating,timestamp";
+	for (u = 0; u < 80; u++) { a[u] = rand() - 0.5; b[u] = rand() - 0.5 }
+	for (i = 0; i < 50; i++) { c[i] = 2 * rand() - 1; d[i] = 2 * rand() - 1 }
+	for (u = 0; u < 80; u++) for (i = 0; i < 50; i++) if (rand() < 0.5) {
+		r = 3 + 2 * (a[u] * c[i] + b[u] * d[i]) + 0.3 * (rand() - 0.5);
+		r = r < 0.5 ? 0.5 : r > 5 ? 5 : r;
+		printf "u%d,m%d,%.1f,%d\n", u, i, r, 1000 + u * 50 + i } }' >"$tmp/ratings.csv"
+# A separate test file: some of the same pairs' neighbours, and a user and an item training never saw.
+awk -F, 'NR > 1 && NR % 5 == 0 { print $1 "," $2 "," $3 } END { print "newcomer,m1,4"; print "u1,m999,3" }' \
+	"$tmp/ratings.csv" >"$tmp/test.csv"
+printf 'userId,movieId,rating\nu1,m0,3\nu1,m1,3\nu1,m2,3\n' >"$tmp/exclude.csv"
+
+expect 0 'iter +6 .*train_rmse .*test_rmse 0\.[0-9]+' -- train --input "$tmp/ratings.csv" --test-fraction 0.2 \
+	--seed 3 --rank 4 --iters 6 --out "$tmp/als.model" --log "$tmp/als.csv" --ncpus 2
+[ -s "$tmp/als.model" ] || fail "train wrote no model"
+head -n 1 "$tmp/als.csv" | grep -q '^iteration,seconds,train_loss,train_rmse,test_rmse,' || fail "log header: $(head -n 1 "$tmp/als.csv")"
+[ "$(wc -l <"$tmp/als.csv")" -eq 7 ] || fail "log has $(wc -l <"$tmp/als.csv") lines, expected 7"
+awk -F, 'NR > 1 && !($4 > 0 && $4 < 1 && $5 > 0 && $5 < 1.5) { exit 1 }' "$tmp/als.csv" || fail "log values: $(cat "$tmp/als.csv")"
+expect 0 'test_rmse' -- train --input "$tmp/ratings.csv" --test "$tmp/test.csv" --rank 3 --iters 3 --solver cg \
+	--cg-steps 4 --fp16 --out "$tmp/als-cg.model"
+expect 0 'iter +4 .*p@10 0\.[0-9]+ +map@10 .*ndcg@10' -- train --algo ials --input "$tmp/ratings.csv" \
+	--test-fraction 0.2 --rank 6 --iters 4 --alpha 5 --out "$tmp/ials.model" --row-tiles 2 --col-tiles 3
+
+expect 0 'rmse=0\.[0-9]+' -- eval --model "$tmp/als.model" --test "$tmp/test.csv"
+expect 0 'cold=2' -- eval --model "$tmp/als.model" --test "$tmp/test.csv"
+expect 0 'precision@5=0\.[0-9]+ map@5=.* ndcg@5=' -- eval --model "$tmp/ials.model" --test "$tmp/test.csv" --k 5
+
+expect 0 '^3	m[0-9]+	[0-9.-]+$' -- recommend --model "$tmp/als.model" --user u1 --k 3
+# Nothing the user rated in training comes back (the model keeps the training entries): als-cg.model
+# was trained on the whole of ratings.csv.
+"$starfa" recommend --model "$tmp/als-cg.model" --user u7 --k 50 | awk 'NR > 1 { print $2 }' >"$tmp/recs"
+awk -F, '$1 == "u7" { print $2 }' "$tmp/ratings.csv" >"$tmp/rated"
+[ "$(wc -l <"$tmp/recs")" -eq $((50 - $(wc -l <"$tmp/rated"))) ] || fail "u7: $(wc -l <"$tmp/recs") recommendations"
+grep -qxFf "$tmp/rated" "$tmp/recs" && fail "recommend returned items u7 rated in training"
+# --exclude leaves out more.
+"$starfa" recommend --model "$tmp/als.model" --user u1 --k 50 --exclude "$tmp/exclude.csv" | awk 'NR > 1 { print $2 }' >"$tmp/recs-ex"
+grep -Eqx 'm[012]' "$tmp/recs-ex" && fail "--exclude did not leave out m0, m1, m2"
+expect 0 'not in the model' -- recommend --model "$tmp/ials.model" --user nobody --k 2
+
+# Bad input: a clear message, a non-zero exit, and no model or log left behind.
+expect 2 'needs --input FILE and --out MODEL' -- train --input "$tmp/ratings.csv"
+expect 2 '--rank expects an integer' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --rank 0
+expect 2 '--solver must be chol or cg' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --solver lu
+expect 2 '--algo must be als or ials' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
+expect 2 'not both' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --test "$tmp/test.csv" --test-fraction 0.2
+expect 1 'missing\.csv' -- train --input "$tmp/missing.csv" --out "$tmp/x.model" --log "$tmp/x.csv"
+expect 1 'cannot write the model' -- train --input "$tmp/ratings.csv" --out "$tmp/no/such/folder/x.model"
+printf 'userId,movieId,rating\nu1,m1,4\nu2,m1,-3\n' >"$tmp/negative.csv"
+expect 1 'negative' -- train --algo ials --input "$tmp/negative.csv" --out "$tmp/x.model" --log "$tmp/x.csv"
+[ -e "$tmp/x.model" ] && fail "a failed training left a model"
+[ -e "$tmp/x.csv" ] && fail "a failed training left a log"
+ls "$tmp" | grep -q '\.tmp\.' && fail "temporary files left: $(ls "$tmp")"
+
+head -c 200 "$tmp/als.model" >"$tmp/cut.model"
+expect 1 'cut\.model: not a valid starfa model: truncated' -- eval --model "$tmp/cut.model" --test "$tmp/test.csv"
+cp "$tmp/als.model" "$tmp/flip.model"
+printf 'X' | dd of="$tmp/flip.model" bs=1 seek=300 conv=notrunc 2>/dev/null
+expect 1 'checksum' -- recommend --model "$tmp/flip.model" --user u1
+expect 1 'STARFAMD' -- recommend --model "$tmp/ratings.csv" --user u1
+expect 1 'missing\.model' -- eval --model "$tmp/missing.model" --test "$tmp/test.csv"
+expect 1 'missing\.csv' -- eval --model "$tmp/als.model" --test "$tmp/missing.csv"
+expect 2 'needs --model MODEL and --user ID' -- recommend --model "$tmp/als.model"
+expect 2 '--k expects an integer' -- recommend --model "$tmp/als.model" --user u1 --k 0
+expect 2 'needs --model MODEL and --test FILE' -- eval --test "$tmp/test.csv"
+
+[ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+exit 0

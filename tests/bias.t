@@ -1,0 +1,1 @@
+# runs the 'bias' group of tests/starfa_test

@@ -1,0 +1,1 @@
+# runs the 'gram' group of tests/starfa_test

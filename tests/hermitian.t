@@ -1,0 +1,1 @@
+# runs the 'hermitian' group of tests/starfa_test

@@ -1,0 +1,1 @@
+# runs the 'model' group of tests/starfa_test

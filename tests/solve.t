@@ -1,0 +1,1 @@
+# runs the 'solve' group of tests/starfa_test

@@ -1,0 +1,150 @@
+/* bias: per-row right-hand sides, the CPU kernel and the task graph against a sequential double
+ * reference on fresh random inputs with NaN-poisoned outputs. */
+#include "als_testing.h"
+
+#include "cpu/bias.h"
+
+static const int64_t ranks[] = {1, 3, 8, 16, 17, 33, 64, 129};
+#define NRANKS (sizeof ranks / sizeof ranks[0])
+
+/* b_u = sum t theta in double, and each element's float32 bound. */
+static void reference(const starfa_csr *S, const float *theta, int64_t ld, int64_t k, const float *offset, float mu,
+		      int implicit, float alpha, double *ref, double *bound)
+{
+	for (int64_t r = 0; r < S->nrows; r++)
+		for (int64_t d = 0; d < k; d++) {
+			double sum = 0, mag = 0;
+			for (int64_t p = S->rowptr[r]; p < S->rowptr[r + 1]; p++) {
+				int64_t c = S->colind[p];
+				double tv = implicit ? 1.0 + (double)alpha * S->val[p]
+						     : (double)S->val[p] - mu - (offset ? offset[c * ld] : 0.0);
+				sum += tv * theta[c * ld + d];
+				mag += fabs(tv * theta[c * ld + d]) + fabs(theta[c * ld + d]) * (fabs(mu) + 2);
+			}
+			ref[r * k + d] = sum;
+			bound[r * k + d] = (double)(S->rowptr[r + 1] - S->rowptr[r] + 3) * FLT_EPSILON * mag;
+		}
+}
+
+static int compare(const float *got, const double *ref, const double *bound, const float *prior, int64_t n,
+		   const char *what)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double want = ref[i] + (prior ? prior[i] : 0.0);
+		double tol = 2 * bound[i] + (prior ? 2 * FLT_EPSILON * (fabs(prior[i]) + fabs(want)) : 0.0);
+		CHECK_MSG(fabs(got[i] - want) <= tol, "%s: element %lld is %.9g, reference %.9g", what, (long long)i,
+			  got[i], want);
+	}
+	return 0;
+}
+
+TEST(bias, cpu_kernel_matches_reference)
+{
+	uint64_t rng = testing_seed() + 20;
+	for (size_t ki = 0; ki < NRANKS; ki++) {
+		int64_t k = ranks[ki], ld = k + 1 + (int64_t)testing_below(&rng, 3);
+		struct als_tile t;
+		CHECK(als_tile_make(&t, 80 + (int64_t)testing_below(&rng, 50), 200, 2500, 1.5, 1, &rng) == 0);
+		const starfa_csr *S = t.csr;
+		int64_t n = S->nrows * k;
+		float *theta = als_alloc((size_t)(S->ncols * ld)), *b = als_alloc((size_t)n), *prior = als_alloc((size_t)n);
+		double *ref = malloc(sizeof(double) * (size_t)n), *bound = malloc(sizeof(double) * (size_t)n);
+		CHECK(theta && b && prior && ref && bound);
+		testing_fill_random(theta, (size_t)(S->ncols * ld), &rng);
+		for (int mode = 0; mode < 3; mode++) { /* explicit, explicit with an offset column, implicit */
+			int implicit = mode == 2;
+			const float *offset = mode == 1 ? theta + k : NULL;
+			reference(S, theta, ld, k, offset, 3.5f, implicit, 2.0f, ref, bound);
+			for (int threads = 1; threads <= 4; threads *= 2) {
+				char what[64];
+				snprintf(what, sizeof what, "k=%lld mode=%d threads=%d", (long long)k, mode, threads);
+				testing_poison(b, (size_t)n);
+				starfa_cpu_bias(S->nrows, t.rowptr, t.colind, S->val, theta, ld, k, offset, 3.5f, implicit, 2.0f, 0, b,
+						k, threads);
+				if (compare(b, ref, bound, NULL, n, what))
+					return 1;
+				testing_fill_random(prior, (size_t)n, &rng);
+				memcpy(b, prior, sizeof(float) * (size_t)n);
+				starfa_cpu_bias(S->nrows, t.rowptr, t.colind, S->val, theta, ld, k, offset, 3.5f, implicit, 2.0f, 1, b,
+						k, threads);
+				if (compare(b, ref, bound, prior, n, what))
+					return 1;
+			}
+		}
+		free(theta);
+		free(b);
+		free(prior);
+		free(ref);
+		free(bound);
+		als_tile_free(&t);
+	}
+	return 0;
+}
+
+TEST(bias, task_graph_matches_reference)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 21;
+	static const int64_t grids[][2] = {{1, 1}, {3, 4}, {4, 1}};
+	for (size_t g = 0; g < 3; g++) {
+		int64_t k = ranks[testing_below(&rng, NRANKS)], w = k + 2;
+		int implicit = (int)testing_below(&rng, 2);
+		starfa_csr *S = testing_random_csr(80, 90, 1500, 1.0, &rng), *St = NULL;
+		CHECK(S);
+		CHECK_OK(starfa_csr_transpose(S, &St));
+		float *X = als_alloc((size_t)(S->nrows * w)), *Y = als_alloc((size_t)(S->ncols * w));
+		CHECK(X && Y);
+		testing_fill_random(X, (size_t)(S->nrows * w), &rng);
+		testing_fill_random(Y, (size_t)(S->ncols * w), &rng);
+		starfa_tiling_options opts = {grids[g][0], grids[g][1], 1};
+		starfa_tiled *t = NULL;
+		starfa_dense *dx = NULL, *dy = NULL;
+		starfa_systems *su = NULL, *si = NULL;
+		CHECK_OK(starfa_tiled_create(S, &opts, &t));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, X, w, &dx));
+		CHECK_OK(starfa_dense_create(t, STARFA_COLS, Y, w, &dy));
+		CHECK_OK(starfa_systems_create(t, STARFA_ROWS, k, 0, 1, &su));
+		CHECK_OK(starfa_systems_create(t, STARFA_COLS, k, 1, 0, &si));
+		for (int side = 0; side < 2; side++) {
+			const starfa_csr *M = side == 0 ? S : St;
+			const float *theta = side == 0 ? Y : X;
+			starfa_systems *sys = side == 0 ? su : si;
+			const int64_t *bounds = side == 0 ? starfa_tiled_row_bounds(t) : starfa_tiled_col_bounds(t);
+			/* Columns 1..k, the other side's bias in column 0 (explicit), as the ALS graph has them. */
+			int64_t n = M->nrows * k;
+			double *ref = malloc(sizeof(double) * (size_t)n), *bound = malloc(sizeof(double) * (size_t)n);
+			float *b = als_alloc((size_t)n);
+			CHECK(ref && bound && b);
+			reference(M, theta + 1, w, k, implicit ? NULL : theta, 0.25f, implicit, 3.0f, ref, bound);
+			for (int64_t band = 0; band < starfa_systems_bands(sys); band++) {
+				CHECK_OK(starfa_insert_bias(t, side == 0 ? STARFA_ROWS : STARFA_COLS, band, side == 0 ? dy : dx, 1,
+							    implicit ? -1 : 0, 0.25f, implicit ? STARFA_IMPLICIT : STARFA_EXPLICIT,
+							    3.0f, sys));
+				int64_t rows = bounds[band + 1] - bounds[band];
+				testing_poison(b + bounds[band] * k, (size_t)(rows * k));
+				CHECK_OK(starfa_systems_read(sys, band, NULL, b + bounds[band] * k));
+			}
+			char what[64];
+			snprintf(what, sizeof what, "grid %zu side %d k=%lld implicit=%d", g, side, (long long)k, implicit);
+			/* Tiles add in order: one more rounding per tile. */
+			for (int64_t i = 0; i < n; i++)
+				bound[i] *= 3;
+			if (compare(b, ref, bound, NULL, n, what))
+				return 1;
+			free(ref);
+			free(bound);
+			free(b);
+		}
+		CHECK(starfa_insert_bias(t, STARFA_ROWS, 0, dy, 1, w, 0, STARFA_EXPLICIT, 0, su) == STARFA_EINVAL);
+		starfa_systems_free(su);
+		starfa_systems_free(si);
+		starfa_dense_free(dx);
+		starfa_dense_free(dy);
+		starfa_tiled_free(t);
+		starfa_csr_free(S);
+		starfa_csr_free(St);
+		free(X);
+		free(Y);
+	}
+	return 0;
+}

@@ -1,0 +1,272 @@
+/* hermitian: per-row Gram matrices, the CPU kernel and the task graph against a sequential double
+ * reference on fresh random inputs with NaN-poisoned outputs. */
+#include "als_testing.h"
+
+#include "cpu/half.h"
+#include "cpu/hermitian.h"
+
+static const int64_t ranks[] = {1, 3, 8, 15, 16, 17, 31, 33, 64, 100, 129};
+#define NRANKS (sizeof ranks / sizeof ranks[0])
+
+/* ref_u = (1 / s_u) sum w theta theta^T in double, and the float32 bound of each element: the sum of
+ * the magnitudes of its terms times (n + 2) eps. */
+static void reference(const starfa_csr *S, const float *theta, int64_t ld, int64_t k, int weighted, float alpha,
+		      const float *scale, double *ref, double *bound)
+{
+	for (int64_t r = 0; r < S->nrows; r++) {
+		double inv = scale ? 1.0 / scale[2 * r] : 1.0, n = (double)(S->rowptr[r + 1] - S->rowptr[r]);
+		for (int64_t a = 0; a < k; a++)
+			for (int64_t c = 0; c < k; c++) {
+				double sum = 0, mag = 0;
+				for (int64_t p = S->rowptr[r]; p < S->rowptr[r + 1]; p++) {
+					double w = weighted ? (double)alpha * S->val[p] : 1.0;
+					const float *th = theta + (int64_t)S->colind[p] * ld;
+					sum += w * th[a] * th[c];
+					mag += fabs(w * th[a] * th[c]);
+				}
+				ref[(r * k + a) * k + c] = sum * inv;
+				bound[(r * k + a) * k + c] = (n + 2) * FLT_EPSILON * mag * inv;
+			}
+	}
+}
+
+/* got (floats, or FP16 words) against ref + prior; FP16 adds half an FP16 ulp per rounding. */
+static int compare(const void *got, int fp16, const double *ref, const double *bound, const float *prior, int64_t n,
+		   const char *what)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double g = fp16 ? starfa_half_to_float(((const uint16_t *)got)[i]) : ((const float *)got)[i];
+		double want = ref[i] + (prior ? prior[i] : 0.0);
+		double tol = 2 * bound[i] + (prior ? FLT_EPSILON * fabs(prior[i]) : 0.0);
+		if (fp16)
+			tol += (prior ? 2 : 1) * (fabs(want) + bound[i]) * 0.00049 + 2 * 6e-8;
+		CHECK_MSG(fabs(g - want) <= tol, "%s: element %lld is %.9g, reference %.9g (tolerance %.3g)", what,
+			  (long long)i, g, want, tol);
+	}
+	return 0;
+}
+
+TEST(hermitian, cpu_kernel_matches_reference)
+{
+	uint64_t rng = testing_seed();
+	for (size_t ki = 0; ki < NRANKS; ki++) {
+		int64_t k = ranks[ki], ld = k + (int64_t)testing_below(&rng, 3);
+		struct als_tile t;
+		/* Skewed: empty rows, one-nonzero rows, and heavy rows past a panel chunk (256). */
+		CHECK(als_tile_make(&t, 60 + (int64_t)testing_below(&rng, 60), 300, 3000, 1.5, 1, &rng) == 0);
+		const starfa_csr *S = t.csr;
+		int64_t nrows = S->nrows, n = nrows * k * k;
+		float *theta = als_alloc((size_t)(S->ncols * ld)), *info = als_alloc((size_t)(2 * nrows));
+		float *A = als_alloc((size_t)n), *prior = als_alloc((size_t)n);
+		uint16_t *A16 = malloc(sizeof(uint16_t) * (size_t)n + 2);
+		double *ref = malloc(sizeof(double) * (size_t)n + 8), *bound = malloc(sizeof(double) * (size_t)n + 8);
+		CHECK(theta && info && A && prior && A16 && ref && bound);
+		testing_fill_random(theta, (size_t)(S->ncols * ld), &rng);
+		for (int64_t r = 0; r < nrows; r++) {
+			info[2 * r] = 0.1f;
+			info[2 * r + 1] = 1.0f + (float)(S->rowptr[r + 1] - S->rowptr[r]);
+		}
+		for (int weighted = 0; weighted < 2; weighted++)
+			for (int fp16 = 0; fp16 < 2; fp16++) {
+				reference(S, theta, ld, k, weighted, 0.7f, fp16 ? info + 1 : NULL, ref, bound);
+				for (int threads = 1; threads <= 4; threads *= 2) {
+					char what[96];
+					snprintf(what, sizeof what, "k=%lld weighted=%d fp16=%d threads=%d", (long long)k,
+						 weighted, fp16, threads);
+					/* Overwrite: every element must be written, empty rows as zeros. */
+					testing_poison(A, (size_t)n);
+					for (int64_t i = 0; i < n; i++)
+						A16[i] = 0x7e00; /* FP16 NaN */
+					void *out = fp16 ? (void *)A16 : (void *)A;
+					CHECK(starfa_cpu_hermitian(nrows, t.rowptr, t.colind, S->val, theta, ld, k, weighted,
+								   0.7f, fp16 ? info + 1 : NULL, 2, 0, fp16, out,
+								   threads) == 0);
+					if (compare(out, fp16, ref, bound, NULL, n, what))
+						return 1;
+					/* Accumulate onto a prior value, as the band's later tiles do. */
+					testing_fill_random(prior, (size_t)n, &rng);
+					for (int64_t i = 0; i < n; i++) {
+						if (fp16)
+							A16[i] = starfa_float_to_half(prior[i]);
+						prior[i] = fp16 ? starfa_half_to_float(A16[i]) : prior[i];
+						A[i] = prior[i];
+					}
+					CHECK(starfa_cpu_hermitian(nrows, t.rowptr, t.colind, S->val, theta, ld, k, weighted,
+								   0.7f, fp16 ? info + 1 : NULL, 2, 1, fp16, out,
+								   threads) == 0);
+					strcat(what, " accumulate");
+					if (compare(out, fp16, ref, bound, prior, n, what))
+						return 1;
+				}
+			}
+		free(theta);
+		free(info);
+		free(A);
+		free(prior);
+		free(A16);
+		free(ref);
+		free(bound);
+		als_tile_free(&t);
+	}
+	return 0;
+}
+
+/* The comparison must catch what it is there to catch: an unwritten element, a wrong one. */
+TEST(hermitian, reference_rejects_wrong_results)
+{
+	uint64_t rng = testing_seed() + 1;
+	struct als_tile t;
+	CHECK(als_tile_make(&t, 20, 30, 200, 0.0, 0, &rng) == 0);
+	int64_t k = 8, n = 20 * k * k;
+	float *theta = als_alloc(30 * 8), *A = als_alloc((size_t)n);
+	double *ref = malloc(sizeof(double) * (size_t)n), *bound = malloc(sizeof(double) * (size_t)n);
+	CHECK(theta && A && ref && bound);
+	testing_fill_random(theta, 30 * 8, &rng);
+	reference(t.csr, theta, k, k, 0, 1.0f, NULL, ref, bound);
+	CHECK(starfa_cpu_hermitian(20, t.rowptr, t.colind, t.csr->val, theta, k, k, 0, 1.0f, NULL, 0, 0, 0, A, 1) == 0);
+	CHECK(compare(A, 0, ref, bound, NULL, n, "exact") == 0);
+	A[n / 2] = NAN;
+	testing_note("a NaN and a wrong element must fail (two failure lines follow)");
+	CHECK(compare(A, 0, ref, bound, NULL, n, "nan") != 0);
+	CHECK(starfa_cpu_hermitian(20, t.rowptr, t.colind, t.csr->val, theta, k, k, 0, 1.0f, NULL, 0, 0, 0, A, 1) == 0);
+	int64_t i = 5 * k * k + 3; /* an off-diagonal element of a row with nonzeros, not just rounding away */
+	A[i] += 1e-3f * (1.0f + fabsf(A[i]));
+	CHECK(compare(A, 0, ref, bound, NULL, n, "wrong") != 0);
+	free(theta);
+	free(A);
+	free(ref);
+	free(bound);
+	als_tile_free(&t);
+	return 0;
+}
+
+/* Through StarPU, both sides of a tiled matrix: every band's systems, summed over its tiles, against the
+ * reference on the whole matrix (its transpose for the column side). */
+TEST(hermitian, task_graph_matches_reference)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 2;
+	static const int64_t grids[][2] = {{1, 1}, {3, 4}, {5, 2}};
+	for (size_t g = 0; g < 3; g++) {
+		int64_t k = ranks[testing_below(&rng, NRANKS - 2)], w = k + 2, col0 = 1;
+		int fp16 = (int)testing_below(&rng, 2), weighted = (int)testing_below(&rng, 2);
+		starfa_csr *S = testing_random_csr(90, 70, 1500, 1.2, &rng);
+		CHECK(S);
+		for (int64_t p = 0; p < S->nnz; p++)
+			S->val[p] = fabsf(S->val[p]);
+		starfa_csr *St = NULL;
+		CHECK_OK(starfa_csr_transpose(S, &St));
+		float *X = als_alloc((size_t)(S->nrows * w)), *Y = als_alloc((size_t)(S->ncols * w));
+		float *iu = als_alloc((size_t)(2 * S->nrows)), *ii = als_alloc((size_t)(2 * S->ncols));
+		CHECK(X && Y && iu && ii);
+		testing_fill_random(X, (size_t)(S->nrows * w), &rng);
+		testing_fill_random(Y, (size_t)(S->ncols * w), &rng);
+		for (int64_t r = 0; r < S->nrows; r++)
+			iu[2 * r] = 1, iu[2 * r + 1] = 1.0f + (float)(S->rowptr[r + 1] - S->rowptr[r]);
+		for (int64_t r = 0; r < S->ncols; r++)
+			ii[2 * r] = 1, ii[2 * r + 1] = 1.0f + (float)(St->rowptr[r + 1] - St->rowptr[r]);
+		starfa_tiling_options opts = {grids[g][0], grids[g][1], 1};
+		starfa_tiled *t = NULL;
+		starfa_dense *dx = NULL, *dy = NULL, *diu = NULL, *dii = NULL;
+		starfa_systems *su = NULL, *si = NULL;
+		CHECK_OK(starfa_tiled_create(S, &opts, &t));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, X, w, &dx));
+		CHECK_OK(starfa_dense_create(t, STARFA_COLS, Y, w, &dy));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, iu, 2, &diu));
+		CHECK_OK(starfa_dense_create(t, STARFA_COLS, ii, 2, &dii));
+		/* Fewer slots than bands: bands share slots, as training does. */
+		CHECK_OK(starfa_systems_create(t, STARFA_ROWS, k, fp16, 2, &su));
+		CHECK_OK(starfa_systems_create(t, STARFA_COLS, k, fp16, 0, &si));
+		starfa_feedback fb = weighted ? STARFA_IMPLICIT : STARFA_EXPLICIT;
+		for (int side = 0; side < 2; side++) {
+			const starfa_csr *M = side == 0 ? S : St;
+			starfa_systems *sys = side == 0 ? su : si;
+			const float *info = side == 0 ? iu : ii, *theta = side == 0 ? Y : X;
+			const int64_t *bounds = side == 0 ? starfa_tiled_row_bounds(t) : starfa_tiled_col_bounds(t);
+			int64_t n = M->nrows * k * k;
+			double *ref = malloc(sizeof(double) * (size_t)n), *bound = malloc(sizeof(double) * (size_t)n);
+			float *A = als_alloc((size_t)n);
+			CHECK(ref && bound && A);
+			reference(M, theta + col0, w, k, weighted, 0.5f, fp16 ? info + 1 : NULL, ref, bound);
+			for (int64_t b = 0; b < starfa_systems_bands(sys); b++) {
+				CHECK_OK(starfa_insert_hermitian(t, side == 0 ? STARFA_ROWS : STARFA_COLS, b, side == 0 ? dy : dx,
+								 col0, fb, 0.5f, side == 0 ? diu : dii, sys));
+				/* Read before the next band, which may reuse the slot. */
+				int64_t rows = bounds[b + 1] - bounds[b];
+				testing_poison(A + bounds[b] * k * k, (size_t)(rows * k * k));
+				CHECK_OK(starfa_systems_read(sys, b, A + bounds[b] * k * k, NULL));
+			}
+			/* The band's tiles add in tile order: FP16 rounds once per tile, each time relative to a
+			 * partial sum, which is at most the sum of the magnitudes (bound / ((n + 2) eps)). */
+			const int64_t tiles = side == 0 ? grids[g][1] : grids[g][0];
+			for (int64_t i = 0; i < n; i++) {
+				int64_t r = i / (k * k);
+				double want = ref[i], got = A[i];
+				double mag = bound[i] / ((double)(M->rowptr[r + 1] - M->rowptr[r] + 2) * FLT_EPSILON);
+				double tol = 4 * bound[i] + (fp16 ? (double)tiles * 0.00049 * (fabs(want) + mag) + 1e-6 : 0.0);
+				CHECK_MSG(fabs(got - want) <= tol,
+					  "grid %lldx%lld side %d k=%lld fp16=%d weighted=%d element %lld: %.9g, reference "
+					  "%.9g",
+					  (long long)grids[g][0], (long long)grids[g][1], side, (long long)k, fp16, weighted,
+					  (long long)i, got, want);
+			}
+			free(ref);
+			free(bound);
+			free(A);
+		}
+		starfa_systems_free(su);
+		starfa_systems_free(si);
+		starfa_dense_free(dx);
+		starfa_dense_free(dy);
+		starfa_dense_free(diu);
+		starfa_dense_free(dii);
+		starfa_tiled_free(t);
+		starfa_csr_free(S);
+		starfa_csr_free(St);
+		free(X);
+		free(Y);
+		free(iu);
+		free(ii);
+	}
+	return 0;
+}
+
+TEST(hermitian, insert_rejects_mismatched_operands)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 3;
+	starfa_csr *S = testing_random_csr(30, 20, 100, 0.0, &rng);
+	CHECK(S);
+	float *X = calloc(30 * 6, sizeof(float)), *Y = calloc(20 * 6, sizeof(float)), *iu = calloc(60, sizeof(float));
+	starfa_tiled *t = NULL, *t_plain = NULL;
+	starfa_dense *dx = NULL, *dy = NULL, *diu = NULL;
+	starfa_systems *sys = NULL;
+	starfa_tiling_options opts = {2, 2, 1};
+	CHECK_OK(starfa_tiled_create(S, &opts, &t));
+	CHECK_OK(starfa_tiled_create(S, NULL, &t_plain));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, X, 6, &dx));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, Y, 6, &dy));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, iu, 2, &diu));
+	CHECK(starfa_systems_create(t_plain, STARFA_COLS, 4, 0, 0, &sys) == STARFA_EINVAL); /* no transposed grid */
+	CHECK(strstr(starfa_last_error(), "transposed") != NULL);
+	CHECK_OK(starfa_systems_create(t, STARFA_ROWS, 4, 0, 0, &sys));
+	/* theta from the wrong side, columns past its width, a band that does not exist */
+	CHECK(starfa_insert_hermitian(t, STARFA_ROWS, 0, dx, 0, STARFA_EXPLICIT, 1, diu, sys) == STARFA_EINVAL);
+	CHECK(starfa_insert_hermitian(t, STARFA_ROWS, 0, dy, 3, STARFA_EXPLICIT, 1, diu, sys) == STARFA_EINVAL);
+	CHECK(strstr(starfa_last_error(), "columns 3..6") != NULL);
+	CHECK(starfa_insert_hermitian(t, STARFA_ROWS, 2, dy, 0, STARFA_EXPLICIT, 1, diu, sys) == STARFA_EINVAL);
+	CHECK(starfa_insert_hermitian(t, STARFA_COLS, 0, dx, 0, STARFA_EXPLICIT, 1, diu, sys) == STARFA_EINVAL);
+	CHECK_OK(starfa_insert_hermitian(t, STARFA_ROWS, 1, dy, 2, STARFA_EXPLICIT, 1, diu, sys));
+	CHECK_OK(starfa_wait());
+	starfa_systems_free(sys);
+	starfa_dense_free(dx);
+	starfa_dense_free(dy);
+	starfa_dense_free(diu);
+	starfa_tiled_free(t);
+	starfa_tiled_free(t_plain);
+	starfa_csr_free(S);
+	free(X);
+	free(Y);
+	free(iu);
+	return 0;
+}

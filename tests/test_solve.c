@@ -1,0 +1,306 @@
+/* solve: batched SPD systems, exact and by CG, FP32 and FP16 storage, the CPU kernel and the task graph
+ * against a sequential double reference on fresh random inputs. */
+#include "als_testing.h"
+
+#include "cpu/half.h"
+#include "cpu/solve.h"
+
+static const int64_t ranks[] = {1, 2, 5, 8, 16, 17, 32, 65};
+#define NRANKS (sizeof ranks / sizeof ranks[0])
+
+/* Random batch: A_u = sum of n_u outer products (n_u may be 0: an empty row), lambda_u, the FP16 scale. */
+struct batch {
+	int64_t rows, k;
+	float *A, *b, *info, *G, *X;
+	uint16_t *A16;
+};
+
+static int batch_make(struct batch *bt, int64_t rows, int64_t k, uint64_t *rng)
+{
+	bt->rows = rows;
+	bt->k = k;
+	bt->A = als_alloc((size_t)(rows * k * k));
+	bt->A16 = malloc(sizeof(uint16_t) * (size_t)(rows * k * k));
+	bt->b = als_alloc((size_t)(rows * k));
+	bt->X = als_alloc((size_t)(rows * k));
+	bt->info = als_alloc((size_t)(2 * rows));
+	bt->G = als_alloc((size_t)(k * k));
+	float *v = als_alloc((size_t)k);
+	if (!bt->A || !bt->A16 || !bt->b || !bt->X || !bt->info || !bt->G || !v)
+		return 1;
+	memset(bt->G, 0, sizeof(float) * (size_t)(k * k));
+	for (int i = 0; i < 3; i++) {
+		testing_fill_random(v, (size_t)k, rng);
+		for (int64_t a = 0; a < k; a++)
+			for (int64_t c = 0; c < k; c++)
+				bt->G[a * k + c] += v[a] * v[c];
+	}
+	for (int64_t u = 0; u < rows; u++) {
+		int64_t n = u % 7 == 0 ? 0 : (int64_t)testing_below(rng, (uint64_t)(2 * k + 2));
+		float *A = bt->A + u * k * k;
+		memset(A, 0, sizeof(float) * (size_t)(k * k));
+		for (int64_t i = 0; i < n; i++) {
+			testing_fill_random(v, (size_t)k, rng);
+			for (int64_t a = 0; a < k; a++)
+				for (int64_t c = 0; c < k; c++)
+					A[a * k + c] += v[a] * v[c];
+		}
+		bt->info[2 * u] = (float)(0.05 + testing_uniform(rng));
+		bt->info[2 * u + 1] = (float)(n + 1);
+		for (int64_t i = 0; i < k * k; i++) /* stored scaled by 1 / s_u, as hermitian writes FP16 systems */
+			bt->A16[u * k * k + i] = starfa_float_to_half(A[i] / bt->info[2 * u + 1]);
+	}
+	testing_fill_random(bt->b, (size_t)(rows * k), rng);
+	free(v);
+	return 0;
+}
+
+static void batch_free(struct batch *bt)
+{
+	free(bt->A);
+	free(bt->A16);
+	free(bt->b);
+	free(bt->X);
+	free(bt->info);
+	free(bt->G);
+}
+
+/* M_u as the kernel sees it (from the stored values), in double. */
+static void system_of(const struct batch *bt, int64_t u, int fp16, int gram, double *M)
+{
+	int64_t k = bt->k;
+	for (int64_t i = 0; i < k * k; i++)
+		M[i] = fp16 ? (double)bt->info[2 * u + 1] * starfa_half_to_float(bt->A16[u * k * k + i])
+			    : (double)bt->A[u * k * k + i];
+	for (int64_t i = 0; gram && i < k * k; i++)
+		M[i] += bt->G[i];
+	for (int64_t a = 0; a < k; a++)
+		M[a * k + a] += bt->info[2 * u];
+}
+
+/* Backward error |M x - b|_inf / (|M|_inf max(|x|_inf, start) + |b|_inf), in double: CG's updates round
+ * relative to where it started (start: the largest element of its warm start; 0 for Cholesky). */
+static double backward_error(const double *M, const float *x, const float *b, int64_t k, double start)
+{
+	double res = 0, mnorm = 0, xnorm = 0, bnorm = 0;
+	for (int64_t a = 0; a < k; a++) {
+		double s = 0, row = 0;
+		for (int64_t c = 0; c < k; c++) {
+			s += M[a * k + c] * x[c];
+			row += fabs(M[a * k + c]);
+		}
+		res = fmax(res, fabs(s - b[a]));
+		mnorm = fmax(mnorm, row);
+		xnorm = fmax(xnorm, fabs(x[a]));
+		bnorm = fmax(bnorm, fabs(b[a]));
+	}
+	return res / (mnorm * fmax(xnorm, start) + bnorm);
+}
+
+/* 1/2 x^T M x - b^T x: what CG decreases at every step. */
+static double energy(const double *M, const float *x, const float *b, int64_t k)
+{
+	double e = 0;
+	for (int64_t a = 0; a < k; a++) {
+		double s = 0;
+		for (int64_t c = 0; c < k; c++)
+			s += M[a * k + c] * x[c];
+		e += 0.5 * x[a] * s - (double)b[a] * x[a];
+	}
+	return e;
+}
+
+TEST(solve, cpu_kernel_matches_reference)
+{
+	uint64_t rng = testing_seed() + 30;
+	for (size_t ki = 0; ki < NRANKS; ki++) {
+		int64_t k = ranks[ki], rows = 40;
+		struct batch bt;
+		CHECK(batch_make(&bt, rows, k, &rng) == 0);
+		double *M = malloc(sizeof(double) * (size_t)(k * k));
+		float *x0 = als_alloc((size_t)(rows * k));
+		CHECK(M && x0);
+		testing_fill_random(x0, (size_t)(rows * k), &rng);
+		for (int solver = 0; solver < 2; solver++)
+			for (int fp16 = 0; fp16 < 2; fp16++)
+				for (int gram = 0; gram < 2; gram++)
+					for (int threads = 1; threads <= 3; threads += 2) {
+						/* CG with 3k steps converges; Cholesky is exact up to rounding. */
+						int steps = solver ? (int)(3 * k + 4) : 0;
+						uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+						if (solver)
+							memcpy(bt.X, x0, sizeof(float) * (size_t)(rows * k));
+						else
+							testing_poison(bt.X, (size_t)(rows * k));
+						CHECK(starfa_cpu_solve(rows, k, fp16 ? (void *)bt.A16 : (void *)bt.A, fp16, bt.b, k,
+								       bt.info, fp16 ? bt.info + 1 : NULL, 2, gram ? bt.G : NULL,
+								       solver ? STARFA_CPU_CG : STARFA_CPU_CHOLESKY, steps, bt.X, k, st,
+								       threads) == 0);
+						CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 0 && st[STARFA_SOLVE_FIRST_BAD_ROW] == UINT32_MAX,
+							  "%u bad rows", st[STARFA_SOLVE_BAD_ROWS]);
+						for (int64_t u = 0; u < rows; u++) {
+							system_of(&bt, u, fp16, gram, M);
+							double err = backward_error(M, bt.X + u * k, bt.b + u * k, k,
+										    solver ? 1.0 : 0.0);
+							double tol = solver ? 2e-5 * sqrt((double)k) : 8.0 * (double)k * FLT_EPSILON;
+							CHECK_MSG(err <= tol,
+								  "k=%lld %s fp16=%d gram=%d threads=%d row %lld: backward error %.3g > %.3g",
+								  (long long)k, solver ? "cg" : "cholesky", fp16, gram, threads,
+								  (long long)u, err, tol);
+						}
+					}
+		free(M);
+		free(x0);
+		batch_free(&bt);
+	}
+	return 0;
+}
+
+/* A few warm-started CG steps never raise the energy, and a row with neither system nor right-hand side
+ * stays exactly at zero. */
+TEST(solve, cg_steps_descend_from_warm_start)
+{
+	uint64_t rng = testing_seed() + 31;
+	int64_t k = 24, rows = 30;
+	struct batch bt;
+	CHECK(batch_make(&bt, rows, k, &rng) == 0);
+	float *x0 = als_alloc((size_t)(rows * k));
+	double *M = malloc(sizeof(double) * (size_t)(k * k));
+	CHECK(x0 && M);
+	testing_fill_random(x0, (size_t)(rows * k), &rng);
+	for (int64_t d = 0; d < k; d++) { /* row 0: no system, no right-hand side, starting at zero */
+		x0[d] = 0;
+		bt.b[d] = 0;
+	}
+	for (int steps = 1; steps <= 3; steps++) {
+		memcpy(bt.X, x0, sizeof(float) * (size_t)(rows * k));
+		uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+		CHECK(starfa_cpu_solve(rows, k, bt.A, 0, bt.b, k, bt.info, NULL, 2, NULL, STARFA_CPU_CG, steps, bt.X, k, st, 2) == 0);
+		CHECK(st[STARFA_SOLVE_BAD_ROWS] == 0);
+		for (int64_t u = 0; u < rows; u++) {
+			system_of(&bt, u, 0, 0, M);
+			double before = energy(M, x0 + u * k, bt.b + u * k, k), after = energy(M, bt.X + u * k, bt.b + u * k, k);
+			CHECK_MSG(after <= before + 1e-5 * fabs(before), "steps=%d row %lld: energy %.9g -> %.9g", steps,
+				  (long long)u, before, after);
+		}
+		for (int64_t d = 0; d < k; d++)
+			CHECK(bt.X[d] == 0.0f);
+	}
+	free(x0);
+	free(M);
+	batch_free(&bt);
+	return 0;
+}
+
+/* What a batch reports: a system that is not positive definite keeps its row, non-finite systems and
+ * right-hand sides are told apart, and the first bad row is named. */
+TEST(solve, status_names_bad_rows)
+{
+	uint64_t rng = testing_seed() + 32;
+	int64_t k = 6, rows = 12;
+	struct batch bt;
+	CHECK(batch_make(&bt, rows, k, &rng) == 0);
+	bt.info[2 * 3] = -1e6f;            /* row 3: lambda makes it negative definite */
+	bt.A[5 * k * k + 7] = NAN;         /* row 5: a NaN in the system */
+	bt.b[9 * k + 2] = INFINITY;        /* row 9: an infinite right-hand side */
+	for (int solver = 0; solver < 2; solver++) {
+		testing_fill_random(bt.X, (size_t)(rows * k), &rng);
+		float keep[6];
+		memcpy(keep, bt.X + 3 * k, sizeof keep);
+		uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+		CHECK(starfa_cpu_solve(rows, k, bt.A, 0, bt.b, k, bt.info, NULL, 2, NULL,
+				       solver ? STARFA_CPU_CG : STARFA_CPU_CHOLESKY, 5, bt.X, k, st, 2) == 0);
+		CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 3 && st[STARFA_SOLVE_NOT_SPD] == 1 && st[STARFA_SOLVE_NONFINITE_A] == 1 &&
+				  st[STARFA_SOLVE_NONFINITE_B] == 1 && st[STARFA_SOLVE_FIRST_BAD_ROW] == 3,
+			  "solver %d: bad %u not_spd %u nonfinite A %u b %u first %u", solver, st[0], st[STARFA_SOLVE_NOT_SPD],
+			  st[STARFA_SOLVE_NONFINITE_A], st[STARFA_SOLVE_NONFINITE_B], st[STARFA_SOLVE_FIRST_BAD_ROW]);
+		if (solver == 0)
+			CHECK(memcmp(keep, bt.X + 3 * k, sizeof keep) == 0);
+	}
+	batch_free(&bt);
+	return 0;
+}
+
+/* Through StarPU: systems built by hermitian and bias tasks over a tiled matrix, solved per band (with
+ * a Gram matrix from gram tasks, as implicit ALS does), against the systems read back. */
+TEST(solve, task_graph_matches_reference)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 33;
+	static const int64_t grids[][2] = {{1, 1}, {3, 2}, {4, 4}};
+	for (size_t g = 0; g < 3; g++) {
+		int64_t k = ranks[1 + testing_below(&rng, NRANKS - 1)];
+		int solver = (int)testing_below(&rng, 2), fp16 = (int)testing_below(&rng, 2), gram = g == 1;
+		starfa_csr *S = testing_random_csr(70, 60, 1200, 1.0, &rng);
+		CHECK(S);
+		float *X = als_alloc((size_t)(S->nrows * k)), *Y = als_alloc((size_t)(S->ncols * k));
+		float *info = als_alloc((size_t)(2 * S->nrows)), *Gh = als_alloc((size_t)(k * k));
+		CHECK(X && Y && info && Gh);
+		testing_fill_random(X, (size_t)(S->nrows * k), &rng);
+		testing_fill_random(Y, (size_t)(S->ncols * k), &rng);
+		for (int64_t r = 0; r < S->nrows; r++) {
+			info[2 * r] = 0.5f;
+			info[2 * r + 1] = 1.0f + (float)(S->rowptr[r + 1] - S->rowptr[r]);
+		}
+		starfa_tiling_options opts = {grids[g][0], grids[g][1], 1};
+		starfa_tiled *t = NULL;
+		starfa_dense *dx = NULL, *dy = NULL, *di = NULL;
+		starfa_systems *sys = NULL;
+		starfa_gram *G = NULL;
+		CHECK_OK(starfa_tiled_create(S, &opts, &t));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, X, k, &dx));
+		CHECK_OK(starfa_dense_create(t, STARFA_COLS, Y, k, &dy));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, info, 2, &di));
+		CHECK_OK(starfa_systems_create(t, STARFA_ROWS, k, fp16, 0, &sys));
+		CHECK_OK(starfa_gram_create(k, &G));
+		if (gram)
+			CHECK_OK(starfa_insert_gram(dy, 0, k, G));
+		int64_t nb = starfa_systems_bands(sys);
+		for (int64_t b = 0; b < nb; b++) {
+			CHECK_OK(starfa_insert_hermitian(t, STARFA_ROWS, b, dy, 0, STARFA_EXPLICIT, 0, di, sys));
+			CHECK_OK(starfa_insert_bias(t, STARFA_ROWS, b, dy, 0, -1, 0.1f, STARFA_EXPLICIT, 0, sys));
+			CHECK_OK(starfa_insert_solve(sys, b, di, gram ? G : NULL, solver ? STARFA_SOLVER_CG : STARFA_SOLVER_CHOLESKY,
+						     (int)(3 * k + 4), dx, 0));
+		}
+		starfa_solve_report rep;
+		CHECK_OK(starfa_systems_report(sys, &rep));
+		CHECK_MSG(rep.bad_rows == 0 && rep.first_bad_row == -1, "%lld bad rows", (long long)rep.bad_rows);
+		CHECK_OK(starfa_dense_sync(dx));
+		CHECK_OK(starfa_gram_read(G, Gh));
+		const int64_t *bounds = starfa_tiled_row_bounds(t);
+		double *M = malloc(sizeof(double) * (size_t)(k * k));
+		float *A = als_alloc((size_t)(S->nrows * k * k)), *b = als_alloc((size_t)(S->nrows * k));
+		CHECK(M && A && b);
+		for (int64_t band = 0; band < nb; band++)
+			CHECK_OK(starfa_systems_read(sys, band, A + bounds[band] * k * k, b + bounds[band] * k));
+		for (int64_t u = 0; u < S->nrows; u++) {
+			double s = fp16 ? info[2 * u + 1] : 1.0;
+			for (int64_t i = 0; i < k * k; i++)
+				M[i] = s * A[u * k * k + i] + (gram ? Gh[i] : 0.0);
+			for (int64_t a = 0; a < k; a++)
+				M[a * k + a] += info[2 * u];
+			double err = backward_error(M, X + u * k, b + u * k, k, solver ? 1.0 : 0.0);
+			double tol = solver ? 2e-5 * sqrt((double)k) : 8.0 * (double)k * FLT_EPSILON;
+			CHECK_MSG(err <= tol, "grid %zu k=%lld solver %d fp16 %d gram %d row %lld: backward error %.3g", g,
+				  (long long)k, solver, fp16, gram, (long long)u, err);
+		}
+		free(M);
+		free(A);
+		free(b);
+		CHECK(starfa_insert_solve(sys, 0, di, NULL, STARFA_SOLVER_CG, 0, dx, 0) == STARFA_EINVAL);
+		CHECK(starfa_insert_solve(sys, nb, di, NULL, STARFA_SOLVER_CHOLESKY, 0, dx, 0) == STARFA_EINVAL);
+		CHECK(starfa_insert_solve(sys, 0, di, NULL, STARFA_SOLVER_CHOLESKY, 0, dy, 0) == STARFA_EINVAL);
+		starfa_gram_free(G);
+		starfa_systems_free(sys);
+		starfa_dense_free(dx);
+		starfa_dense_free(dy);
+		starfa_dense_free(di);
+		starfa_tiled_free(t);
+		starfa_csr_free(S);
+		free(X);
+		free(Y);
+		free(info);
+		free(Gh);
+	}
+	return 0;
+}
