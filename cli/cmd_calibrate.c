@@ -176,14 +176,13 @@ static int calibrate_one(const struct calibrate_cli *c, const starfa_csr *csr, i
 				err = starfa_insert_spmm(S, STARFA_COLS, rows, cols_out);
 				break;
 			}
-			if (err) {
+			/* One task at a time: dmda sends a task to a worker type whose model lacks this
+			 * size only while it knows so, and it learns that when the task completes.
+			 * Submitted together, every round would go to the first uncalibrated type. */
+			if (err || starfa_wait()) {
 				cli_library_error();
 				goto out;
 			}
-		}
-		if (starfa_wait()) {
-			cli_library_error();
-			goto out;
 		}
 		starfa_worker_stats st;
 		starfa_stats_get(&st);
