@@ -9,6 +9,8 @@
  *    nonzeros and reduces with shuffles. B comes through L1/L2.
  *  - smem: vwarp with the tile's whole B block staged in shared memory first, for tiles
  *    whose B block fits and whose nonzeros reuse it enough to pay for the staging.
+ *  - vwarp_sliced: vwarp in passes over slices of k, each slice of B sized to stay in L2,
+ *    for tiles whose B block is larger than L2 and whose B rows are re-read often.
  * Device limits (SM count, L2 size, shared memory per block) are read from the device.
  */
 #include "gpu/sddmm.h"
@@ -21,9 +23,15 @@ constexpr int kWarp = 32;
 constexpr int kThreads = 256;
 constexpr int kChunk = 32; /* most nonzeros per virtual warp and warp span */
 constexpr int kMaxDevices = 64;
+/* Output modes of the virtual-warp kernel: scale by S's value; add to what out holds
+ * (the k-slices after the first). */
+constexpr int kScale = 1, kAccumulate = 2;
 /* Stage B only when each staged row serves this many nonzeros per block on average:
  * below it, the staging traffic is larger than the L1/L2 reads it saves. */
 constexpr double kSmemMinReuse = 8.0;
+/* Slice k only when B rows are re-read often enough (nonzeros per column) for L2 hits to
+ * outweigh the extra passes over the column indices and outputs. */
+constexpr double kSliceMinReuse = 8.0;
 
 struct DeviceLimits {
 	int sms;
@@ -128,7 +136,7 @@ template <int V, int J, bool kSmem>
 __global__ void __launch_bounds__(kThreads)
 	sddmm_vwarp(int64_t nrows, int64_t ncols, uint32_t nnz, int chunk, const uint32_t *__restrict__ rowptr,
 		    const uint32_t *__restrict__ colind, const float *__restrict__ sval, const float4 *__restrict__ A,
-		    int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4, int smem_ld, int scaled,
+		    int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4, int smem_ld, int mode,
 		    float *__restrict__ out)
 {
 	constexpr int gpw = kWarp / V;
@@ -180,8 +188,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
 			for (int offset = V / 2; offset > 0; offset /= 2)
 				acc += __shfl_xor_sync(group_mask, acc, offset, V);
-			if (lane == 0)
-				out[p] = scaled ? __ldg(sval + p) * acc : acc;
+			if (lane == 0) {
+				if (mode & kAccumulate)
+					acc += out[p];
+				out[p] = mode & kScale ? __ldg(sval + p) * acc : acc;
+			}
 		}
 	}
 }
@@ -221,7 +232,7 @@ bool vectorizable(const float *A, int64_t lda, const float *B, int64_t ldb, int6
 template <bool kSmem>
 cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, const uint32_t *rowptr,
 			 const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
-			 int64_t ldb, int64_t k, int scaled, float *out, cudaStream_t stream, unsigned blocks,
+			 int64_t ldb, int64_t k, int mode, float *out, cudaStream_t stream, unsigned blocks,
 			 size_t smem_bytes, int chunk)
 {
 	const float4 *A4 = reinterpret_cast<const float4 *>(A);
@@ -237,7 +248,7 @@ cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, co
 				return e;                                                                \
 		}                                                                                        \
 		sddmm_vwarp<V, J, kSmem><<<blocks, kThreads, smem_bytes, stream>>>(                     \
-			nrows, ncols, nnz, chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, scaled, \
+			nrows, ncols, nnz, chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, mode,   \
 			out);                                                                            \
 		return cudaGetLastError();                                                               \
 	}
@@ -259,8 +270,19 @@ struct Plan {
 	Shape shape;
 	unsigned blocks;
 	size_t smem_bytes;
-	int chunk; /* nonzeros per virtual warp */
+	int chunk;     /* nonzeros per virtual warp */
+	int64_t slice; /* k-slice width of VWARP_SLICED */
 };
+
+/* The k-slice whose B columns (ncols x slice floats) fill about half of L2, in multiples of
+ * 32 (at least 32): each pass over the nonzeros then finds its B rows in L2 instead of
+ * re-reading them from device memory (the SM-L2 scheme's L2 model, applied along k). */
+int64_t l2_slice(const DeviceLimits &dev, int64_t ncols)
+{
+	int64_t slice = (int64_t)dev.l2_bytes / 2 / (ncols * (int64_t)sizeof(float));
+	slice = slice / 32 * 32;
+	return slice < 32 ? 32 : slice;
+}
 
 /* Sizes the launch of `variant` on this tile; variant AUTO is resolved. Returns
  * cudaErrorInvalidValue when the variant cannot run the tile. */
@@ -281,20 +303,30 @@ cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols
 	if (smem_fits && smem_blocks_per_sm < 1)
 		smem_fits = false;
 
+	int64_t slice = l2_slice(dev, ncols);
 	if (variant == STARFA_CUDA_SDDMM_AUTO) {
 		int64_t staging_blocks = (int64_t)dev.sms * smem_blocks_per_sm;
 		if (!vec)
 			variant = STARFA_CUDA_SDDMM_WARP_PER_ROW;
 		else if (smem_fits && (double)nnz >= kSmemMinReuse * (double)staging_blocks * (double)ncols)
 			variant = STARFA_CUDA_SDDMM_SMEM;
+		else if (slice < k && (double)nnz >= kSliceMinReuse * (double)ncols)
+			variant = STARFA_CUDA_SDDMM_VWARP_SLICED;
 		else
 			variant = STARFA_CUDA_SDDMM_VWARP;
+	} else if (variant == STARFA_CUDA_SDDMM_VWARP_SLICED) {
+		/* Asked for explicitly: slice even where one pass would do (at least two slices). */
+		int64_t half = k / 2 / 4 * 4;
+		if (slice > half)
+			slice = half;
 	}
+	bool sliceable = vec && k >= 8;
 	if ((variant == STARFA_CUDA_SDDMM_VWARP && !vec) || (variant == STARFA_CUDA_SDDMM_SMEM && !smem_fits) ||
-	    variant <= STARFA_CUDA_SDDMM_AUTO || variant >= STARFA_CUDA_SDDMM_VARIANTS)
+	    (variant == STARFA_CUDA_SDDMM_VWARP_SLICED && !sliceable) || variant <= STARFA_CUDA_SDDMM_AUTO ||
+	    variant >= STARFA_CUDA_SDDMM_VARIANTS)
 		return cudaErrorInvalidValue;
 
-	Plan p = {variant, shape, 0, 0, kChunk};
+	Plan p = {variant, shape, 0, 0, kChunk, slice};
 	int64_t blocks;
 	if (variant == STARFA_CUDA_SDDMM_WARP_PER_ROW) {
 		blocks = (nrows + kThreads / kWarp - 1) / (kThreads / kWarp);
@@ -334,6 +366,7 @@ extern "C" const char *starfa_cuda_sddmm_variant_name(starfa_cuda_sddmm_variant 
 	case STARFA_CUDA_SDDMM_WARP_PER_ROW: return "warp_per_row";
 	case STARFA_CUDA_SDDMM_VWARP: return "vwarp";
 	case STARFA_CUDA_SDDMM_SMEM: return "smem";
+	case STARFA_CUDA_SDDMM_VWARP_SLICED: return "vwarp_sliced";
 	default: return "unknown";
 	}
 }
@@ -362,6 +395,7 @@ extern "C" cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant v
 	cudaError_t err = plan(variant, nrows, ncols, nnz, k, A, lda, B, ldb, &p);
 	if (err != cudaSuccess)
 		return err;
+	const int mode = scaled ? kScale : 0;
 	switch (p.variant) {
 	case STARFA_CUDA_SDDMM_WARP_PER_ROW:
 		sddmm_warp_per_row<<<p.blocks, kThreads, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, k,
@@ -369,10 +403,26 @@ extern "C" cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant v
 		return cudaGetLastError();
 	case STARFA_CUDA_SDDMM_VWARP:
 		return launch_vwarp<false>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb,
-					   k, scaled, out, stream, p.blocks, 0, p.chunk);
+					   k, mode, out, stream, p.blocks, 0, p.chunk);
 	case STARFA_CUDA_SDDMM_SMEM:
 		return launch_vwarp<true>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb, k,
-					  scaled, out, stream, p.blocks, p.smem_bytes, p.chunk);
+					  mode, out, stream, p.blocks, p.smem_bytes, p.chunk);
+	case STARFA_CUDA_SDDMM_VWARP_SLICED:
+		/* Passes in stream order: the first writes, the later ones add, the last scales. */
+		for (int64_t k0 = 0; k0 < k; k0 += p.slice) {
+			int64_t ks = k - k0 < p.slice ? k - k0 : p.slice;
+			Plan slice_plan;
+			err = plan(STARFA_CUDA_SDDMM_VWARP, nrows, ncols, nnz, ks, A + k0, lda, B + k0, ldb, &slice_plan);
+			if (err != cudaSuccess)
+				return err;
+			int slice_mode = (k0 > 0 ? kAccumulate : 0) | (k0 + ks >= k ? mode : 0);
+			err = launch_vwarp<false>(slice_plan.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval,
+						  A + k0, lda, B + k0, ldb, ks, slice_mode, out, stream, slice_plan.blocks,
+						  0, slice_plan.chunk);
+			if (err != cudaSuccess)
+				return err;
+		}
+		return cudaSuccess;
 	default:
 		return cudaErrorInvalidValue;
 	}

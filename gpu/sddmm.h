@@ -16,6 +16,8 @@ typedef enum starfa_cuda_sddmm_variant {
 	STARFA_CUDA_SDDMM_VWARP,        /* nnz-balanced virtual warps, 16-byte loads, A row in registers,
 					   B through L1/L2 (no shared memory) */
 	STARFA_CUDA_SDDMM_SMEM,         /* as VWARP, with the tile's whole B block staged in shared memory */
+	STARFA_CUDA_SDDMM_VWARP_SLICED, /* VWARP in passes over k-slices sized so that the slice of B
+					   stays in L2, the passes adding up in out */
 	STARFA_CUDA_SDDMM_VARIANTS
 } starfa_cuda_sddmm_variant;
 
