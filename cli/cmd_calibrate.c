@@ -23,9 +23,10 @@ static void usage(FILE *out)
 		     "growing size for each rank, on every worker type, with StarPU's calibration on, so\n"
 		     "that later runs schedule from calibrated performance models.\n"
 		     "  --ranks LIST     comma-separated ranks (default 32,128,512)\n"
-		     "  --min-nnz N      smallest tile (default 4096)\n"
+		     "  --min-nnz N      smallest tile (default 64)\n"
 		     "  --max-nnz N      largest tile (default 4194304); sizes grow 4x per step: StarPU's\n"
-		     "                   regression predicts tiles up to 10%% beyond the largest\n"
+		     "                   regression predicts tiles from 10%% below the smallest to 10%%\n"
+		     "                   above the largest, and forces calibration runs outside that\n"
 		     "  --rounds N       tasks per size and operation (default: 12 per worker type)\n" CLI_RUNTIME_HELP);
 }
 
@@ -206,7 +207,7 @@ out:
 
 int cmd_calibrate(int argc, char **argv)
 {
-	struct calibrate_cli c = {.ranks = {32, 128, 512}, .nranks = 3, .min_nnz = 4096, .max_nnz = 1 << 22, .seed = 1};
+	struct calibrate_cli c = {.ranks = {32, 128, 512}, .nranks = 3, .min_nnz = 64, .max_nnz = 1 << 22, .seed = 1};
 	starfa_options_default(&c.runtime);
 	c.runtime.silent = 1;
 	c.runtime.calibrate = 1;

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-/* Enough tiles to feed every worker a few times over, but none smaller than this,
- * so that StarPU's per-task cost (tens of microseconds) stays small beside the work. */
+/* Enough tiles to feed every worker that matters a few times over, but none smaller than
+ * this, so that StarPU's per-task cost (tens of microseconds) stays small beside the work. */
 #define MIN_AUTO_TILE_NNZ (1 << 14)
 #define TILES_PER_WORKER 4
 
@@ -64,10 +64,15 @@ static int64_t clamp_tiles(int64_t want, int64_t n)
 	return n > 0 && want > n ? n : want;
 }
 
-/* Automatic grid: about TILES_PER_WORKER tiles per worker, none under MIN_AUTO_TILE_NNZ. */
+/* Automatic grid: about TILES_PER_WORKER tiles per worker, none under MIN_AUTO_TILE_NNZ.
+ * When there are GPUs, only they count: a CPU core runs these kernels some fifty times
+ * slower than a GPU (bench/RESULTS.md), so tiles cut for the cores would only add per-task
+ * cost to the GPUs' share; the perfmodels still send a tile to a core when it finishes
+ * sooner there. */
 static void auto_grid(const starfa_csr *csr, int64_t *row_tiles, int64_t *col_tiles)
 {
-	int64_t workers = starpu_worker_get_count();
+	int64_t cuda = starpu_cuda_worker_get_count(), cpus = starpu_cpu_worker_get_count();
+	int64_t workers = cuda > 0 ? cuda : cpus;
 	int64_t want = TILES_PER_WORKER * (workers > 0 ? workers : 1);
 	int64_t by_size = csr->nnz / MIN_AUTO_TILE_NNZ;
 	if (want > by_size)
