@@ -26,6 +26,21 @@ void starfa_host_free(void *p, size_t bytes)
 		starpu_free_flags(p, bytes, STARPU_MALLOC_PINNED);
 }
 
+/* Starts copying a handle to GPU `gpu` (modulo the GPU count; -1: every GPU) while
+ * memory is free there, so that the schedulers' first decisions already find the tiles
+ * and factor blocks where the GPUs' share of the work will run: otherwise the transfer
+ * cost of the first use tips dmda towards the cores, whose copies then stay the cheapest. */
+static void prefetch_to_gpus(starpu_data_handle_t handle, int64_t gpu)
+{
+	int ids[STARPU_NMAXWORKERS];
+	unsigned n = starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS);
+	if (n == 0 || !handle)
+		return;
+	for (unsigned g = 0; g < n; g++)
+		if (gpu < 0 || (int64_t)g == gpu % (int64_t)n)
+			starpu_data_idle_prefetch_on_node(handle, starpu_worker_get_memory_node(ids[g]), 1);
+}
+
 /* Cuts [0, n) into `parts` consecutive ranges of about equal total count, each at
  * least one element wide (parts <= n). */
 static void balanced_bounds(const int64_t *counts, int64_t n, int64_t parts, int64_t *bounds)
@@ -166,10 +181,12 @@ static int build_grid(const starfa_csr *csr, const int64_t *row_bounds, int64_t 
 		}
 		for (int64_t j = 0; j < nc; j++) {
 			struct starfa_tile *t = starfa_grid_tile(g, i, j);
-			if (t->nnz > 0)
+			if (t->nnz > 0) {
 				starpu_csr_data_register(&t->handle, STARPU_MAIN_RAM, (uint32_t)t->nnz,
 							 (uint32_t)t->nrows, (uintptr_t)t->val, t->colind,
 							 t->rowptr, 0, sizeof(float));
+				prefetch_to_gpus(t->handle, i * nc + j); /* tiles spread over the GPUs */
+			}
 		}
 	}
 out:
@@ -365,6 +382,7 @@ int starfa_dense_create(const starfa_tiled *t, starfa_side side, float *data, in
 		}
 		starpu_matrix_data_register(&d->blocks[b], STARPU_MAIN_RAM, (uintptr_t)(data + r0 * cols),
 					    (uint32_t)cols, (uint32_t)cols, (uint32_t)(r1 - r0), sizeof(float));
+		prefetch_to_gpus(d->blocks[b], -1); /* read by tasks on every GPU */
 	}
 	*out = d;
 	return 0;
