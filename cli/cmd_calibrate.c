@@ -207,7 +207,7 @@ out:
 
 int cmd_calibrate(int argc, char **argv)
 {
-	struct calibrate_cli c = {.ranks = {32, 128, 512}, .nranks = 3, .min_nnz = 64, .max_nnz = 1 << 22, .seed = 1};
+	struct calibrate_cli c = {.ranks = {32, 128, 512}, .nranks = 3, .min_nnz = 64, .max_nnz = 1 << 22, .seed = 1}; /* the largest automatic tile */
 	starfa_options_default(&c.runtime);
 	c.runtime.silent = 1;
 	c.runtime.calibrate = 1;

@@ -4,8 +4,11 @@
 #include <string.h>
 
 /* Enough tiles to feed every worker that matters a few times over, but none smaller than
- * this, so that StarPU's per-task cost (tens of microseconds) stays small beside the work. */
+ * MIN (StarPU's per-task cost, tens of microseconds, stays small beside the work) and none
+ * larger than MAX: `starfa calibrate` covers tiles up to that size by default, and StarPU
+ * forces calibration runs, on every worker type, for sizes outside its models' range. */
 #define MIN_AUTO_TILE_NNZ (1 << 14)
+#define MAX_AUTO_TILE_NNZ (1 << 22)
 #define TILES_PER_WORKER 4
 
 void *starfa_host_alloc(size_t bytes)
@@ -92,6 +95,9 @@ static void auto_grid(const starfa_csr *csr, int64_t *row_tiles, int64_t *col_ti
 	int64_t by_size = csr->nnz / MIN_AUTO_TILE_NNZ;
 	if (want > by_size)
 		want = by_size;
+	int64_t at_least = (csr->nnz + MAX_AUTO_TILE_NNZ - 1) / MAX_AUTO_TILE_NNZ;
+	if (want < at_least)
+		want = at_least;
 	if (want < 1)
 		want = 1;
 	int64_t r = 1;
