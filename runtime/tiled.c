@@ -95,7 +95,8 @@ static void auto_grid(const starfa_csr *csr, int64_t *row_tiles, int64_t *col_ti
 	int64_t by_size = csr->nnz / MIN_AUTO_TILE_NNZ;
 	if (want > by_size)
 		want = by_size;
-	int64_t at_least = (csr->nnz + MAX_AUTO_TILE_NNZ - 1) / MAX_AUTO_TILE_NNZ;
+	/* Twice the bare minimum: the grid balances its row and column bands, not each tile. */
+	int64_t at_least = (2 * csr->nnz + MAX_AUTO_TILE_NNZ - 1) / MAX_AUTO_TILE_NNZ;
 	if (want < at_least)
 		want = at_least;
 	if (want < 1)
