@@ -9,8 +9,10 @@
  *    nonzeros and reduces with shuffles. B comes through L1/L2.
  *  - smem: vwarp with the tile's whole B block staged in shared memory first, for tiles
  *    whose B block fits and whose nonzeros reuse it enough to pay for the staging.
- *  - vwarp_sliced: vwarp in passes over slices of k, each slice of B sized to stay in L2,
- *    for tiles whose B block is larger than L2 and whose B rows are re-read often.
+ *  - vwarp_sliced: vwarp in passes over slices of k, each slice of B sized to stay in L2.
+ *    Measured on an H200 (bench/RESULTS.md, 2026-11-22 00:55) it beat vwarp only on the
+ *    uniform matrix at K=128 (by 5%) and lost up to 1.9x elsewhere, so the automatic choice
+ *    never takes it; it stays for experiments on other devices.
  * Device limits (SM count, L2 size, shared memory per block) are read from the device.
  */
 #include "gpu/sddmm.h"
@@ -29,9 +31,6 @@ constexpr int kScale = 1, kAccumulate = 2;
 /* Stage B only when each staged row serves this many nonzeros per block on average:
  * below it, the staging traffic is larger than the L1/L2 reads it saves. */
 constexpr double kSmemMinReuse = 8.0;
-/* Slice k only when B rows are re-read often enough (nonzeros per column) for L2 hits to
- * outweigh the extra passes over the column indices and outputs. */
-constexpr double kSliceMinReuse = 8.0;
 
 struct DeviceLimits {
 	int sms;
@@ -310,8 +309,6 @@ cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols
 			variant = STARFA_CUDA_SDDMM_WARP_PER_ROW;
 		else if (smem_fits && (double)nnz >= kSmemMinReuse * (double)staging_blocks * (double)ncols)
 			variant = STARFA_CUDA_SDDMM_SMEM;
-		else if (slice < k && (double)nnz >= kSliceMinReuse * (double)ncols)
-			variant = STARFA_CUDA_SDDMM_VWARP_SLICED;
 		else
 			variant = STARFA_CUDA_SDDMM_VWARP;
 	} else if (variant == STARFA_CUDA_SDDMM_VWARP_SLICED) {
