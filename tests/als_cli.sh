@@ -2,33 +2,7 @@
 # starfa train, eval and recommend end to end on a small generated ratings file: outputs, the model
 # and log files, exit codes and messages on bad input, and nothing half-written after a failure.
 set -u
-starfa=${STARFA:-./starfa}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/starfa-als-cli-XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
-
-# expect CODE PATTERN -- ARGS...: runs starfa ARGS, checks the exit code and that the combined output
-# matches the extended regular expression PATTERN.
-expect() {
-	code=$1 pattern=$2
-	shift 3
-	out=$("$starfa" "$@" 2>&1)
-	rc=$?
-	if [ "$rc" != "$code" ]; then
-		fail "starfa $* exited $rc, expected $code; output:
-$out"
-	elif ! printf '%s\n' "$out" | grep -Eq -- "$pattern"; then
-		fail "starfa $*: output does not match /$pattern/:
-$out"
-	else
-		echo "ok: starfa $*"
-	fi
-}
+. "$(dirname "$0")/cli_lib.sh"
 
 # Ratings of 80 users on 50 items from a rank-2 model plus noise, half of the pairs, ids as strings.
 awk 'BEGIN { srand(11); print "userId,movieId,rating,timestamp";
@@ -96,5 +70,4 @@ expect 2 'needs --model MODEL and --user ID' -- recommend --model "$tmp/als.mode
 expect 2 '--k expects an integer' -- recommend --model "$tmp/als.model" --user u1 --k 0
 expect 2 'needs --model MODEL and --test FILE' -- eval --test "$tmp/test.csv"
 
-[ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-exit 0
+finish

@@ -2,33 +2,7 @@
 # The starfa command end to end: outputs on small files, exit codes and messages on
 # bad input. Run by `make check` with STARFA pointing at the built tool.
 set -u
-starfa=${STARFA:-./starfa}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/starfa-cli-XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
-
-# expect CODE PATTERN -- ARGS...: runs starfa ARGS, checks the exit code and that the
-# combined output matches the extended regular expression PATTERN.
-expect() {
-	code=$1 pattern=$2
-	shift 3
-	out=$("$starfa" "$@" 2>&1)
-	rc=$?
-	if [ "$rc" != "$code" ]; then
-		fail "starfa $* exited $rc, expected $code; output:
-$out"
-	elif ! printf '%s\n' "$out" | grep -Eq -- "$pattern"; then
-		fail "starfa $*: output does not match /$pattern/:
-$out"
-	else
-		echo "ok: starfa $*"
-	fi
-}
+. "$(dirname "$0")/cli_lib.sh"
 
 cat >"$tmp/small.mtx" <<'MTX'
 %%MatrixMarket matrix coordinate real general
@@ -77,5 +51,4 @@ expect 2 'mtx, ratings or docword' -- stat --format xml "$tmp/small.mtx"
 expect 2 'exactly one FILE' -- stat
 expect 2 '--ncpus expects' -- info --ncpus -3
 
-[ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-exit 0
+finish

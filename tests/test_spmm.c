@@ -5,7 +5,7 @@
 #include "cpu/spmm.h"
 #ifdef STARFA_USE_CUDA
 #include "gpu/spmm.h"
-#include <cuda_runtime_api.h>
+#include "testing_cuda.h"
 #include <cusparse.h>
 #endif
 
@@ -446,35 +446,11 @@ TEST(spmm, task_graph_is_deterministic)
 
 #ifdef STARFA_USE_CUDA
 
-static int gpu_available(void)
-{
-	int n = 0;
-	return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-#define CUDA_OK(call)                                                                            \
-	do {                                                                                     \
-		cudaError_t e_ = (call);                                                         \
-		CHECK_MSG(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));          \
-	} while (0)
-
 #define GPU_OK(expr)                                                                             \
 	do {                                                                                     \
 		starfa_gpu_status s_ = (expr);                                                   \
 		CHECK_MSG(s_.call == NULL, "%s", starfa_gpu_status_string(s_));                  \
 	} while (0)
-
-static void *to_device(const void *host, size_t bytes)
-{
-	void *d = NULL;
-	if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess)
-		return NULL;
-	if (host && cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
-		cudaFree(d);
-		return NULL;
-	}
-	return d;
-}
 
 static const char *impl_name(starfa_spmm_impl impl)
 {
