@@ -98,6 +98,11 @@ void starfa_coo_free(starfa_coo *coo);
 int starfa_coo_split(const starfa_coo *in, double test_fraction, uint64_t seed,
 		     starfa_coo **train, starfa_coo **test);
 
+/* Keeps only the last entry (in file order) of each (row, col) that appears more than
+ * once — a rating given again replaces the earlier one — compacting coo in place, the
+ * remaining entries in their order. *removed (if not NULL) gets the number dropped. */
+int starfa_coo_dedupe(starfa_coo *coo, int64_t *removed);
+
 /* CSR from COO: duplicates are summed, columns sorted within each row. */
 int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out);
 /* The transpose, as CSR (i.e. the CSC form of the input). */

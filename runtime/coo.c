@@ -428,6 +428,64 @@ static void merge_duplicates(starfa_csr *csr)
 	csr->nnz = out;
 }
 
+/* Stable counting sort of the positions order[0..n) by key[order[.]] into sorted. */
+static void sort_positions(int64_t n, const int64_t *order, const int32_t *key, int64_t nkeys, int64_t *ptr,
+			   int64_t *sorted)
+{
+	for (int64_t k = 0; k < n; k++)
+		ptr[key[order[k]] + 1]++;
+	prefix_sum(ptr, nkeys);
+	for (int64_t k = 0; k < n; k++)
+		sorted[ptr[key[order[k]]]++] = order[k];
+}
+
+int starfa_coo_dedupe(starfa_coo *coo, int64_t *removed)
+{
+	if (removed)
+		*removed = 0;
+	int rc = check_coo(coo);
+	if (rc)
+		return rc;
+	int64_t nnz = coo->nnz;
+	int64_t *by_col = starfa_malloc((size_t)nnz, sizeof *by_col);
+	int64_t *by_row = starfa_malloc((size_t)nnz, sizeof *by_row);
+	int64_t *ptr = starfa_calloc((size_t)(coo->nrows > coo->ncols ? coo->nrows : coo->ncols) + 1, sizeof *ptr);
+	unsigned char *drop = starfa_calloc((size_t)nnz, 1);
+	if (!by_col || !by_row || !ptr || !drop) {
+		rc = STARFA_ENOMEM;
+		goto out;
+	}
+	for (int64_t k = 0; k < nnz; k++)
+		by_row[k] = k;
+	/* Stable sorts by column, then by row: equal (row, col) entries end up together, in
+	 * file order, so each run's last element is the one to keep. */
+	sort_positions(nnz, by_row, coo->col, coo->ncols, ptr, by_col);
+	memset(ptr, 0, ((size_t)coo->nrows + 1) * sizeof *ptr);
+	sort_positions(nnz, by_col, coo->row, coo->nrows, ptr, by_row);
+	for (int64_t k = 0; k + 1 < nnz; k++) {
+		int64_t a = by_row[k], b = by_row[k + 1];
+		if (coo->row[a] == coo->row[b] && coo->col[a] == coo->col[b])
+			drop[a] = 1;
+	}
+	int64_t kept = 0;
+	for (int64_t k = 0; k < nnz; k++) {
+		if (drop[k])
+			continue;
+		coo->row[kept] = coo->row[k];
+		coo->col[kept] = coo->col[k];
+		coo->val[kept++] = coo->val[k];
+	}
+	if (removed)
+		*removed = nnz - kept;
+	coo->nnz = kept;
+out:
+	free(by_col);
+	free(by_row);
+	free(ptr);
+	free(drop);
+	return rc;
+}
+
 int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out)
 {
 	if (!out)

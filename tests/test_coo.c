@@ -458,3 +458,40 @@ TEST(coo, csr_rejects_invalid)
 	starfa_csr_free(NULL);
 	return 0;
 }
+
+/* A rating given again replaces the earlier one: the last of each (row, col) stays, in order. */
+TEST(coo, dedupe_keeps_the_last_of_each_pair)
+{
+	uint64_t rng = testing_seed() + 77;
+	int64_t m = 7, n = 5, nnz = 2000;
+	starfa_coo *coo = starfa_coo_new(m, n, nnz);
+	CHECK(coo);
+	for (int64_t e = 0; e < nnz; e++) {
+		coo->row[e] = (int32_t)testing_below(&rng, (uint64_t)m);
+		coo->col[e] = (int32_t)testing_below(&rng, (uint64_t)n);
+		coo->val[e] = (float)e; /* the value records the position */
+	}
+	coo->nnz = nnz;
+	/* The reference: the last position of each pair. */
+	float last[7][5];
+	int seen[7][5] = {{0}};
+	for (int64_t e = 0; e < nnz; e++) {
+		last[coo->row[e]][coo->col[e]] = coo->val[e];
+		seen[coo->row[e]][coo->col[e]] = 1;
+	}
+	int64_t pairs = 0;
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++)
+			pairs += seen[i][j];
+	int64_t removed = -1;
+	CHECK_OK(starfa_coo_dedupe(coo, &removed));
+	CHECK(coo->nnz == pairs && removed == nnz - pairs);
+	for (int64_t e = 0; e < coo->nnz; e++) {
+		CHECK(coo->val[e] == last[coo->row[e]][coo->col[e]]);
+		CHECK(e == 0 || coo->val[e] > coo->val[e - 1]); /* file order kept */
+	}
+	CHECK_OK(starfa_coo_dedupe(coo, &removed));
+	CHECK(removed == 0);
+	starfa_coo_free(coo);
+	return 0;
+}
