@@ -28,6 +28,7 @@ case "$dir" in /*) ;; *) dir="$top/$dir" ;; esac
 cd "$top"
 if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
 	echo "build: autoreconf"
+	mkdir -p m4 # libtool's macros land here; the folder is not tracked
 	autoreconf -fi >/dev/null
 fi
 mkdir -p "$dir"
