@@ -42,7 +42,9 @@ static void usage(FILE *out)
 		"  --iters N            iterations, each a user sweep and an item sweep (default %lld)\n"
 		"  --solver chol|cg     exact Cholesky or conjugate gradient (default chol for als, cg for ials)\n"
 		"  --cg-steps S         CG steps per solve (default %d)\n"
-		"  --fp16               store the per-row systems in FP16\n"
+		"  --fp16               store the per-row systems in FP16 (implies --stored-systems)\n"
+		"  --stored-systems     build every band's systems in memory, then solve them (default: build and\n"
+		"                       solve row by row, writing no systems)\n"
 		"  --alpha A            implicit confidence 1 + A * value (default %g)\n"
 		"  --no-biases          explicit: no user and item biases (the global mean is still modelled)\n"
 		"  --k K                ials: the k of precision@k, MAP@k and NDCG@k on the test set (default 10)\n"
@@ -71,6 +73,7 @@ static int parse(int argc, char **argv, struct train_cli *c)
 		{"solver", required_argument, NULL, 'S'},
 		{"cg-steps", required_argument, NULL, 'g'},
 		{"fp16", no_argument, NULL, 'H'},
+		{"stored-systems", no_argument, NULL, 'Y'},
 		{"alpha", required_argument, NULL, 'A'},
 		{"no-biases", no_argument, NULL, 'B'},
 		{"k", required_argument, NULL, 'K'},
@@ -161,6 +164,9 @@ static int parse(int argc, char **argv, struct train_cli *c)
 			break;
 		case 'H':
 			fp16 = 1;
+			break;
+		case 'Y':
+			o->stored_systems = 1;
 			break;
 		case 'A':
 			if (cli_parse_double("alpha", optarg, 1e-12, 1e12, &d))
@@ -350,7 +356,8 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 	const starfa_als_options *o = &c->als;
 	printf("%s: rank %lld, lambda %g%s, %lld iterations, %s%s%s", o->algo == STARFA_ALGO_IALS ? "implicit ALS" : "ALS",
 	       (long long)o->rank, o->lambda, o->weighted_lambda ? " (weighted)" : "", (long long)o->iters,
-	       o->solver == STARFA_SOLVER_CG ? "cg" : "cholesky", o->fp16 ? ", fp16 systems" : "",
+	       o->solver == STARFA_SOLVER_CG ? "cg" : "cholesky",
+	       o->fp16 ? ", fp16 systems" : o->stored_systems ? ", stored systems" : "",
 	       o->biases ? ", biases" : "");
 	if (o->solver == STARFA_SOLVER_CG)
 		printf(", %d CG steps", o->cg_steps);

@@ -24,7 +24,7 @@ const char *const *starfa_perfmodel_symbols(void)
 	/* One per codelet file: keep in step with the STARFA_PERFMODEL declarations. */
 	static const char *const symbols[] = {"starfa_sddmm",     "starfa_spmm", "starfa_spmm_zero",
 					     "starfa_hermitian", "starfa_hermitian_zero", "starfa_bias",
-					     "starfa_bias_zero", "starfa_solve", "starfa_gram", NULL};
+					     "starfa_bias_zero", "starfa_solve", "starfa_gram", "starfa_rowsolve", NULL};
 	return symbols;
 }
 

@@ -174,6 +174,12 @@ static int gram_finite(starfa_gram *G, int64_t k)
 	return finite;
 }
 
+/* Systems in memory (hermitian, bias, solve) or built and solved per row (rowsolve). */
+static int stored_systems(const struct als *a)
+{
+	return a->o->stored_systems || a->o->fp16;
+}
+
 /* Inserts one sweep, waits for it and checks what its solves met. */
 static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 {
@@ -183,7 +189,11 @@ static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 	if (a->implicit)
 		rc = starfa_insert_gram(s->theta, s->theta_col0, a->k, a->G);
 	int64_t bands = starfa_systems_bands(s->sys);
-	for (int64_t b = 0; b < bands && !rc; b++) {
+	for (int64_t b = 0; b < bands && !rc && !stored_systems(a); b++)
+		rc = starfa_insert_rowsolve(a->S, s->side, b, s->theta, s->theta_col0, s->offset_col, (float)a->mu, feedback,
+					    (float)o->alpha, s->info, a->implicit ? a->G : NULL, o->solver, o->cg_steps, s->x,
+					    s->x_col0, s->sys);
+	for (int64_t b = 0; b < bands && !rc && stored_systems(a); b++) {
 		rc = starfa_insert_hermitian(a->S, s->side, b, s->theta, s->theta_col0, feedback, (float)o->alpha, s->info,
 					     s->sys);
 		if (!rc)
@@ -423,16 +433,18 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	a->w = !a->implicit && o->biases ? o->rank + 2 : o->rank;
 	a->k = a->w == a->f ? a->f : a->f + 1;
 
-	/* One row band and one column band per worker: every worker has a band to solve in each sweep,
-	 * and each band sums its systems over as few tiles as that allows (the sums cost a pass over the
-	 * band's systems per tile: bench/ALS.md). */
+	/* Stored systems: one row band and one column band per worker, so every worker has a band to
+	 * solve in each sweep and each band sums its systems over as few tiles as that allows (the sums
+	 * cost a pass over the band's systems per tile: bench/ALS.md). rowsolve: tiles cost nothing
+	 * more, so two bands per worker, which balances rows of unequal cost better (bench/ALS.md). */
 	starfa_tiling_options tiling = o->tiling;
 	tiling.transposed = 1;
 	int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
+	int bands = (workers > 1 ? workers : 2) * (o->stored_systems || o->fp16 ? 1 : 2);
 	if (tiling.row_tiles == 0)
-		tiling.row_tiles = workers > 1 ? workers : 2;
+		tiling.row_tiles = bands;
 	if (tiling.col_tiles == 0)
-		tiling.col_tiles = workers > 1 ? workers : 2;
+		tiling.col_tiles = bands;
 	rc = starfa_tiled_create(c, &tiling, &a->S);
 	if (rc)
 		return rc;
@@ -516,7 +528,9 @@ int starfa_als_train(const starfa_coo *train, const starfa_coo *test, const star
 		starfa_stats_get(&p.stats);
 		p.row_tiles = starfa_tiled_row_tiles(a.S);
 		p.col_tiles = starfa_tiled_col_tiles(a.S);
-		p.systems_bytes = (int64_t)(starfa_systems_bytes(a.users.sys) + starfa_systems_bytes(a.items.sys));
+		p.systems_bytes = stored_systems(&a) ? (int64_t)(starfa_systems_bytes(a.users.sys) +
+								 starfa_systems_bytes(a.items.sys))
+						     : 0;
 		rc = starfa_dense_sync(a.dX);
 		if (!rc)
 			rc = starfa_dense_sync(a.dY);

@@ -351,6 +351,16 @@ int starfa_insert_bias(const starfa_tiled *S, starfa_side side, int64_t band, co
 int starfa_insert_solve(starfa_systems *sys, int64_t band, const starfa_dense *info, const starfa_gram *G,
 			starfa_solver solver, int cg_steps, starfa_dense *X, int64_t col0);
 
+/* hermitian, bias and solve fused: for every row u of the band, x_u = X[u, col0 .. col0 + k) solves
+ *   (sum_{v in row u} w_uv theta_v theta_vᵀ + lambda_u I + G) x_u = sum_{v in row u} t_uv theta_v
+ * (w_uv and t_uv as above) in one task over all the band's tiles, each system built in cache and solved
+ * at once (CG matrix-free where that costs less): nothing but the factors is written. sys (FP32) gives
+ * the band's status words (starfa_systems_report); its slots are never used, so they take no memory. */
+int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
+			   int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
+			   const starfa_dense *info, const starfa_gram *G, starfa_solver solver, int cg_steps,
+			   starfa_dense *X, int64_t x_col0, starfa_systems *sys);
+
 /* G = sum over every row r of theta: theta[r, col0 .. col0 + k) as a column times its transpose. One task
  * per block, adding into G in block order. */
 int starfa_insert_gram(const starfa_dense *theta, int64_t col0, int64_t k, starfa_gram *G);
@@ -377,6 +387,9 @@ typedef struct starfa_als_options {
 	starfa_tiling_options tiling; /* tile grid (0: one band per worker); the transposed grid is always built */
 	int64_t slots;         /* bands of systems held at once per side (0: two per worker) */
 	int64_t eval_k;        /* implicit: the k of precision@k, MAP@k and NDCG@k on the test set */
+	int stored_systems;    /* 1: every band's systems built in memory by hermitian and bias tasks, then
+				* solved (fp16 implies it); 0: built and solved row by row in one rowsolve task
+				* per band, which writes no systems (faster on CPUs: bench/ALS.md) */
 } starfa_als_options;
 
 /* Defaults that train a good model of MovieLens-sized ratings (explicit) or interactions (implicit). */

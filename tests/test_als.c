@@ -96,6 +96,7 @@ TEST(als, explicit_reaches_the_noise_floor)
 		o.tiling.row_tiles = variants[v].row_tiles;
 		o.tiling.col_tiles = variants[v].col_tiles;
 		o.slots = 1 + (int64_t)v % 2;
+		o.stored_systems = v == 1; /* FP32 systems in memory; the others fused (rowsolve) or FP16 */
 		o.seed = testing_seed();
 		struct history h = {0};
 		starfa_model *m = NULL;

@@ -1,0 +1,317 @@
+/* ALS rows built and solved in one pass: per row, the entries of every tile are gathered into a
+ * zero-padded panel (cpu/panel.h), b_u summed from it, and the system solved at once, from a k x k sum
+ * that stays in cache (Cholesky, or CG on it) or matrix-free by CG. Nothing but x_u is written. */
+#include "cpu/rowsolve.h"
+
+#include "cpu/panel.h"
+
+#include <float.h>
+#include <lapacke.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define STARFA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define STARFA_CPU_CLONES
+#endif
+
+/* One thread's scratch: the row's panel P (n x kp) and weighted copy Q, its weights, the kp x kp sums
+ * C, and kp-vectors. */
+struct work {
+	float *P, *Q, *w, *C, *b, *r, *p, *q;
+	int64_t n; /* entries gathered */
+	int full;  /* C holds every element, not only the upper blocks */
+};
+
+static void *alloc64(size_t bytes)
+{
+	return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+static void work_free(struct work *w)
+{
+	free(w->P);
+	free(w->Q);
+	free(w->w);
+	free(w->C);
+}
+
+static int work_alloc(struct work *w, int64_t most, int64_t kp)
+{
+	if (most < 1)
+		most = 1;
+	w->P = alloc64((size_t)(most * kp) * sizeof(float));
+	w->Q = alloc64((size_t)(most * kp) * sizeof(float));
+	w->w = alloc64((size_t)most * sizeof(float));
+	w->C = alloc64((size_t)(kp * kp + 4 * kp) * sizeof(float));
+	if (!w->P || !w->Q || !w->w || !w->C) {
+		work_free(w);
+		return -1;
+	}
+	w->b = w->C + kp * kp;
+	w->r = w->b + kp;
+	w->p = w->r + kp;
+	w->q = w->p + kp;
+	return 0;
+}
+
+/* Gathers row u's entries of every tile into P (and weights into w), and sums b_u. */
+STARFA_CPU_CLONES
+static void gather(const struct starfa_cpu_rowsolve *pb, int64_t u, int64_t kp, struct work *restrict wk)
+{
+	const int64_t k = pb->k;
+	float *restrict b = wk->b;
+	memset(b, 0, (size_t)kp * sizeof(float));
+	int64_t n = 0;
+	for (int t = 0; t < pb->ntiles; t++) {
+		const struct starfa_cpu_rowsolve_tile *tl = &pb->tiles[t];
+		for (uint32_t e = tl->rowptr[u]; e < tl->rowptr[u + 1]; e++, n++) {
+			const int64_t c = tl->colind[e];
+			float *restrict row = wk->P + n * kp;
+			starfa_panel_gather(row, tl->theta + c * tl->ld, k, kp);
+			float target;
+			if (pb->implicit) {
+				wk->w[n] = pb->alpha * tl->val[e];
+				target = 1.0f + wk->w[n];
+			} else {
+				wk->w[n] = 1.0f;
+				target = tl->val[e] - pb->mu - (tl->offset ? tl->offset[c * tl->ld] : 0.0f);
+			}
+#pragma omp simd
+			for (int64_t d = 0; d < kp; d++)
+				b[d] += target * row[d];
+		}
+	}
+	wk->n = n;
+}
+
+/* Rows of at most this many entries get the whole of C: cheaper than mirroring (cpu/hermitian.c). */
+#define FULL_ROW_NNZ 24
+
+/* C = sum w P P^T (kp x kp; the upper blocks only for long rows, which Cholesky's 'L' column-major
+ * read of the row-major upper triangle needs, and CG mirrors). */
+STARFA_CPU_CLONES
+static void form(const struct starfa_cpu_rowsolve *pb, int64_t kp, struct work *restrict wk)
+{
+	const int64_t n = wk->n;
+	wk->full = n <= FULL_ROW_NNZ;
+	if (n == 0) {
+		memset(wk->C, 0, (size_t)(kp * kp) * sizeof(float));
+		return;
+	}
+	const float *Q = wk->P;
+	if (pb->implicit) {
+		for (int64_t i = 0; i < n; i++) {
+			const float s = wk->w[i];
+#pragma omp simd
+			for (int64_t d = 0; d < kp; d++)
+				wk->Q[i * kp + d] = s * wk->P[i * kp + d];
+		}
+		Q = wk->Q;
+	}
+	for (int64_t start = 0; start < n; start += STARFA_PANEL_CHUNK) {
+		int64_t m = n - start < STARFA_PANEL_CHUNK ? n - start : STARFA_PANEL_CHUNK;
+		starfa_panel_sum(m, kp, wk->P + start * kp, Q + start * kp, wk->C, start == 0, !wk->full);
+	}
+}
+
+/* q = M_u p: from C (full, ld kp) plus G and lambda, or matrix-free from the panel. */
+STARFA_CPU_CLONES
+static void matvec(const struct starfa_cpu_rowsolve *pb, int64_t kp, const struct work *restrict wk, int free_form,
+		   float lambda, const float *restrict p, float *restrict q)
+{
+	const int64_t k = pb->k;
+#pragma omp simd
+	for (int64_t a = 0; a < kp; a++)
+		q[a] = lambda * p[a];
+	if (free_form) {
+		for (int64_t i = 0; i < wk->n; i++) {
+			const float *restrict row = wk->P + i * kp;
+			float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+			for (int64_t d = 0; d < kp; d++)
+				s += row[d] * p[d];
+			s *= wk->w[i];
+#pragma omp simd
+			for (int64_t d = 0; d < kp; d++)
+				q[d] += s * row[d];
+		}
+	} else {
+		for (int64_t c = 0; c < k; c++) {
+			const float *restrict src = wk->C + c * kp;
+			const float pc = p[c];
+#pragma omp simd
+			for (int64_t a = 0; a < kp; a++)
+				q[a] += pc * src[a];
+		}
+	}
+	if (pb->G)
+		for (int64_t c = 0; c < k; c++) {
+			const float *restrict g = pb->G + c * k;
+			const float pc = p[c];
+#pragma omp simd
+			for (int64_t a = 0; a < k; a++)
+				q[a] += pc * g[a];
+		}
+}
+
+static inline float dot(const float *restrict x, const float *restrict y, int64_t n)
+{
+	float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+	for (int64_t d = 0; d < n; d++)
+		s += x[d] * y[d];
+	return s;
+}
+
+/* Returns 0 solved, 1 not positive definite (x unchanged). */
+static int solve_cholesky(const struct starfa_cpu_rowsolve *pb, int64_t kp, struct work *wk, float lambda, float *x)
+{
+	const int64_t k = pb->k;
+	/* The row-major upper triangle of C is LAPACK's column-major lower one, with leading dimension kp. */
+	for (int64_t a = 0; a < k; a++) {
+		if (pb->G)
+			for (int64_t c = a; c < k; c++)
+				wk->C[a * kp + c] += pb->G[a * k + c];
+		wk->C[a * kp + a] += lambda;
+	}
+	lapack_int info = LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'L', (lapack_int)k, wk->C, (lapack_int)kp);
+	if (info != 0)
+		return 1;
+	memcpy(wk->r, wk->b, (size_t)k * sizeof(float));
+	info = LAPACKE_spotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)k, 1, wk->C, (lapack_int)kp, wk->r, (lapack_int)k);
+	if (info != 0)
+		return 1;
+	memcpy(x, wk->r, (size_t)k * sizeof(float));
+	return 0;
+}
+
+/* Returns 0 done, 1 non-positive curvature (stopped there), 2 a non-finite residual or curvature: as
+ * cpu/solve.c's CG, whose steps it repeats. The padding of r, p and q stays zero. */
+static int solve_cg(const struct starfa_cpu_rowsolve *pb, int64_t kp, struct work *wk, int free_form, float lambda,
+		    float *x)
+{
+	const int64_t k = pb->k;
+	float *r = wk->r, *p = wk->p, *q = wk->q, *b = wk->b;
+	if (!free_form && !wk->full) /* mirror the upper blocks */
+		for (int64_t a = 1; a < k; a++)
+			for (int64_t c = 0; c < a; c++)
+				wk->C[a * kp + c] = wk->C[c * kp + a];
+	memcpy(p, x, (size_t)k * sizeof(float));
+	memset(p + k, 0, (size_t)(kp - k) * sizeof(float));
+	matvec(pb, kp, wk, free_form, lambda, p, q);
+	for (int64_t d = 0; d < kp; d++) {
+		r[d] = b[d] - q[d];
+		p[d] = r[d];
+	}
+	float rs = dot(r, r, k);
+	if (!isfinite(rs))
+		return 2;
+	const float bb = dot(b, b, k), done = 16.0f * FLT_EPSILON * FLT_EPSILON * (rs > bb ? rs : bb);
+	for (int step = 0; step < pb->cg_steps && rs > done; step++) {
+		matvec(pb, kp, wk, free_form, lambda, p, q);
+		float pq = dot(p, q, k);
+		if (!isfinite(pq))
+			return 2;
+		if (pq <= 0.0f)
+			return 1;
+		float alpha = rs / pq;
+		for (int64_t d = 0; d < k; d++) {
+			x[d] += alpha * p[d];
+			r[d] -= alpha * q[d];
+		}
+		float rs_next = dot(r, r, k);
+		float beta = rs_next / rs;
+		for (int64_t d = 0; d < k; d++)
+			p[d] = r[d] + beta * p[d];
+		rs = rs_next;
+	}
+	return 0;
+}
+
+static int all_finite(const float *x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (!isfinite(x[i]))
+			return 0;
+	return 1;
+}
+
+/* Counts a failed row under the input that was not finite (the gathered vectors, weights or G: the
+ * system; b_u: the right-hand side), else as not positive definite or the solve's own failure. */
+static void blame(const struct starfa_cpu_rowsolve *pb, int64_t u, int64_t kp, const struct work *wk, int failed,
+		  uint32_t *st)
+{
+	const int64_t k = pb->k;
+	int bad_a = !all_finite(wk->P, wk->n * kp) || !all_finite(wk->w, wk->n) || (pb->G && !all_finite(pb->G, k * k)) ||
+		    !isfinite(pb->lambda[u * pb->info_ld]);
+	int bad_b = !bad_a && !all_finite(wk->b, k);
+	st[STARFA_SOLVE_BAD_ROWS]++;
+	st[STARFA_SOLVE_NONFINITE_A] += bad_a;
+	st[STARFA_SOLVE_NONFINITE_B] += bad_b;
+	st[STARFA_SOLVE_NOT_SPD] += failed == 1 && !bad_a && !bad_b;
+	if ((uint32_t)u < st[STARFA_SOLVE_FIRST_BAD_ROW])
+		st[STARFA_SOLVE_FIRST_BAD_ROW] = (uint32_t)u;
+}
+
+static void solve_row(const struct starfa_cpu_rowsolve *pb, int64_t u, int64_t kp, struct work *wk, uint32_t *st)
+{
+	const float lambda = pb->lambda[u * pb->info_ld];
+	float *x = pb->X + u * pb->ldx;
+	gather(pb, u, kp, wk);
+	const int free_form = pb->solver == STARFA_CPU_CG && starfa_cpu_rowsolve_matrix_free(pb->k, pb->cg_steps);
+	if (!free_form)
+		form(pb, kp, wk);
+	int failed = pb->solver == STARFA_CPU_CHOLESKY ? solve_cholesky(pb, kp, wk, lambda, x)
+						       : solve_cg(pb, kp, wk, free_form, lambda, x);
+	if (failed || !all_finite(x, pb->k))
+		blame(pb, u, kp, wk, failed, st);
+}
+
+/* The most entries of a row over the tiles. */
+static int64_t most_entries(const struct starfa_cpu_rowsolve *pb)
+{
+	int64_t most = 0;
+	for (int64_t u = 0; u < pb->nrows; u++) {
+		int64_t n = 0;
+		for (int t = 0; t < pb->ntiles; t++)
+			n += pb->tiles[t].rowptr[u + 1] - pb->tiles[t].rowptr[u];
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
+int starfa_cpu_rowsolve(const struct starfa_cpu_rowsolve *pb, uint32_t *status, int nthreads)
+{
+	const int64_t kp = starfa_panel_width(pb->k), most = most_entries(pb);
+	memset(status, 0, STARFA_SOLVE_STATUS_WORDS * sizeof *status);
+	status[STARFA_SOLVE_FIRST_BAD_ROW] = UINT32_MAX;
+	int failed = 0;
+#pragma omp parallel num_threads(nthreads > 1 ? nthreads : 1) reduction(| : failed)
+	{
+		uint32_t st[STARFA_SOLVE_STATUS_WORDS] = {0};
+		st[STARFA_SOLVE_FIRST_BAD_ROW] = UINT32_MAX;
+		struct work wk;
+		int ok = work_alloc(&wk, most, kp) == 0;
+		failed = !ok;
+		/* Rows cost from k^2 to thousands of k^2: small dynamic chunks balance them. */
+#pragma omp for schedule(dynamic, 16)
+		for (int64_t u = 0; u < pb->nrows; u++)
+			if (ok)
+				solve_row(pb, u, kp, &wk, st);
+		if (ok)
+			work_free(&wk);
+#pragma omp critical(starfa_cpu_rowsolve_status)
+		{
+			for (int i = 0; i < STARFA_SOLVE_FIRST_BAD_ROW; i++)
+				status[i] += st[i];
+			if (st[STARFA_SOLVE_FIRST_BAD_ROW] < status[STARFA_SOLVE_FIRST_BAD_ROW])
+				status[STARFA_SOLVE_FIRST_BAD_ROW] = st[STARFA_SOLVE_FIRST_BAD_ROW];
+		}
+	}
+	return failed ? -1 : 0;
+}

@@ -1,0 +1,1 @@
+# runs the 'rowsolve' group of tests/starfa_test

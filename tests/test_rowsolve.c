@@ -1,0 +1,351 @@
+/* rowsolve: ALS rows built and solved in one pass over several tiles (explicit and implicit, Cholesky,
+ * CG on the formed system and matrix-free CG), the CPU kernel and the task graph, against a double
+ * reference of the same systems. */
+#include "als_testing.h"
+
+#include "cpu/rowsolve.h"
+
+/* A band of `rows` rows over `ntiles` tiles, each with its own theta block (ld = k + 2: column 0 the
+ * explicit offset, columns 1..k theta). */
+struct band {
+	int64_t rows, k, ld;
+	int ntiles;
+	struct als_tile t[3];
+	float *theta[3], *info, *G, *X;
+	struct starfa_cpu_rowsolve_tile tiles[3];
+};
+
+static int band_make(struct band *bd, int64_t rows, int64_t k, int ntiles, int implicit, uint64_t *rng)
+{
+	bd->rows = rows;
+	bd->k = k;
+	bd->ld = k + 2;
+	bd->ntiles = ntiles;
+	for (int j = 0; j < ntiles; j++) {
+		int64_t cols = 20 + (int64_t)testing_below(rng, 300);
+		/* skew: heavy rows (past the panel chunk and the full-row threshold) and empty ones */
+		if (als_tile_make(&bd->t[j], rows, cols, 15 * rows, j == 0 ? 1.5 : 0.5, implicit, rng))
+			return 1;
+		bd->theta[j] = als_alloc((size_t)(cols * bd->ld));
+		if (!bd->theta[j])
+			return 1;
+		testing_fill_random(bd->theta[j], (size_t)(cols * bd->ld), rng);
+		bd->tiles[j] = (struct starfa_cpu_rowsolve_tile){bd->t[j].rowptr, bd->t[j].colind, bd->t[j].csr->val,
+								 bd->theta[j] + 1, bd->ld, implicit ? NULL : bd->theta[j]};
+	}
+	bd->info = als_alloc((size_t)(2 * rows));
+	bd->G = als_alloc((size_t)(k * k));
+	bd->X = als_alloc((size_t)(rows * k));
+	float *v = als_alloc((size_t)k);
+	if (!bd->info || !bd->G || !bd->X || !v)
+		return 1;
+	memset(bd->G, 0, sizeof(float) * (size_t)(k * k));
+	for (int i = 0; i < 3; i++) {
+		testing_fill_random(v, (size_t)k, rng);
+		for (int64_t a = 0; a < k; a++)
+			for (int64_t c = 0; c < k; c++)
+				bd->G[a * k + c] += v[a] * v[c];
+	}
+	free(v);
+	return 0;
+}
+
+static void band_free(struct band *bd)
+{
+	for (int j = 0; j < bd->ntiles; j++) {
+		als_tile_free(&bd->t[j]);
+		free(bd->theta[j]);
+	}
+	free(bd->info);
+	free(bd->G);
+	free(bd->X);
+}
+
+/* Row u's system and right-hand side in double, and |M| (the sums of absolute terms) for the bound. */
+static int64_t reference(const struct band *bd, const struct starfa_cpu_rowsolve *pb, int64_t u, double *M,
+			 double *Mabs, double *b)
+{
+	const int64_t k = bd->k;
+	int64_t n = 0;
+	memset(M, 0, sizeof(double) * (size_t)(k * k));
+	memset(Mabs, 0, sizeof(double) * (size_t)(k * k));
+	memset(b, 0, sizeof(double) * (size_t)k);
+	for (int j = 0; j < bd->ntiles; j++) {
+		const struct starfa_cpu_rowsolve_tile *t = &bd->tiles[j];
+		for (uint32_t e = t->rowptr[u]; e < t->rowptr[u + 1]; e++, n++) {
+			const float *th = t->theta + (int64_t)t->colind[e] * t->ld;
+			double w = pb->implicit ? (double)pb->alpha * t->val[e] : 1.0;
+			double tgt = pb->implicit ? 1.0 + w
+						  : (double)t->val[e] - pb->mu - t->offset[(int64_t)t->colind[e] * t->ld];
+			for (int64_t a = 0; a < k; a++) {
+				b[a] += tgt * th[a];
+				for (int64_t c = 0; c < k; c++) {
+					M[a * k + c] += w * th[a] * th[c];
+					Mabs[a * k + c] += fabs(w * th[a] * th[c]);
+				}
+			}
+		}
+	}
+	for (int64_t i = 0; pb->G && i < k * k; i++) {
+		M[i] += pb->G[i];
+		Mabs[i] += fabs(pb->G[i]);
+	}
+	for (int64_t a = 0; a < k; a++) {
+		M[a * k + a] += pb->lambda[u * pb->info_ld];
+		Mabs[a * k + a] += fabs(pb->lambda[u * pb->info_ld]);
+	}
+	return n;
+}
+
+/* |M x - b|_inf / (|M|_inf max(|x|_inf, start) + |b|_inf), with |M| the sums of absolute terms. */
+static double backward_error(const double *M, const double *Mabs, const float *x, const double *b, int64_t k,
+			     double start)
+{
+	double res = 0, mnorm = 0, xnorm = 0, bnorm = 0;
+	for (int64_t a = 0; a < k; a++) {
+		double s = 0, row = 0;
+		for (int64_t c = 0; c < k; c++) {
+			s += M[a * k + c] * x[c];
+			row += Mabs[a * k + c];
+		}
+		res = fmax(res, fabs(s - b[a]));
+		mnorm = fmax(mnorm, row);
+		xnorm = fmax(xnorm, fabs(x[a]));
+		bnorm = fmax(bnorm, fabs(b[a]));
+	}
+	return res / (mnorm * fmax(xnorm, start) + bnorm);
+}
+
+/* Solver variants: Cholesky; CG to convergence (formed systems); 3 CG steps on well-conditioned systems
+ * (lambda dominates), matrix-free from rank 32 on. */
+enum { CHOL, CG_LONG, CG_SHORT, NVARIANTS };
+
+TEST(rowsolve, cpu_kernel_matches_reference)
+{
+	static const int64_t ranks[] = {1, 2, 5, 8, 16, 17, 32, 33, 65};
+	uint64_t rng = testing_seed() + 70;
+	CHECK(starfa_cpu_rowsolve_matrix_free(32, 3) && !starfa_cpu_rowsolve_matrix_free(17, 3));
+	for (size_t ki = 0; ki < sizeof ranks / sizeof ranks[0]; ki++)
+		for (int implicit = 0; implicit < 2; implicit++) {
+			int64_t k = ranks[ki], rows = 37;
+			struct band bd;
+			CHECK(band_make(&bd, rows, k, 1 + (int)testing_below(&rng, 3), implicit, &rng) == 0);
+			double *M = malloc(sizeof(double) * (size_t)(k * k)), *Mabs = malloc(sizeof(double) * (size_t)(k * k));
+			double *b = malloc(sizeof(double) * (size_t)k);
+			float *x0 = als_alloc((size_t)(rows * k));
+			CHECK(M && Mabs && b && x0);
+			testing_fill_random(x0, (size_t)(rows * k), &rng);
+			for (int variant = 0; variant < NVARIANTS; variant++)
+				for (int gram = 0; gram < 2; gram++)
+					for (int threads = 1; threads <= 3; threads += 2) {
+						for (int64_t u = 0; u < rows; u++) {
+							int64_t n = 0;
+							for (int j = 0; j < bd.ntiles; j++)
+								n += bd.t[j].rowptr[u + 1] - bd.t[j].rowptr[u];
+							/* well-conditioned for CG_SHORT: lambda >> the sum of the weighted terms */
+							bd.info[2 * u] = variant == CG_SHORT ? (float)(60.0 * k * (n + 4))
+											     : (float)(0.05 + testing_uniform(&rng));
+							bd.info[2 * u + 1] = 1.0f;
+						}
+						struct starfa_cpu_rowsolve pb = {
+							rows, k, bd.ntiles, bd.tiles, implicit, 0.7f, 0.3f, bd.info, 2,
+							gram ? bd.G : NULL, variant == CHOL ? STARFA_CPU_CHOLESKY : STARFA_CPU_CG,
+							variant == CG_LONG ? (int)(3 * k + 4) : 3, bd.X, k};
+						if (variant == CHOL)
+							testing_poison(bd.X, (size_t)(rows * k));
+						else
+							memcpy(bd.X, x0, sizeof(float) * (size_t)(rows * k));
+						uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+						CHECK(starfa_cpu_rowsolve(&pb, st, threads) == 0);
+						CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 0 && st[STARFA_SOLVE_FIRST_BAD_ROW] == UINT32_MAX,
+							  "k=%lld implicit=%d variant=%d: %u bad rows", (long long)k, implicit, variant,
+							  st[STARFA_SOLVE_BAD_ROWS]);
+						for (int64_t u = 0; u < rows; u++) {
+							int64_t n = reference(&bd, &pb, u, M, Mabs, b);
+							double err = backward_error(M, Mabs, bd.X + u * k, b, k, variant == CHOL ? 0.0 : 1.0);
+							double tol = variant == CHOL ? 8.0 * (double)(k + n) * FLT_EPSILON
+										     : 2e-5 * sqrt((double)(k + n));
+							CHECK_MSG(err <= tol,
+								  "k=%lld implicit=%d variant=%d gram=%d threads=%d row %lld (%lld entries): "
+								  "backward error %.3g > %.3g",
+								  (long long)k, implicit, variant, gram, threads, (long long)u, (long long)n,
+								  err, tol);
+						}
+					}
+			free(M);
+			free(Mabs);
+			free(b);
+			free(x0);
+			band_free(&bd);
+		}
+	return 0;
+}
+
+/* What a band reports: a system that is not positive definite keeps its row, non-finite systems and
+ * right-hand sides are told apart, and the first bad row is named, on both solvers and both forms. */
+TEST(rowsolve, status_names_bad_rows)
+{
+	uint64_t rng = testing_seed() + 71;
+	for (int variant = 0; variant < 3; variant++) {
+		/* Cholesky at rank 6; CG on the formed system (rank 6); matrix-free CG (rank 40) */
+		int64_t k = variant == 2 ? 40 : 6, rows = 12;
+		struct band bd;
+		CHECK(band_make(&bd, rows, k, 2, 0, &rng) == 0);
+		for (int64_t u = 0; u < rows; u++) {
+			bd.info[2 * u] = 0.5f;
+			bd.info[2 * u + 1] = 1.0f;
+		}
+		bd.info[2 * 3] = -1e9f; /* row 3: negative definite */
+		/* row 5: a NaN in a theta it reads (a column only row 5 uses in tile 1, or its first entry's);
+		 * row 9: an infinite rating (its right-hand side only) */
+		struct als_tile *t = &bd.t[1];
+		CHECK(t->rowptr[6] > t->rowptr[5] && t->rowptr[10] > t->rowptr[9]);
+		uint32_t c5 = t->colind[t->rowptr[5]];
+		int shared = 0;
+		for (int64_t u = 0; u < rows; u++)
+			for (uint32_t e = t->rowptr[u]; u != 5 && e < t->rowptr[u + 1]; e++)
+				shared |= t->colind[e] == c5;
+		if (shared) { /* give row 5's first entry a column of its own */
+			c5 = (uint32_t)t->csr->ncols;
+			float *grown = realloc(bd.theta[1], sizeof(float) * (size_t)((c5 + 1) * bd.ld));
+			CHECK(grown);
+			bd.theta[1] = grown;
+			testing_fill_random(grown + c5 * bd.ld, (size_t)bd.ld, &rng);
+			bd.tiles[1].theta = grown + 1;
+			bd.tiles[1].offset = grown;
+			t->colind[t->rowptr[5]] = c5;
+		}
+		bd.theta[1][c5 * bd.ld + 1 + k / 2] = NAN;
+		t->csr->val[t->rowptr[9]] = INFINITY;
+		testing_fill_random(bd.X, (size_t)(rows * k), &rng);
+		float keep[40];
+		memcpy(keep, bd.X + 3 * k, sizeof(float) * (size_t)k);
+		struct starfa_cpu_rowsolve pb = {rows, k, bd.ntiles, bd.tiles, 0, 0, 0.1f, bd.info, 2, NULL,
+						 variant == 0 ? STARFA_CPU_CHOLESKY : STARFA_CPU_CG, 3, bd.X, k};
+		CHECK(starfa_cpu_rowsolve_matrix_free(k, 3) == (variant == 2));
+		uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+		CHECK(starfa_cpu_rowsolve(&pb, st, 2) == 0);
+		CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 3 && st[STARFA_SOLVE_NOT_SPD] == 1 && st[STARFA_SOLVE_NONFINITE_A] == 1 &&
+				  st[STARFA_SOLVE_NONFINITE_B] == 1 && st[STARFA_SOLVE_FIRST_BAD_ROW] == 3,
+			  "variant %d: bad %u not_spd %u nonfinite A %u b %u first %u", variant, st[0],
+			  st[STARFA_SOLVE_NOT_SPD], st[STARFA_SOLVE_NONFINITE_A], st[STARFA_SOLVE_NONFINITE_B],
+			  st[STARFA_SOLVE_FIRST_BAD_ROW]);
+		if (variant == 0)
+			CHECK(memcmp(keep, bd.X + 3 * k, sizeof(float) * (size_t)k) == 0);
+		band_free(&bd);
+	}
+	return 0;
+}
+
+/* Through StarPU, both sides of a tiled matrix: each band's rowsolve against the systems that
+ * hermitian, bias (and gram, implicit) tasks build for the same band, read back. */
+TEST(rowsolve, task_graph_matches_reference)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 72;
+	static const int64_t grids[][2] = {{1, 1}, {3, 2}, {4, 4}};
+	for (size_t g = 0; g < 3; g++)
+		for (int side = 0; side < 2; side++) {
+			static const int64_t ks[] = {3, 17, 40};
+			int64_t k = ks[testing_below(&rng, 3)], w = k + 2;
+			int implicit = (int)((g + side) % 2), solver = (int)testing_below(&rng, 2);
+			starfa_csr *S = testing_random_csr(70, 60, 1200, 1.0, &rng);
+			CHECK(S);
+			for (int64_t p = 0; implicit && p < S->nnz; p++)
+				S->val[p] = fabsf(S->val[p]);
+			int64_t rows = side ? S->ncols : S->nrows, others = side ? S->nrows : S->ncols;
+			float *X = als_alloc((size_t)(rows * w)), *Y = als_alloc((size_t)(others * w));
+			float *info = als_alloc((size_t)(2 * rows)), *Gh = als_alloc((size_t)(k * k));
+			CHECK(X && Y && info && Gh);
+			testing_fill_random(X, (size_t)(rows * w), &rng);
+			testing_fill_random(Y, (size_t)(others * w), &rng);
+			for (int64_t r = 0; r < rows; r++) {
+				info[2 * r] = 0.5f;
+				info[2 * r + 1] = 1.0f;
+				if (!solver) /* Cholesky must write every unknown */
+					testing_poison(X + r * w + 1, (size_t)k);
+			}
+			float *X0 = als_alloc((size_t)(rows * w));
+			CHECK(X0);
+			memcpy(X0, X, sizeof(float) * (size_t)(rows * w));
+			starfa_side sd = side ? STARFA_COLS : STARFA_ROWS, od = side ? STARFA_ROWS : STARFA_COLS;
+			starfa_tiling_options opts = {grids[g][0], grids[g][1], 1};
+			starfa_tiled *t = NULL;
+			starfa_dense *dx = NULL, *dy = NULL, *di = NULL;
+			starfa_systems *sys = NULL, *ref = NULL;
+			starfa_gram *G = NULL;
+			CHECK_OK(starfa_tiled_create(S, &opts, &t));
+			CHECK_OK(starfa_dense_create(t, sd, X, w, &dx));
+			CHECK_OK(starfa_dense_create(t, od, Y, w, &dy));
+			CHECK_OK(starfa_dense_create(t, sd, info, 2, &di));
+			CHECK_OK(starfa_systems_create(t, sd, k, 0, 0, &sys));
+			CHECK_OK(starfa_systems_create(t, sd, k, 0, 0, &ref));
+			CHECK_OK(starfa_gram_create(k, &G));
+			starfa_feedback fb = implicit ? STARFA_IMPLICIT : STARFA_EXPLICIT;
+			int64_t offset = implicit ? -1 : 0, steps = solver ? 3 * k + 4 : 0;
+			if (implicit)
+				CHECK_OK(starfa_insert_gram(dy, 1, k, G));
+			int64_t nb = starfa_systems_bands(sys);
+			for (int64_t b = 0; b < nb; b++) {
+				CHECK_OK(starfa_insert_hermitian(t, sd, b, dy, 1, fb, 0.6f, di, ref));
+				CHECK_OK(starfa_insert_bias(t, sd, b, dy, 1, offset, 0.2f, fb, 0.6f, ref));
+				CHECK_OK(starfa_insert_rowsolve(t, sd, b, dy, 1, offset, 0.2f, fb, 0.6f, di, implicit ? G : NULL,
+								solver ? STARFA_SOLVER_CG : STARFA_SOLVER_CHOLESKY, (int)steps, dx, 1,
+								sys));
+			}
+			starfa_solve_report rep;
+			CHECK_OK(starfa_systems_report(sys, &rep));
+			CHECK_MSG(rep.bad_rows == 0 && rep.first_bad_row == -1, "%lld bad rows", (long long)rep.bad_rows);
+			CHECK_OK(starfa_dense_sync(dx));
+			CHECK_OK(starfa_gram_read(G, Gh));
+			const int64_t *bounds = side ? starfa_tiled_col_bounds(t) : starfa_tiled_row_bounds(t);
+			double *M = malloc(sizeof(double) * (size_t)(k * k)), *Mabs = malloc(sizeof(double) * (size_t)(k * k));
+			double *bd = malloc(sizeof(double) * (size_t)k);
+			float *A = als_alloc((size_t)(rows * k * k)), *b = als_alloc((size_t)(rows * k));
+			CHECK(M && Mabs && bd && A && b);
+			for (int64_t band = 0; band < nb; band++)
+				CHECK_OK(starfa_systems_read(ref, band, A + bounds[band] * k * k, b + bounds[band] * k));
+			for (int64_t u = 0; u < rows; u++) {
+				for (int64_t i = 0; i < k * k; i++) {
+					M[i] = A[u * k * k + i] + (implicit ? Gh[i] : 0.0);
+					Mabs[i] = fabs(M[i]);
+				}
+				for (int64_t a = 0; a < k; a++) {
+					M[a * k + a] += info[2 * u];
+					Mabs[a * k + a] += info[2 * u];
+					bd[a] = b[u * k + a];
+				}
+				double err = backward_error(M, Mabs, X + u * w + 1, bd, k, solver ? 1.0 : 0.0);
+				/* the reference systems are float sums themselves: allow their rounding */
+				double tol = solver ? 2e-5 * sqrt((double)k) : 64.0 * (double)k * FLT_EPSILON;
+				CHECK_MSG(err <= tol, "grid %zu side %d k=%lld implicit %d solver %d row %lld: backward error %.3g", g,
+					  side, (long long)k, implicit, solver, (long long)u, err);
+				CHECK(X[u * w] == X0[u * w] && X[u * w + k + 1] == X0[u * w + k + 1]); /* the other columns kept */
+			}
+			free(M);
+			free(Mabs);
+			free(bd);
+			free(A);
+			free(b);
+			CHECK(starfa_insert_rowsolve(t, sd, 0, dy, 1, offset, 0, fb, 0.6f, di, NULL, STARFA_SOLVER_CG, 0, dx, 1,
+						     sys) == STARFA_EINVAL);
+			CHECK(starfa_insert_rowsolve(t, sd, nb, dy, 1, offset, 0, fb, 0.6f, di, NULL, STARFA_SOLVER_CHOLESKY, 0,
+						     dx, 1, sys) == STARFA_EINVAL);
+			CHECK(starfa_insert_rowsolve(t, sd, 0, dx, 1, offset, 0, fb, 0.6f, di, NULL, STARFA_SOLVER_CHOLESKY, 0,
+						     dy, 1, sys) == STARFA_EINVAL);
+			starfa_gram_free(G);
+			starfa_systems_free(sys);
+			starfa_systems_free(ref);
+			starfa_dense_free(dx);
+			starfa_dense_free(dy);
+			starfa_dense_free(di);
+			starfa_tiled_free(t);
+			starfa_csr_free(S);
+			free(X);
+			free(X0);
+			free(Y);
+			free(info);
+			free(Gh);
+		}
+	return 0;
+}
