@@ -403,6 +403,16 @@ int cmd_train(int argc, char **argv)
 	starfa_coo *all = NULL, *train = NULL, *test = NULL;
 	if (starfa_read(c.input, c.format, &all) != 0)
 		return cli_library_error();
+	/* A rating given twice was given again: the later one stands. (Implicit feedback adds up
+	 * instead: two plays are more evidence than one.) */
+	int64_t repeated = 0;
+	if (c.als.algo == STARFA_ALGO_ALS && starfa_coo_dedupe(all, &repeated) != 0) {
+		starfa_coo_free(all);
+		return cli_library_error();
+	}
+	if (repeated)
+		printf("note: %lld repeated (user, item) ratings in %s: kept the last of each\n", (long long)repeated,
+		       c.input);
 	if (c.test_fraction > 0) {
 		rc = starfa_coo_split(all, c.test_fraction, c.seed, &train, &test);
 		starfa_coo_free(all);

@@ -70,4 +70,9 @@ expect 2 'needs --model MODEL and --user ID' -- recommend --model "$tmp/als.mode
 expect 2 '--k expects an integer' -- recommend --model "$tmp/als.model" --user u1 --k 0
 expect 2 'needs --model MODEL and --test FILE' -- eval --test "$tmp/test.csv"
 
+# A rating given again replaces the earlier one (explicit ALS): 5 then 1 trains as 1.
+printf 'u,i,r\na,x,5\na,y,2\nb,x,4\nb,y,3\na,x,1\n' >"$tmp/again.csv"
+expect 0 'note: 1 repeated \(user, item\) ratings' -- train --input "$tmp/again.csv" --rank 1 --iters 2 \
+	--out "$tmp/again.model"
+
 finish
