@@ -61,15 +61,17 @@ static void band_free(struct band *bd)
 	free(bd->X);
 }
 
-/* Row u's system and right-hand side in double, and |M| (the sums of absolute terms) for the bound. */
+/* Row u's system and right-hand side in double, and |M|, |b| (the sums of the absolute values that
+ * enter them in float32: cancellation in b must not tighten the bound) for the bound. */
 static int64_t reference(const struct band *bd, const struct starfa_cpu_rowsolve *pb, int64_t u, double *M,
-			 double *Mabs, double *b)
+			 double *Mabs, double *b, double *babs)
 {
 	const int64_t k = bd->k;
 	int64_t n = 0;
 	memset(M, 0, sizeof(double) * (size_t)(k * k));
 	memset(Mabs, 0, sizeof(double) * (size_t)(k * k));
 	memset(b, 0, sizeof(double) * (size_t)k);
+	memset(babs, 0, sizeof(double) * (size_t)k);
 	for (int j = 0; j < bd->ntiles; j++) {
 		const struct starfa_cpu_rowsolve_tile *t = &bd->tiles[j];
 		for (uint32_t e = t->rowptr[u]; e < t->rowptr[u + 1]; e++, n++) {
@@ -77,8 +79,12 @@ static int64_t reference(const struct band *bd, const struct starfa_cpu_rowsolve
 			double w = pb->implicit ? (double)pb->alpha * t->val[e] : 1.0;
 			double tgt = pb->implicit ? 1.0 + w
 						  : (double)t->val[e] - pb->mu - t->offset[(int64_t)t->colind[e] * t->ld];
+			double tgt_abs = pb->implicit ? 1.0 + fabs(w)
+						      : fabs(t->val[e]) + fabs(pb->mu) +
+								fabs(t->offset[(int64_t)t->colind[e] * t->ld]);
 			for (int64_t a = 0; a < k; a++) {
 				b[a] += tgt * th[a];
+				babs[a] += tgt_abs * fabs(th[a]);
 				for (int64_t c = 0; c < k; c++) {
 					M[a * k + c] += w * th[a] * th[c];
 					Mabs[a * k + c] += fabs(w * th[a] * th[c]);
@@ -97,11 +103,14 @@ static int64_t reference(const struct band *bd, const struct starfa_cpu_rowsolve
 	return n;
 }
 
-/* |M x - b|_inf / (|M|_inf max(|x|_inf, start) + |b|_inf), with |M| the sums of absolute terms. */
-static double backward_error(const double *M, const double *Mabs, const float *x, const double *b, int64_t k,
-			     double start)
+/* |M x - b|_inf / (|M|_inf max(|x|_inf, start) + |b|_inf), with |M| and |b| the sums of absolute terms. */
+static double backward_error(const double *M, const double *Mabs, const float *x, const double *b,
+			     const double *babs, int64_t k, double start)
 {
 	double res = 0, mnorm = 0, xnorm = 0, bnorm = 0;
+	for (int64_t a = 0; a < k; a++)
+		if (!isfinite(x[a]))
+			return INFINITY; /* unwritten (NaN-poisoned) or overflowed: fmax below would skip it */
 	for (int64_t a = 0; a < k; a++) {
 		double s = 0, row = 0;
 		for (int64_t c = 0; c < k; c++) {
@@ -111,8 +120,10 @@ static double backward_error(const double *M, const double *Mabs, const float *x
 		res = fmax(res, fabs(s - b[a]));
 		mnorm = fmax(mnorm, row);
 		xnorm = fmax(xnorm, fabs(x[a]));
-		bnorm = fmax(bnorm, fabs(b[a]));
+		bnorm = fmax(bnorm, fabs(babs[a]));
 	}
+	if (res == 0)
+		return 0; /* exact, also when x and b are both zero (a row without entries) */
 	return res / (mnorm * fmax(xnorm, start) + bnorm);
 }
 
@@ -131,9 +142,9 @@ TEST(rowsolve, cpu_kernel_matches_reference)
 			struct band bd;
 			CHECK(band_make(&bd, rows, k, 1 + (int)testing_below(&rng, 3), implicit, &rng) == 0);
 			double *M = malloc(sizeof(double) * (size_t)(k * k)), *Mabs = malloc(sizeof(double) * (size_t)(k * k));
-			double *b = malloc(sizeof(double) * (size_t)k);
+			double *b = malloc(sizeof(double) * (size_t)k), *babs = malloc(sizeof(double) * (size_t)k);
 			float *x0 = als_alloc((size_t)(rows * k));
-			CHECK(M && Mabs && b && x0);
+			CHECK(M && Mabs && b && babs && x0);
 			testing_fill_random(x0, (size_t)(rows * k), &rng);
 			for (int variant = 0; variant < NVARIANTS; variant++)
 				for (int gram = 0; gram < 2; gram++)
@@ -161,8 +172,8 @@ TEST(rowsolve, cpu_kernel_matches_reference)
 							  "k=%lld implicit=%d variant=%d: %u bad rows", (long long)k, implicit, variant,
 							  st[STARFA_SOLVE_BAD_ROWS]);
 						for (int64_t u = 0; u < rows; u++) {
-							int64_t n = reference(&bd, &pb, u, M, Mabs, b);
-							double err = backward_error(M, Mabs, bd.X + u * k, b, k, variant == CHOL ? 0.0 : 1.0);
+							int64_t n = reference(&bd, &pb, u, M, Mabs, b, babs);
+							double err = backward_error(M, Mabs, bd.X + u * k, b, babs, k, variant == CHOL ? 0.0 : 1.0);
 							double tol = variant == CHOL ? 8.0 * (double)(k + n) * FLT_EPSILON
 										     : 2e-5 * sqrt((double)(k + n));
 							CHECK_MSG(err <= tol,
@@ -175,6 +186,7 @@ TEST(rowsolve, cpu_kernel_matches_reference)
 			free(M);
 			free(Mabs);
 			free(b);
+			free(babs);
 			free(x0);
 			band_free(&bd);
 		}
@@ -315,7 +327,7 @@ TEST(rowsolve, task_graph_matches_reference)
 					Mabs[a * k + a] += info[2 * u];
 					bd[a] = b[u * k + a];
 				}
-				double err = backward_error(M, Mabs, X + u * w + 1, bd, k, solver ? 1.0 : 0.0);
+				double err = backward_error(M, Mabs, X + u * w + 1, bd, bd, k, solver ? 1.0 : 0.0); /* the float system itself */
 				/* the reference systems are float sums themselves: allow their rounding */
 				double tol = solver ? 2e-5 * sqrt((double)k) : 64.0 * (double)k * FLT_EPSILON;
 				CHECK_MSG(err <= tol, "grid %zu side %d k=%lld implicit %d solver %d row %lld: backward error %.3g", g,

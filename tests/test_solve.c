@@ -83,6 +83,9 @@ static void system_of(const struct batch *bt, int64_t u, int fp16, int gram, dou
 static double backward_error(const double *M, const float *x, const float *b, int64_t k, double start)
 {
 	double res = 0, mnorm = 0, xnorm = 0, bnorm = 0;
+	for (int64_t a = 0; a < k; a++)
+		if (!isfinite(x[a]))
+			return INFINITY; /* unwritten (NaN-poisoned) or overflowed: fmax below would skip it */
 	for (int64_t a = 0; a < k; a++) {
 		double s = 0, row = 0;
 		for (int64_t c = 0; c < k; c++) {
@@ -94,6 +97,8 @@ static double backward_error(const double *M, const float *x, const float *b, in
 		xnorm = fmax(xnorm, fabs(x[a]));
 		bnorm = fmax(bnorm, fabs(b[a]));
 	}
+	if (res == 0)
+		return 0; /* exact, also when x and b are both zero */
 	return res / (mnorm * fmax(xnorm, start) + bnorm);
 }
 
