@@ -3,6 +3,7 @@
  * that stays in cache (Cholesky, or CG on it) or matrix-free by CG. Nothing but x_u is written. */
 #include "cpu/rowsolve.h"
 
+#include "cpu/cg.h"
 #include "cpu/panel.h"
 
 #include <float.h>
@@ -158,15 +159,6 @@ static void matvec(const struct starfa_cpu_rowsolve *pb, int64_t kp, const struc
 		}
 }
 
-static inline float dot(const float *restrict x, const float *restrict y, int64_t n)
-{
-	float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-	for (int64_t d = 0; d < n; d++)
-		s += x[d] * y[d];
-	return s;
-}
-
 /* Returns 0 solved, 1 not positive definite (x unchanged). */
 static int solve_cholesky(const struct starfa_cpu_rowsolve *pb, int64_t kp, struct work *wk, float lambda, float *x)
 {
@@ -189,8 +181,21 @@ static int solve_cholesky(const struct starfa_cpu_rowsolve *pb, int64_t kp, stru
 	return 0;
 }
 
-/* Returns 0 done, 1 non-positive curvature (stopped there), 2 a non-finite residual or curvature: as
- * cpu/solve.c's CG, whose steps it repeats. The padding of r, p and q stays zero. */
+struct rowsolve_apply {
+	const struct starfa_cpu_rowsolve *pb;
+	int64_t kp;
+	const struct work *wk;
+	int free_form;
+	float lambda;
+};
+
+static void rowsolve_apply(void *ctx, const float *restrict p, float *restrict q)
+{
+	const struct rowsolve_apply *c = ctx;
+	matvec(c->pb, c->kp, c->wk, c->free_form, c->lambda, p, q);
+}
+
+/* The CG of cpu/cg.h from x (the warm start). The padding of r, p and q stays zero. */
 static int solve_cg(const struct starfa_cpu_rowsolve *pb, int64_t kp, struct work *wk, int free_form, float lambda,
 		    float *x)
 {
@@ -203,41 +208,8 @@ static int solve_cg(const struct starfa_cpu_rowsolve *pb, int64_t kp, struct wor
 	memcpy(p, x, (size_t)k * sizeof(float));
 	memset(p + k, 0, (size_t)(kp - k) * sizeof(float));
 	matvec(pb, kp, wk, free_form, lambda, p, q);
-	for (int64_t d = 0; d < kp; d++) {
-		r[d] = b[d] - q[d];
-		p[d] = r[d];
-	}
-	float rs = dot(r, r, k);
-	if (!isfinite(rs))
-		return 2;
-	const float bb = dot(b, b, k), done = 16.0f * FLT_EPSILON * FLT_EPSILON * (rs > bb ? rs : bb);
-	for (int step = 0; step < pb->cg_steps && rs > done; step++) {
-		matvec(pb, kp, wk, free_form, lambda, p, q);
-		float pq = dot(p, q, k);
-		if (!isfinite(pq))
-			return 2;
-		if (pq <= 0.0f)
-			return 1;
-		float alpha = rs / pq;
-		for (int64_t d = 0; d < k; d++) {
-			x[d] += alpha * p[d];
-			r[d] -= alpha * q[d];
-		}
-		float rs_next = dot(r, r, k);
-		float beta = rs_next / rs;
-		for (int64_t d = 0; d < k; d++)
-			p[d] = r[d] + beta * p[d];
-		rs = rs_next;
-	}
-	return 0;
-}
-
-static int all_finite(const float *x, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		if (!isfinite(x[i]))
-			return 0;
-	return 1;
+	struct rowsolve_apply ctx = {pb, kp, wk, free_form, lambda};
+	return starfa_cpu_cg_steps(k, kp, b, x, r, p, q, pb->cg_steps, rowsolve_apply, &ctx);
 }
 
 /* Counts a failed row under the input that was not finite (the gathered vectors, weights or G: the
@@ -246,9 +218,9 @@ static void blame(const struct starfa_cpu_rowsolve *pb, int64_t u, int64_t kp, c
 		  uint32_t *st)
 {
 	const int64_t k = pb->k;
-	int bad_a = !all_finite(wk->P, wk->n * kp) || !all_finite(wk->w, wk->n) || (pb->G && !all_finite(pb->G, k * k)) ||
-		    !isfinite(pb->lambda[u * pb->info_ld]);
-	int bad_b = !bad_a && !all_finite(wk->b, k);
+	int bad_a = !starfa_cpu_all_finite(wk->P, wk->n * kp) || !starfa_cpu_all_finite(wk->w, wk->n) ||
+		    (pb->G && !starfa_cpu_all_finite(pb->G, k * k)) || !isfinite(pb->lambda[u * pb->info_ld]);
+	int bad_b = !bad_a && !starfa_cpu_all_finite(wk->b, k);
 	st[STARFA_SOLVE_BAD_ROWS]++;
 	st[STARFA_SOLVE_NONFINITE_A] += bad_a;
 	st[STARFA_SOLVE_NONFINITE_B] += bad_b;
@@ -267,7 +239,7 @@ static void solve_row(const struct starfa_cpu_rowsolve *pb, int64_t u, int64_t k
 		form(pb, kp, wk);
 	int failed = pb->solver == STARFA_CPU_CHOLESKY ? solve_cholesky(pb, kp, wk, lambda, x)
 						       : solve_cg(pb, kp, wk, free_form, lambda, x);
-	if (failed || !all_finite(x, pb->k))
+	if (failed || !starfa_cpu_all_finite(x, pb->k))
 		blame(pb, u, kp, wk, failed, st);
 }
 

@@ -2,6 +2,7 @@
  * gradient steps, with M_u assembled on the fly from FP32 or FP16 storage; OpenMP on the CPU. */
 #include "cpu/solve.h"
 
+#include "cpu/cg.h"
 #include "cpu/half.h"
 
 #include <float.h>
@@ -89,15 +90,6 @@ static void matvec(const struct problem *pb, int64_t u, float s, float lambda, c
 	}
 }
 
-static inline float dot(const float *restrict x, const float *restrict y, int64_t k)
-{
-	float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-	for (int64_t d = 0; d < k; d++)
-		s += x[d] * y[d];
-	return s;
-}
-
 /* Returns 0 solved, 1 not positive definite (x unchanged). */
 static int solve_cholesky(const struct problem *pb, int64_t u, float s, float lambda, struct work *w, float *x)
 {
@@ -116,50 +108,28 @@ static int solve_cholesky(const struct problem *pb, int64_t u, float s, float la
 	return 0;
 }
 
-/* Returns 0 done, 1 a direction of non-positive curvature (M not positive definite: stopped there), 2 a
- * non-finite residual or curvature (x is then left as it was at that step). */
+struct solve_apply {
+	const struct problem *pb;
+	int64_t u;
+	float s, lambda;
+	float *row;
+};
+
+static void solve_apply(void *ctx, const float *restrict p, float *restrict q)
+{
+	const struct solve_apply *c = ctx;
+	matvec(c->pb, c->u, c->s, c->lambda, p, q, c->row);
+}
+
+/* The CG of cpu/cg.h from x (the warm start): 0 done, 1 a direction of non-positive curvature (M not
+ * positive definite: stopped there), 2 a non-finite residual or curvature. */
 static int solve_cg(const struct problem *pb, int64_t u, float s, float lambda, struct work *w, float *x)
 {
 	const int64_t k = pb->k;
 	const float *b = pb->b + u * pb->ldb;
-	float *r = w->r, *p = w->p, *q = w->q;
-	matvec(pb, u, s, lambda, x, q, w->row);
-	for (int64_t d = 0; d < k; d++) {
-		r[d] = b[d] - q[d];
-		p[d] = r[d];
-	}
-	float rs = dot(r, r, k);
-	if (!isfinite(rs))
-		return 2;
-	/* Converged to what float32 resolves: past it, rounding makes the curvature look non-positive. */
-	const float bb = dot(b, b, k), done = 16.0f * FLT_EPSILON * FLT_EPSILON * (rs > bb ? rs : bb);
-	for (int step = 0; step < pb->cg_steps && rs > done; step++) {
-		matvec(pb, u, s, lambda, p, q, w->row);
-		float pq = dot(p, q, k);
-		if (!isfinite(pq))
-			return 2;
-		if (pq <= 0.0f)
-			return 1;
-		float alpha = rs / pq;
-		for (int64_t d = 0; d < k; d++) {
-			x[d] += alpha * p[d];
-			r[d] -= alpha * q[d];
-		}
-		float rs_next = dot(r, r, k);
-		float beta = rs_next / rs;
-		for (int64_t d = 0; d < k; d++)
-			p[d] = r[d] + beta * p[d];
-		rs = rs_next;
-	}
-	return 0;
-}
-
-static int all_finite(const float *x, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		if (!isfinite(x[i]))
-			return 0;
-	return 1;
+	matvec(pb, u, s, lambda, x, w->q, w->row);
+	struct solve_apply ctx = {pb, u, s, lambda, w->row};
+	return starfa_cpu_cg_steps(k, k, b, x, w->r, w->p, w->q, pb->cg_steps, solve_apply, &ctx);
 }
 
 /* Counts a failed row under the input that was not finite, if any, else as not positive definite
@@ -167,10 +137,10 @@ static int all_finite(const float *x, int64_t n)
 static void blame(const struct problem *pb, int64_t u, int not_spd, struct work *w, uint32_t *st)
 {
 	const int64_t k = pb->k;
-	int bad_a = 0, bad_b = !all_finite(pb->b + u * pb->ldb, k);
+	int bad_a = 0, bad_b = !starfa_cpu_all_finite(pb->b + u * pb->ldb, k);
 	for (int64_t a = 0; a < k && !bad_a; a++) {
 		system_row(pb, u, a, pb->scale ? pb->scale[u * pb->info_ld] : 1.0f, pb->lambda[u * pb->info_ld], w->row);
-		bad_a = !all_finite(w->row, k);
+		bad_a = !starfa_cpu_all_finite(w->row, k);
 	}
 	st[STARFA_SOLVE_BAD_ROWS]++;
 	st[STARFA_SOLVE_NONFINITE_A] += bad_a;
@@ -187,7 +157,7 @@ static void solve_rows(const struct problem *pb, int64_t r0, int64_t r1, struct 
 		float *x = pb->X + u * pb->ldx;
 		int failed = pb->solver == STARFA_CPU_CHOLESKY ? solve_cholesky(pb, u, s, lambda, w, x)
 							       : solve_cg(pb, u, s, lambda, w, x);
-		if (failed || !all_finite(x, pb->k))
+		if (failed || !starfa_cpu_all_finite(x, pb->k))
 			blame(pb, u, failed, w, st);
 	}
 }
