@@ -7,13 +7,15 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: starfa recommend --model MODEL --user ID [--k K] [--exclude FILE]\n"
+	fprintf(out, "usage: starfa recommend --model MODEL --user ID [--k K] [--min-ratings N] [--exclude FILE]\n"
 		     "Prints the user's k best items (rank, item id, score), leaving out the items the user had in\n"
 		     "training (the model keeps them). A user the model does not know gets the items with the best\n"
 		     "bias (explicit models) or the most popular ones (implicit models).\n"
 		     "  --model MODEL    a model written by starfa train\n"
 		     "  --user ID        the user, as its id in the training file\n"
 		     "  --k K            how many items (default 10)\n"
+		     "  --min-ratings N  leave out items with fewer than N training entries (default 5; 1 keeps\n"
+		     "                   all): an item rated once, at five stars, would otherwise top most lists\n"
 		     "  --exclude FILE   also leave out this user's items in this ratings file\n"
 		     "  --format F       format of the --exclude file (default: guessed from the name)\n");
 }
@@ -24,8 +26,26 @@ static int compare_int32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Items with fewer than min_ratings training entries (from the model's seen entries), appended to
+ * list at *n; list must have room for every item. */
+static void rare_items(const starfa_model *m, int64_t min_ratings, int32_t *list, int64_t *n)
+{
+	if (min_ratings <= 1 || !m->seen)
+		return;
+	int64_t *support = calloc((size_t)m->nitems, sizeof *support);
+	if (!support)
+		return; /* the filter is a refinement: without memory for it, recommend unfiltered */
+	for (int64_t p = 0; p < m->seen->nnz; p++)
+		support[m->seen->colind[p]]++;
+	for (int64_t i = 0; i < m->nitems; i++)
+		if (support[i] < min_ratings)
+			list[(*n)++] = (int32_t)i;
+	free(support);
+}
+
 /* The excluded items of one user as a CSR of the model's shape with only that row filled. */
-static int exclusions(const starfa_model *m, int64_t user, const starfa_coo *extra, starfa_csr *out)
+static int exclusions(const starfa_model *m, int64_t user, const starfa_coo *extra, int64_t min_ratings,
+		      starfa_csr *out)
 {
 	int64_t nseen = m->seen ? m->seen->rowptr[user + 1] - m->seen->rowptr[user] : 0, nextra = 0;
 	const char *uname = starfa_idmap_name(m->user_ids, user);
@@ -38,7 +58,7 @@ static int exclusions(const starfa_model *m, int64_t user, const starfa_coo *ext
 	out->nrows = m->nusers;
 	out->ncols = m->nitems;
 	out->rowptr = calloc((size_t)m->nusers + 1, sizeof *out->rowptr);
-	out->colind = malloc((size_t)(nseen + nextra + 1) * sizeof *out->colind);
+	out->colind = malloc((size_t)(nseen + nextra + m->nitems + 1) * sizeof *out->colind);
 	out->val = NULL;
 	if (!out->rowptr || !out->colind) {
 		cli_error("out of memory");
@@ -56,6 +76,7 @@ static int exclusions(const starfa_model *m, int64_t user, const starfa_coo *ext
 			if (item >= 0)
 				out->colind[n++] = (int32_t)item;
 		}
+	rare_items(m, min_ratings, out->colind, &n);
 	qsort(out->colind, (size_t)n, sizeof *out->colind, compare_int32);
 	int64_t distinct = 0;
 	for (int64_t p = 0; p < n; p++)
@@ -73,6 +94,7 @@ int cmd_recommend(int argc, char **argv)
 		{"model", required_argument, NULL, 'm'},
 		{"user", required_argument, NULL, 'u'},
 		{"k", required_argument, NULL, 'k'},
+		{"min-ratings", required_argument, NULL, 'r'},
 		{"exclude", required_argument, NULL, 'x'},
 		{"format", required_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
@@ -80,7 +102,7 @@ int cmd_recommend(int argc, char **argv)
 	};
 	const char *model_path = NULL, *user_id = NULL, *exclude_path = NULL;
 	starfa_format format = STARFA_FORMAT_AUTO;
-	int64_t k = 10;
+	int64_t k = 10, min_ratings = 5;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "m:u:k:x:h", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -96,6 +118,10 @@ int cmd_recommend(int argc, char **argv)
 			break;
 		case 'x':
 			exclude_path = optarg;
+			break;
+		case 'r':
+			if (cli_parse_int("min-ratings", optarg, 1, INT32_MAX, &min_ratings))
+				return EXIT_USAGE;
 			break;
 		case 'f':
 			if (starfa_format_parse(optarg, &format) != 0) {
@@ -139,7 +165,8 @@ int cmd_recommend(int argc, char **argv)
 			m->algo == STARFA_ALGO_IALS ? "popularity" : "item bias");
 		if (starfa_recommend(m, -1, k, NULL, recs, &n) != 0)
 			rc = cli_library_error();
-	} else if ((rc = exclusions(m, user, extra, &ex)) == 0 && starfa_recommend(m, user, k, &ex, recs, &n) != 0) {
+	} else if ((rc = exclusions(m, user, extra, min_ratings, &ex)) == 0 &&
+		   starfa_recommend(m, user, k, &ex, recs, &n) != 0) {
 		rc = cli_library_error();
 	}
 	if (rc == 0) {

@@ -43,6 +43,10 @@ grep -qxFf "$tmp/rated" "$tmp/recs" && fail "recommend returned items u7 rated i
 "$starfa" recommend --model "$tmp/als.model" --user u1 --k 50 --exclude "$tmp/exclude.csv" | awk 'NR > 1 { print $2 }' >"$tmp/recs-ex"
 grep -Eqx 'm[012]' "$tmp/recs-ex" && fail "--exclude did not leave out m0, m1, m2"
 expect 0 'not in the model' -- recommend --model "$tmp/ials.model" --user nobody --k 2
+# Every item has far fewer than 1000 training entries: none is left to recommend.
+out=$("$starfa" recommend --model "$tmp/als.model" --user u1 --k 3 --min-ratings 1000)
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "--min-ratings 1000 left items: $out"
+expect 2 '--min-ratings expects an integer' -- recommend --model "$tmp/als.model" --user u1 --min-ratings 0
 
 # Bad input: a clear message, a non-zero exit, and no model or log left behind.
 expect 2 'needs --input FILE and --out MODEL' -- train --input "$tmp/ratings.csv"
