@@ -1,5 +1,5 @@
-/* The whole task graph through StarPU: starfa_insert_sddmm over every tile, then
- * starfa_wait, timed on the host clock. Two worker sets (CUDA workers only; every worker,
+/* The whole task graph through StarPU: starfa_insert_sddmm (and starfa_insert_spmm, S·B over
+ * the row bands) over every tile, then starfa_wait, timed on the host clock. Two worker sets (CUDA workers only; every worker,
  * under dmda) and two tilings (starfa's automatic grid; one tile, the coarsest, which is
  * the kernel of the GPU half plus StarPU's overhead). StarPU calibrates its perfmodels
  * during the warm-up runs (calibrate = 1): they go on until two runs in a row agree within
@@ -28,16 +28,30 @@ static const struct {
 #define NSETS (sizeof worker_sets / sizeof worker_sets[0])
 #define NTILINGS (sizeof tilings / sizeof tilings[0])
 
-static void measurement_name(char *out, size_t len, int set, int tiling)
+/* The operations timed through the graph. The SpMM codelet carries starfa's CUDA kernel and
+ * cusparseSpMM as two implementations, dmda picking per tile: its baseline is cuSPARSE's best. */
+enum graph_op { GRAPH_SDDMM, GRAPH_SPMM, GRAPH_OPS };
+static const char *const op_prefix[GRAPH_OPS] = {"graph", "graph_spmm"};
+
+static void measurement_name(char *out, size_t len, enum graph_op op, int set, int tiling)
 {
-	snprintf(out, len, "graph.%s.%s", worker_sets[set].name, tilings[tiling].name);
+	snprintf(out, len, "%s.%s.%s", op_prefix[op], worker_sets[set].name, tilings[tiling].name);
 }
 
+struct graph_operands {
+	const starfa_tiled *S;
+	starfa_dense *A, *B;
+	starfa_sparse_values *P; /* SDDMM output */
+	starfa_dense *Y;         /* SpMM output, Y = S·B */
+};
+
 /* One insert + wait over every tile; returns seconds, or -1 after a message. */
-static double one_run(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, starfa_sparse_values *P)
+static double one_run(enum graph_op op, const struct graph_operands *g)
 {
 	double t0 = bench_now();
-	if (starfa_insert_sddmm(S, A, B, STARFA_SDDMM_PATTERN, P) != 0 || starfa_wait() != 0) {
+	int rc = op == GRAPH_SDDMM ? starfa_insert_sddmm(g->S, g->A, g->B, STARFA_SDDMM_PATTERN, g->P)
+				   : starfa_insert_spmm(g->S, STARFA_ROWS, g->B, g->Y);
+	if (rc != 0 || starfa_wait() != 0) {
 		fprintf(stderr, "starfa_bench: %s\n", starfa_last_error());
 		return -1;
 	}
@@ -45,12 +59,11 @@ static double one_run(const starfa_tiled *S, const starfa_dense *A, const starfa
 }
 
 /* Untimed runs until StarPU has calibrated (two runs in a row within 10%). */
-static int warm_up(const struct bench_options *o, const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B,
-		   starfa_sparse_values *P, int *runs)
+static int warm_up(const struct bench_options *o, enum graph_op op, const struct graph_operands *g, int *runs)
 {
 	double last = -1;
 	for (*runs = 0; *runs < o->graph_warmup; (*runs)++) {
-		double t = one_run(S, A, B, P);
+		double t = one_run(op, g);
 		if (t < 0)
 			return -1;
 		if (*runs >= 2 && last > 0 && fabs(t - last) <= 0.1 * last) {
@@ -62,13 +75,19 @@ static int warm_up(const struct bench_options *o, const starfa_tiled *S, const s
 	return 0;
 }
 
-/* The kernel time the graph is compared with (NAN when none was measured). */
-static double kernel_baseline(const struct bench_matrix *m, int64_t k, int gpu_only, const char **name)
+/* The kernel time the graph is compared with (NAN when none was measured): starfa's SDDMM kernel
+ * (GPU, or the faster of GPU and CPU for all workers); for SpMM the fastest cusparseSpMM algorithm. */
+static double kernel_baseline(const struct bench_matrix *m, int64_t k, enum graph_op op, int gpu_only,
+			      const char **name)
 {
-	const char *names[] = {"sddmm.starfa.cuda", "cpu.starfa"};
+	static const char *const sddmm_names[] = {"sddmm.starfa.cuda", "cpu.starfa"};
+	static const char *const spmm_names[] = {"spmm.cusparse.default", "spmm.cusparse.csr_alg1",
+						 "spmm.cusparse.csr_alg2", "spmm.cusparse.csr_alg3"};
+	const char *const *names = op == GRAPH_SDDMM ? sddmm_names : spmm_names;
+	int count = op == GRAPH_SDDMM ? (gpu_only ? 1 : 2) : 4;
 	double best = NAN;
 	*name = "";
-	for (int i = 0; i < (gpu_only ? 1 : 2); i++) {
+	for (int i = 0; i < count; i++) {
 		struct bench_result *r = bench_result_find(m->name, k, names[i]);
 		if (r && r->status == BENCH_OK && r->repeats > 0 && !(r->median_ms >= best)) {
 			best = r->median_ms;
@@ -79,48 +98,51 @@ static double kernel_baseline(const struct bench_matrix *m, int64_t k, int gpu_o
 }
 
 static void graph_rank(const struct bench_options *o, const struct bench_matrix *m, const starfa_tiled *S, int64_t k,
-		       int set, int tiling)
+		       enum graph_op op, int set, int tiling)
 {
 	char name[48];
-	measurement_name(name, sizeof name, set, tiling);
+	measurement_name(name, sizeof name, op, set, tiling);
 	struct bench_result *r = bench_result_add(m, k, name);
 	snprintf(r->tiles, sizeof r->tiles, "%lldx%lld", (long long)starfa_tiled_row_tiles(S),
 		 (long long)starfa_tiled_col_tiles(S));
 	float *a = NULL, *b = NULL, *p = NULL;
 	double *ms = bench_alloc((size_t)o->repeat, sizeof *ms, "timings");
-	starfa_dense *A = NULL, *B = NULL;
-	starfa_sparse_values *P = NULL;
+	struct graph_operands g = {S, NULL, NULL, NULL, NULL};
 	struct row_sample sample = {0};
 	char msg[400];
 	double err;
 	int warmups = 0;
+	/* The output on the host: SDDMM's values in CSR order, or SpMM's rows x k block. */
+	size_t out_count = op == GRAPH_SDDMM ? (size_t)m->csr->nnz : (size_t)(m->csr->nrows * k);
 	if (!ms || bench_factors(m, k, o->seed, &a, &b) || row_sample_make(m, k, o, &sample) ||
-	    !(p = bench_alloc((size_t)m->csr->nnz, sizeof *p, "graph output copy"))) {
+	    !(p = bench_alloc(out_count, sizeof *p, "graph output copy"))) {
 		bench_result_fail(r, BENCH_ERROR, "out of host memory");
 		goto out;
 	}
-	if (starfa_dense_create(S, STARFA_ROWS, a, k, &A) || starfa_dense_create(S, STARFA_COLS, b, k, &B) ||
-	    starfa_sparse_values_create(S, &P)) {
+	memset(p, 0xff, out_count * sizeof *p); /* NaN: an unwritten element fails the check */
+	if (starfa_dense_create(S, STARFA_ROWS, a, k, &g.A) ||
+	    starfa_dense_create(S, STARFA_COLS, b, k, &g.B) ||
+	    (op == GRAPH_SDDMM ? starfa_sparse_values_create(S, &g.P) : starfa_dense_create(S, STARFA_ROWS, p, k, &g.Y))) {
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}
-	if (warm_up(o, S, A, B, P, &warmups) != 0) {
+	if (warm_up(o, op, &g, &warmups) != 0) {
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}
 	/* Correctness before timing: the last warm-up's output against the reference. */
-	memset(p, 0xff, (size_t)m->csr->nnz * sizeof *p);
-	if (starfa_sparse_values_gather(P, p) != 0) {
+	if (op == GRAPH_SDDMM ? starfa_sparse_values_gather(g.P, p) != 0 : starfa_dense_sync(g.Y) != 0) {
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}
-	if (check_sddmm(m, &sample, a, b, k, STARFA_SDDMM_PATTERN, p, &err, msg, sizeof msg)) {
+	if (op == GRAPH_SDDMM ? check_sddmm(m, &sample, a, b, k, STARFA_SDDMM_PATTERN, p, &err, msg, sizeof msg)
+			      : check_spmm(m, &sample, b, k, p, &err, msg, sizeof msg)) {
 		bench_result_fail(r, BENCH_FAIL, "%s", msg);
 		goto out;
 	}
 	starfa_stats_reset();
 	for (int i = 0; i < o->repeat; i++) {
-		double t = one_run(S, A, B, P);
+		double t = one_run(op, &g);
 		if (t < 0) {
 			bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 			goto out;
@@ -136,19 +158,20 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 	snprintf(r->extra_name, sizeof r->extra_name, "warmup_runs");
 	r->extra = warmups;
 	const char *base;
-	r->baseline_ms = kernel_baseline(m, k, worker_sets[set].gpu_only, &base);
+	r->baseline_ms = kernel_baseline(m, k, op, worker_sets[set].gpu_only, &base);
 	snprintf(r->baseline, sizeof r->baseline, "%s", base);
 	r->speedup = r->baseline_ms / r->median_ms;
 	r->overhead_pct = (r->median_ms / r->baseline_ms - 1.0) * 100.0;
-	printf("  graph %-6s %-6s k=%-4lld tiles %-7s %9.3f ms (%d warm-ups), tasks/run cpu %lld cuda %lld\n",
-	       worker_sets[set].name, tilings[tiling].name, (long long)k, r->tiles, r->median_ms, warmups,
-	       (long long)r->tasks_cpu, (long long)r->tasks_cuda);
+	printf("  %-10s %-6s %-6s k=%-4lld tiles %-7s %9.3f ms (%d warm-ups), tasks/run cpu %lld cuda %lld\n",
+	       op_prefix[op], worker_sets[set].name, tilings[tiling].name, (long long)k, r->tiles, r->median_ms,
+	       warmups, (long long)r->tasks_cpu, (long long)r->tasks_cuda);
 	fflush(stdout);
 out:
-	/* Unregistering brings the blocks home before a and b are freed. */
-	starfa_sparse_values_free(P);
-	starfa_dense_free(A);
-	starfa_dense_free(B);
+	/* Unregistering brings the blocks home before a, b and p are freed. */
+	starfa_sparse_values_free(g.P);
+	starfa_dense_free(g.A);
+	starfa_dense_free(g.B);
+	starfa_dense_free(g.Y);
 	row_sample_free(&sample);
 	free(a);
 	free(b);
@@ -159,11 +182,12 @@ out:
 static void skip_set(const struct bench_options *o, const struct bench_matrix *m, int set, const char *why)
 {
 	char name[48];
-	for (int t = 0; t < (int)NTILINGS; t++) {
-		measurement_name(name, sizeof name, set, t);
-		for (int i = 0; i < o->nranks; i++)
-			bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_SKIP, "%s", why);
-	}
+	for (int op = 0; op < GRAPH_OPS; op++)
+		for (int t = 0; t < (int)NTILINGS; t++) {
+			measurement_name(name, sizeof name, (enum graph_op)op, set, t);
+			for (int i = 0; i < o->nranks; i++)
+				bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_SKIP, "%s", why);
+		}
 }
 
 static void graph_set(const struct bench_device *d, const struct bench_options *o, const struct bench_matrix *m,
@@ -195,14 +219,17 @@ static void graph_set(const struct bench_device *d, const struct bench_options *
 		if (starfa_tiled_create(m->csr, &topt, &S) != 0) {
 			fprintf(stderr, "starfa_bench: %s: starfa_tiled_create: %s\n", m->name, starfa_last_error());
 			char name[48];
-			measurement_name(name, sizeof name, set, t);
-			for (int i = 0; i < o->nranks; i++)
-				bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_ERROR,
-						  "starfa_tiled_create: %s", starfa_last_error());
+			for (int op = 0; op < GRAPH_OPS; op++) {
+				measurement_name(name, sizeof name, (enum graph_op)op, set, t);
+				for (int i = 0; i < o->nranks; i++)
+					bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_ERROR,
+							  "starfa_tiled_create: %s", starfa_last_error());
+			}
 			continue;
 		}
-		for (int i = 0; i < o->nranks; i++)
-			graph_rank(o, m, S, o->ranks[i], set, t);
+		for (int op = 0; op < GRAPH_OPS; op++)
+			for (int i = 0; i < o->nranks; i++)
+				graph_rank(o, m, S, o->ranks[i], (enum graph_op)op, set, t);
 		starfa_tiled_free(S);
 	}
 	starfa_shutdown();
