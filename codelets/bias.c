@@ -65,35 +65,6 @@ static struct starpu_codelet bias_accumulate_cl = {
 	.model = &bias_model,
 };
 
-/* A band without nonzeros still needs its right-hand sides (all zero) before its solve. */
-static void bias_zero_cpu(void *buffers[], void *cl_arg)
-{
-	(void)cl_arg;
-	memset((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0, (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * sizeof(float));
-}
-
-static size_t bias_zero_cost(struct starpu_task *task, unsigned nimpl)
-{
-	(void)nimpl;
-	return (size_t)starpu_vector_get_nx(task->handles[0]);
-}
-
-static uint32_t bias_zero_footprint(struct starpu_task *task)
-{
-	return starfa_cost_footprint(bias_zero_cost(task, 0), 0);
-}
-
-STARFA_PERFMODEL(bias_zero, bias_zero_cost, bias_zero_footprint);
-
-static struct starpu_codelet bias_zero_cl = {
-	.name = "starfa_bias_zero",
-	.cpu_funcs = {bias_zero_cpu},
-	.cpu_funcs_name = {"bias_zero_cpu"},
-	.nbuffers = 1,
-	.modes = {STARPU_W},
-	.model = &bias_zero_model,
-};
-
 int starfa_insert_bias(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
 		       int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
 		       starfa_systems *sys)
@@ -122,11 +93,8 @@ int starfa_insert_bias(const starfa_tiled *S, starfa_side side, int64_t band, co
 			return starfa_insert_failed("bias", ret);
 		first = 0;
 	}
-	if (first) {
-		int ret = starpu_task_insert(&bias_zero_cl, STARPU_W, starfa_systems_slot_b(sys, band), STARPU_NAME,
-					     "bias_zero", 0);
-		if (ret != 0)
-			return starfa_insert_failed("bias_zero", ret);
-	}
+	/* A band without nonzeros still needs its right-hand sides (all zero) before its solve. */
+	if (first)
+		return starfa_insert_vector_zero(starfa_systems_slot_b(sys, band), "bias_zero");
 	return 0;
 }

@@ -23,9 +23,45 @@ const char *const *starfa_perfmodel_symbols(void)
 {
 	/* One per codelet file: keep in step with the STARFA_PERFMODEL declarations. */
 	static const char *const symbols[] = {"starfa_sddmm",     "starfa_spmm", "starfa_spmm_zero",
-					     "starfa_hermitian", "starfa_hermitian_zero", "starfa_bias",
-					     "starfa_bias_zero", "starfa_solve", "starfa_gram", "starfa_rowsolve", NULL};
+					     "starfa_hermitian", "starfa_bias", "starfa_vector_zero",
+					     "starfa_solve", "starfa_gram", "starfa_rowsolve", NULL};
 	return symbols;
+}
+
+static void vector_zero_cpu(void *buffers[], void *cl_arg)
+{
+	(void)cl_arg;
+	memset((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0,
+	       (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]));
+}
+
+/* The real cost: the bytes written. */
+static size_t vector_zero_cost(struct starpu_task *task, unsigned nimpl)
+{
+	(void)nimpl;
+	return (size_t)starpu_vector_get_nx(task->handles[0]) * starpu_vector_get_elemsize(task->handles[0]);
+}
+
+static uint32_t vector_zero_footprint(struct starpu_task *task)
+{
+	return starfa_cost_footprint(vector_zero_cost(task, 0), 0);
+}
+
+STARFA_PERFMODEL(vector_zero, vector_zero_cost, vector_zero_footprint);
+
+static struct starpu_codelet vector_zero_cl = {
+	.name = "starfa_vector_zero",
+	.cpu_funcs = {vector_zero_cpu},
+	.cpu_funcs_name = {"vector_zero_cpu"},
+	.nbuffers = 1,
+	.modes = {STARPU_W},
+	.model = &vector_zero_model,
+};
+
+int starfa_insert_vector_zero(starpu_data_handle_t handle, const char *what)
+{
+	int ret = starpu_task_insert(&vector_zero_cl, STARPU_W, handle, STARPU_NAME, what, 0);
+	return ret != 0 ? starfa_insert_failed(what, ret) : 0;
 }
 
 int starfa_insert_failed(const char *codelet, int ret)

@@ -35,6 +35,10 @@ void starfa_cuda_fail(const char *codelet, cudaError_t err) __attribute__((noret
 	} while (0)
 #endif
 
+/* Inserts a task that zeroes a vector handle (any element size): the output of an
+ * accumulation whose tiles are all empty. `what` names the task and the error. */
+int starfa_insert_vector_zero(starpu_data_handle_t handle, const char *what);
+
 /* starpu_task_insert's return code as a starfa error. */
 int starfa_insert_failed(const char *codelet, int ret);
 

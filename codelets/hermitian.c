@@ -76,36 +76,6 @@ static struct starpu_codelet hermitian_accumulate_cl = {
 	.model = &hermitian_model,
 };
 
-/* A band without nonzeros still needs its systems (all zero) before its solve. */
-static void hermitian_zero_cpu(void *buffers[], void *cl_arg)
-{
-	(void)cl_arg;
-	memset((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0,
-	       (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]));
-}
-
-static size_t hermitian_zero_cost(struct starpu_task *task, unsigned nimpl)
-{
-	(void)nimpl;
-	return (size_t)starpu_vector_get_nx(task->handles[0]) * starpu_vector_get_elemsize(task->handles[0]);
-}
-
-static uint32_t hermitian_zero_footprint(struct starpu_task *task)
-{
-	return starfa_cost_footprint(hermitian_zero_cost(task, 0), 0);
-}
-
-STARFA_PERFMODEL(hermitian_zero, hermitian_zero_cost, hermitian_zero_footprint);
-
-static struct starpu_codelet hermitian_zero_cl = {
-	.name = "starfa_hermitian_zero",
-	.cpu_funcs = {hermitian_zero_cpu},
-	.cpu_funcs_name = {"hermitian_zero_cpu"},
-	.nbuffers = 1,
-	.modes = {STARPU_W},
-	.model = &hermitian_zero_model,
-};
-
 int starfa_insert_hermitian(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
 			    int64_t col0, starfa_feedback feedback, float alpha, const starfa_dense *info,
 			    starfa_systems *sys)
@@ -136,11 +106,8 @@ int starfa_insert_hermitian(const starfa_tiled *S, starfa_side side, int64_t ban
 			return starfa_insert_failed("hermitian", ret);
 		first = 0;
 	}
-	if (first) {
-		int ret = starpu_task_insert(&hermitian_zero_cl, STARPU_W, starfa_systems_slot_A(sys, band), STARPU_NAME,
-					     "hermitian_zero", 0);
-		if (ret != 0)
-			return starfa_insert_failed("hermitian_zero", ret);
-	}
+	/* A band without nonzeros still needs its systems (all zero) before its solve. */
+	if (first)
+		return starfa_insert_vector_zero(starfa_systems_slot_A(sys, band), "hermitian_zero");
 	return 0;
 }
