@@ -1,6 +1,13 @@
 /* The bias codelet: per-row right-hand sides b_u = sum t theta of a band, tile by tile. */
 #include "codelets/band.h"
 #include "cpu/bias.h"
+#ifdef STARFA_USE_CUDA
+#include "gpu/als.h"
+#include <starpu_cuda.h>
+#define BIAS_CUDA .cuda_funcs = {bias_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define BIAS_CUDA
+#endif
 
 #include <limits.h>
 #include <string.h>
@@ -27,6 +34,22 @@ static void bias_cpu(void *buffers[], void *cl_arg)
 			starpu_combined_worker_get_size());
 }
 
+#ifdef STARFA_USE_CUDA
+static void bias_cuda(void *buffers[], void *cl_arg)
+{
+	const struct bias_args *args = cl_arg;
+	const float *theta = (const float *)STARPU_MATRIX_GET_PTR(buffers[1]);
+	STARFA_CUDA_CHECK("bias", starfa_cuda_bias(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]),
+						   STARPU_CSR_GET_COLIND(buffers[0]),
+						   (const float *)STARPU_CSR_GET_NZVAL(buffers[0]), theta + args->col0,
+						   STARPU_MATRIX_GET_LD(buffers[1]), args->k,
+						   args->offset_col >= 0 ? theta + args->offset_col : NULL, args->mu,
+						   args->implicit, args->alpha, args->accumulate,
+						   (float *)STARPU_VECTOR_GET_PTR(buffers[2]), args->k,
+						   starpu_cuda_get_local_stream()));
+}
+#endif
+
 /* The real cost: one k-long scaled add per nonzero. */
 static size_t bias_cost(struct starpu_task *task, unsigned nimpl)
 {
@@ -49,6 +72,7 @@ static struct starpu_codelet bias_first_cl = {
 	.max_parallelism = INT_MAX,
 	.cpu_funcs = {bias_cpu},
 	.cpu_funcs_name = {"bias_cpu"},
+	BIAS_CUDA
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
 	.model = &bias_model,
@@ -60,6 +84,7 @@ static struct starpu_codelet bias_accumulate_cl = {
 	.max_parallelism = INT_MAX,
 	.cpu_funcs = {bias_cpu},
 	.cpu_funcs_name = {"bias_cpu"},
+	BIAS_CUDA
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	.model = &bias_model,

@@ -35,6 +35,18 @@ static void vector_zero_cpu(void *buffers[], void *cl_arg)
 	       (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]));
 }
 
+#ifdef STARFA_USE_CUDA
+#include <starpu_cuda.h>
+static void vector_zero_cuda(void *buffers[], void *cl_arg)
+{
+	(void)cl_arg;
+	STARFA_CUDA_CHECK("vector_zero",
+			  cudaMemsetAsync((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0,
+					  (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]),
+					  starpu_cuda_get_local_stream()));
+}
+#endif
+
 /* The real cost: the bytes written. */
 static size_t vector_zero_cost(struct starpu_task *task, unsigned nimpl)
 {
@@ -53,6 +65,10 @@ static struct starpu_codelet vector_zero_cl = {
 	.name = "starfa_vector_zero",
 	.cpu_funcs = {vector_zero_cpu},
 	.cpu_funcs_name = {"vector_zero_cpu"},
+#ifdef STARFA_USE_CUDA
+	.cuda_funcs = {vector_zero_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
 	.nbuffers = 1,
 	.modes = {STARPU_W},
 	.model = &vector_zero_model,

@@ -2,6 +2,11 @@
 #include "codelets/codelet.h"
 #include "cpu/gram.h"
 #include "runtime/systems.h"
+#ifdef STARFA_USE_CUDA
+#include <cublas_v2.h>
+#include <starpu_cublas_v2.h>
+#include <starpu_cuda.h>
+#endif
 
 #include <limits.h>
 #include <stdio.h>
@@ -23,6 +28,37 @@ static void gram_cpu(void *buffers[], void *cl_arg)
 		abort();
 	}
 }
+
+#ifdef STARFA_USE_CUDA
+/* cuBLAS: the row-major block is a column-major k x n matrix T (leading dimension ld), and the
+ * row-major G = ThetaᵀTheta is the column-major T Tᵀ (symmetric: the same either way). */
+static void gram_cuda(void *buffers[], void *cl_arg)
+{
+	const struct gram_args *args = cl_arg;
+	const int n = (int)STARPU_MATRIX_GET_NY(buffers[0]), k = (int)args->k;
+	const float one = 1.0f, beta = args->accumulate ? 1.0f : 0.0f;
+	float *G = (float *)STARPU_MATRIX_GET_PTR(buffers[1]);
+	cublasStatus_t st;
+	if (n == 0) {
+		if (!args->accumulate)
+			STARFA_CUDA_CHECK("gram", cudaMemsetAsync(G, 0, sizeof(float) * (size_t)k * (size_t)k,
+								 starpu_cuda_get_local_stream()));
+		return;
+	}
+	st = cublasSgemm(starpu_cublas_get_local_handle(), CUBLAS_OP_N, CUBLAS_OP_T, k, k, n, &one,
+			 (const float *)STARPU_MATRIX_GET_PTR(buffers[0]) + args->col0, (int)STARPU_MATRIX_GET_LD(buffers[0]),
+			 (const float *)STARPU_MATRIX_GET_PTR(buffers[0]) + args->col0, (int)STARPU_MATRIX_GET_LD(buffers[0]),
+			 &beta, G, k);
+	if (st != CUBLAS_STATUS_SUCCESS) {
+		fprintf(stderr, "starfa: codelet gram: cublasSgemm failed on worker %d: %s\n", starpu_worker_get_id(),
+			cublasGetStatusString(st));
+		abort();
+	}
+}
+#define GRAM_CUDA .cuda_funcs = {gram_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define GRAM_CUDA
+#endif
 
 /* The real cost: one k x k rank-one update per row. */
 static size_t gram_cost(struct starpu_task *task, unsigned nimpl)
@@ -46,6 +82,7 @@ static struct starpu_codelet gram_first_cl = {
 	.max_parallelism = INT_MAX,
 	.cpu_funcs = {gram_cpu},
 	.cpu_funcs_name = {"gram_cpu"},
+	GRAM_CUDA
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_W},
 	.model = &gram_model,
@@ -57,6 +94,7 @@ static struct starpu_codelet gram_accumulate_cl = {
 	.max_parallelism = INT_MAX,
 	.cpu_funcs = {gram_cpu},
 	.cpu_funcs_name = {"gram_cpu"},
+	GRAM_CUDA
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
 	.model = &gram_model,

@@ -2,6 +2,10 @@
 #include "codelets/codelet.h"
 #include "cpu/hermitian.h"
 #include "codelets/band.h"
+#ifdef STARFA_USE_CUDA
+#include "gpu/als.h"
+#include <starpu_cuda.h>
+#endif
 
 #include <limits.h>
 #include <stdio.h>
@@ -35,6 +39,35 @@ static void hermitian_cpu(void *buffers[], void *cl_arg)
 	}
 }
 
+#ifdef STARFA_USE_CUDA
+static void hermitian_cuda(void *buffers[], void *cl_arg)
+{
+	const struct hermitian_args *args = cl_arg;
+	const float *info = (const float *)STARPU_MATRIX_GET_PTR(buffers[2]);
+	STARFA_CUDA_CHECK("hermitian",
+			  starfa_cuda_hermitian(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]),
+						STARPU_CSR_GET_COLIND(buffers[0]),
+						(const float *)STARPU_CSR_GET_NZVAL(buffers[0]),
+						(const float *)STARPU_MATRIX_GET_PTR(buffers[1]) + args->col0,
+						STARPU_MATRIX_GET_LD(buffers[1]), args->k, args->weighted, args->alpha,
+						args->fp16 ? info + 1 : NULL, STARPU_MATRIX_GET_LD(buffers[2]),
+						args->accumulate, args->fp16, (void *)STARPU_VECTOR_GET_PTR(buffers[3]),
+						starfa_cuda_gram_precision_default(), starpu_cuda_get_local_stream()));
+}
+
+/* The CUDA kernel keeps a row's k x k sum in one block's shared memory. */
+static int hermitian_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+	(void)nimpl;
+	return starpu_worker_get_type((int)workerid) != STARPU_CUDA_WORKER ||
+	       ((const struct hermitian_args *)task->cl_arg)->k <= STARFA_CUDA_ALS_MAX_K;
+}
+#define HERMITIAN_CUDA .cuda_funcs = {hermitian_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC}, \
+		       .can_execute = hermitian_can_execute,
+#else
+#define HERMITIAN_CUDA
+#endif
+
 /* The real cost: one k x k rank-one update per nonzero. */
 static size_t hermitian_cost(struct starpu_task *task, unsigned nimpl)
 {
@@ -60,6 +93,7 @@ static struct starpu_codelet hermitian_first_cl = {
 	.max_parallelism = INT_MAX,
 	.cpu_funcs = {hermitian_cpu},
 	.cpu_funcs_name = {"hermitian_cpu"},
+	HERMITIAN_CUDA
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},
 	.model = &hermitian_model,
@@ -71,6 +105,7 @@ static struct starpu_codelet hermitian_accumulate_cl = {
 	.max_parallelism = INT_MAX,
 	.cpu_funcs = {hermitian_cpu},
 	.cpu_funcs_name = {"hermitian_cpu"},
+	HERMITIAN_CUDA
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW},
 	.model = &hermitian_model,

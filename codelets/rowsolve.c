@@ -2,9 +2,14 @@
  * fused hermitian + bias + solve; no systems in memory). */
 #include "codelets/band.h"
 #include "cpu/rowsolve.h"
+#ifdef STARFA_USE_CUDA
+#include "gpu/als.h"
+#include <starpu_cuda.h>
+#endif
 
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 struct rowsolve_args {
 	int64_t col0, k;    /* theta's columns in use */
@@ -14,6 +19,8 @@ struct rowsolve_args {
 	int implicit, solver, cg_steps, gram;
 	int ntiles;         /* tiles with entries: buffers 2t (tile) and 2t + 1 (its theta block) */
 	uint64_t cost;      /* the perfmodel's size (rowsolve_cost) */
+	int plan;           /* the band's CUDA work list is the last buffer: the task may run on a GPU */
+	int64_t plan_nitems, plan_nparts;
 };
 
 /* Buffers: per tile with entries, the S tile (CSR) and the theta block of its columns; then the row
@@ -56,6 +63,131 @@ static void rowsolve_cpu(void *buffers[], void *cl_arg)
 	}
 }
 
+#ifdef STARFA_USE_CUDA
+/* Buffers as rowsolve_cpu's, then the band's work list (gpu/als.h). */
+static void rowsolve_cuda(void *buffers[], void *cl_arg)
+{
+	const struct rowsolve_args *args = cl_arg;
+	const int nt = args->ntiles;
+	starfa_cuda_rowsolve *pb = calloc(1, sizeof *pb);
+	if (!pb) {
+		fprintf(stderr, "starfa: codelet rowsolve: out of memory on worker %d\n", starpu_worker_get_id());
+		abort();
+	}
+	pb->ntiles = nt;
+	for (int t = 0; t < nt; t++) {
+		const float *theta = (const float *)STARPU_MATRIX_GET_PTR(buffers[2 * t + 1]);
+		pb->tiles[t] = (starfa_cuda_rowsolve_tile){
+			STARPU_CSR_GET_ROWPTR(buffers[2 * t]), STARPU_CSR_GET_COLIND(buffers[2 * t]),
+			(const float *)STARPU_CSR_GET_NZVAL(buffers[2 * t]), theta + args->col0,
+			args->offset_col >= 0 ? theta + args->offset_col : NULL, (int64_t)STARPU_MATRIX_GET_LD(buffers[2 * t + 1])};
+	}
+	void *info = buffers[2 * nt], *X = buffers[2 * nt + 1];
+	pb->nrows = STARPU_MATRIX_GET_NY(X);
+	pb->k = args->k;
+	pb->implicit = args->implicit;
+	pb->alpha = args->alpha;
+	pb->mu = args->mu;
+	pb->lambda = (const float *)STARPU_MATRIX_GET_PTR(info);
+	pb->info_ld = STARPU_MATRIX_GET_LD(info);
+	pb->G = args->gram ? (const float *)STARPU_MATRIX_GET_PTR(buffers[2 * nt + 3]) : NULL;
+	pb->cholesky = args->solver == STARFA_SOLVER_CHOLESKY;
+	pb->cg_steps = args->cg_steps;
+	pb->X = (float *)STARPU_MATRIX_GET_PTR(X) + args->x_col0;
+	pb->ldx = STARPU_MATRIX_GET_LD(X);
+	pb->items = (const uint32_t *)STARPU_VECTOR_GET_PTR(buffers[2 * nt + 3 + args->gram]);
+	pb->nitems = args->plan_nitems;
+	pb->nparts = args->plan_nparts;
+	pb->precision = starfa_cuda_gram_precision_default();
+	cudaError_t err = starfa_cuda_rowsolve_run(pb, (uint32_t *)STARPU_VECTOR_GET_PTR(buffers[2 * nt + 2]),
+						   starpu_cuda_get_local_stream());
+	free(pb);
+	STARFA_CUDA_CHECK("rowsolve", err);
+}
+
+/* GPUs take the tasks whose band has a work list (k and the tile count within the kernel's limits). */
+static int rowsolve_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+	(void)nimpl;
+	return starpu_worker_get_type((int)workerid) != STARPU_CUDA_WORKER ||
+	       ((const struct rowsolve_args *)task->cl_arg)->plan;
+}
+
+static int by_count_desc(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b; /* (count, row) pairs */
+	if (x[0] != y[0])
+		return x[0] > y[0] ? -1 : 1;
+	return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+int starfa_rowsolve_plan(int64_t nrows, int ntiles, const uint32_t *const *rowptrs, int64_t seg, uint32_t **items_out,
+			 int64_t *nitems_out, int64_t *nparts_out)
+{
+	*items_out = NULL;
+	int64_t *order = malloc(sizeof *order * (size_t)(2 * (nrows > 0 ? nrows : 1)));
+	if (!order || seg < 1)
+		return free(order), -1;
+	int64_t nitems = 0, nparts = 0;
+	for (int64_t u = 0; u < nrows; u++) {
+		int64_t n = 0;
+		for (int t = 0; t < ntiles; t++)
+			n += rowptrs[t][u + 1] - rowptrs[t][u];
+		order[2 * u] = n;
+		order[2 * u + 1] = u;
+		int64_t m = n > seg ? (n + seg - 1) / seg : 1;
+		nitems += m;
+		nparts += m > 1 ? m : 0;
+	}
+	/* Longest rows first: the blocks that run last are the short ones. */
+	qsort(order, (size_t)nrows, 2 * sizeof *order, by_count_desc);
+	uint32_t *items = NULL;
+	if ((uint64_t)nitems * STARFA_ROWSOLVE_ITEM_WORDS <= UINT32_MAX)
+		items = malloc(sizeof *items * (size_t)(STARFA_ROWSOLVE_ITEM_WORDS * (nitems > 0 ? nitems : 1)));
+	if (!items)
+		return free(order), -1;
+	uint32_t *it = items;
+	int64_t part = 0;
+	for (int64_t i = 0; i < nrows; i++) {
+		const int64_t n = order[2 * i], u = order[2 * i + 1], m = n > seg ? (n + seg - 1) / seg : 1;
+		for (int64_t q = 0; q < m; q++, it += STARFA_ROWSOLVE_ITEM_WORDS) {
+			it[0] = (uint32_t)u;
+			it[1] = (uint32_t)(m > 1 ? q * seg : 0);
+			it[2] = (uint32_t)(m > 1 && q + 1 < m ? (q + 1) * seg : n);
+			it[3] = (uint32_t)(m > 1 ? part + q : 0);
+			it[4] = (uint32_t)(m > 1 ? part : 0);
+			it[5] = (uint32_t)m;
+		}
+		if (m > 1)
+			part += m;
+	}
+	free(order);
+	*items_out = items;
+	*nitems_out = nitems;
+	*nparts_out = nparts;
+	return 0;
+}
+
+/* The band's work list, registered once and kept (it depends on the pattern only). */
+static int build_plan(starfa_systems *sys, int64_t band, const struct starfa_grid *grid)
+{
+	const int64_t nrows = sys->bounds[band + 1] - sys->bounds[band];
+	const uint32_t *rowptrs[STARFA_CUDA_ROWSOLVE_MAX_TILES];
+	int nt = 0;
+	for (int64_t j = 0; j < grid->nc; j++) {
+		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
+		if (tile->nnz > 0)
+			rowptrs[nt++] = tile->rowptr;
+	}
+	if (starfa_rowsolve_plan(nrows, nt, rowptrs, STARFA_CUDA_ROWSOLVE_SEGMENT, &sys->plan_items[band],
+				 &sys->plan_nitems[band], &sys->plan_nparts[band]) != 0)
+		return starfa_set_error(STARFA_ENOMEM, "out of memory building the rowsolve work list");
+	starpu_vector_data_register(&sys->plan[band], STARPU_MAIN_RAM, (uintptr_t)sys->plan_items[band],
+				    (uint32_t)(sys->plan_nitems[band] * STARFA_ROWSOLVE_ITEM_WORDS), sizeof(uint32_t));
+	return 0;
+}
+#endif
+
 /* The real cost, computed at insertion: per entry k^2 (forming M_u) or 4 k per CG step (matrix-free),
  * per row k^3 / 3 (Cholesky) or k^2 per CG step. */
 static uint64_t rowsolve_cost_of(int64_t nnz, int64_t rows, int64_t k, starfa_solver solver, int cg_steps)
@@ -88,6 +220,11 @@ static struct starpu_codelet rowsolve_cl = {
 	.max_parallelism = INT_MAX,
 	.cpu_funcs = {rowsolve_cpu},
 	.cpu_funcs_name = {"rowsolve_cpu"},
+#ifdef STARFA_USE_CUDA
+	.cuda_funcs = {rowsolve_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+	.can_execute = rowsolve_can_execute,
+#endif
 	.nbuffers = STARPU_VARIABLE_NBUFFERS, /* two per tile of the band */
 	.model = &rowsolve_model,
 };
@@ -122,7 +259,7 @@ int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band
 	if (sys->fp16)
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_rowsolve: FP16 systems are stored systems: use "
 						       "hermitian, bias and solve");
-	struct starpu_data_descr *descr = malloc(sizeof *descr * (size_t)(2 * grid->nc + 4));
+	struct starpu_data_descr *descr = malloc(sizeof *descr * (size_t)(2 * grid->nc + 5));
 	struct rowsolve_args *args = malloc(sizeof *args); /* StarPU frees it (STARPU_CL_ARGS) */
 	if (!descr || !args) {
 		free(descr);
@@ -147,7 +284,21 @@ int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band
 		descr[n++] = (struct starpu_data_descr){G->handle, STARPU_R};
 	int64_t rows = sys->bounds[band + 1] - sys->bounds[band];
 	*args = (struct rowsolve_args){col0, k, offset_col, x_col0, mu, alpha, feedback == STARFA_IMPLICIT, (int)solver,
-				       cg_steps, G != NULL, nt, rowsolve_cost_of(nnz, rows, k, solver, cg_steps)};
+				       cg_steps, G != NULL, nt, rowsolve_cost_of(nnz, rows, k, solver, cg_steps), 0, 0, 0};
+#ifdef STARFA_USE_CUDA
+	if (starpu_cuda_worker_get_count() > 0 && k <= STARFA_CUDA_ALS_MAX_K && nt <= STARFA_CUDA_ROWSOLVE_MAX_TILES) {
+		int rc = sys->plan[band] ? 0 : build_plan(sys, band, grid);
+		if (rc != 0) {
+			free(descr);
+			free(args);
+			return rc;
+		}
+		descr[n++] = (struct starpu_data_descr){sys->plan[band], STARPU_R};
+		args->plan = 1;
+		args->plan_nitems = sys->plan_nitems[band];
+		args->plan_nparts = sys->plan_nparts[band];
+	}
+#endif
 	double kd = (double)k, steps = cg_steps + 1;
 	double flops = 2.0 * kd * (double)nnz; /* b_u */
 	if (solver == STARFA_SOLVER_CHOLESKY)

@@ -2,6 +2,10 @@
 #include "codelets/codelet.h"
 #include "cpu/solve.h"
 #include "runtime/systems.h"
+#ifdef STARFA_USE_CUDA
+#include "gpu/als.h"
+#include <starpu_cuda.h>
+#endif
 
 #include <limits.h>
 #include <stdio.h>
@@ -34,6 +38,35 @@ static void solve_cpu(void *buffers[], void *cl_arg)
 	}
 }
 
+#ifdef STARFA_USE_CUDA
+static void solve_cuda(void *buffers[], void *cl_arg)
+{
+	const struct solve_args *args = cl_arg;
+	const float *info = (const float *)STARPU_MATRIX_GET_PTR(buffers[2]);
+	STARFA_CUDA_CHECK("solve",
+			  starfa_cuda_solve(STARPU_MATRIX_GET_NY(buffers[3]), args->k,
+					    (const void *)STARPU_VECTOR_GET_PTR(buffers[0]), args->fp16,
+					    (const float *)STARPU_VECTOR_GET_PTR(buffers[1]), args->k, info,
+					    args->fp16 ? info + 1 : NULL, STARPU_MATRIX_GET_LD(buffers[2]),
+					    args->gram ? (const float *)STARPU_MATRIX_GET_PTR(buffers[5]) : NULL,
+					    args->solver == STARFA_SOLVER_CHOLESKY, args->cg_steps,
+					    (float *)STARPU_MATRIX_GET_PTR(buffers[3]) + args->col0,
+					    STARPU_MATRIX_GET_LD(buffers[3]), (uint32_t *)STARPU_VECTOR_GET_PTR(buffers[4]),
+					    starpu_cuda_get_local_stream()));
+}
+
+/* The CUDA kernel solves a system in one block's shared memory. */
+static int solve_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+	(void)nimpl;
+	return starpu_worker_get_type((int)workerid) != STARPU_CUDA_WORKER ||
+	       ((const struct solve_args *)task->cl_arg)->k <= STARFA_CUDA_ALS_MAX_K;
+}
+#define SOLVE_CUDA .cuda_funcs = {solve_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = solve_can_execute,
+#else
+#define SOLVE_CUDA
+#endif
+
 /* The real cost: rows x k^3 for Cholesky, rows x (steps + 1) x k^2 for CG. */
 static size_t solve_cost(struct starpu_task *task, unsigned nimpl)
 {
@@ -57,6 +90,7 @@ static struct starpu_codelet solve_cl = {
 	.max_parallelism = INT_MAX,
 	.cpu_funcs = {solve_cpu},
 	.cpu_funcs_name = {"solve_cpu"},
+	SOLVE_CUDA
 	.nbuffers = 5,
 	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW, STARPU_W},
 	.model = &solve_model,
@@ -68,6 +102,7 @@ static struct starpu_codelet solve_gram_cl = {
 	.max_parallelism = INT_MAX,
 	.cpu_funcs = {solve_cpu},
 	.cpu_funcs_name = {"solve_cpu"},
+	SOLVE_CUDA
 	.nbuffers = 6,
 	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW, STARPU_W, STARPU_R},
 	.model = &solve_model,

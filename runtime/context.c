@@ -65,8 +65,10 @@ int starfa_init(const starfa_options *opts)
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
 #ifdef STARFA_USE_CUDA
 	/* A cuSPARSE handle per CUDA worker, bound to its stream, for codelets that call cuSPARSE. */
-	if (starpu_cuda_worker_get_count() > 0)
+	if (starpu_cuda_worker_get_count() > 0) {
 		starpu_cusparse_init();
+		starpu_cublas_init(); /* likewise cuBLAS */
+	}
 #endif
 	init_count = 1;
 	pthread_mutex_unlock(&init_lock);
@@ -80,8 +82,10 @@ void starfa_shutdown(void)
 	if (init_count > 0 && --init_count == 0) {
 		starpu_task_wait_for_all();
 #ifdef STARFA_USE_CUDA
-		if (starpu_cuda_worker_get_count() > 0)
+		if (starpu_cuda_worker_get_count() > 0) {
+			starpu_cublas_shutdown();
 			starpu_cusparse_shutdown();
+		}
 #endif
 		starpu_shutdown();
 	}

@@ -41,7 +41,12 @@ int starfa_systems_create(const starfa_tiled *S, starfa_side side, int64_t k, in
 	sys->b = starfa_calloc((size_t)sys->slots, sizeof *sys->b);
 	sys->status = starfa_calloc((size_t)sys->nbands, sizeof *sys->status);
 	sys->status_data = starfa_calloc((size_t)sys->nbands * STARFA_SOLVE_STATUS_WORDS, sizeof *sys->status_data);
-	if (!sys->A || !sys->b || !sys->status || !sys->status_data) {
+	sys->plan = starfa_calloc((size_t)sys->nbands, sizeof *sys->plan);
+	sys->plan_items = starfa_calloc((size_t)sys->nbands, sizeof *sys->plan_items);
+	sys->plan_nitems = starfa_calloc((size_t)sys->nbands, sizeof *sys->plan_nitems);
+	sys->plan_nparts = starfa_calloc((size_t)sys->nbands, sizeof *sys->plan_nparts);
+	if (!sys->A || !sys->b || !sys->status || !sys->status_data || !sys->plan || !sys->plan_items ||
+	    !sys->plan_nitems || !sys->plan_nparts) {
 		starfa_systems_free(sys);
 		return STARFA_ENOMEM;
 	}
@@ -70,9 +75,18 @@ void starfa_systems_free(starfa_systems *sys)
 		if (sys->b && sys->b[s])
 			starpu_data_unregister_no_coherency(sys->b[s]);
 	}
-	for (int64_t i = 0; i < sys->nbands; i++)
+	for (int64_t i = 0; i < sys->nbands; i++) {
 		if (sys->status && sys->status[i])
 			starpu_data_unregister(sys->status[i]);
+		if (sys->plan && sys->plan[i])
+			starpu_data_unregister(sys->plan[i]);
+		if (sys->plan_items)
+			free(sys->plan_items[i]);
+	}
+	free(sys->plan);
+	free(sys->plan_items);
+	free(sys->plan_nitems);
+	free(sys->plan_nparts);
 	free(sys->A);
 	free(sys->b);
 	free(sys->status);

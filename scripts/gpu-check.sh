@@ -16,12 +16,17 @@ run() {
 	"$@" || { echo "FAILED: $*"; status=1; }
 }
 run "$build/starfa" info
-run "$test_bin" sddmm_cuda sddmm tiling
+# The CUDA groups, then the groups whose task graphs now have CUDA workers to run on.
+run "$test_bin" sddmm_cuda spmm_cuda als_cuda
+run "$test_bin" sddmm spmm tiling hermitian bias solve gram rowsolve als
 if command -v compute-sanitizer >/dev/null; then
 	for tool in memcheck racecheck initcheck synccheck; do
-		run compute-sanitizer --tool "$tool" --error-exitcode 9 "$test_bin" sddmm_cuda/every_variant_matches_reference_and_cpu \
-			sddmm_cuda/edge_shapes
+		run timeout 900 compute-sanitizer --tool "$tool" --error-exitcode 9 "$test_bin" \
+			sddmm_cuda/every_variant_matches_reference_and_cpu sddmm_cuda/edge_shapes \
+			als_cuda/rowsolve_status_names_bad_rows als_cuda/solve_status_names_bad_rows
 	done
+	# The ALS kernels' full sweeps under memcheck (racecheck and initcheck on them take too long).
+	run timeout 900 compute-sanitizer --tool memcheck --error-exitcode 9 "$test_bin" als_cuda
 else
 	echo "compute-sanitizer not found: skipped"
 fi

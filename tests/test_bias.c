@@ -148,3 +148,63 @@ TEST(bias, task_graph_matches_reference)
 	}
 	return 0;
 }
+
+#ifdef STARFA_USE_CUDA
+#include "gpu/als.h"
+#include "testing_cuda.h"
+
+/* The CUDA kernel against the same reference: explicit, with an offset column, implicit; overwrite and
+ * accumulate; ranks across several 32-lane passes. */
+TEST(als_cuda, bias_matches_reference)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 320;
+	for (size_t ki = 0; ki < NRANKS; ki++) {
+		int64_t k = ranks[ki], ld = k + 1 + (int64_t)testing_below(&rng, 3);
+		struct als_tile t;
+		CHECK(als_tile_make(&t, 80 + (int64_t)testing_below(&rng, 50), 200, 2500, 1.5, 1, &rng) == 0);
+		const starfa_csr *S = t.csr;
+		int64_t n = S->nrows * k;
+		float *theta = als_alloc((size_t)(S->ncols * ld)), *b = als_alloc((size_t)n), *prior = als_alloc((size_t)n);
+		double *ref = malloc(sizeof(double) * (size_t)n), *bound = malloc(sizeof(double) * (size_t)n);
+		CHECK(theta && b && prior && ref && bound);
+		testing_fill_random(theta, (size_t)(S->ncols * ld), &rng);
+		uint32_t *d_rowptr = to_device(t.rowptr, sizeof(uint32_t) * (size_t)(S->nrows + 1));
+		uint32_t *d_colind = to_device(t.colind, sizeof(uint32_t) * (size_t)S->nnz);
+		float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
+		float *d_theta = to_device(theta, sizeof(float) * (size_t)(S->ncols * ld));
+		float *d_b = to_device(NULL, sizeof(float) * (size_t)n);
+		CHECK(d_rowptr && d_colind && d_val && d_theta && d_b);
+		for (int mode = 0; mode < 3; mode++)
+			for (int accumulate = 0; accumulate < 2; accumulate++) {
+				int implicit = mode == 2;
+				reference(S, theta, ld, k, mode == 1 ? theta + k : NULL, 3.5f, implicit, 2.0f, ref, bound);
+				char what[64];
+				snprintf(what, sizeof what, "cuda k=%lld mode=%d accumulate=%d", (long long)k, mode, accumulate);
+				if (accumulate)
+					testing_fill_random(prior, (size_t)n, &rng);
+				else
+					testing_poison(prior, (size_t)n);
+				CUDA_OK(cudaMemcpy(d_b, prior, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice));
+				CUDA_OK(starfa_cuda_bias(S->nrows, d_rowptr, d_colind, d_val, d_theta, ld, k,
+							 mode == 1 ? d_theta + k : NULL, 3.5f, implicit, 2.0f, accumulate, d_b, k, 0));
+				CUDA_OK(cudaMemcpy(b, d_b, sizeof(float) * (size_t)n, cudaMemcpyDeviceToHost));
+				if (compare(b, ref, bound, accumulate ? prior : NULL, n, what))
+					return 1;
+			}
+		cudaFree(d_rowptr);
+		cudaFree(d_colind);
+		cudaFree(d_val);
+		cudaFree(d_theta);
+		cudaFree(d_b);
+		free(theta);
+		free(b);
+		free(prior);
+		free(ref);
+		free(bound);
+		als_tile_free(&t);
+	}
+	return 0;
+}
+#endif

@@ -270,3 +270,98 @@ TEST(hermitian, insert_rejects_mismatched_operands)
 	free(iu);
 	return 0;
 }
+
+#ifdef STARFA_USE_CUDA
+#include "gpu/als.h"
+#include "testing_cuda.h"
+
+/* The CUDA kernel against the same reference: ranks to its limit (one and several fragments, every
+ * remainder of 16), both precisions of the Gram sums, FP16 and float32 output, overwrite and
+ * accumulate. TF32 alone rounds each factor to 11 bits: its bound is 2^12 times wider. */
+TEST(als_cuda, hermitian_matches_reference)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	static const int64_t cranks[] = {1, 5, 16, 17, 33, 64, 100, 101, 128, 129, STARFA_CUDA_ALS_MAX_K};
+	uint64_t rng = testing_seed() + 300;
+	for (size_t ki = 0; ki < sizeof cranks / sizeof cranks[0]; ki++) {
+		int64_t k = cranks[ki], ld = k + (int64_t)testing_below(&rng, 3);
+		struct als_tile t;
+		CHECK(als_tile_make(&t, 40 + (int64_t)testing_below(&rng, 40), 300, 2000, 1.5, 1, &rng) == 0);
+		const starfa_csr *S = t.csr;
+		int64_t nrows = S->nrows, n = nrows * k * k;
+		float *theta = als_alloc((size_t)(S->ncols * ld)), *info = als_alloc((size_t)(2 * nrows));
+		float *A = als_alloc((size_t)n), *prior = als_alloc((size_t)n);
+		uint16_t *A16 = malloc(sizeof(uint16_t) * (size_t)n + 2);
+		double *ref = malloc(sizeof(double) * (size_t)n + 8), *bound = malloc(sizeof(double) * (size_t)n + 8);
+		CHECK(theta && info && A && prior && A16 && ref && bound);
+		testing_fill_random(theta, (size_t)(S->ncols * ld), &rng);
+		for (int64_t r = 0; r < nrows; r++) {
+			info[2 * r] = 0.1f;
+			info[2 * r + 1] = 1.0f + (float)(S->rowptr[r + 1] - S->rowptr[r]);
+		}
+		uint32_t *d_rowptr = to_device(t.rowptr, sizeof(uint32_t) * (size_t)(nrows + 1));
+		uint32_t *d_colind = to_device(t.colind, sizeof(uint32_t) * (size_t)S->nnz);
+		float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
+		float *d_theta = to_device(theta, sizeof(float) * (size_t)(S->ncols * ld));
+		float *d_info = to_device(info, sizeof(float) * (size_t)(2 * nrows));
+		void *d_A = to_device(NULL, sizeof(float) * (size_t)n);
+		CHECK(d_rowptr && d_colind && d_val && d_theta && d_info && d_A);
+		for (int weighted = 0; weighted < 2; weighted++)
+			for (int fp16 = 0; fp16 < 2; fp16++)
+				for (int prec = 0; prec < 2; prec++) {
+					reference(S, theta, ld, k, weighted, 0.7f, fp16 ? info + 1 : NULL, ref, bound);
+					if (prec == STARFA_CUDA_GRAM_TF32)
+						for (int64_t i = 0; i < n; i++)
+							bound[i] *= 4096.0;
+					char what[96];
+					snprintf(what, sizeof what, "cuda k=%lld weighted=%d fp16=%d %s", (long long)k, weighted,
+						 fp16, prec ? "tf32" : "3xtf32");
+					void *out = fp16 ? (void *)A16 : (void *)A;
+					size_t bytes = (fp16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)n;
+					testing_poison(A, (size_t)n);
+					for (int64_t i = 0; i < n; i++)
+						A16[i] = 0x7e00;
+					CUDA_OK(cudaMemcpy(d_A, out, bytes, cudaMemcpyHostToDevice));
+					CUDA_OK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, k, weighted,
+								      0.7f, fp16 ? d_info + 1 : NULL, 2, 0, fp16, d_A,
+								      (starfa_cuda_gram_precision)prec, 0));
+					CUDA_OK(cudaMemcpy(out, d_A, bytes, cudaMemcpyDeviceToHost));
+					if (compare(out, fp16, ref, bound, NULL, n, what))
+						return 1;
+					testing_fill_random(prior, (size_t)n, &rng);
+					for (int64_t i = 0; i < n; i++) {
+						if (fp16)
+							A16[i] = starfa_float_to_half(prior[i]);
+						prior[i] = fp16 ? starfa_half_to_float(A16[i]) : prior[i];
+						A[i] = prior[i];
+					}
+					CUDA_OK(cudaMemcpy(d_A, out, bytes, cudaMemcpyHostToDevice));
+					CUDA_OK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, k, weighted,
+								      0.7f, fp16 ? d_info + 1 : NULL, 2, 1, fp16, d_A,
+								      (starfa_cuda_gram_precision)prec, 0));
+					CUDA_OK(cudaMemcpy(out, d_A, bytes, cudaMemcpyDeviceToHost));
+					strcat(what, " accumulate");
+					if (compare(out, fp16, ref, bound, prior, n, what))
+						return 1;
+				}
+		CHECK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, STARFA_CUDA_ALS_MAX_K + 1, 0, 0,
+					    NULL, 0, 0, 0, d_A, STARFA_CUDA_GRAM_3XTF32, 0) == cudaErrorInvalidValue);
+		cudaFree(d_rowptr);
+		cudaFree(d_colind);
+		cudaFree(d_val);
+		cudaFree(d_theta);
+		cudaFree(d_info);
+		cudaFree(d_A);
+		free(theta);
+		free(info);
+		free(A);
+		free(prior);
+		free(A16);
+		free(ref);
+		free(bound);
+		als_tile_free(&t);
+	}
+	return 0;
+}
+#endif

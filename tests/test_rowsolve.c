@@ -361,3 +361,352 @@ TEST(rowsolve, task_graph_matches_reference)
 		}
 	return 0;
 }
+
+#ifdef STARFA_USE_CUDA
+#include "gpu/als.h"
+#include "testing_cuda.h"
+
+/* A band's device copies and the fused kernel's problem over them. */
+struct device_band {
+	uint32_t *rowptr[3], *colind[3], *items;
+	float *val[3], *theta[3], *info, *G, *X;
+	uint32_t *status;
+	starfa_cuda_rowsolve *pb;
+};
+
+static void device_band_free(struct device_band *d, int ntiles)
+{
+	for (int j = 0; j < ntiles; j++) {
+		cudaFree(d->rowptr[j]);
+		cudaFree(d->colind[j]);
+		cudaFree(d->val[j]);
+		cudaFree(d->theta[j]);
+	}
+	cudaFree(d->items);
+	cudaFree(d->info);
+	cudaFree(d->G);
+	cudaFree(d->X);
+	cudaFree(d->status);
+	free(d->pb);
+}
+
+/* Copies the band and plans it with segments of seg entries. */
+static int device_band_make(struct device_band *d, const struct band *bd, int64_t seg)
+{
+	memset(d, 0, sizeof *d);
+	d->pb = calloc(1, sizeof *d->pb);
+	CHECK(d->pb);
+	const uint32_t *rowptrs[3];
+	for (int j = 0; j < bd->ntiles; j++) {
+		const starfa_csr *c = bd->t[j].csr;
+		d->rowptr[j] = to_device(bd->t[j].rowptr, sizeof(uint32_t) * (size_t)(bd->rows + 1));
+		d->colind[j] = to_device(bd->t[j].colind, sizeof(uint32_t) * (size_t)c->nnz);
+		d->val[j] = to_device(c->val, sizeof(float) * (size_t)c->nnz);
+		d->theta[j] = to_device(bd->theta[j], sizeof(float) * (size_t)(c->ncols * bd->ld));
+		CHECK(d->rowptr[j] && d->colind[j] && d->val[j] && d->theta[j]);
+		rowptrs[j] = bd->t[j].rowptr;
+		d->pb->tiles[j] = (starfa_cuda_rowsolve_tile){d->rowptr[j], d->colind[j], d->val[j], d->theta[j] + 1,
+							       d->theta[j], bd->ld};
+	}
+	uint32_t *items = NULL;
+	int64_t nitems = 0, nparts = 0;
+	CHECK(starfa_rowsolve_plan(bd->rows, bd->ntiles, rowptrs, seg, &items, &nitems, &nparts) == 0);
+	d->items = to_device(items, sizeof(uint32_t) * (size_t)(nitems * STARFA_ROWSOLVE_ITEM_WORDS));
+	free(items);
+	d->info = to_device(NULL, sizeof(float) * (size_t)(2 * bd->rows));
+	d->G = to_device(bd->G, sizeof(float) * (size_t)(bd->k * bd->k));
+	d->X = to_device(NULL, sizeof(float) * (size_t)(bd->rows * bd->k));
+	d->status = to_device(NULL, sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS);
+	CHECK(d->items && d->info && d->G && d->X && d->status);
+	starfa_cuda_rowsolve *pb = d->pb;
+	pb->nrows = bd->rows;
+	pb->k = bd->k;
+	pb->ntiles = bd->ntiles;
+	pb->lambda = d->info;
+	pb->info_ld = 2;
+	pb->X = d->X;
+	pb->ldx = bd->k;
+	pb->items = d->items;
+	pb->nitems = nitems;
+	pb->nparts = nparts;
+	return 0;
+}
+
+/* Runs the fused kernel from bd->X (and bd->info), back into bd->X; the status words into st. */
+static int device_band_run(struct device_band *d, struct band *bd, uint32_t *st)
+{
+	const size_t xs = sizeof(float) * (size_t)(bd->rows * bd->k);
+	CUDA_OK(cudaMemcpy(d->X, bd->X, xs, cudaMemcpyHostToDevice));
+	CUDA_OK(cudaMemcpy(d->info, bd->info, sizeof(float) * (size_t)(2 * bd->rows), cudaMemcpyHostToDevice));
+	CUDA_OK(cudaMemset(d->status, 0x5a, sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS));
+	CUDA_OK(starfa_cuda_rowsolve_run(d->pb, d->status, 0));
+	CUDA_OK(cudaMemcpy(bd->X, d->X, xs, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(st, d->status, sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS, cudaMemcpyDeviceToHost));
+	return 0;
+}
+
+/* The fused CUDA kernel against the double reference: ranks to its limit, explicit and implicit, the
+ * three solver settings, with and without G, rows whole (segments of 8192) and cut into segments of 5
+ * entries (most rows split, the parts summed by the last block); the same bits on a second run; and
+ * against the CPU kernel where the systems are well conditioned. */
+TEST(als_cuda, rowsolve_matches_reference)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	static const int64_t cranks[] = {1, 5, 16, 17, 33, 64, 101, 128, STARFA_CUDA_ALS_MAX_K};
+	uint64_t rng = testing_seed() + 340;
+	for (size_t ki = 0; ki < sizeof cranks / sizeof cranks[0]; ki++)
+		for (int implicit = 0; implicit < 2; implicit++)
+			for (int split = 0; split < 2; split++) {
+				int64_t k = cranks[ki], rows = 37;
+				struct band bd;
+				struct device_band d;
+				CHECK(band_make(&bd, rows, k, 1 + (int)testing_below(&rng, 3), implicit, &rng) == 0);
+				if (device_band_make(&d, &bd, split ? 5 : STARFA_CUDA_ROWSOLVE_SEGMENT))
+					return 1;
+				CHECK(!split || d.pb->nparts > 0);
+				double *M = malloc(sizeof(double) * (size_t)(k * k)), *Mabs = malloc(sizeof(double) * (size_t)(k * k));
+				double *b = malloc(sizeof(double) * (size_t)k), *babs = malloc(sizeof(double) * (size_t)k);
+				float *x0 = als_alloc((size_t)(rows * k)), *x1 = als_alloc((size_t)(rows * k));
+				float *xc = als_alloc((size_t)(rows * k));
+				CHECK(M && Mabs && b && babs && x0 && x1 && xc);
+				testing_fill_random(x0, (size_t)(rows * k), &rng);
+				for (int variant = 0; variant < NVARIANTS; variant++)
+					for (int gram = 0; gram < 2; gram++) {
+						for (int64_t u = 0; u < rows; u++) {
+							int64_t n = 0;
+							for (int j = 0; j < bd.ntiles; j++)
+								n += bd.t[j].rowptr[u + 1] - bd.t[j].rowptr[u];
+							bd.info[2 * u] = variant == CG_SHORT ? (float)(60.0 * k * (n + 4))
+											     : (float)(0.05 + testing_uniform(&rng));
+							bd.info[2 * u + 1] = 1.0f;
+						}
+						starfa_cuda_rowsolve *pb = d.pb;
+						pb->implicit = implicit;
+						pb->alpha = 0.7f;
+						pb->mu = 0.3f;
+						pb->G = gram ? d.G : NULL;
+						pb->cholesky = variant == CHOL;
+						pb->cg_steps = variant == CG_LONG ? (int)(3 * k + 4) : 3;
+						pb->precision = STARFA_CUDA_GRAM_3XTF32;
+						struct starfa_cpu_rowsolve cpb = {
+							rows, k, bd.ntiles, bd.tiles, implicit, 0.7f, 0.3f, bd.info, 2, gram ? bd.G : NULL,
+							variant == CHOL ? STARFA_CPU_CHOLESKY : STARFA_CPU_CG, pb->cg_steps, xc, k};
+						uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+						for (int run = 0; run < 2; run++) {
+							if (variant == CHOL)
+								testing_poison(bd.X, (size_t)(rows * k));
+							else
+								memcpy(bd.X, x0, sizeof(float) * (size_t)(rows * k));
+							if (device_band_run(&d, &bd, st))
+								return 1;
+							CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 0 && st[STARFA_SOLVE_NOT_SPD] == 0 &&
+									  st[STARFA_SOLVE_FIRST_BAD_ROW] == UINT32_MAX,
+								  "cuda k=%lld implicit=%d variant=%d: %u bad rows", (long long)k,
+								  implicit, variant, st[STARFA_SOLVE_BAD_ROWS]);
+							if (run == 0)
+								memcpy(x1, bd.X, sizeof(float) * (size_t)(rows * k));
+						}
+						CHECK_MSG(memcmp(x1, bd.X, sizeof(float) * (size_t)(rows * k)) == 0,
+							  "cuda k=%lld split=%d: two runs differ", (long long)k, split);
+						for (int64_t u = 0; u < rows; u++) {
+							int64_t n = reference(&bd, &cpb, u, M, Mabs, b, babs);
+							double err = backward_error(M, Mabs, bd.X + u * k, b, babs, k,
+										    variant == CHOL ? 0.0 : 1.0);
+							double tol = variant == CHOL ? 8.0 * (double)(k + n) * FLT_EPSILON
+										     : 2e-5 * sqrt((double)(k + n));
+							CHECK_MSG(err <= tol,
+								  "cuda k=%lld implicit=%d split=%d variant=%d gram=%d row %lld (%lld "
+								  "entries): backward error %.3g > %.3g",
+								  (long long)k, implicit, split, variant, gram, (long long)u,
+								  (long long)n, err, tol);
+						}
+						if (variant == CG_SHORT) { /* well conditioned: the two kernels agree */
+							memcpy(xc, x0, sizeof(float) * (size_t)(rows * k));
+							CHECK(starfa_cpu_rowsolve(&cpb, st, 1) == 0);
+							for (int64_t i = 0; i < rows * k; i++)
+								CHECK_MSG(fabsf(xc[i] - bd.X[i]) <= 1e-4f * (1.0f + fabsf(xc[i])),
+									  "cuda k=%lld element %lld: cuda %g cpu %g", (long long)k,
+									  (long long)i, bd.X[i], xc[i]);
+						}
+					}
+				free(M);
+				free(Mabs);
+				free(b);
+				free(babs);
+				free(x0);
+				free(x1);
+				free(xc);
+				device_band_free(&d, bd.ntiles);
+				band_free(&bd);
+			}
+	return 0;
+}
+
+/* The work list: every entry of every row covered once, longest rows first, segments of long rows
+ * consecutive and numbered. */
+TEST(als_cuda, rowsolve_plan_covers_every_entry)
+{
+	uint64_t rng = testing_seed() + 341;
+	struct band bd;
+	CHECK(band_make(&bd, 50, 4, 3, 0, &rng) == 0);
+	const uint32_t *rowptrs[3] = {bd.t[0].rowptr, bd.t[1].rowptr, bd.t[2].rowptr};
+	for (int64_t seg = 1; seg <= 40; seg += 13) {
+		uint32_t *items = NULL;
+		int64_t nitems = 0, nparts = 0, covered[50] = {0}, prev = INT64_MAX, parts = 0;
+		CHECK(starfa_rowsolve_plan(50, 3, rowptrs, seg, &items, &nitems, &nparts) == 0);
+		for (int64_t i = 0; i < nitems; i++) {
+			const uint32_t *it = items + i * STARFA_ROWSOLVE_ITEM_WORDS;
+			int64_t u = it[0], n = 0;
+			for (int j = 0; j < 3; j++)
+				n += rowptrs[j][u + 1] - rowptrs[j][u];
+			CHECK(u < 50 && it[1] <= it[2] && it[2] <= n && it[2] - it[1] <= seg);
+			CHECK_MSG(n <= prev || it[1] > 0, "rows out of order: %lld after %lld entries", (long long)n,
+				  (long long)prev);
+			if (it[1] == 0)
+				prev = n;
+			CHECK(it[5] == (n > seg ? (uint32_t)((n + seg - 1) / seg) : 1u));
+			if (it[5] > 1) {
+				CHECK(it[3] == it[4] + it[1] / seg && it[3] < nparts);
+				parts++;
+			}
+			covered[u] += it[2] - it[1];
+		}
+		for (int64_t u = 0; u < 50; u++) {
+			int64_t n = 0;
+			for (int j = 0; j < 3; j++)
+				n += rowptrs[j][u + 1] - rowptrs[j][u];
+			CHECK(covered[u] == n);
+		}
+		CHECK(parts == nparts);
+		free(items);
+	}
+	band_free(&bd);
+	return 0;
+}
+
+/* The fused CUDA kernel reports bad rows as the CPU one does. */
+TEST(als_cuda, rowsolve_status_names_bad_rows)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 342;
+	for (int variant = 0; variant < 2; variant++) {
+		int64_t k = 6, rows = 12;
+		struct band bd;
+		CHECK(band_make(&bd, rows, k, 2, 0, &rng) == 0);
+		for (int64_t u = 0; u < rows; u++) {
+			bd.info[2 * u] = 0.5f;
+			bd.info[2 * u + 1] = 1.0f;
+		}
+		bd.info[2 * 3] = -1e9f;
+		struct als_tile *t = &bd.t[1];
+		CHECK(t->rowptr[6] > t->rowptr[5] && t->rowptr[10] > t->rowptr[9]);
+		uint32_t c5 = (uint32_t)t->csr->ncols; /* row 5's first entry gets a column of its own */
+		float *grown = realloc(bd.theta[1], sizeof(float) * (size_t)((c5 + 1) * bd.ld));
+		CHECK(grown);
+		bd.theta[1] = grown;
+		testing_fill_random(grown + c5 * bd.ld, (size_t)bd.ld, &rng);
+		t->colind[t->rowptr[5]] = c5;
+		t->csr->ncols++;
+		bd.theta[1][c5 * bd.ld + 1 + k / 2] = NAN;
+		t->csr->val[t->rowptr[9]] = INFINITY;
+		struct device_band d;
+		if (device_band_make(&d, &bd, STARFA_CUDA_ROWSOLVE_SEGMENT))
+			return 1;
+		d.pb->mu = 0.1f;
+		d.pb->cholesky = variant == 0;
+		d.pb->cg_steps = 3;
+		testing_fill_random(bd.X, (size_t)(rows * k), &rng);
+		float keep[6];
+		memcpy(keep, bd.X + 3 * k, sizeof keep);
+		uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+		if (device_band_run(&d, &bd, st))
+			return 1;
+		CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 3 && st[STARFA_SOLVE_NOT_SPD] == 1 && st[STARFA_SOLVE_NONFINITE_A] == 1 &&
+				  st[STARFA_SOLVE_NONFINITE_B] == 1 && st[STARFA_SOLVE_FIRST_BAD_ROW] == 3,
+			  "cuda variant %d: bad %u not_spd %u nonfinite A %u b %u first %u", variant, st[0],
+			  st[STARFA_SOLVE_NOT_SPD], st[STARFA_SOLVE_NONFINITE_A], st[STARFA_SOLVE_NONFINITE_B],
+			  st[STARFA_SOLVE_FIRST_BAD_ROW]);
+		if (variant == 0)
+			CHECK(memcmp(keep, bd.X + 3 * k, sizeof keep) == 0);
+		device_band_free(&d, bd.ntiles);
+		band_free(&bd);
+	}
+	return 0;
+}
+
+struct rs_history {
+	double loss[8];
+	int64_t cpu_tasks, cuda_tasks;
+};
+
+static int rs_record(const starfa_als_progress *p, void *user_data)
+{
+	struct rs_history *h = user_data;
+	if (p->iteration < 8)
+		h->loss[p->iteration] = p->train_loss;
+	h->cpu_tasks += p->stats.tasks[STARFA_WORKER_CPU];
+	h->cuda_tasks += p->stats.tasks[STARFA_WORKER_CUDA];
+	return 0;
+}
+
+/* Explicit and implicit ALS with every task on the GPU (no CPU worker) train as on the CPU alone: the
+ * same losses, iteration by iteration, up to the rounding of the two kernels. */
+TEST(als_cuda, training_on_cuda_workers_matches_cpu)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 343;
+	starfa_coo *coo = starfa_coo_new(300, 200, 9000);
+	CHECK(coo);
+	int64_t e = 0;
+	for (int64_t u = 0; u < 300; u++)
+		for (int64_t i = 0; i < 200; i++)
+			if (testing_uniform(&rng) < 0.1 && e < 9000) {
+				coo->row[e] = (int32_t)u;
+				coo->col[e] = (int32_t)i;
+				coo->val[e] = (float)(1 + testing_below(&rng, 5));
+				e++;
+			}
+	coo->nnz = e;
+	for (int algo = 0; algo < 2; algo++) {
+		struct rs_history h[2];
+		memset(h, 0, sizeof h);
+		for (int gpu = 0; gpu < 2; gpu++) {
+			starfa_options o;
+			starfa_options_default(&o);
+			if (gpu)
+				o.ncpus = 0;
+			else
+				o.ncuda = 0;
+			CHECK_OK(testing_runtime_with(&o));
+			starfa_als_options ao;
+			starfa_als_options_default(&ao, algo ? STARFA_ALGO_IALS : STARFA_ALGO_ALS);
+			ao.iters = 5;
+			ao.rank = 24;
+			starfa_model *m = NULL;
+			CHECK_OK(starfa_als_train(coo, NULL, &ao, rs_record, &h[gpu], &m));
+			starfa_model_free(m);
+		}
+		CHECK_MSG(h[1].cpu_tasks == 0 && h[1].cuda_tasks > 0 && h[0].cuda_tasks == 0,
+			  "tasks: GPU run %lld cpu %lld cuda, CPU run %lld cuda", (long long)h[1].cpu_tasks,
+			  (long long)h[1].cuda_tasks, (long long)h[0].cuda_tasks);
+		for (int i = 1; i <= 5; i++)
+			CHECK_MSG(fabs(h[1].loss[i] - h[0].loss[i]) <= 1e-3 * fabs(h[0].loss[i]),
+				  "algo %d iteration %d: loss %.7g on the GPU, %.7g on the CPU", algo, i, h[1].loss[i],
+				  h[0].loss[i]);
+	}
+	starfa_coo_free(coo);
+	CHECK_OK(testing_runtime());
+	return 0;
+}
+
+#else
+
+TEST(als_cuda, not_built)
+{
+	SKIP("starfa was configured without CUDA");
+}
+
+#endif

@@ -309,3 +309,135 @@ TEST(solve, task_graph_matches_reference)
 	}
 	return 0;
 }
+
+#ifdef STARFA_USE_CUDA
+#include "gpu/als.h"
+#include "testing_cuda.h"
+
+/* Device copies of a batch. */
+struct device_batch {
+	float *A, *b, *info, *G, *X;
+	uint16_t *A16;
+	uint32_t *status;
+};
+
+static int device_batch_make(struct device_batch *d, const struct batch *bt)
+{
+	int64_t rows = bt->rows, k = bt->k;
+	d->A = to_device(bt->A, sizeof(float) * (size_t)(rows * k * k));
+	d->A16 = to_device(bt->A16, sizeof(uint16_t) * (size_t)(rows * k * k));
+	d->b = to_device(bt->b, sizeof(float) * (size_t)(rows * k));
+	d->info = to_device(bt->info, sizeof(float) * (size_t)(2 * rows));
+	d->G = to_device(bt->G, sizeof(float) * (size_t)(k * k));
+	d->X = to_device(NULL, sizeof(float) * (size_t)(rows * k));
+	d->status = to_device(NULL, sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS);
+	return d->A && d->A16 && d->b && d->info && d->G && d->X && d->status ? 0 : 1;
+}
+
+static void device_batch_free(struct device_batch *d)
+{
+	cudaFree(d->A);
+	cudaFree(d->A16);
+	cudaFree(d->b);
+	cudaFree(d->info);
+	cudaFree(d->G);
+	cudaFree(d->X);
+	cudaFree(d->status);
+}
+
+/* Runs the CUDA solve on the batch (X from and back to bt->X) and reads the status words. */
+static int cuda_solve(const struct batch *bt, const struct device_batch *d, int fp16, int gram, int cholesky, int steps,
+		      uint32_t *st)
+{
+	int64_t rows = bt->rows, k = bt->k;
+	CUDA_OK(cudaMemcpy(d->X, bt->X, sizeof(float) * (size_t)(rows * k), cudaMemcpyHostToDevice));
+	CUDA_OK(cudaMemset(d->status, 0x5a, sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS)); /* must be overwritten */
+	CUDA_OK(starfa_cuda_solve(rows, k, fp16 ? (const void *)d->A16 : (const void *)d->A, fp16, d->b, k, d->info,
+				  fp16 ? d->info + 1 : NULL, 2, gram ? d->G : NULL, cholesky, steps, d->X, k, d->status, 0));
+	CUDA_OK(cudaMemcpy(bt->X, d->X, sizeof(float) * (size_t)(rows * k), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(st, d->status, sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS, cudaMemcpyDeviceToHost));
+	return 0;
+}
+
+/* The CUDA batch solve against the same reference, both solvers, FP16 and float32 systems, with and
+ * without G, at ranks up to the kernel's limit. */
+TEST(als_cuda, solve_matches_reference)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	static const int64_t cranks[] = {1, 2, 5, 16, 17, 33, 65, 100, 128, STARFA_CUDA_ALS_MAX_K};
+	uint64_t rng = testing_seed() + 330;
+	for (size_t ki = 0; ki < sizeof cranks / sizeof cranks[0]; ki++) {
+		int64_t k = cranks[ki], rows = 24;
+		struct batch bt;
+		struct device_batch d;
+		CHECK(batch_make(&bt, rows, k, &rng) == 0);
+		CHECK(device_batch_make(&d, &bt) == 0);
+		double *M = malloc(sizeof(double) * (size_t)(k * k));
+		float *x0 = als_alloc((size_t)(rows * k));
+		CHECK(M && x0);
+		testing_fill_random(x0, (size_t)(rows * k), &rng);
+		for (int solver = 0; solver < 2; solver++)
+			for (int fp16 = 0; fp16 < 2; fp16++)
+				for (int gram = 0; gram < 2; gram++) {
+					int steps = solver ? (int)(3 * k + 4) : 0;
+					uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+					if (solver)
+						memcpy(bt.X, x0, sizeof(float) * (size_t)(rows * k));
+					else
+						testing_poison(bt.X, (size_t)(rows * k));
+					if (cuda_solve(&bt, &d, fp16, gram, !solver, steps, st))
+						return 1;
+					CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 0 && st[STARFA_SOLVE_NOT_SPD] == 0 &&
+							  st[STARFA_SOLVE_FIRST_BAD_ROW] == UINT32_MAX,
+						  "k=%lld solver %d: %u bad rows", (long long)k, solver, st[STARFA_SOLVE_BAD_ROWS]);
+					for (int64_t u = 0; u < rows; u++) {
+						system_of(&bt, u, fp16, gram, M);
+						double err = backward_error(M, bt.X + u * k, bt.b + u * k, k, solver ? 1.0 : 0.0);
+						double tol = solver ? 2e-5 * sqrt((double)k) : 8.0 * (double)k * FLT_EPSILON;
+						CHECK_MSG(err <= tol, "cuda k=%lld %s fp16=%d gram=%d row %lld: backward error %.3g > %.3g",
+							  (long long)k, solver ? "cg" : "ldlt", fp16, gram, (long long)u, err, tol);
+					}
+				}
+		free(M);
+		free(x0);
+		device_batch_free(&d);
+		batch_free(&bt);
+	}
+	return 0;
+}
+
+/* The CUDA solve reports bad rows as the CPU one does. */
+TEST(als_cuda, solve_status_names_bad_rows)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 332;
+	int64_t k = 6, rows = 12;
+	struct batch bt;
+	CHECK(batch_make(&bt, rows, k, &rng) == 0);
+	bt.info[2 * 3] = -1e6f;
+	bt.A[5 * k * k + 7] = NAN;
+	bt.b[9 * k + 2] = INFINITY;
+	struct device_batch d;
+	CHECK(device_batch_make(&d, &bt) == 0);
+	for (int solver = 0; solver < 2; solver++) {
+		testing_fill_random(bt.X, (size_t)(rows * k), &rng);
+		float keep[6];
+		memcpy(keep, bt.X + 3 * k, sizeof keep);
+		uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+		if (cuda_solve(&bt, &d, 0, 0, !solver, 5, st))
+			return 1;
+		CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 3 && st[STARFA_SOLVE_NOT_SPD] == 1 && st[STARFA_SOLVE_NONFINITE_A] == 1 &&
+				  st[STARFA_SOLVE_NONFINITE_B] == 1 && st[STARFA_SOLVE_FIRST_BAD_ROW] == 3,
+			  "cuda solver %d: bad %u not_spd %u nonfinite A %u b %u first %u", solver, st[0],
+			  st[STARFA_SOLVE_NOT_SPD], st[STARFA_SOLVE_NONFINITE_A], st[STARFA_SOLVE_NONFINITE_B],
+			  st[STARFA_SOLVE_FIRST_BAD_ROW]);
+		if (solver == 0)
+			CHECK(memcmp(keep, bt.X + 3 * k, sizeof keep) == 0);
+	}
+	device_batch_free(&d);
+	batch_free(&bt);
+	return 0;
+}
+#endif

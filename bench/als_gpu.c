@@ -1,0 +1,590 @@
+/* starfa_als_bench: ALS on the GPU, codelet by codelet and as whole training iterations, on one matrix
+ * (the synthetic Netflix-shaped one by default) at one rank, with cuSOLVER's batched Cholesky timed in
+ * the same process on the same systems. Prints a Markdown report (and appends it to --md FILE).
+ *
+ *   starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] [--solve-rows R] [--md FILE]
+ *
+ * Kernel times are CUDA events around one launch, median of R after a warm-up. Floors: the Gram sums
+ * count k (k + 1) flops per entry (the symmetric half, what a float32 kernel must do) against
+ * cublasSgemm's measured float32 rate; the CG solve counts the bytes of the stored systems it reads
+ * against the measured copy bandwidth. */
+#include "bench.h"
+#include "cpu/solve.h" /* the status words */
+#include "gpu/als.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cusolverDn.h>
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUDA_TRY(call)                                                                                         \
+	do {                                                                                                   \
+		cudaError_t e_ = (call);                                                                       \
+		if (e_ != cudaSuccess) {                                                                       \
+			fprintf(stderr, "starfa_als_bench: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,      \
+				cudaGetErrorString(e_));                                                       \
+			exit(1);                                                                       \
+		}                                                                                      \
+	} while (0)
+
+static void *dev_alloc(size_t bytes)
+{
+	void *p = NULL;
+	CUDA_TRY(cudaMalloc(&p, bytes ? bytes : 1));
+	return p;
+}
+
+static void *dev_copy(const void *host, size_t bytes)
+{
+	void *p = dev_alloc(bytes);
+	CUDA_TRY(cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice));
+	return p;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int repeat = 5;
+static FILE *md;
+
+/* Times fn(ctx) with CUDA events: one warm-up, then the median of `repeat` runs, in ms. */
+static double time_ms(void (*fn)(void *), void *ctx)
+{
+	cudaEvent_t a, b;
+	CUDA_TRY(cudaEventCreate(&a));
+	CUDA_TRY(cudaEventCreate(&b));
+	fn(ctx);
+	CUDA_TRY(cudaDeviceSynchronize());
+	double ms[64];
+	int n = repeat < 64 ? repeat : 64;
+	for (int i = 0; i < n; i++) {
+		CUDA_TRY(cudaEventRecord(a, 0));
+		fn(ctx);
+		CUDA_TRY(cudaEventRecord(b, 0));
+		CUDA_TRY(cudaEventSynchronize(b));
+		float t;
+		CUDA_TRY(cudaEventElapsedTime(&t, a, b));
+		ms[i] = t;
+	}
+	cudaEventDestroy(a);
+	cudaEventDestroy(b);
+	return median(ms, n);
+}
+
+static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void out(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (md) {
+		va_start(ap, fmt);
+		vfprintf(md, fmt, ap);
+		va_end(ap);
+	}
+	fflush(stdout);
+}
+
+/* One side of the matrix on the device: its CSR, the other side's factors, the row information and
+ * this side's factors. */
+struct side {
+	const char *name;
+	int64_t rows, others, nnz, k;
+	uint32_t *rowptr, *colind, *items;
+	float *val, *theta, *info, *X, *G;
+	int64_t nitems, nparts;
+	uint32_t *status;
+};
+
+static void side_make(struct side *s, const char *name, const starfa_csr *c, int64_t k, uint64_t seed)
+{
+	s->name = name;
+	s->rows = c->nrows;
+	s->others = c->ncols;
+	s->nnz = c->nnz;
+	s->k = k;
+	uint32_t *rp = malloc(sizeof *rp * (size_t)(c->nrows + 1)), *ci = malloc(sizeof *ci * (size_t)(c->nnz + 1));
+	float *theta = malloc(sizeof *theta * (size_t)(c->ncols * k)), *info = malloc(sizeof *info * (size_t)(2 * c->nrows));
+	float *x = malloc(sizeof *x * (size_t)(c->nrows * k));
+	if (!rp || !ci || !theta || !info || !x) {
+		fprintf(stderr, "starfa_als_bench: out of memory\n");
+		exit(1);
+	}
+	for (int64_t r = 0; r <= c->nrows; r++)
+		rp[r] = (uint32_t)c->rowptr[r];
+	for (int64_t p = 0; p < c->nnz; p++)
+		ci[p] = (uint32_t)c->colind[p];
+	uint64_t st = seed * 0x9e3779b97f4a7c15ull + 7;
+	for (int64_t i = 0; i < c->ncols * k; i++) {
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		theta[i] = (float)((double)(st >> 40) / 16777216.0 - 0.5) * 0.2f;
+	}
+	for (int64_t r = 0; r < c->nrows; r++) {
+		info[2 * r] = 0.05f * (float)(c->rowptr[r + 1] - c->rowptr[r] + 1); /* weighted lambda */
+		info[2 * r + 1] = 1.0f + (float)(c->rowptr[r + 1] - c->rowptr[r]);
+	}
+	memset(x, 0, sizeof *x * (size_t)(c->nrows * k));
+	const uint32_t *rowptrs[1] = {rp};
+	uint32_t *items = NULL;
+	if (starfa_rowsolve_plan(c->nrows, 1, rowptrs, STARFA_CUDA_ROWSOLVE_SEGMENT, &items, &s->nitems, &s->nparts)) {
+		fprintf(stderr, "starfa_als_bench: out of memory planning\n");
+		exit(1);
+	}
+	s->rowptr = dev_copy(rp, sizeof *rp * (size_t)(c->nrows + 1));
+	s->colind = dev_copy(ci, sizeof *ci * (size_t)c->nnz);
+	s->val = dev_copy(c->val, sizeof(float) * (size_t)c->nnz);
+	s->theta = dev_copy(theta, sizeof *theta * (size_t)(c->ncols * k));
+	s->info = dev_copy(info, sizeof *info * (size_t)(2 * c->nrows));
+	s->X = dev_copy(x, sizeof *x * (size_t)(c->nrows * k));
+	s->items = dev_copy(items, sizeof *items * (size_t)(s->nitems * STARFA_ROWSOLVE_ITEM_WORDS));
+	s->status = dev_alloc(sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS);
+	s->G = dev_alloc(sizeof(float) * (size_t)(k * k));
+	/* G = theta^T theta (implicit ALS's YᵀY) through cuBLAS */
+	cublasHandle_t h;
+	const float one = 1.0f, zero = 0.0f;
+	if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS ||
+	    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)k, (int)k, (int)c->ncols, &one, s->theta, (int)k, s->theta,
+			(int)k, &zero, s->G, (int)k) != CUBLAS_STATUS_SUCCESS) {
+		fprintf(stderr, "starfa_als_bench: cuBLAS failed\n");
+		exit(1);
+	}
+	cublasDestroy(h);
+	free(rp);
+	free(ci);
+	free(theta);
+	free(info);
+	free(x);
+	free(items);
+}
+
+static void side_free(struct side *s)
+{
+	cudaFree(s->rowptr);
+	cudaFree(s->colind);
+	cudaFree(s->val);
+	cudaFree(s->theta);
+	cudaFree(s->info);
+	cudaFree(s->X);
+	cudaFree(s->items);
+	cudaFree(s->status);
+	cudaFree(s->G);
+}
+
+struct rowsolve_run {
+	starfa_cuda_rowsolve pb;
+	uint32_t *status;
+};
+
+static void run_rowsolve(void *ctx)
+{
+	struct rowsolve_run *r = ctx;
+	CUDA_TRY(starfa_cuda_rowsolve_run(&r->pb, r->status, 0));
+}
+
+static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int steps, starfa_cuda_gram_precision prec)
+{
+	struct rowsolve_run *r = calloc(1, sizeof *r);
+	r->pb.nrows = s->rows;
+	r->pb.k = s->k;
+	r->pb.ntiles = 1;
+	r->pb.tiles[0] = (starfa_cuda_rowsolve_tile){s->rowptr, s->colind, s->val, s->theta, NULL, s->k};
+	r->pb.implicit = implicit;
+	r->pb.alpha = 1.0f;
+	r->pb.mu = 3.6f;
+	r->pb.lambda = s->info;
+	r->pb.info_ld = 2;
+	r->pb.G = implicit ? s->G : NULL;
+	r->pb.cholesky = cholesky;
+	r->pb.cg_steps = steps;
+	r->pb.X = s->X;
+	r->pb.ldx = s->k;
+	r->pb.items = s->items;
+	r->pb.nitems = s->nitems;
+	r->pb.nparts = s->nparts;
+	r->pb.precision = prec;
+	r->status = s->status;
+	double ms = time_ms(run_rowsolve, r);
+	uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+	CUDA_TRY(cudaMemcpy(st, s->status, sizeof st, cudaMemcpyDeviceToHost));
+	if (st[STARFA_SOLVE_BAD_ROWS])
+		out("  (warning: %u rows failed to solve)\n", st[STARFA_SOLVE_BAD_ROWS]);
+	free(r);
+	return ms;
+}
+
+/* The stored path on the first `rows` rows of a side. */
+struct stored_run {
+	const struct side *s;
+	int64_t rows;
+	void *A;
+	float *b;
+	int fp16, cholesky, steps;
+	starfa_cuda_gram_precision prec;
+};
+
+static void run_hermitian(void *ctx)
+{
+	struct stored_run *r = ctx;
+	CUDA_TRY(starfa_cuda_hermitian(r->rows, r->s->rowptr, r->s->colind, r->s->val, r->s->theta, r->s->k, r->s->k, 0,
+				       1.0f, r->fp16 ? r->s->info + 1 : NULL, 2, 0, r->fp16, r->A, r->prec, 0));
+}
+
+static void run_bias(void *ctx)
+{
+	struct stored_run *r = ctx;
+	CUDA_TRY(starfa_cuda_bias(r->rows, r->s->rowptr, r->s->colind, r->s->val, r->s->theta, r->s->k, r->s->k, NULL,
+				  3.6f, 0, 1.0f, 0, r->b, r->s->k, 0));
+}
+
+static void run_solve(void *ctx)
+{
+	struct stored_run *r = ctx;
+	CUDA_TRY(starfa_cuda_solve(r->rows, r->s->k, r->A, r->fp16, r->b, r->s->k, r->s->info,
+				   r->fp16 ? r->s->info + 1 : NULL, 2, NULL, r->cholesky, r->steps, r->s->X, r->s->k,
+				   r->s->status, 0));
+}
+
+/* cuSOLVER's batched Cholesky on copies of the same systems (potrf overwrites them). */
+struct cusolver_run {
+	cusolverDnHandle_t h;
+	int n, batch;
+	float **Aptr, **bptr, *A, *b;
+	const float *A0, *b0;
+	int *info;
+};
+
+static void run_cusolver(void *ctx)
+{
+	struct cusolver_run *r = ctx;
+	cusolverStatus_t st = cusolverDnSpotrfBatched(r->h, CUBLAS_FILL_MODE_LOWER, r->n, r->Aptr, r->n, r->info, r->batch);
+	if (st == CUSOLVER_STATUS_SUCCESS)
+		st = cusolverDnSpotrsBatched(r->h, CUBLAS_FILL_MODE_LOWER, r->n, 1, r->Aptr, r->n, r->bptr, r->n, r->info,
+					     r->batch);
+	if (st != CUSOLVER_STATUS_SUCCESS) {
+		fprintf(stderr, "starfa_als_bench: cuSOLVER failed (%d)\n", (int)st);
+		exit(1);
+	}
+}
+
+static void kernels(const struct bench_device *dev, const struct side *s, int64_t solve_rows)
+{
+	const double k = (double)s->k, nnz = (double)s->nnz, rows = (double)s->rows;
+	const double gram_flops = nnz * k * (k + 1);
+	out("\n### %s side: %lld rows, %lld entries, k = %lld\n\n", s->name, (long long)s->rows, (long long)s->nnz,
+	    (long long)s->k);
+	out("| codelet (CUDA kernel) | ms | GFLOP/s or GB/s | of the floor |\n|---|---:|---:|---:|\n");
+	static const struct {
+		const char *name;
+		int implicit, cholesky, steps;
+		starfa_cuda_gram_precision prec;
+	} fused[] = {
+		{"rowsolve, explicit, LDLᵀ, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32},
+		{"rowsolve, explicit, LDLᵀ, TF32", 0, 1, 0, STARFA_CUDA_GRAM_TF32},
+		{"rowsolve, explicit, CG 3 steps, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32},
+		{"rowsolve, implicit, CG 3 steps, 3xTF32", 1, 0, 3, STARFA_CUDA_GRAM_3XTF32},
+		{"rowsolve, implicit, CG 6 steps, 3xTF32", 1, 0, 6, STARFA_CUDA_GRAM_3XTF32},
+	};
+	for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
+		double ms = rowsolve_ms(s, fused[i].implicit, fused[i].cholesky, fused[i].steps, fused[i].prec);
+		double gf = gram_flops / (ms * 1e-3) * 1e-9;
+		out("| %s | %.2f | %.0f GFLOP/s (Gram sums) | %.0f%% of FP32 peak |\n", fused[i].name, ms, gf,
+		    100.0 * gf / dev->fp32_gflops);
+	}
+	/* The stored path on the first solve_rows rows: hermitian, bias, then the solves on what it wrote. */
+	int64_t R = solve_rows < s->rows ? solve_rows : s->rows;
+	uint32_t sub_nnz32;
+	CUDA_TRY(cudaMemcpy(&sub_nnz32, s->rowptr + R, sizeof sub_nnz32, cudaMemcpyDeviceToHost));
+	const double sub_nnz = (double)sub_nnz32;
+	struct stored_run r = {s, R, dev_alloc(sizeof(float) * (size_t)(R * s->k * s->k)),
+			       dev_alloc(sizeof(float) * (size_t)(R * s->k)), 0, 1, 0, STARFA_CUDA_GRAM_3XTF32};
+	void *A16 = dev_alloc(sizeof(uint16_t) * (size_t)(R * s->k * s->k));
+	out("| *stored systems, first %lld rows (%.0f entries):* | | | |\n", (long long)R, sub_nnz);
+	for (int prec = 0; prec < 2; prec++) {
+		r.prec = (starfa_cuda_gram_precision)prec;
+		double ms = time_ms(run_hermitian, &r), gf = sub_nnz * k * (k + 1) / (ms * 1e-3) * 1e-9;
+		out("| hermitian, float32 out, %s | %.2f | %.0f GFLOP/s | %.0f%% of FP32 peak |\n", prec ? "TF32" : "3xTF32", ms,
+		    gf, 100.0 * gf / dev->fp32_gflops);
+	}
+	r.prec = STARFA_CUDA_GRAM_3XTF32;
+	{
+		double ms = time_ms(run_bias, &r);
+		double bytes = sub_nnz * (8.0 + 4.0 * k) + R * 4.0 * k, gbs = bytes / (ms * 1e-3) * 1e-9;
+		out("| bias | %.2f | %.0f GB/s (entries, theta rows, b) | %.0f%% of copy bandwidth |\n", ms, gbs,
+		    100.0 * gbs / dev->bandwidth_gbs);
+	}
+	run_hermitian(&r); /* float32 systems in r.A */
+	run_bias(&r);
+	CUDA_TRY(cudaDeviceSynchronize());
+	double chol_ms = 0;
+	for (int v = 0; v < 4; v++) {
+		r.cholesky = v == 0;
+		r.steps = v == 1 ? 3 : 6;
+		r.fp16 = v == 3;
+		void *A32 = r.A;
+		if (r.fp16) {
+			r.A = A16;
+			run_hermitian(&r);
+			CUDA_TRY(cudaDeviceSynchronize());
+		}
+		double ms = time_ms(run_solve, &r);
+		double bytes = (double)R * (k * k * (r.fp16 ? 2.0 : 4.0) + 3.0 * 4.0 * k), gbs = bytes / (ms * 1e-3) * 1e-9;
+		if (v == 0) {
+			chol_ms = ms;
+			out("| solve, LDLᵀ, float32 systems | %.2f | %.0f GFLOP/s | %.0f%% of FP32 peak |\n", ms,
+			    R * k * k * k / 3.0 / (ms * 1e-3) * 1e-9, 100.0 * R * k * k * k / 3.0 / (ms * 1e-3) * 1e-9 / dev->fp32_gflops);
+		} else {
+			out("| solve, CG %d steps, %s systems | %.2f | %.0f GB/s (systems read) | %.0f%% of copy bandwidth |\n",
+			    r.steps, r.fp16 ? "FP16" : "float32", ms, gbs, 100.0 * gbs / dev->bandwidth_gbs);
+		}
+		r.A = A32;
+		r.fp16 = 0;
+	}
+	/* cuSOLVER on the same systems: the hermitian output plus lambda_u I (which starfa's solve adds
+	 * itself), restored before each timed potrf + potrs since potrf overwrites them. */
+	struct cusolver_run c = {0};
+	int64_t B = R < 65536 ? R : 65536;
+	c.n = (int)s->k;
+	c.batch = (int)B;
+	if (cusolverDnCreate(&c.h) != CUSOLVER_STATUS_SUCCESS) {
+		fprintf(stderr, "starfa_als_bench: cusolverDnCreate failed\n");
+		exit(1);
+	}
+	size_t nA = (size_t)B * s->k * s->k, nb = (size_t)B * s->k;
+	c.A = dev_alloc(sizeof(float) * nA);
+	c.b = dev_alloc(sizeof(float) * nb);
+	c.info = dev_alloc(sizeof(int) * (size_t)B);
+	float **hA = malloc(sizeof *hA * (size_t)B), **hb = malloc(sizeof *hb * (size_t)B);
+	for (int64_t u = 0; u < B; u++) {
+		hA[u] = c.A + (size_t)u * s->k * s->k;
+		hb[u] = c.b + (size_t)u * s->k;
+	}
+	c.Aptr = dev_copy(hA, sizeof *hA * (size_t)B);
+	c.bptr = dev_copy(hb, sizeof *hb * (size_t)B);
+	float *A0 = dev_alloc(sizeof(float) * nA);
+	{
+		float *h = malloc(sizeof(float) * nA);
+		uint32_t *rp = malloc(sizeof *rp * (size_t)(B + 1));
+		if (!h || !rp) {
+			fprintf(stderr, "starfa_als_bench: out of memory\n");
+			exit(1);
+		}
+		CUDA_TRY(cudaMemcpy(h, r.A, sizeof(float) * nA, cudaMemcpyDeviceToHost));
+		CUDA_TRY(cudaMemcpy(rp, s->rowptr, sizeof *rp * (size_t)(B + 1), cudaMemcpyDeviceToHost));
+		for (int64_t u = 0; u < B; u++)
+			for (int64_t d = 0; d < s->k; d++) /* side_make's lambda_u */
+				h[(size_t)u * s->k * s->k + (size_t)d * s->k + d] += 0.05f * (float)(rp[u + 1] - rp[u] + 1);
+		CUDA_TRY(cudaMemcpy(A0, h, sizeof(float) * nA, cudaMemcpyHostToDevice));
+		free(h);
+		free(rp);
+	}
+	/* time potrf + potrs only: the copy that restores the systems is outside the events */
+	cudaEvent_t e0, e1;
+	CUDA_TRY(cudaEventCreate(&e0));
+	CUDA_TRY(cudaEventCreate(&e1));
+	double ms[64];
+	int n = repeat < 64 ? repeat : 64;
+	for (int i = -1; i < n; i++) {
+		CUDA_TRY(cudaMemcpy(c.A, A0, sizeof(float) * nA, cudaMemcpyDeviceToDevice));
+		CUDA_TRY(cudaMemcpy(c.b, r.b, sizeof(float) * nb, cudaMemcpyDeviceToDevice));
+		CUDA_TRY(cudaDeviceSynchronize());
+		CUDA_TRY(cudaEventRecord(e0, 0));
+		run_cusolver(&c);
+		CUDA_TRY(cudaEventRecord(e1, 0));
+		CUDA_TRY(cudaEventSynchronize(e1));
+		float t;
+		CUDA_TRY(cudaEventElapsedTime(&t, e0, e1));
+		if (i >= 0)
+			ms[i] = t;
+	}
+	double cus = median(ms, n);
+	struct stored_run rb = r;
+	rb.rows = B;
+	rb.cholesky = 1;
+	double mine = time_ms(run_solve, &rb);
+	out("| *cuSOLVER potrfBatched + potrsBatched, %lld systems* | %.2f | | starfa's LDLᵀ on the same: %.2f ms (%.2fx) |\n",
+	    (long long)B, cus, mine, cus / mine);
+	(void)chol_ms;
+	(void)rows;
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	cusolverDnDestroy(c.h);
+	cudaFree(c.A);
+	cudaFree(c.b);
+	cudaFree(c.info);
+	cudaFree(c.Aptr);
+	cudaFree(c.bptr);
+	cudaFree(A0);
+	free(hA);
+	free(hb);
+	cudaFree(r.A);
+	cudaFree(r.b);
+	cudaFree(A16);
+}
+
+/* ---- whole training iterations through StarPU ---- */
+
+struct iter_log {
+	double seconds[64];
+	int64_t n, cuda_tasks, cpu_tasks;
+	double loss;
+};
+
+static int log_iteration(const starfa_als_progress *p, void *user_data)
+{
+	struct iter_log *l = user_data;
+	if (l->n < 64)
+		l->seconds[l->n++] = p->seconds;
+	l->cuda_tasks += p->stats.tasks[STARFA_WORKER_CUDA];
+	l->cpu_tasks += p->stats.tasks[STARFA_WORKER_CPU];
+	l->loss = p->train_loss;
+	return 0;
+}
+
+static void training(const starfa_coo *coo, int64_t rank, int iters)
+{
+	out("\n### Training iterations through StarPU (GPU workers only)\n\n");
+	out("| algorithm | solver | s/iteration (median of iterations 2..%d) | first iteration | tasks on CUDA / CPU | "
+	    "final loss |\n|---|---|---:|---:|---:|---:|\n",
+	    iters);
+	for (int algo = 0; algo < 2; algo++) {
+		starfa_als_options ao;
+		starfa_als_options_default(&ao, algo ? STARFA_ALGO_IALS : STARFA_ALGO_ALS);
+		ao.rank = rank;
+		ao.iters = iters;
+		if (algo)
+			ao.cg_steps = 3;
+		struct iter_log l = {0};
+		starfa_model *m = NULL;
+		if (starfa_als_train(coo, NULL, &ao, log_iteration, &l, &m) != 0) {
+			out("| %s | | failed: %s | | | |\n", algo ? "implicit ALS" : "ALS", starfa_last_error());
+			continue;
+		}
+		starfa_model_free(m);
+		double first = l.seconds[0], rest[64];
+		int nr = 0;
+		for (int64_t i = 1; i < l.n; i++)
+			rest[nr++] = l.seconds[i];
+		out("| %s (f = %lld%s) | %s | %.3f | %.3f | %lld / %lld | %.5g |\n", algo ? "implicit ALS" : "ALS",
+		    (long long)rank, algo ? "" : ", biases", algo ? "CG 3 steps" : "LDLᵀ (exact)",
+		    nr ? median(rest, nr) : NAN, first, (long long)l.cuda_tasks, (long long)l.cpu_tasks, l.loss);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *matrix = "netflix", *md_path = NULL;
+	int64_t rank = 100, solve_rows = 131072;
+	int iters = 6, no_train = 0;
+	static const struct option longopts[] = {{"matrix", required_argument, 0, 'm'},
+						  {"rank", required_argument, 0, 'f'},
+						  {"iters", required_argument, 0, 'i'},
+						  {"repeat", required_argument, 0, 'r'},
+						  {"solve-rows", required_argument, 0, 's'},
+						  {"md", required_argument, 0, 'o'},
+						  {"no-train", no_argument, 0, 'n'},
+						  {"help", no_argument, 0, 'h'},
+						  {0, 0, 0, 0}};
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'm': matrix = optarg; break;
+		case 'f': rank = atoll(optarg); break;
+		case 'i': iters = atoi(optarg); break;
+		case 'r': repeat = atoi(optarg); break;
+		case 's': solve_rows = atoll(optarg); break;
+		case 'o': md_path = optarg; break;
+		case 'n': no_train = 1; break;
+		default:
+			fprintf(stderr, "usage: starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] "
+					"[--solve-rows R] [--no-train] [--md FILE]\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (rank < 1 || rank >= STARFA_CUDA_ALS_MAX_K || iters < 2 || iters > 64 || repeat < 1 || solve_rows < 1) {
+		fprintf(stderr, "starfa_als_bench: rank must be in [1, %d), iters in [2, 64], repeat and solve-rows >= 1\n",
+			STARFA_CUDA_ALS_MAX_K);
+		return 2;
+	}
+	if (md_path && !(md = fopen(md_path, "a"))) {
+		fprintf(stderr, "starfa_als_bench: cannot open %s\n", md_path);
+		return 1;
+	}
+	struct bench_options o;
+	memset(&o, 0, sizeof o);
+	o.seed = 1;
+	o.data_dirs[o.ndata_dirs++] = "data";
+	o.data_dirs[o.ndata_dirs++] = "../shared/data";
+	struct bench_device dev;
+	memset(&dev, 0, sizeof dev);
+	gpu_probe(&dev, &o);
+	if (!dev.gpu) {
+		fprintf(stderr, "starfa_als_bench: no GPU: %s\n", dev.gpu_note);
+		return 77;
+	}
+	gpu_release();
+	struct bench_matrix m;
+	if (bench_matrix_load(matrix, &o, &m) != 0)
+		return 1;
+	out("\n## ALS on the GPU: %s, rank %lld (%s)\n\n", m.name, (long long)rank, dev.date);
+	out("Device: %s, %d SMs; measured %.0f GB/s copy bandwidth, %.0f GFLOP/s float32 (cublasSgemm). Matrix: %s.\n"
+	    "Command: `starfa_als_bench --matrix %s --rank %lld --iters %d --repeat %d --solve-rows %lld`.\n",
+	    dev.name, dev.sm_count, dev.bandwidth_gbs, dev.fp32_gflops, m.source, matrix, (long long)rank, iters, repeat,
+	    (long long)solve_rows);
+	starfa_csr *t = NULL;
+	if (starfa_csr_transpose(m.csr, &t) != 0) {
+		fprintf(stderr, "starfa_als_bench: %s\n", starfa_last_error());
+		return 1;
+	}
+	struct side users, items;
+	side_make(&users, "user", m.csr, rank, 1);
+	kernels(&dev, &users, solve_rows);
+	side_free(&users);
+	side_make(&items, "item", t, rank, 2);
+	kernels(&dev, &items, solve_rows);
+	side_free(&items);
+	starfa_csr_free(t);
+	if (!no_train) {
+		starfa_coo *coo = starfa_coo_new(m.csr->nrows, m.csr->ncols, m.csr->nnz);
+		if (!coo)
+			return 1;
+		for (int64_t r = 0; r < m.csr->nrows; r++)
+			for (int64_t p = m.csr->rowptr[r]; p < m.csr->rowptr[r + 1]; p++) {
+				coo->row[p] = (int32_t)r;
+				coo->col[p] = (int32_t)m.csr->colind[p];
+				coo->val[p] = 1.0f + fabsf(m.csr->val[p]) * 4.0f; /* ratings-like values in [1, 5) */
+			}
+		coo->nnz = m.csr->nnz;
+		bench_matrix_free(&m);
+		starfa_options so;
+		starfa_options_default(&so);
+		so.ncpus = 0;
+		so.silent = 1;
+		if (starfa_init(&so) != 0) {
+			fprintf(stderr, "starfa_als_bench: %s\n", starfa_last_error());
+			return 1;
+		}
+		training(coo, rank, iters);
+		starfa_shutdown();
+		starfa_coo_free(coo);
+	} else {
+		bench_matrix_free(&m);
+	}
+	if (md)
+		fclose(md);
+	return 0;
+}

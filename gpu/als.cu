@@ -1,0 +1,800 @@
+/* The ALS kernels on CUDA.
+ *
+ * One thread block per row (or per segment of a long row). The block gathers the row's theta_c in
+ * chunks of kChunk entries into shared memory and sums the Gram matrix sum w theta_c theta_c^T on the
+ * tensor cores: the k x k sum, padded to kp = 16·nb, is nb x nb fragments of 16 x 16, of which the
+ * nb (nb + 1) / 2 upper ones are computed (the matrix is symmetric), spread over the block's warps and
+ * held in registers across the chunks (cuMF's register-resident accumulation, with mma instead of
+ * FFMA). Each fragment is A·B of the chunk's columns: A = the chunk transposed (col-major view),
+ * B = the chunk, weighted for implicit feedback. float32 accuracy comes from 3xTF32: x = hi + lo with
+ * hi, lo in TF32, and hi·hi + hi·lo + lo·hi.
+ *
+ * The fused kernel then mirrors the fragments into a full kp x kp system in shared memory, where the
+ * block solves it at once: an LDL^T factorization (right-looking, one sync per column, conflict-free
+ * row-wise updates of the upper triangle) and two triangular solves by one warp, or warm-started CG
+ * with the system resident (each step reads it from shared memory only). Nothing but x_u is written.
+ * Rows longer than STARFA_CUDA_ROWSOLVE_SEGMENT are cut into segments built by separate blocks that
+ * write their partial sums; the last of them (a counter per row) adds the parts in order and solves,
+ * so the result does not depend on which block ran first. */
+#include "gpu/als.h"
+
+#include "cpu/solve.h" /* the status words */
+
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+using namespace nvcuda;
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kChunk = 32;        /* entries gathered per pass */
+constexpr int kMaxKp = 192;       /* STARFA_CUDA_ALS_MAX_K rounded up to 16 */
+constexpr int kMaxLane = kMaxKp / 32;
+static_assert(kMaxKp >= STARFA_CUDA_ALS_MAX_K && kMaxKp % 16 == 0, "kMaxKp covers the largest k");
+static_assert(kChunk % 8 == 0 && kChunk % kWarps == 0, "chunks are whole mma k-steps and warp rounds");
+
+__host__ __device__ inline int64_t padded(int64_t k)
+{
+	return (k + 15) / 16 * 16;
+}
+
+/* The shared memory of a block, in this order (every part 16-byte aligned):
+ *   U   max(kp x lda, 2 x kChunk x lda) floats: the system, or the gathered chunk and its weighted copy
+ *   vec 5 x kp floats: b, x, r, p, q
+ *   ent kChunk pointers, kChunk weights, kChunk targets
+ *   red 2 x kWarps floats, then the tiles' starts and prefix sums (2 x (MAX_TILES + 1) uint32)  */
+struct Layout {
+	int kp, lda;
+	size_t u, vec, ptr, w, t, red, rs, pre, bytes;
+};
+
+__host__ __device__ inline Layout layout(int kp)
+{
+	Layout L;
+	L.kp = kp;
+	L.lda = kp + 4; /* a multiple of 4 (wmma), and rows 16 bytes off one another's banks */
+	size_t sys = (size_t)kp * L.lda, chunks = 2 * (size_t)kChunk * L.lda;
+	L.u = 0;
+	L.vec = L.u + (sys > chunks ? sys : chunks) * sizeof(float);
+	L.ptr = L.vec + 5 * (size_t)kp * sizeof(float);
+	L.w = L.ptr + kChunk * sizeof(const float *);
+	L.t = L.w + kChunk * sizeof(float);
+	L.red = L.t + kChunk * sizeof(float);
+	L.rs = L.red + 2 * kWarps * sizeof(float);
+	L.pre = L.rs + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
+	L.bytes = L.pre + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
+	return L;
+}
+
+struct Shared {
+	float *U, *b, *x, *r, *p, *q;
+	const float **ptr;
+	float *w, *t, *red;
+	uint32_t *rs, *pre;
+	int kp, lda;
+};
+
+__device__ inline Shared carve(unsigned char *base, int kp)
+{
+	Layout L = layout(kp);
+	Shared s;
+	s.kp = kp;
+	s.lda = L.lda;
+	s.U = (float *)(base + L.u);
+	s.b = (float *)(base + L.vec);
+	s.x = s.b + kp;
+	s.r = s.x + kp;
+	s.p = s.r + kp;
+	s.q = s.p + kp;
+	s.ptr = (const float **)(base + L.ptr);
+	s.w = (float *)(base + L.w);
+	s.t = (float *)(base + L.t);
+	s.red = (float *)(base + L.red);
+	s.rs = (uint32_t *)(base + L.rs);
+	s.pre = (uint32_t *)(base + L.pre);
+	return s;
+}
+
+/* Where a row's entries come from: its stretch of each tile, in tile order. */
+struct RowSource {
+	int ntiles;
+	const starfa_cuda_rowsolve_tile *tiles;
+};
+
+/* What a row's entries mean. */
+struct Weights {
+	int mode; /* 0: explicit (w 1, target r - mu - offset); 1: implicit (w alpha r, target 1 + w);
+		     2: hermitian only, w = alpha r; 3: hermitian only, w = 1 */
+	float alpha, mu;
+};
+
+typedef wmma::fragment<wmma::accumulator, 16, 16, 8, float> Acc;
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major> FragA;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> FragB;
+
+/* The upper fragment f (0 <= f < nb (nb + 1) / 2), row by row: (bi, bj) with bi <= bj. */
+__device__ inline void fragment_at(int f, int nb, int *bi, int *bj)
+{
+	int i = 0;
+	while (f >= nb - i) {
+		f -= nb - i;
+		i++;
+	}
+	*bi = i;
+	*bj = i + f;
+}
+
+template <typename F> __device__ inline void split(F &hi, F &lo, const F &raw, bool precise)
+{
+#pragma unroll
+	for (int e = 0; e < raw.num_elements; e++) {
+		float v = raw.x[e], h = wmma::__float_to_tf32(v);
+		hi.x[e] = h;
+		lo.x[e] = precise ? wmma::__float_to_tf32(v - h) : 0.0f;
+	}
+}
+
+/* Sums entries [begin, end) of row u (in the sources' order) into the warp's fragments acc[] and, with
+ * a right-hand side, b_d into bacc (thread d < kp). The sources' starts and prefix sums are in s.rs and
+ * s.pre. Ends with a __syncthreads(), so s.U is free. */
+template <int FPW>
+__device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, const Weights &wt, uint32_t begin,
+			  uint32_t end, bool precise, Acc (&acc)[FPW], float &bacc)
+{
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int kp = s.kp, lda = s.lda, nb = kp / 16, nfrag = nb * (nb + 1) / 2;
+	const bool weighted = wt.mode == 1 || wt.mode == 2, rhs = wt.mode <= 1;
+	float *chA = s.U, *chW = s.U + (size_t)kChunk * lda;
+	const float *chB = weighted ? chW : chA;
+	int fbi[FPW], fbj[FPW];
+#pragma unroll
+	for (int i = 0; i < FPW; i++) {
+		int f = warp + i * kWarps;
+		if (f < nfrag)
+			fragment_at(f, nb, &fbi[i], &fbj[i]);
+		else
+			fbi[i] = fbj[i] = -1;
+		wmma::fill_fragment(acc[i], 0.0f);
+	}
+	bacc = 0.0f;
+	for (uint32_t g0 = begin; g0 < end; g0 += kChunk) {
+		const uint32_t cnt = end - g0 < (uint32_t)kChunk ? end - g0 : (uint32_t)kChunk;
+		/* The chunk's entries: which tile, which column, what weight and target. */
+		if (tid < kChunk) {
+			const float *row = nullptr;
+			float w = 0.0f, t = 0.0f;
+			if ((uint32_t)tid < cnt) {
+				uint32_t g = g0 + tid;
+				int lo = 0, hi = src.ntiles - 1; /* the last tile whose prefix is <= g */
+				while (lo < hi) {
+					int mid = (lo + hi + 1) / 2;
+					if (s.pre[mid] <= g)
+						lo = mid;
+					else
+						hi = mid - 1;
+				}
+				const starfa_cuda_rowsolve_tile &tl = src.tiles[lo];
+				uint32_t p = s.rs[lo] + (g - s.pre[lo]), c = __ldg(tl.colind + p);
+				float v = __ldg(tl.val + p);
+				row = tl.theta + (int64_t)c * tl.ld;
+				switch (wt.mode) {
+				case 0:
+					w = 1.0f;
+					t = v - wt.mu - (tl.offset ? __ldg(tl.offset + (int64_t)c * tl.ld) : 0.0f);
+					break;
+				case 1:
+					w = wt.alpha * v;
+					t = 1.0f + w;
+					break;
+				case 2: w = wt.alpha * v; break;
+				default: w = 1.0f; break;
+				}
+			}
+			s.ptr[tid] = row;
+			s.w[tid] = w;
+			s.t[tid] = t;
+		}
+		__syncthreads();
+		/* Gather: warp w takes entries w, w + kWarps, ...; all loads first, then the stores. */
+		{
+			constexpr int per = kChunk / kWarps;
+			float v[per][kMaxLane];
+#pragma unroll
+			for (int j = 0; j < per; j++) {
+				const float *row = s.ptr[warp + j * kWarps];
+#pragma unroll
+				for (int l = 0; l < kMaxLane; l++) {
+					int d = lane + 32 * l;
+					v[j][l] = row && d < k ? __ldg(row + d) : 0.0f;
+				}
+			}
+#pragma unroll
+			for (int j = 0; j < per; j++) {
+				const int e = warp + j * kWarps;
+				const float w = s.w[e];
+#pragma unroll
+				for (int l = 0; l < kMaxLane; l++) {
+					int d = lane + 32 * l;
+					if (d < kp) {
+						chA[e * lda + d] = v[j][l];
+						if (weighted)
+							chW[e * lda + d] = w * v[j][l];
+					}
+				}
+			}
+		}
+		__syncthreads();
+		if (rhs)
+			for (int d = tid; d < kp; d += kThreads) { /* kp <= kThreads: at most one d per thread */
+				float sum = 0.0f;
+				for (uint32_t e = 0; e < cnt; e++)
+					sum += s.t[e] * chA[e * lda + d];
+				bacc += sum;
+			}
+		const int steps = (int)((cnt + 7) / 8);
+		for (int st = 0; st < steps; st++) {
+#pragma unroll
+			for (int i = 0; i < FPW; i++) {
+				if (fbi[i] < 0)
+					continue;
+				FragA a, ahi, alo;
+				FragB b, bhi, blo;
+				wmma::load_matrix_sync(a, chA + st * 8 * lda + fbi[i] * 16, lda);
+				wmma::load_matrix_sync(b, chB + st * 8 * lda + fbj[i] * 16, lda);
+				split(ahi, alo, a, precise);
+				split(bhi, blo, b, precise);
+				if (precise) {
+					wmma::mma_sync(acc[i], alo, bhi, acc[i]);
+					wmma::mma_sync(acc[i], ahi, blo, acc[i]);
+				}
+				wmma::mma_sync(acc[i], ahi, bhi, acc[i]);
+			}
+		}
+		__syncthreads();
+	}
+}
+
+/* The row's stretch in each source: s.rs[t] its start, s.pre[t] the entries before it (s.pre[ntiles]:
+ * the row's total). */
+__device__ void row_sources(const Shared &s, const RowSource &src, int64_t u)
+{
+	const int tid = threadIdx.x;
+	if (tid < src.ntiles) {
+		const uint32_t *rp = src.tiles[tid].rowptr;
+		uint32_t a = __ldg(rp + u), b = __ldg(rp + u + 1);
+		s.rs[tid] = a;
+		s.pre[tid + 1] = b - a;
+	}
+	__syncthreads();
+	if (tid == 0) {
+		s.pre[0] = 0;
+		for (int t = 0; t < src.ntiles; t++)
+			s.pre[t + 1] += s.pre[t];
+	}
+	__syncthreads();
+}
+
+/* The warp's fragments into the kp x kp system in s.U, both triangles (a diagonal fragment once). */
+template <int FPW> __device__ void store_system(const Shared &s, Acc (&acc)[FPW])
+{
+	const int warp = threadIdx.x >> 5, nb = s.kp / 16, nfrag = nb * (nb + 1) / 2;
+#pragma unroll
+	for (int i = 0; i < FPW; i++) {
+		int f = warp + i * kWarps, bi, bj;
+		if (f >= nfrag)
+			continue;
+		fragment_at(f, nb, &bi, &bj);
+		wmma::store_matrix_sync(s.U + bi * 16 * s.lda + bj * 16, acc[i], s.lda, wmma::mem_row_major);
+		if (bi != bj)
+			wmma::store_matrix_sync(s.U + bj * 16 * s.lda + bi * 16, acc[i], s.lda, wmma::mem_col_major);
+	}
+}
+
+__device__ inline float warp_sum(float v)
+{
+#pragma unroll
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+/* The sum over the block, the same value in every thread. */
+__device__ inline float block_sum(const Shared &s, float v)
+{
+	v = warp_sum(v);
+	if ((threadIdx.x & 31) == 0)
+		s.red[threadIdx.x >> 5] = v;
+	__syncthreads();
+	float t = 0.0f;
+#pragma unroll
+	for (int w = 0; w < kWarps; w++)
+		t += s.red[w];
+	__syncthreads();
+	return t;
+}
+
+/* The system s.U (k x k in a kp x kp frame) gets lambda on its diagonal, G, and an identity on the
+ * padding, so the padded unknowns stay zero. Returns whether every element is finite. */
+__device__ bool finish_system(const Shared &s, int64_t k, float lambda, const float *G)
+{
+	const int kp = s.kp, lda = s.lda;
+	bool finite = true;
+	for (int idx = threadIdx.x; idx < kp * kp; idx += kThreads) {
+		int r = idx / kp, c = idx % kp;
+		float *a = s.U + r * lda + c;
+		if (r < k && c < k) {
+			float v = *a + (G ? __ldg(G + (int64_t)r * k + c) : 0.0f) + (r == c ? lambda : 0.0f);
+			*a = v;
+			finite = finite && isfinite(v);
+		} else {
+			*a = r == c ? 1.0f : 0.0f;
+		}
+	}
+	__syncthreads();
+	return block_sum(s, finite ? 0.0f : 1.0f) == 0.0f;
+}
+
+/* M x = b by LDL^T on s.U (upper triangle, row-major: after step j, row j right of the diagonal holds
+ * D_j L_j·), then L y = b, x = L^-T D^-1 y by warp 0. Returns 0, or 1 when a pivot is not positive
+ * (not positive definite, or not finite): s.x is then not written. */
+__device__ int solve_ldlt(const Shared &s, int k)
+{
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, lda = s.lda;
+	float *U = s.U;
+	for (int j = 0; j < k; j++) {
+		const float d = U[j * lda + j];
+		if (!(d > 0.0f) || !isfinite(d))
+			return 1; /* every thread read the same d */
+		const float inv = 1.0f / d;
+		for (int l = j + 1 + warp; l < k; l += kWarps) {
+			const float f = U[j * lda + l] * inv;
+			for (int i = l + lane; i < k; i += 32)
+				U[l * lda + i] -= f * U[j * lda + i];
+		}
+		__syncthreads();
+	}
+	if (warp == 0) {
+		float *y = s.b; /* in place: y = L^-1 b */
+		for (int j = 0; j < k; j++) {
+			__syncwarp();
+			const float f = y[j] / U[j * lda + j];
+			for (int i = j + 1 + lane; i < k; i += 32)
+				y[i] -= U[j * lda + i] * f;
+		}
+		__syncwarp();
+		for (int j = k - 1; j >= 0; j--) {
+			float sum = 0.0f;
+			for (int i = j + 1 + lane; i < k; i += 32)
+				sum += U[j * lda + i] * s.x[i];
+			sum = warp_sum(sum);
+			if (lane == 0)
+				s.x[j] = (y[j] - sum) / U[j * lda + j];
+			__syncwarp();
+		}
+	}
+	__syncthreads();
+	return 0;
+}
+
+/* q = M p with M full symmetric in s.U (column c read as row c: consecutive threads, consecutive banks). */
+__device__ inline void matvec(const Shared &s, int k, const float *p, float *q)
+{
+	for (int i = threadIdx.x; i < k; i += kThreads) {
+		float sum = 0.0f;
+		for (int c = 0; c < k; c++)
+			sum += s.U[c * s.lda + i] * p[c];
+		q[i] = sum;
+	}
+	__syncthreads();
+}
+
+/* cpu/cg.h's steps, from s.x (loaded by the caller), on the resident system. Same returns. */
+__device__ int solve_cg(const Shared &s, int k, int steps)
+{
+	const int tid = threadIdx.x;
+	matvec(s, k, s.x, s.q);
+	float rr = 0.0f, bb = 0.0f;
+	for (int d = tid; d < k; d += kThreads) {
+		float r = s.b[d] - s.q[d];
+		s.r[d] = r;
+		s.p[d] = r;
+		rr += r * r;
+		bb += s.b[d] * s.b[d];
+	}
+	float rs = block_sum(s, rr); /* also orders the writes of r and p before their reads */
+	const float bsq = block_sum(s, bb);
+	if (!isfinite(rs))
+		return 2;
+	const float done = 16.0f * FLT_EPSILON * FLT_EPSILON * (rs > bsq ? rs : bsq);
+	for (int step = 0; step < steps && rs > done; step++) {
+		matvec(s, k, s.p, s.q);
+		float pq = 0.0f;
+		for (int d = tid; d < k; d += kThreads)
+			pq += s.p[d] * s.q[d];
+		pq = block_sum(s, pq);
+		if (!isfinite(pq))
+			return 2;
+		if (pq <= 0.0f)
+			return 1;
+		const float alpha = rs / pq;
+		float rn = 0.0f;
+		for (int d = tid; d < k; d += kThreads) {
+			s.x[d] += alpha * s.p[d];
+			float r = s.r[d] - alpha * s.q[d];
+			s.r[d] = r;
+			rn += r * r;
+		}
+		rn = block_sum(s, rn);
+		const float beta = rn / rs;
+		for (int d = tid; d < k; d += kThreads)
+			s.p[d] = s.r[d] + beta * s.p[d];
+		__syncthreads();
+		rs = rn;
+	}
+	return 0;
+}
+
+/* Solves the finished system in s.U with right-hand side s.b into x_u (global, warm start for CG) and
+ * records a failure the way cpu/solve.c does. */
+__device__ void solve_and_store(const Shared &s, int k, bool finite_a, int64_t u, bool cholesky, int cg_steps,
+				float *x, uint32_t *status)
+{
+	const int tid = threadIdx.x;
+	float nonfinite_b = 0.0f;
+	for (int d = tid; d < k; d += kThreads)
+		nonfinite_b += isfinite(s.b[d]) ? 0.0f : 1.0f;
+	const bool finite_b = block_sum(s, nonfinite_b) == 0.0f;
+	int failed;
+	if (cholesky) {
+		failed = solve_ldlt(s, k);
+	} else {
+		for (int d = tid; d < k; d += kThreads)
+			s.x[d] = x[d];
+		__syncthreads();
+		failed = solve_cg(s, k, cg_steps);
+	}
+	if (!cholesky || !failed)
+		for (int d = tid; d < k; d += kThreads)
+			x[d] = s.x[d];
+	float nonfinite_x = 0.0f;
+	if (!cholesky || !failed)
+		for (int d = tid; d < k; d += kThreads)
+			nonfinite_x += isfinite(s.x[d]) ? 0.0f : 1.0f;
+	const bool bad = failed || block_sum(s, nonfinite_x) != 0.0f;
+	if (bad && tid == 0) {
+		const bool bad_a = !finite_a, bad_b = finite_a && !finite_b;
+		atomicAdd(status + STARFA_SOLVE_BAD_ROWS, 1u);
+		if (bad_a)
+			atomicAdd(status + STARFA_SOLVE_NONFINITE_A, 1u);
+		if (bad_b)
+			atomicAdd(status + STARFA_SOLVE_NONFINITE_B, 1u);
+		if (failed == 1 && !bad_a && !bad_b)
+			atomicAdd(status + STARFA_SOLVE_NOT_SPD, 1u);
+		atomicMin(status + STARFA_SOLVE_FIRST_BAD_ROW, (uint32_t)u);
+	}
+}
+
+/* ---- the fused kernel ---- */
+
+struct Partials {
+	float *A;          /* nparts x kp x kp (the upper fragments only are written and read) */
+	float *b;          /* nparts x kp */
+	unsigned *counter; /* per long row, indexed by its first part */
+};
+
+template <int FPW>
+__global__ void __launch_bounds__(kThreads) rowsolve_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
+							   Partials parts, uint32_t *status)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	const int kp = (int)padded(pb.k), k = (int)pb.k, tid = threadIdx.x;
+	const Shared s = carve(smem, kp);
+	const uint32_t *item = pb.items + (int64_t)blockIdx.x * STARFA_ROWSOLVE_ITEM_WORDS;
+	const uint32_t u = item[0], begin = item[1], end = item[2], part = item[3], first = item[4], nparts = item[5];
+	const RowSource src = {pb.ntiles, pb.tiles};
+	row_sources(s, src, u);
+	const Weights wt = {pb.implicit ? 1 : 0, pb.alpha, pb.mu};
+	Acc acc[FPW];
+	float bacc;
+	gram_rows<FPW>(s, src, pb.k, wt, begin, end, pb.precision == STARFA_CUDA_GRAM_3XTF32, acc, bacc);
+	if (nparts > 1) {
+		/* A segment: write the partial sums; the row's last segment to finish goes on. */
+		const int nb = kp / 16, nfrag = nb * (nb + 1) / 2, warp = tid >> 5;
+		float *A = parts.A + (size_t)part * kp * kp;
+#pragma unroll
+		for (int i = 0; i < FPW; i++) {
+			int f = warp + i * kWarps, bi, bj;
+			if (f >= nfrag)
+				continue;
+			fragment_at(f, nb, &bi, &bj);
+			wmma::store_matrix_sync(A + bi * 16 * kp + bj * 16, acc[i], kp, wmma::mem_row_major);
+		}
+		if (tid < kp)
+			parts.b[(size_t)part * kp + tid] = bacc;
+		__threadfence();
+		__syncthreads();
+		if (tid == 0)
+			s.red[kWarps] = atomicAdd(parts.counter + first, 1u) == nparts - 1 ? 1.0f : 0.0f;
+		__syncthreads();
+		if (s.red[kWarps] == 0.0f)
+			return;
+		__threadfence();
+		for (int idx = tid; idx < kp * kp; idx += kThreads) {
+			int r = idx / kp, c = idx % kp;
+			if (r / 16 > c / 16)
+				continue; /* a lower fragment: not written */
+			float sum = 0.0f;
+			for (uint32_t q = 0; q < nparts; q++)
+				sum += __ldcg(parts.A + (size_t)(first + q) * kp * kp + idx);
+			s.U[r * s.lda + c] = sum;
+			if (r / 16 < c / 16)
+				s.U[c * s.lda + r] = sum;
+		}
+		if (tid < kp) {
+			float sum = 0.0f;
+			for (uint32_t q = 0; q < nparts; q++)
+				sum += __ldcg(parts.b + (size_t)(first + q) * kp + tid);
+			s.b[tid] = sum;
+		}
+	} else {
+		store_system<FPW>(s, acc);
+		if (tid < kp)
+			s.b[tid] = bacc;
+	}
+	__syncthreads();
+	const bool finite_a = finish_system(s, k, __ldg(pb.lambda + (int64_t)u * pb.info_ld), pb.G);
+	solve_and_store(s, k, finite_a, u, pb.cholesky != 0, pb.cg_steps, pb.X + (int64_t)u * pb.ldx, status);
+}
+
+/* ---- the stored-systems kernels ---- */
+
+struct HermitianArgs {
+	starfa_cuda_rowsolve_tile tile;
+	int64_t k;
+	int weighted, accumulate, fp16, precise;
+	float alpha;
+	const float *scale;
+	int64_t scale_ld;
+	void *A;
+};
+
+template <int FPW> __global__ void __launch_bounds__(kThreads) hermitian_kernel(const __grid_constant__ HermitianArgs a)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	const int kp = (int)padded(a.k), k = (int)a.k, tid = threadIdx.x;
+	const Shared s = carve(smem, kp);
+	const int64_t u = blockIdx.x;
+	const RowSource src = {1, &a.tile};
+	row_sources(s, src, u);
+	const Weights wt = {a.weighted ? 2 : 3, a.alpha, 0.0f};
+	Acc acc[FPW];
+	float bacc;
+	gram_rows<FPW>(s, src, a.k, wt, 0, s.pre[1], a.precise != 0, acc, bacc);
+	store_system<FPW>(s, acc);
+	__syncthreads();
+	const float inv = a.scale ? 1.0f / __ldg(a.scale + u * a.scale_ld) : 1.0f;
+	const size_t base = (size_t)u * k * k;
+	for (int idx = tid; idx < k * k; idx += kThreads) {
+		float v = s.U[(idx / k) * s.lda + idx % k] * inv;
+		if (a.fp16) {
+			__half *A = (__half *)a.A + base + idx;
+			if (a.accumulate)
+				v += __half2float(*A);
+			*A = __float2half_rn(v);
+		} else {
+			float *A = (float *)a.A + base + idx;
+			*A = a.accumulate ? *A + v : v;
+		}
+	}
+}
+
+struct SolveArgs {
+	int64_t k;
+	const void *A;
+	int fp16;
+	const float *b;
+	int64_t ldb;
+	const float *lambda, *scale;
+	int64_t info_ld;
+	const float *G;
+	int cholesky, cg_steps;
+	float *X;
+	int64_t ldx;
+	uint32_t *status;
+};
+
+__global__ void __launch_bounds__(kThreads) solve_kernel(const __grid_constant__ SolveArgs a)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	const int kp = (int)padded(a.k), k = (int)a.k, tid = threadIdx.x;
+	const Shared s = carve(smem, kp);
+	const int64_t u = blockIdx.x;
+	const float sc = a.scale ? __ldg(a.scale + u * a.info_ld) : 1.0f;
+	const size_t base = (size_t)u * k * k;
+	for (int idx = tid; idx < k * k; idx += kThreads) {
+		float v = a.fp16 ? __half2float(((const __half *)a.A)[base + idx]) : __ldg((const float *)a.A + base + idx);
+		s.U[(idx / k) * s.lda + idx % k] = sc * v;
+	}
+	for (int d = tid; d < kp; d += kThreads)
+		s.b[d] = d < k ? __ldg(a.b + u * a.ldb + d) : 0.0f;
+	__syncthreads();
+	const bool finite_a = finish_system(s, k, __ldg(a.lambda + u * a.info_ld), a.G);
+	solve_and_store(s, k, finite_a, u, a.cholesky != 0, a.cg_steps, a.X + u * a.ldx, a.status);
+}
+
+/* Warp per row, lanes across k: b_u = sum t_p theta_c in CSR order. */
+__global__ void bias_kernel(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+			    const float *__restrict__ val, const float *__restrict__ theta, int64_t ld, int64_t k,
+			    const float *__restrict__ offset, float mu, int confidence, float alpha, int accumulate,
+			    float *__restrict__ b, int64_t ldb)
+{
+	const int lane = threadIdx.x & 31;
+	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+	for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < nrows; u += warps) {
+		const uint32_t p0 = __ldg(rowptr + u), p1 = __ldg(rowptr + u + 1);
+		for (int64_t d0 = 0; d0 < k; d0 += 32) {
+			const int64_t d = d0 + lane;
+			float sum = 0.0f;
+			for (uint32_t p = p0; p < p1; p++) {
+				const uint32_t c = __ldg(colind + p);
+				const float v = __ldg(val + p);
+				const float t = confidence ? 1.0f + alpha * v
+							   : v - mu - (offset ? __ldg(offset + (int64_t)c * ld) : 0.0f);
+				if (d < k)
+					sum += t * __ldg(theta + (int64_t)c * ld + d);
+			}
+			if (d < k)
+				b[u * ldb + d] = accumulate ? b[u * ldb + d] + sum : sum;
+		}
+	}
+}
+
+/* Fragments per warp for a padded width: the smallest instantiated count that covers its upper
+ * fragments. */
+int fragments_per_warp(int kp)
+{
+	int nb = kp / 16, nfrag = nb * (nb + 1) / 2;
+	return (nfrag + kWarps - 1) / kWarps;
+}
+
+template <typename Kernel> cudaError_t prepare(Kernel kernel, size_t bytes)
+{
+	return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
+#define STARFA_FPW_DISPATCH(need, LAUNCH)                                                                    \
+	((need) <= 1 ? LAUNCH(1) : (need) <= 2 ? LAUNCH(2) : (need) <= 4 ? LAUNCH(4) : (need) <= 7 ? LAUNCH(7) \
+											    : LAUNCH(10))
+
+cudaError_t status_init(uint32_t *status, cudaStream_t stream)
+{
+	cudaError_t err = cudaMemsetAsync(status, 0, STARFA_SOLVE_FIRST_BAD_ROW * sizeof(uint32_t), stream);
+	if (err == cudaSuccess)
+		err = cudaMemsetAsync(status + STARFA_SOLVE_FIRST_BAD_ROW, 0xff, sizeof(uint32_t), stream);
+	return err;
+}
+
+template <int FPW>
+cudaError_t launch_rowsolve(const starfa_cuda_rowsolve *pb, Partials parts, uint32_t *status, size_t bytes,
+			    cudaStream_t stream)
+{
+	cudaError_t err = prepare(rowsolve_kernel<FPW>, bytes);
+	if (err != cudaSuccess)
+		return err;
+	rowsolve_kernel<FPW><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, status);
+	return cudaGetLastError();
+}
+
+template <int FPW> cudaError_t launch_hermitian(const HermitianArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
+{
+	cudaError_t err = prepare(hermitian_kernel<FPW>, bytes);
+	if (err != cudaSuccess)
+		return err;
+	hermitian_kernel<FPW><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
+	return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" starfa_cuda_gram_precision starfa_cuda_gram_precision_default(void)
+{
+	const char *e = getenv("STARFA_CUDA_GRAM");
+	return e && strcmp(e, "tf32") == 0 ? STARFA_CUDA_GRAM_TF32 : STARFA_CUDA_GRAM_3XTF32;
+}
+
+extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, uint32_t *status, cudaStream_t stream)
+{
+	if (pb->k < 1 || pb->k > STARFA_CUDA_ALS_MAX_K || pb->ntiles < 0 || pb->ntiles > STARFA_CUDA_ROWSOLVE_MAX_TILES ||
+	    pb->nitems < 0 || pb->nitems > INT_MAX || (pb->nparts > 0 && !pb->items))
+		return cudaErrorInvalidValue;
+	cudaError_t err = status_init(status, stream);
+	if (err != cudaSuccess || pb->nitems == 0)
+		return err;
+	const int kp = (int)padded(pb->k);
+	const size_t bytes = layout(kp).bytes;
+	Partials parts = {nullptr, nullptr, nullptr};
+	void *scratch = nullptr;
+	if (pb->nparts > 0) {
+		size_t a = (size_t)pb->nparts * kp * kp * sizeof(float), b = (size_t)pb->nparts * kp * sizeof(float);
+		err = cudaMallocAsync(&scratch, a + b + (size_t)pb->nparts * sizeof(unsigned), stream);
+		if (err != cudaSuccess)
+			return err;
+		parts.A = (float *)scratch;
+		parts.b = (float *)((char *)scratch + a);
+		parts.counter = (unsigned *)((char *)scratch + a + b);
+		err = cudaMemsetAsync(parts.counter, 0, (size_t)pb->nparts * sizeof(unsigned), stream);
+	}
+	if (err == cudaSuccess) {
+#define LAUNCH(F) launch_rowsolve<F>(pb, parts, status, bytes, stream)
+		err = STARFA_FPW_DISPATCH(fragments_per_warp(kp), LAUNCH);
+#undef LAUNCH
+	}
+	if (scratch) {
+		cudaError_t e = cudaFreeAsync(scratch, stream);
+		if (err == cudaSuccess)
+			err = e;
+	}
+	return err;
+}
+
+extern "C" cudaError_t starfa_cuda_hermitian(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind,
+					     const float *val, const float *theta, int64_t ld, int64_t k, int weighted,
+					     float alpha, const float *scale, int64_t scale_ld, int accumulate, int fp16,
+					     void *A, starfa_cuda_gram_precision precision, cudaStream_t stream)
+{
+	if (k < 1 || k > STARFA_CUDA_ALS_MAX_K || nrows < 0 || nrows > INT_MAX)
+		return cudaErrorInvalidValue;
+	if (nrows == 0)
+		return cudaSuccess;
+	HermitianArgs a = {{rowptr, colind, val, theta, nullptr, ld}, k, weighted, accumulate, fp16,
+			   precision == STARFA_CUDA_GRAM_3XTF32, alpha, scale, scale_ld, A};
+	const int kp = (int)padded(k);
+	const size_t bytes = layout(kp).bytes;
+#define LAUNCH(F) launch_hermitian<F>(a, nrows, bytes, stream)
+	return STARFA_FPW_DISPATCH(fragments_per_warp(kp), LAUNCH);
+#undef LAUNCH
+}
+
+extern "C" cudaError_t starfa_cuda_solve(int64_t nrows, int64_t k, const void *A, int fp16, const float *b,
+					 int64_t ldb, const float *lambda, const float *scale, int64_t info_ld,
+					 const float *G, int cholesky, int cg_steps, float *X, int64_t ldx, uint32_t *status,
+					 cudaStream_t stream)
+{
+	if (k < 1 || k > STARFA_CUDA_ALS_MAX_K || nrows < 0 || nrows > INT_MAX)
+		return cudaErrorInvalidValue;
+	cudaError_t err = status_init(status, stream);
+	if (err != cudaSuccess || nrows == 0)
+		return err;
+	SolveArgs a = {k, A, fp16, b, ldb, lambda, scale, info_ld, G, cholesky, cg_steps, X, ldx, status};
+	const size_t bytes = layout((int)padded(k)).bytes;
+	if ((err = prepare(solve_kernel, bytes)) != cudaSuccess)
+		return err;
+	solve_kernel<<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t starfa_cuda_bias(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind,
+					const float *val, const float *theta, int64_t ld, int64_t k, const float *offset,
+					float mu, int confidence, float alpha, int accumulate, float *b, int64_t ldb,
+					cudaStream_t stream)
+{
+	if (k < 1 || nrows < 0)
+		return cudaErrorInvalidValue;
+	if (nrows == 0)
+		return cudaSuccess;
+	const int threads = 256;
+	int64_t blocks = (nrows * 32 + threads - 1) / threads;
+	if (blocks > 65535 * 16)
+		blocks = 65535 * 16;
+	bias_kernel<<<(unsigned)blocks, threads, 0, stream>>>(nrows, rowptr, colind, val, theta, ld, k, offset, mu,
+							      confidence, alpha, accumulate, b, ldb);
+	return cudaGetLastError();
+}

@@ -1,0 +1,1 @@
+# runs the 'als_cuda' group of tests/starfa_test
