@@ -514,13 +514,21 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 		bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
 	if (rc != 0)
 		return;
+	starfa_cuda_sddmm_variant ran = variant;
 	if (variant == STARFA_CUDA_SDDMM_AUTO) { /* which variant the automatic choice ran */
+		ran = starfa_cuda_sddmm_choose(c->nrows, c->ncols, c->nnz, c->k, c->d_A, c->k, c->d_B, c->k);
 		char note[sizeof r->note];
 		snprintf(note, sizeof note, "%s", r->note);
-		snprintf(r->note, sizeof r->note, "variant %s%s%.150s",
-			 starfa_cuda_sddmm_variant_name(starfa_cuda_sddmm_choose(c->nrows, c->ncols, c->nnz, c->k,
-										 c->d_A, c->k, c->d_B, c->k)),
+		snprintf(r->note, sizeof r->note, "variant %s%s%.150s", starfa_cuda_sddmm_variant_name(ran),
 			 note[0] ? "; " : "", note);
+	}
+	if (ran == STARFA_CUDA_SDDMM_PANEL) { /* the L2 model's panels, for judging it */
+		int64_t cols = starfa_cuda_sddmm_panel_cols(c->ncols, c->k);
+		char note[sizeof r->note];
+		snprintf(note, sizeof note, "%s", r->note);
+		snprintf(r->note, sizeof r->note, "%lld panels of %lld columns%s%.150s",
+			 (long long)(cols > 0 ? (c->ncols + cols - 1) / cols : 0), (long long)cols, note[0] ? "; " : "",
+			 note);
 	}
 	double *ms = bench_alloc((size_t)c->o->repeat, sizeof *ms, "timings");
 	if (!ms || time_runs(NULL, run_starfa_sddmm, &arg, c->o->warmup, c->o->repeat, ms))

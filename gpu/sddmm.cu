@@ -1,6 +1,6 @@
 /* SDDMM on one CSR tile, CUDA.
  *
- * Three kernels (after Nisa et al., HiPC 2018, and the ETH follow-up "Fast SDDMM on GPUs"):
+ * Four kernels (after Nisa et al., HiPC 2018, and the ETH follow-up "Fast SDDMM on GPUs"):
  *  - warp per row: the plain kernel, any k and alignment; the reference the others are
  *    checked against and the fallback.
  *  - vwarp: the nonzeros are cut into equal spans (so a heavy row is shared among many
@@ -13,7 +13,15 @@
  *    Measured on an H200 (bench/RESULTS.md, 2026-11-22 00:55) it beat vwarp only on the
  *    uniform matrix at K=128 (by 5%) and lost up to 1.9x elsewhere, so the automatic choice
  *    never takes it; it stays for experiments on other devices.
- * Device limits (SM count, L2 size, shared memory per block) are read from the device.
+ *  - panel: the column panels of the SM-L2 scheme (without its shared-memory staging, which
+ *    pays only where a block's nonzeros share B rows, as smem does). The tile's columns are
+ *    cut into panels whose B rows fill part of L2, and one launch per panel sweeps all rows
+ *    of A over it, so that a B row read by many nonzeros comes from device memory once
+ *    instead of once per nonzero, at the price of reading each A row and the column indices
+ *    once per panel (vwarp_sliced applies the same L2 model along k, at the price of reading
+ *    and rewriting out once per slice). Not timed yet: the automatic choice's rule for it is
+ *    to be confirmed by the benchmark.
+ * Device limits (SM count, threads per SM, L2 size, shared memory) are read from the device.
  */
 #include "gpu/sddmm.h"
 
@@ -31,11 +39,25 @@ constexpr int kScale = 1, kAccumulate = 2;
 /* Stage B only when each staged row serves this many nonzeros per block on average:
  * below it, the staging traffic is larger than the L1/L2 reads it saves. */
 constexpr double kSmemMinReuse = 8.0;
+/* The panel variant: its B rows may take this fraction of L2; the rest holds the A rows,
+ * column indices and outputs streaming through. */
+constexpr double kPanelL2Fraction = 0.5;
+/* No narrower panels: every panel's launch reads all of colind and has a fixed cost. With
+ * k <= 1024 (the widest the kernels take) a panel is this narrow only on an L2 under 1 MB,
+ * so panels are never combined with k-slices. */
+constexpr int64_t kPanelMinCols = 128;
+/* Resident-warp waves a panel's launch is sized for (balance between warps), and the most
+ * 32-nonzero batches one warp scans per panel before the grid strides. */
+constexpr int64_t kPanelWaves = 4, kPanelMaxBatches = 64;
+/* AUTO's rule for the panel variant (to be confirmed by the benchmark): B block more than this
+ * many times L2, and more than this many nonzeros per B row. */
+constexpr double kPanelMinL2Ratio = 2.0, kPanelMinReuse = 1.7;
 
 struct DeviceLimits {
 	int sms;
 	int smem_per_block_optin;
 	int smem_per_sm;
+	int threads_per_sm;
 	int l2_bytes;
 };
 
@@ -56,6 +78,8 @@ cudaError_t device_limits(DeviceLimits *out)
 	    (err = cudaDeviceGetAttribute(&d.smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) !=
 		    cudaSuccess ||
 	    (err = cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) !=
+		    cudaSuccess ||
+	    (err = cudaDeviceGetAttribute(&d.threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev)) !=
 		    cudaSuccess ||
 	    (err = cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, dev)) != cudaSuccess)
 		return err;
@@ -125,6 +149,64 @@ __device__ __forceinline__ int64_t next_row_of(const uint32_t *__restrict__ rowp
 	return row_of(rowptr, nrows, p);
 }
 
+/* The lanes of group `group` (V lanes) within its warp, for shuffles that leave the other
+ * groups alone. */
+template <int V>
+__device__ __forceinline__ unsigned group_lanes(int group)
+{
+	return V == kWarp ? 0xffffffffu : ((1u << V) - 1u) << (group * V);
+}
+
+/* This lane's share of A row `row` (k4 float4), held in registers by a V-lane group: float4
+ * lane, lane + V, ... (zeros past k4, so that they add nothing to the dot products). With
+ * kStream the row is read evict-first, so that it does not push out data that L2 is to keep.
+ * (A, row and lda4 come separately, and group_dot's B row as base and offset: so inlined,
+ * the VWARP kernels compile to the same code as before these helpers existed.) */
+template <int V, int J, bool kStream>
+__device__ __forceinline__ void load_a_row(float4 (&a)[J], const float4 *__restrict__ A, int64_t row, int64_t lda4,
+					   int lane, int k4)
+{
+#pragma unroll
+	for (int j = 0; j < J; j++)
+		a[j] = lane + j * V < k4 ? (kStream ? __ldcs(A + row * lda4 + lane + j * V)
+						    : __ldg(A + row * lda4 + lane + j * V))
+					 : make_float4(0, 0, 0, 0);
+}
+
+/* <A row, B row> by a V-lane group holding the A row (load_a_row), the B row at
+ * b_rows + b_offset: each lane's float4 products, summed over the group with shuffles; every
+ * lane of the group gets the sum. B is in shared memory with kSmem, else read through the
+ * read-only cache. */
+template <int V, int J, bool kSmem>
+__device__ __forceinline__ float group_dot(const float4 (&a)[J], const float4 *b_rows, int64_t b_offset, int lane,
+					   int k4, unsigned lanes)
+{
+	const float4 *b = b_rows + b_offset;
+	float acc = 0.0f;
+#pragma unroll
+	for (int j = 0; j < J; j++)
+		if (lane + j * V < k4)
+			acc += dot4(a[j], kSmem ? b[lane + j * V] : __ldg(b + lane + j * V));
+#pragma unroll
+	for (int offset = V / 2; offset > 0; offset /= 2)
+		acc += __shfl_xor_sync(lanes, acc, offset, V);
+	return acc;
+}
+
+/* Stores nonzero p's dot product in output mode `mode` (one lane per group); with kStream,
+ * S's value and the output go through L2 evict-first (as load_a_row). */
+template <bool kStream>
+__device__ __forceinline__ void store_result(float acc, int64_t p, int mode, const float *__restrict__ sval,
+					     float *__restrict__ out)
+{
+	if (mode & kAccumulate)
+		acc += out[p];
+	if (kStream)
+		__stcs(out + p, mode & kScale ? __ldcs(sval + p) * acc : acc);
+	else
+		out[p] = mode & kScale ? __ldg(sval + p) * acc : acc;
+}
+
 /* V lanes per virtual warp, J float4 per lane: V * J * 4 >= k. A warp owns a contiguous
  * range of gpw * chunk nonzeros (gpw = 32 / V groups per warp); group g takes nonzeros
  * g, g + gpw, g + 2 gpw, ... of it, so that at each step the warp's column-index loads and
@@ -153,8 +235,7 @@ __global__ void __launch_bounds__(kThreads)
 	}
 	const int lane = threadIdx.x % V;
 	const int group_in_warp = threadIdx.x % kWarp / V;
-	/* The lanes of this virtual warp, for shuffles that leave the other groups alone. */
-	const unsigned group_mask = V == kWarp ? 0xffffffffu : ((1u << V) - 1u) << (group_in_warp * V);
+	const unsigned lanes = group_lanes<V>(group_in_warp);
 	const int64_t span = (int64_t)gpw * chunk; /* nonzeros per warp */
 	const int64_t warps = (int64_t)gridDim.x * (kThreads / kWarp);
 
@@ -166,32 +247,93 @@ __global__ void __launch_bounds__(kThreads)
 		int64_t row = row_of(rowptr, nrows, (uint32_t)p);
 		uint32_t row_end = __ldg(rowptr + row + 1);
 		float4 a[J];
-#pragma unroll
-		for (int j = 0; j < J; j++)
-			a[j] = lane + j * V < k4 ? __ldg(A + row * lda4 + lane + j * V) : make_float4(0, 0, 0, 0);
+		load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
 		for (; p < end; p += gpw) {
 			if (p >= row_end) { /* a later row: reload the A row held in registers */
 				row = next_row_of(rowptr, nrows, row, (uint32_t)p);
 				row_end = __ldg(rowptr + row + 1);
-#pragma unroll
-				for (int j = 0; j < J; j++)
-					a[j] = lane + j * V < k4 ? __ldg(A + row * lda4 + lane + j * V)
-								 : make_float4(0, 0, 0, 0);
+				load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
 			}
-			const float4 *b = b_rows + (int64_t)__ldg(colind + p) * b_ld;
-			float acc = 0.0f;
-#pragma unroll
-			for (int j = 0; j < J; j++)
-				if (lane + j * V < k4)
-					acc += dot4(a[j], kSmem ? b[lane + j * V] : __ldg(b + lane + j * V));
-#pragma unroll
-			for (int offset = V / 2; offset > 0; offset /= 2)
-				acc += __shfl_xor_sync(group_mask, acc, offset, V);
-			if (lane == 0) {
-				if (mode & kAccumulate)
-					acc += out[p];
-				out[p] = mode & kScale ? __ldg(sval + p) * acc : acc;
+			float acc =
+				group_dot<V, J, kSmem>(a, b_rows, (int64_t)__ldg(colind + p) * b_ld, lane, k4, lanes);
+			if (lane == 0)
+				store_result<false>(acc, p, mode, sval, out);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ column panels (SM-L2) */
+
+/* One launch per column panel [c0, c0 + width): all rows of A sweep over the panel's B rows,
+ * which stay in L2 between the nonzeros that read them. Warp w owns the nonzeros
+ * [w * span, (w + 1) * span) (span a multiple of 32) and reads their column indices 32 at a
+ * time, one per lane; those in the panel are compacted, in order, into the warp's list in
+ * shared memory and dealt round-robin to its gpw groups, which compute as VWARP's do (V lanes,
+ * the A row in registers, loaded when the group first meets the row in this launch).
+ * Filtering by column, rather than searching each row for the panel's sub-range, keeps
+ * VWARP's split into equal nonzero spans (heavy rows shared, empty rows free), reads colind
+ * in full coalesced lines (4 bytes per nonzero and panel, against the k * 4 bytes of a B
+ * row) and needs no column order within a row. Every nonzero with a column in the panel is
+ * written once, by this launch; the others are left alone. What streams through (A rows,
+ * column indices, S's values, outputs: each read or written once per launch) goes
+ * evict-first, so that it pushes the panel's B rows (read with the default policy) out of L2
+ * as little as it can. */
+template <int V, int J>
+__global__ void __launch_bounds__(kThreads)
+	sddmm_panel(int64_t nrows, uint32_t nnz, int64_t span, uint32_t c0, uint32_t width,
+		    const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+		    const float *__restrict__ sval, const float4 *__restrict__ A, int64_t lda4,
+		    const float4 *__restrict__ B, int64_t ldb4, int k4, int mode, float *__restrict__ out)
+{
+	constexpr int gpw = kWarp / V;
+	constexpr int warps_per_block = kThreads / kWarp;
+	/* Per warp: the positions and columns of this batch's nonzeros in the panel. */
+	__shared__ uint32_t picked_p[warps_per_block][kWarp], picked_c[warps_per_block][kWarp];
+	const int warp_lane = threadIdx.x % kWarp;
+	const int lane = threadIdx.x % V;
+	const int group_in_warp = warp_lane / V;
+	const unsigned lanes = group_lanes<V>(group_in_warp);
+	const unsigned lanes_below = (1u << warp_lane) - 1u;
+	uint32_t *my_p = picked_p[threadIdx.x / kWarp], *my_c = picked_c[threadIdx.x / kWarp];
+	const int64_t warps = (int64_t)gridDim.x * warps_per_block;
+
+	for (int64_t w = (int64_t)blockIdx.x * warps_per_block + threadIdx.x / kWarp; w * span < nnz; w += warps) {
+		/* 32-bit positions: begin + len <= nnz <= UINT32_MAX, and len <= span is small. */
+		const uint32_t begin = (uint32_t)(w * span), len = (uint32_t)min((int64_t)nnz - w * span, span);
+		/* Every group walks forward from the row of the span's first nonzero. */
+		int64_t row = row_of(rowptr, nrows, begin);
+		uint32_t row_end = __ldg(rowptr + row + 1);
+		bool have_row = false; /* whether a holds the A row of `row` */
+		float4 a[J];
+		for (uint32_t batch = 0; batch < len; batch += kWarp) {
+			const bool mine = batch + warp_lane < len;
+			const uint32_t p = begin + batch + warp_lane;
+			const uint32_t c = mine ? __ldcs(colind + p) : 0u;
+			const bool in = mine && c - c0 < width; /* unsigned: c < c0 wraps to beyond width */
+			const unsigned found = __ballot_sync(0xffffffffu, in);
+			if (in) {
+				const int slot = __popc(found & lanes_below);
+				my_p[slot] = p;
+				my_c[slot] = c;
 			}
+			__syncwarp();
+			const int count = __popc(found);
+			for (int q = group_in_warp; q < count; q += gpw) {
+				const uint32_t pq = my_p[q];
+				if (pq >= row_end) { /* positions only grow: search forward */
+					row = next_row_of(rowptr, nrows, row, pq);
+					row_end = __ldg(rowptr + row + 1);
+					have_row = false;
+				}
+				if (!have_row) {
+					load_a_row<V, J, true>(a, A, row, lda4, lane, k4);
+					have_row = true;
+				}
+				float acc = group_dot<V, J, false>(a, B, (int64_t)my_c[q] * ldb4, lane, k4, lanes);
+				if (lane == 0)
+					store_result<true>(acc, pq, mode, sval, out);
+			}
+			__syncwarp(); /* the list is read out before the next batch overwrites it */
 		}
 	}
 }
@@ -228,6 +370,9 @@ bool vectorizable(const float *A, int64_t lda, const float *B, int64_t ldb, int6
 	return k % 4 == 0 && lda % 4 == 0 && ldb % 4 == 0 && ((uintptr_t)A | (uintptr_t)B) % 16 == 0;
 }
 
+/* The (V, J) instances the launchers dispatch to: every shape vwarp_shape gives. */
+#define STARFA_SDDMM_SHAPES(X) X(1, 1) X(2, 1) X(4, 1) X(4, 2) X(4, 4) X(8, 4) X(16, 4) X(32, 4) X(32, 8)
+
 template <bool kSmem>
 cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, const uint32_t *rowptr,
 			 const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
@@ -251,15 +396,27 @@ cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, co
 			out);                                                                            \
 		return cudaGetLastError();                                                               \
 	}
-	STARFA_SDDMM_CASE(1, 1)
-	STARFA_SDDMM_CASE(2, 1)
-	STARFA_SDDMM_CASE(4, 1)
-	STARFA_SDDMM_CASE(4, 2)
-	STARFA_SDDMM_CASE(4, 4)
-	STARFA_SDDMM_CASE(8, 4)
-	STARFA_SDDMM_CASE(16, 4)
-	STARFA_SDDMM_CASE(32, 4)
-	STARFA_SDDMM_CASE(32, 8)
+	STARFA_SDDMM_SHAPES(STARFA_SDDMM_CASE)
+#undef STARFA_SDDMM_CASE
+	return cudaErrorInvalidValue;
+}
+
+/* One panel's launch: the nonzeros with a column in [c0, c0 + width). */
+cudaError_t launch_panel(Shape s, int64_t nrows, uint32_t nnz, int64_t span, uint32_t c0, uint32_t width,
+			 const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *A, int64_t lda,
+			 const float *B, int64_t ldb, int64_t k, int mode, float *out, cudaStream_t stream,
+			 unsigned blocks)
+{
+	const float4 *A4 = reinterpret_cast<const float4 *>(A);
+	const float4 *B4 = reinterpret_cast<const float4 *>(B);
+	const int k4 = (int)(k / 4);
+#define STARFA_SDDMM_CASE(V, J)                                                                          \
+	if (s.v == V && s.j == J) {                                                                      \
+		sddmm_panel<V, J><<<blocks, kThreads, 0, stream>>>(nrows, nnz, span, c0, width, rowptr, colind, \
+								   sval, A4, lda / 4, B4, ldb / 4, k4, mode, out); \
+		return cudaGetLastError();                                                               \
+	}
+	STARFA_SDDMM_SHAPES(STARFA_SDDMM_CASE)
 #undef STARFA_SDDMM_CASE
 	return cudaErrorInvalidValue;
 }
@@ -269,8 +426,10 @@ struct Plan {
 	Shape shape;
 	unsigned blocks;
 	size_t smem_bytes;
-	int chunk;     /* nonzeros per virtual warp */
-	int64_t slice; /* k-slice width of VWARP_SLICED */
+	int chunk;          /* nonzeros per virtual warp */
+	int64_t slice;      /* k-slice width of VWARP_SLICED */
+	int64_t panel_cols; /* columns per panel of PANEL */
+	int64_t span;       /* nonzeros per warp of PANEL, a multiple of 32 */
 };
 
 /* The k-slice whose B columns (ncols x slice floats) fill about half of L2, in multiples of
@@ -283,11 +442,43 @@ int64_t l2_slice(const DeviceLimits &dev, int64_t ncols)
 	return slice < 32 ? 32 : slice;
 }
 
+/* Columns per panel: as many B rows (k floats, counted in whole 32-byte sectors) as fill
+ * kPanelL2Fraction of L2, and at least kPanelMinCols; the columns are then cut into panels of
+ * about equal width, so that the last one is not a sliver. ncols itself when one panel will do. */
+int64_t panel_cols(const DeviceLimits &dev, int64_t ncols, int64_t k)
+{
+	int64_t row_bytes = (k * (int64_t)sizeof(float) + 31) / 32 * 32;
+	int64_t cols = (int64_t)(kPanelL2Fraction * (double)dev.l2_bytes) / row_bytes;
+	if (cols < kPanelMinCols)
+		cols = kPanelMinCols;
+	if (cols >= ncols)
+		return ncols;
+	int64_t panels = (ncols + cols - 1) / cols;
+	return (ncols + panels - 1) / panels;
+}
+
+/* AUTO's rule for PANEL, TO BE CONFIRMED BY THE BENCHMARK (nobody has timed it yet). PANEL pays
+ * where VWARP's B-row reads miss L2 and would hit it in panels: the B block (ncols * k * 4
+ * bytes) is well over L2, each B row serves enough nonzeros (nnz / ncols) to be worth keeping,
+ * and the rows are at least as long on average as there are panels: a shorter row rereads its
+ * A row (as many bytes as a B row) for about every nonzero, which saves nothing. */
+bool panel_pays(const DeviceLimits &dev, int64_t nrows, int64_t ncols, int64_t nnz, int64_t k)
+{
+	double b_bytes = (double)ncols * (double)k * sizeof(float);
+	if (!(b_bytes > kPanelMinL2Ratio * (double)dev.l2_bytes) || !((double)nnz > kPanelMinReuse * (double)ncols))
+		return false;
+	int64_t cols = panel_cols(dev, ncols, k);
+	int64_t panels = (ncols + cols - 1) / cols;
+	return (double)nnz >= (double)panels * (double)nrows;
+}
+
 /* Sizes the launch of `variant` on this tile; variant AUTO is resolved. Returns
  * cudaErrorInvalidValue when the variant cannot run the tile. */
 cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols, int64_t nnz, int64_t k,
 		 const float *A, int64_t lda, const float *B, int64_t ldb, Plan *out)
 {
+	if (ncols <= 0) /* nonzeros without columns; the L2 models divide by ncols */
+		return cudaErrorInvalidValue;
 	DeviceLimits dev;
 	cudaError_t err = device_limits(&dev);
 	if (err != cudaSuccess)
@@ -303,12 +494,16 @@ cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols
 		smem_fits = false;
 
 	int64_t slice = l2_slice(dev, ncols);
+	/* Panel bounds are 32-bit, as the column indices are. */
+	bool panelable = vec && ncols <= (int64_t)UINT32_MAX;
 	if (variant == STARFA_CUDA_SDDMM_AUTO) {
 		int64_t staging_blocks = (int64_t)dev.sms * smem_blocks_per_sm;
 		if (!vec)
 			variant = STARFA_CUDA_SDDMM_WARP_PER_ROW;
 		else if (smem_fits && (double)nnz >= kSmemMinReuse * (double)staging_blocks * (double)ncols)
 			variant = STARFA_CUDA_SDDMM_SMEM;
+		else if (panelable && panel_pays(dev, nrows, ncols, nnz, k)) /* to be confirmed by the benchmark */
+			variant = STARFA_CUDA_SDDMM_PANEL;
 		else
 			variant = STARFA_CUDA_SDDMM_VWARP;
 	} else if (variant == STARFA_CUDA_SDDMM_VWARP_SLICED) {
@@ -319,16 +514,31 @@ cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols
 	}
 	bool sliceable = vec && k >= 8;
 	if ((variant == STARFA_CUDA_SDDMM_VWARP && !vec) || (variant == STARFA_CUDA_SDDMM_SMEM && !smem_fits) ||
-	    (variant == STARFA_CUDA_SDDMM_VWARP_SLICED && !sliceable) || variant <= STARFA_CUDA_SDDMM_AUTO ||
+	    (variant == STARFA_CUDA_SDDMM_VWARP_SLICED && !sliceable) ||
+	    (variant == STARFA_CUDA_SDDMM_PANEL && !panelable) || variant <= STARFA_CUDA_SDDMM_AUTO ||
 	    variant >= STARFA_CUDA_SDDMM_VARIANTS)
 		return cudaErrorInvalidValue;
 
-	Plan p = {variant, shape, 0, 0, kChunk, slice};
+	Plan p = {variant, shape, 0, 0, kChunk, slice, 0, 0};
 	int64_t blocks;
 	if (variant == STARFA_CUDA_SDDMM_WARP_PER_ROW) {
 		blocks = (nrows + kThreads / kWarp - 1) / (kThreads / kWarp);
 		if (blocks > 65536)
 			blocks = 65536; /* grid-stride beyond this */
+	} else if (variant == STARFA_CUDA_SDDMM_PANEL) {
+		/* Each panel's launch scans every nonzero but computes only those in the panel (about
+		 * 1/panels of each span on uniform columns): spans long enough that warps have work,
+		 * short enough for kPanelWaves waves of resident warps, which evens out the spans. */
+		p.panel_cols = panel_cols(dev, ncols, k);
+		int64_t slots = (int64_t)dev.sms * (dev.threads_per_sm / kWarp) * kPanelWaves * kWarp;
+		int64_t batches = (nnz + slots - 1) / slots;
+		batches = batches < 1 ? 1 : batches > kPanelMaxBatches ? kPanelMaxBatches : batches;
+		p.span = batches * kWarp;
+		int64_t warps = (nnz + p.span - 1) / p.span;
+		blocks = (warps + kThreads / kWarp - 1) / (kThreads / kWarp);
+		int64_t resident = (int64_t)dev.sms * (dev.threads_per_sm / kThreads);
+		if (blocks > 64 * resident)
+			blocks = 64 * resident; /* grid-stride beyond this */
 	} else {
 		/* Shorter chunks on small tiles, so that every SM gets a full complement of
 		 * virtual warps; long chunks amortize the row search on large ones. */
@@ -354,6 +564,21 @@ cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols
 	return cudaSuccess;
 }
 
+/* The panels of a planned PANEL launch, one after the other in stream order. */
+cudaError_t run_panels(const Plan &p, int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+		       const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
+		       int64_t ldb, int64_t k, int mode, float *out, cudaStream_t stream)
+{
+	for (int64_t c0 = 0; c0 < ncols; c0 += p.panel_cols) {
+		int64_t width = ncols - c0 < p.panel_cols ? ncols - c0 : p.panel_cols;
+		cudaError_t err = launch_panel(p.shape, nrows, (uint32_t)nnz, p.span, (uint32_t)c0, (uint32_t)width,
+					       rowptr, colind, sval, A, lda, B, ldb, k, mode, out, stream, p.blocks);
+		if (err != cudaSuccess)
+			return err;
+	}
+	return cudaSuccess;
+}
+
 } // namespace
 
 extern "C" const char *starfa_cuda_sddmm_variant_name(starfa_cuda_sddmm_variant v)
@@ -364,6 +589,7 @@ extern "C" const char *starfa_cuda_sddmm_variant_name(starfa_cuda_sddmm_variant 
 	case STARFA_CUDA_SDDMM_VWARP: return "vwarp";
 	case STARFA_CUDA_SDDMM_SMEM: return "smem";
 	case STARFA_CUDA_SDDMM_VWARP_SLICED: return "vwarp_sliced";
+	case STARFA_CUDA_SDDMM_PANEL: return "panel";
 	default: return "unknown";
 	}
 }
@@ -420,9 +646,40 @@ extern "C" cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant v
 				return err;
 		}
 		return cudaSuccess;
+	case STARFA_CUDA_SDDMM_PANEL:
+		return run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, mode, out, stream);
 	default:
 		return cudaErrorInvalidValue;
 	}
+}
+
+extern "C" cudaError_t starfa_cuda_sddmm_panel_run(int64_t panel_cols, int64_t nrows, int64_t ncols, int64_t nnz,
+						   const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+						   const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
+						   int scaled, float *out, cudaStream_t stream)
+{
+	if (panel_cols < 0)
+		return cudaErrorInvalidValue;
+	if (nrows <= 0 || nnz <= 0)
+		return cudaSuccess;
+	if (nnz > (int64_t)UINT32_MAX || k <= 0)
+		return cudaErrorInvalidValue;
+	Plan p;
+	cudaError_t err = plan(STARFA_CUDA_SDDMM_PANEL, nrows, ncols, nnz, k, A, lda, B, ldb, &p);
+	if (err != cudaSuccess)
+		return err;
+	if (panel_cols > 0)
+		p.panel_cols = panel_cols < ncols ? panel_cols : ncols;
+	return run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, scaled ? kScale : 0, out,
+			  stream);
+}
+
+extern "C" int64_t starfa_cuda_sddmm_panel_cols(int64_t ncols, int64_t k)
+{
+	DeviceLimits dev;
+	if (ncols <= 0 || k <= 0 || device_limits(&dev) != cudaSuccess)
+		return 0;
+	return panel_cols(dev, ncols, k);
 }
 
 extern "C" cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,

@@ -18,6 +18,8 @@ typedef enum starfa_cuda_sddmm_variant {
 	STARFA_CUDA_SDDMM_SMEM,         /* as VWARP, with the tile's whole B block staged in shared memory */
 	STARFA_CUDA_SDDMM_VWARP_SLICED, /* VWARP in passes over k-slices sized so that the slice of B
 					   stays in L2, the passes adding up in out */
+	STARFA_CUDA_SDDMM_PANEL,        /* VWARP's groups in passes over column panels sized so that the
+					   panel's B rows stay in L2 (SM-L2); any column order in a row */
 	STARFA_CUDA_SDDMM_VARIANTS
 } starfa_cuda_sddmm_variant;
 
@@ -37,6 +39,18 @@ cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant variant, int
 					  int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
 					  const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
 					  int scaled, float *out, cudaStream_t stream);
+
+/* The panel variant with panels of panel_cols columns (at most ncols; 0: the width of the L2
+ * model, as STARFA_CUDA_SDDMM_PANEL runs it). For the tests, which need several panels on
+ * tiles small enough to check, and for experiments with the width. */
+cudaError_t starfa_cuda_sddmm_panel_run(int64_t panel_cols, int64_t nrows, int64_t ncols, int64_t nnz,
+					const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *A,
+					int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled, float *out,
+					cudaStream_t stream);
+
+/* Columns per panel of the L2 model for a tile of ncols columns at rank k on the current
+ * device (ncols itself when one panel will do); 0 when the device cannot be queried. */
+int64_t starfa_cuda_sddmm_panel_cols(int64_t ncols, int64_t k);
 
 /* The automatic choice (what the codelet runs). nnz must equal rowptr[nrows]: it is
  * passed so that neither the choice nor the launch reads device memory. */

@@ -21,11 +21,11 @@ struct one_tile {
 	uint32_t *rowptr, *colind;
 };
 
-static int make_tile(struct one_tile *t, int64_t m, int64_t n, int64_t nnz, double skew, uint64_t *rng)
+/* Takes over csr (freed with the tile) and makes its 32-bit copies. */
+static int tile_of(struct one_tile *t, starfa_csr *csr)
 {
-	t->csr = testing_random_csr(m, n, nnz, skew, rng);
-	if (!t->csr)
-		return 1;
+	t->csr = csr;
+	int64_t m = csr->nrows;
 	t->rowptr = malloc(sizeof(uint32_t) * (size_t)(m + 1));
 	t->colind = malloc(sizeof(uint32_t) * (size_t)(t->csr->nnz + 1));
 	if (!t->rowptr || !t->colind)
@@ -35,6 +35,17 @@ static int make_tile(struct one_tile *t, int64_t m, int64_t n, int64_t nnz, doub
 	for (int64_t p = 0; p < t->csr->nnz; p++)
 		t->colind[p] = (uint32_t)t->csr->colind[p];
 	return 0;
+}
+
+static int make_tile(struct one_tile *t, int64_t m, int64_t n, int64_t nnz, double skew, uint64_t *rng)
+{
+	starfa_csr *csr = testing_random_csr(m, n, nnz, skew, rng);
+	if (!csr) {
+		t->csr = NULL;
+		t->rowptr = t->colind = NULL;
+		return 1;
+	}
+	return tile_of(t, csr);
 }
 
 static void free_tile(struct one_tile *t)
@@ -194,22 +205,32 @@ static void free_device_tile(struct device_tile *d)
 	cudaFree(d->P);
 }
 
-/* Runs one variant on a tile already on the device (A and B with leading dimension ld)
- * and checks it against the reference and, elementwise, against the CPU kernel.
+/* Output elements past the tile's nonzeros, poisoned like the outputs: a kernel that
+ * writes beyond the last nonzero changes them. */
+#define GUARD 64
+
+/* Runs one variant on a tile already on the device (A and B with leading dimension ld) and
+ * checks it against the reference and, elementwise, against the CPU kernel; with
+ * panel_cols > 0 the panel variant runs with panels that wide instead of `variant`.
  * Returns 0, 1 on failure, or TEST_SKIPPED when the variant cannot run this tile. */
-static int check_variant(starfa_cuda_sddmm_variant variant, const struct one_tile *t, struct device_tile *d,
-			 const float *A, const float *B, int64_t k, int64_t ld, int mode)
+static int check_run(starfa_cuda_sddmm_variant variant, int64_t panel_cols, const struct one_tile *t,
+		     struct device_tile *d, const float *A, const float *B, int64_t k, int64_t ld, int mode)
 {
 	const starfa_csr *S = t->csr;
 	size_t nnz = (size_t)S->nnz;
-	float *P = malloc(nnz * sizeof(float) + 1), *Pcpu = malloc(nnz * sizeof(float) + 1);
+	const char *name = panel_cols > 0 ? "panel (given width)" : starfa_cuda_sddmm_variant_name(variant);
+	float *P = malloc((nnz + GUARD) * sizeof(float)), *Pcpu = malloc(nnz * sizeof(float) + 1);
 	CHECK(P && Pcpu);
-	testing_poison(P, nnz);
-	CUDA_OK(cudaMemcpy(d->P, P, nnz * sizeof(float), cudaMemcpyHostToDevice));
-	cudaError_t err = starfa_cuda_sddmm_variant_run(variant, S->nrows, S->ncols, S->nnz, d->rowptr, d->colind,
-						       d->val, d->A, ld, d->B, ld, k, mode, d->P, 0);
-	if (err == cudaErrorInvalidValue && variant != STARFA_CUDA_SDDMM_AUTO &&
-	    variant != STARFA_CUDA_SDDMM_WARP_PER_ROW) {
+	testing_poison(P, nnz + GUARD);
+	CUDA_OK(cudaMemcpy(d->P, P, (nnz + GUARD) * sizeof(float), cudaMemcpyHostToDevice));
+	cudaError_t err = panel_cols > 0 ? starfa_cuda_sddmm_panel_run(panel_cols, S->nrows, S->ncols, S->nnz, d->rowptr,
+								      d->colind, d->val, d->A, ld, d->B, ld, k, mode,
+								      d->P, 0)
+					 : starfa_cuda_sddmm_variant_run(variant, S->nrows, S->ncols, S->nnz, d->rowptr,
+									 d->colind, d->val, d->A, ld, d->B, ld, k, mode,
+									 d->P, 0);
+	if (err == cudaErrorInvalidValue && (panel_cols > 0 || (variant != STARFA_CUDA_SDDMM_AUTO &&
+								 variant != STARFA_CUDA_SDDMM_WARP_PER_ROW))) {
 		(void)cudaGetLastError();
 		free(P);
 		free(Pcpu);
@@ -217,7 +238,10 @@ static int check_variant(starfa_cuda_sddmm_variant variant, const struct one_til
 	}
 	CUDA_OK(err);
 	CUDA_OK(cudaDeviceSynchronize());
-	CUDA_OK(cudaMemcpy(P, d->P, nnz * sizeof(float), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(P, d->P, (nnz + GUARD) * sizeof(float), cudaMemcpyDeviceToHost));
+	for (size_t p = nnz; p < nnz + GUARD; p++)
+		CHECK_MSG(isnan(P[p]), "%s k=%lld panel_cols=%lld: wrote output element %zu of %zu", name, (long long)k,
+			  (long long)panel_cols, p, nnz);
 	/* The reference takes dense k-wide rows: compact when ld > k. */
 	float *Ak = malloc(sizeof(float) * (size_t)(S->nrows * k) + 1), *Bk = malloc(sizeof(float) * (size_t)(S->ncols * k) + 1);
 	CHECK(Ak && Bk);
@@ -225,18 +249,28 @@ static int check_variant(starfa_cuda_sddmm_variant variant, const struct one_til
 		memcpy(Ak + r * k, A + r * ld, sizeof(float) * (size_t)k);
 	for (int64_t r = 0; r < S->ncols; r++)
 		memcpy(Bk + r * k, B + r * ld, sizeof(float) * (size_t)k);
-	CHECK_MSG(starfa_check_sddmm(S, Ak, Bk, k, (starfa_sddmm_mode)mode, P, NULL) == 0, "%s k=%lld ld=%lld mode=%d: %s",
-		  starfa_cuda_sddmm_variant_name(variant), (long long)k, (long long)ld, mode, starfa_last_error());
+	CHECK_MSG(starfa_check_sddmm(S, Ak, Bk, k, (starfa_sddmm_mode)mode, P, NULL) == 0,
+		  "%s k=%lld ld=%lld mode=%d panel_cols=%lld: %s", name, (long long)k, (long long)ld, mode,
+		  (long long)panel_cols, starfa_last_error());
 	starfa_cpu_sddmm(S->nrows, t->rowptr, t->colind, S->val, A, ld, B, ld, k, mode, Pcpu, 2);
-	/* Both are within the float32 bound of the reference; they may differ by rounding. */
+	/* Both are within the float32 bound of the reference; they may differ by rounding, which
+	 * grows with the length of the dot products. */
+	float tol = 1e-4f * (k > 256 ? (float)k / 256.0f : 1.0f);
 	for (size_t p = 0; p < nnz; p++)
-		CHECK_MSG(fabsf(P[p] - Pcpu[p]) <= 1e-4f * (1.0f + fabsf(Pcpu[p])), "%s k=%lld element %zu: cuda %g cpu %g",
-			  starfa_cuda_sddmm_variant_name(variant), (long long)k, p, P[p], Pcpu[p]);
+		CHECK_MSG(fabsf(P[p] - Pcpu[p]) <= tol * (1.0f + fabsf(Pcpu[p])),
+			  "%s k=%lld panel_cols=%lld element %zu: cuda %g cpu %g", name, (long long)k,
+			  (long long)panel_cols, p, P[p], Pcpu[p]);
 	free(P);
 	free(Pcpu);
 	free(Ak);
 	free(Bk);
 	return 0;
+}
+
+static int check_variant(starfa_cuda_sddmm_variant variant, const struct one_tile *t, struct device_tile *d,
+			 const float *A, const float *B, int64_t k, int64_t ld, int mode)
+{
+	return check_run(variant, 0, t, d, A, B, k, ld, mode);
 }
 
 /* Copies a tile and dense operands (rows x ld floats) to the device. */
@@ -249,7 +283,7 @@ static int upload(const struct one_tile *t, const float *A, const float *B, int6
 	d->val = to_device(S->val, sizeof(float) * nnz);
 	d->A = to_device(A, sizeof(float) * (size_t)(S->nrows * ld));
 	d->B = to_device(B, sizeof(float) * (size_t)(S->ncols * ld));
-	d->P = to_device(NULL, sizeof(float) * nnz);
+	d->P = to_device(NULL, sizeof(float) * (nnz + GUARD));
 	return d->rowptr && d->colind && d->val && d->A && d->B && d->P ? 0 : 1;
 }
 
@@ -336,6 +370,260 @@ TEST(sddmm_cuda, edge_shapes)
 		free(B);
 		free_tile(&t);
 	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ the panel variant */
+
+/* Ranks for the panel tests: every remainder mod 4 (those the panel variant must refuse)
+ * and every group shape, up to the widest (k = 1024, 32 lanes of 8 float4). */
+static const int64_t panel_ranks[] = {1, 3, 4, 7, 8, 16, 31, 32, 33, 64, 100, 128, 257, 512, 1024};
+#define NPANEL_RANKS (sizeof panel_ranks / sizeof panel_ranks[0])
+
+/* The panel variant on a tile with panels of each of these widths (0: the L2 model's, one
+ * panel on small tiles), both output modes, A and B unpadded and padded (ld = k + 4). It
+ * must run every tile whose k is a multiple of 4 (ld then is too) and refuse the others. */
+static int check_panel_widths(const struct one_tile *t, int64_t k, const int64_t *widths, size_t nwidths,
+			      uint64_t *rng)
+{
+	const starfa_csr *S = t->csr;
+	for (int pad = 0; pad <= 4; pad += 4) {
+		int64_t ld = k + pad;
+		size_t na = (size_t)(S->nrows * ld), nb = (size_t)(S->ncols * ld);
+		float *A = malloc(na * sizeof(float) + 1), *B = malloc(nb * sizeof(float) + 1);
+		CHECK(A && B);
+		testing_fill_random(A, na, rng);
+		testing_fill_random(B, nb, rng);
+		struct device_tile d;
+		CHECK(upload(t, A, B, ld, &d) == 0);
+		for (size_t w = 0; w < nwidths; w++)
+			for (int mode = 0; mode < 2; mode++) {
+				int rc = check_run(STARFA_CUDA_SDDMM_PANEL, widths[w], t, &d, A, B, k, ld, mode);
+				if (rc == 1)
+					return 1;
+				CHECK_MSG(rc == (k % 4 == 0 ? 0 : TEST_SKIPPED),
+					  "panel k=%lld ld=%lld panel_cols=%lld: %s", (long long)k, (long long)ld,
+					  (long long)widths[w],
+					  rc == 0 ? "ran without 16-byte loads" : "refused a tile it can run");
+			}
+		free_device_tile(&d);
+		free(A);
+		free(B);
+	}
+	return 0;
+}
+
+/* Several panels on small tiles: panels of one column (as many launches as columns), of a
+ * few columns, a quarter of the tile, one column short of it, the whole tile, wider than
+ * it, and the L2 model's; every k remainder; skewed rows and columns (empty rows, heavy
+ * rows spread over several warps, empty columns, nearly empty high panels). */
+TEST(sddmm_cuda, panel_widths_match_reference)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 13;
+	for (size_t ki = 0; ki < NPANEL_RANKS; ki++) {
+		int64_t k = panel_ranks[ki], n = 150 + (int64_t)testing_below(&rng, 200);
+		struct one_tile t;
+		CHECK(make_tile(&t, 300 + (int64_t)testing_below(&rng, 700), n, 20000, 1.5, &rng) == 0);
+		const int64_t widths[] = {1, 3, 32, n / 4 + 1, n - 1, n, 2 * n, 0};
+		if (check_panel_widths(&t, k, widths, sizeof widths / sizeof widths[0], &rng))
+			return 1;
+		free_tile(&t);
+	}
+	return 0;
+}
+
+/* An m x n tile whose nonzeros (about nnz) lie only in the columns [0, lo) and [n - hi, n),
+ * rows sorted: the panels in between have nothing to compute. */
+static int make_banded_tile(struct one_tile *t, int64_t m, int64_t n, int64_t lo, int64_t hi, int64_t nnz,
+			    uint64_t *rng)
+{
+	starfa_csr *csr = testing_random_csr(m, lo + hi, nnz, 0.5, rng);
+	if (!csr)
+		return 1;
+	for (int64_t p = 0; p < csr->nnz; p++)
+		if (csr->colind[p] >= lo)
+			csr->colind[p] += (int32_t)(n - lo - hi);
+	csr->ncols = n;
+	return tile_of(t, csr);
+}
+
+/* Panels without nonzeros among panels with some: a gap in the middle columns, every
+ * nonzero in the last column or in the first, a single nonzero in a wide tile (one row,
+ * then among empty rows). */
+TEST(sddmm_cuda, panel_empty_panels)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 14;
+	struct {
+		int64_t m, n, lo, hi, nnz;
+	} shapes[] = {{500, 1000, 200, 200, 20000}, {3000, 5000, 0, 1, 2000}, {3000, 5000, 1, 0, 2000},
+		      {1, 5000, 5000, 0, 1},         {1000, 5000, 5000, 0, 1}};
+	static const int64_t ks[] = {4, 36, 128};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+			struct one_tile t;
+			CHECK(make_banded_tile(&t, shapes[s].m, shapes[s].n, shapes[s].lo, shapes[s].hi, shapes[s].nnz,
+					       &rng) == 0);
+			CHECK(t.csr->nnz > 0);
+			/* 100: panels 2 to 7 of the gapped tile are empty. */
+			const int64_t widths[] = {1, 7, 100, shapes[s].n - 1, 0};
+			if (check_panel_widths(&t, ks[ki], widths, sizeof widths / sizeof widths[0], &rng))
+				return 1;
+			free_tile(&t);
+		}
+	return 0;
+}
+
+/* Shuffles each row's nonzeros, column and value together. */
+static void shuffle_rows(struct one_tile *t, uint64_t *rng)
+{
+	starfa_csr *S = t->csr;
+	for (int64_t r = 0; r < S->nrows; r++)
+		for (int64_t i = S->rowptr[r + 1] - 1; i > S->rowptr[r]; i--) {
+			int64_t j = S->rowptr[r] + (int64_t)testing_below(rng, (uint64_t)(i - S->rowptr[r] + 1));
+			int32_t c = S->colind[i];
+			float v = S->val[i];
+			S->colind[i] = S->colind[j];
+			S->val[i] = S->val[j];
+			S->colind[j] = c;
+			S->val[j] = v;
+		}
+	for (int64_t p = 0; p < S->nnz; p++)
+		t->colind[p] = (uint32_t)S->colind[p];
+}
+
+/* Rows whose columns are not in order. The tiles runtime/tiled.c cuts keep the order of the
+ * matrix's rows, which starfa_csr documents as sorted but nothing enforces; no variant may
+ * depend on it (the panel variant filters nonzeros by column instead of searching rows). */
+TEST(sddmm_cuda, every_variant_takes_unsorted_rows)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 15;
+	static const int64_t ks[] = {16, 128, 512};
+	for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+		int64_t k = ks[ki], n = 150 + (int64_t)testing_below(&rng, 200);
+		struct one_tile t;
+		CHECK(make_tile(&t, 500, n, 20000, 1.0, &rng) == 0);
+		shuffle_rows(&t, &rng);
+		int64_t unsorted = 0;
+		for (int64_t r = 0; r < t.csr->nrows; r++)
+			for (int64_t p = t.csr->rowptr[r] + 1; p < t.csr->rowptr[r + 1]; p++)
+				unsorted += t.colind[p] < t.colind[p - 1];
+		CHECK_MSG(unsorted > 0, "the shuffle left every row sorted");
+		size_t na = (size_t)(t.csr->nrows * k), nb = (size_t)(t.csr->ncols * k);
+		float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float));
+		CHECK(A && B);
+		testing_fill_random(A, na, &rng);
+		testing_fill_random(B, nb, &rng);
+		struct device_tile d;
+		CHECK(upload(&t, A, B, k, &d) == 0);
+		for (int v = 0; v < STARFA_CUDA_SDDMM_VARIANTS; v++)
+			for (int mode = 0; mode < 2; mode++)
+				CHECK(check_variant((starfa_cuda_sddmm_variant)v, &t, &d, A, B, k, k, mode) != 1);
+		free_device_tile(&d);
+		free(A);
+		free(B);
+		const int64_t widths[] = {1, 7, n / 3};
+		if (check_panel_widths(&t, k, widths, sizeof widths / sizeof widths[0], &rng))
+			return 1;
+		free_tile(&t);
+	}
+	return 0;
+}
+
+/* A tile whose B block is three times L2 on this device: the L2 model cuts it into several
+ * panels that each fit in L2, and AUTO takes the panel variant, whose results check. */
+TEST(sddmm_cuda, panel_l2_model_and_auto_choice)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	int l2 = 0;
+	CUDA_OK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+	CHECK(l2 > 0);
+	uint64_t rng = testing_seed() + 16;
+	int64_t k = 512, row_bytes = k * (int64_t)sizeof(float);
+	/* About 2.5 nonzeros per B row, rows of about 12 nonzeros (more than the ~7 panels). */
+	int64_t n = 3 * (int64_t)l2 / row_bytes + 1, nnz = n * 5 / 2, m = nnz / 12;
+	int64_t cols = starfa_cuda_sddmm_panel_cols(n, k);
+	CHECK_MSG(cols > 0 && cols < n, "the L2 model makes panels of %lld of %lld columns", (long long)cols,
+		  (long long)n);
+	CHECK_MSG(cols * row_bytes <= l2, "a panel's B rows (%lld bytes) overflow L2 (%d bytes)",
+		  (long long)(cols * row_bytes), l2);
+	int64_t panels = (n + cols - 1) / cols;
+	struct one_tile t;
+	CHECK(make_tile(&t, m, n, nnz, 0.0, &rng) == 0);
+	const starfa_csr *S = t.csr;
+	size_t na = (size_t)(S->nrows * k), nb = (size_t)(S->ncols * k);
+	float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float));
+	CHECK(A && B);
+	testing_fill_random(A, na, &rng);
+	testing_fill_random(B, nb, &rng);
+	struct device_tile d;
+	CHECK(upload(&t, A, B, k, &d) == 0);
+	/* AUTO's rule for the panel variant is to be confirmed by the benchmark: these checks
+	 * follow it (B block over twice L2, over 1.7 nonzeros per B row, rows at least as long
+	 * as there are panels). */
+	starfa_cuda_sddmm_variant chosen = starfa_cuda_sddmm_choose(S->nrows, S->ncols, S->nnz, k, d.A, k, d.B, k);
+	CHECK_MSG(chosen == STARFA_CUDA_SDDMM_PANEL, "AUTO chose %s for B of %lld bytes, L2 %d bytes, %lld panels",
+		  starfa_cuda_sddmm_variant_name(chosen), (long long)(n * row_bytes), l2, (long long)panels);
+	CHECK(starfa_cuda_sddmm_choose(S->nrows, l2 / 4 / row_bytes, S->nnz, k, d.A, k, d.B, k) !=
+	      STARFA_CUDA_SDDMM_PANEL); /* B a quarter of L2 */
+	CHECK(starfa_cuda_sddmm_choose(S->nrows, S->ncols, S->ncols, k, d.A, k, d.B, k) !=
+	      STARFA_CUDA_SDDMM_PANEL); /* each B row read about once */
+	CHECK(starfa_cuda_sddmm_choose(S->nnz, S->ncols, S->nnz, k, d.A, k, d.B, k) !=
+	      STARFA_CUDA_SDDMM_PANEL); /* rows of one nonzero */
+	for (int mode = 0; mode < 2; mode++) {
+		CHECK(check_variant(STARFA_CUDA_SDDMM_AUTO, &t, &d, A, B, k, k, mode) == 0);
+		CHECK(check_variant(STARFA_CUDA_SDDMM_PANEL, &t, &d, A, B, k, k, mode) == 0);
+		CHECK(check_variant(STARFA_CUDA_SDDMM_VWARP, &t, &d, A, B, k, k, mode) == 0);
+	}
+	free_device_tile(&d);
+	free(A);
+	free(B);
+	free_tile(&t);
+	return 0;
+}
+
+/* A tile without nonzeros is no error for any variant or panel width and touches no memory
+ * (all pointers NULL); the panel variant refuses what it cannot run before launching. */
+TEST(sddmm_cuda, panel_empty_tiles_and_refusals)
+{
+	for (int v = 0; v < STARFA_CUDA_SDDMM_VARIANTS; v++)
+		for (int mode = 0; mode < 2; mode++)
+			for (int64_t m = 0; m <= 10; m += 10) {
+				starfa_cuda_sddmm_variant variant = (starfa_cuda_sddmm_variant)v;
+				CHECK(starfa_cuda_sddmm_variant_run(variant, m, 20, 0, NULL, NULL, NULL, NULL, 16, NULL,
+								    16, 16, mode, NULL, 0) == cudaSuccess);
+			}
+	for (int64_t w = 0; w < 3; w++)
+		CHECK(starfa_cuda_sddmm_panel_run(w, 10, 20, 0, NULL, NULL, NULL, NULL, 16, NULL, 16, 16, 1, NULL, 0) ==
+		      cudaSuccess);
+	CHECK(starfa_cuda_sddmm_panel_run(-1, 10, 20, 5, NULL, NULL, NULL, NULL, 16, NULL, 16, 16, 1, NULL, 0) ==
+	      cudaErrorInvalidValue);
+	if (!gpu_available())
+		SKIP("no CUDA device (the tiles without nonzeros passed)");
+	float *A = to_device(NULL, sizeof(float) * 10 * 1040), *B = to_device(NULL, sizeof(float) * 20 * 1040);
+	CHECK(A && B);
+	/* k not a multiple of 4, A misaligned, lda not a multiple of 4, k beyond 1024. */
+	struct {
+		const float *A;
+		int64_t lda, k;
+	} bad[] = {{A, 16, 6}, {A + 1, 16, 16}, {A, 18, 16}, {A, 1040, 1028}};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CHECK(starfa_cuda_sddmm_variant_run(STARFA_CUDA_SDDMM_PANEL, 10, 20, 5, NULL, NULL, NULL, bad[i].A,
+						    bad[i].lda, B, 1040, bad[i].k, 0, NULL, 0) == cudaErrorInvalidValue);
+		CHECK(starfa_cuda_sddmm_panel_run(7, 10, 20, 5, NULL, NULL, NULL, bad[i].A, bad[i].lda, B, 1040,
+						  bad[i].k, 0, NULL, 0) == cudaErrorInvalidValue);
+	}
+	CHECK(starfa_cuda_sddmm_variant_run(STARFA_CUDA_SDDMM_PANEL, 10, 0, 5, NULL, NULL, NULL, A, 16, B, 16, 16, 0,
+					    NULL, 0) == cudaErrorInvalidValue); /* no columns */
+	CUDA_OK(cudaGetLastError());
+	cudaFree(A);
+	cudaFree(B);
 	return 0;
 }
 
