@@ -35,11 +35,11 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kChunk = 32;        /* entries gathered per pass */
+constexpr int kChunk = 48;        /* entries gathered per pass */
+constexpr int kPer = kChunk / kWarps; /* of them per warp */
 constexpr int kMaxKp = 192;       /* STARFA_CUDA_ALS_MAX_K rounded up to 16 */
-constexpr int kMaxLane = kMaxKp / 32;
 static_assert(kMaxKp >= STARFA_CUDA_ALS_MAX_K && kMaxKp % 16 == 0, "kMaxKp covers the largest k");
-static_assert(kChunk % 8 == 0 && kChunk % kWarps == 0, "chunks are whole mma k-steps and warp rounds");
+static_assert(kChunk % 8 == 0 && kChunk % kWarps == 0 && kPer <= 32, "chunks are whole mma k-steps and warp rounds");
 
 __host__ __device__ inline int64_t padded(int64_t k)
 {
@@ -47,26 +47,25 @@ __host__ __device__ inline int64_t padded(int64_t k)
 }
 
 /* The shared memory of a block, in this order (every part 16-byte aligned):
- *   U   max(kp x lda, 2 x kChunk x lda) floats: the system, or the gathered chunk and its weighted copy
+ *   U   max(kp x lda, 4 x kChunk x lda) floats: the system, or the gathered chunk and its weighted copy,
+ *       each split into TF32 high and low parts
  *   vec 5 x kp floats: b, x, r, p, q
- *   ent kChunk pointers, kChunk weights, kChunk targets
+ *   ent kChunk targets
  *   red 2 x kWarps floats, then the tiles' starts and prefix sums (2 x (MAX_TILES + 1) uint32)  */
 struct Layout {
 	int kp, lda;
-	size_t u, vec, ptr, w, t, red, rs, pre, bytes;
+	size_t u, vec, t, red, rs, pre, bytes;
 };
 
-__host__ __device__ inline Layout layout(int kp)
+__host__ __device__ inline Layout layout(int kp, bool chunks_too = true)
 {
 	Layout L;
 	L.kp = kp;
 	L.lda = kp + 4; /* a multiple of 4 (wmma), and rows 16 bytes off one another's banks */
-	size_t sys = (size_t)kp * L.lda, chunks = 2 * (size_t)kChunk * L.lda;
+	size_t sys = (size_t)kp * L.lda, chunks = chunks_too ? 4 * (size_t)kChunk * L.lda : 0;
 	L.u = 0;
 	L.vec = L.u + (sys > chunks ? sys : chunks) * sizeof(float);
-	L.ptr = L.vec + 5 * (size_t)kp * sizeof(float);
-	L.w = L.ptr + kChunk * sizeof(const float *);
-	L.t = L.w + kChunk * sizeof(float);
+	L.t = L.vec + 5 * (size_t)kp * sizeof(float);
 	L.red = L.t + kChunk * sizeof(float);
 	L.rs = L.red + 2 * kWarps * sizeof(float);
 	L.pre = L.rs + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
@@ -76,15 +75,14 @@ __host__ __device__ inline Layout layout(int kp)
 
 struct Shared {
 	float *U, *b, *x, *r, *p, *q;
-	const float **ptr;
-	float *w, *t, *red;
+	float *t, *red;
 	uint32_t *rs, *pre;
 	int kp, lda;
 };
 
-__device__ inline Shared carve(unsigned char *base, int kp)
+__device__ inline Shared carve(unsigned char *base, int kp, bool chunks_too = true)
 {
-	Layout L = layout(kp);
+	Layout L = layout(kp, chunks_too);
 	Shared s;
 	s.kp = kp;
 	s.lda = L.lda;
@@ -94,8 +92,6 @@ __device__ inline Shared carve(unsigned char *base, int kp)
 	s.r = s.x + kp;
 	s.p = s.r + kp;
 	s.q = s.p + kp;
-	s.ptr = (const float **)(base + L.ptr);
-	s.w = (float *)(base + L.w);
 	s.t = (float *)(base + L.t);
 	s.red = (float *)(base + L.red);
 	s.rs = (uint32_t *)(base + L.rs);
@@ -120,138 +116,170 @@ typedef wmma::fragment<wmma::accumulator, 16, 16, 8, float> Acc;
 typedef wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major> FragA;
 typedef wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> FragB;
 
-/* The upper fragment f (0 <= f < nb (nb + 1) / 2), row by row: (bi, bj) with bi <= bj. */
-__device__ inline void fragment_at(int f, int nb, int *bi, int *bj)
+/* The upper fragments (bi <= bj) in the order rows 0, nb-1, 1, nb-2, ... each left to right, cut into
+ * equal consecutive slices, one per warp: a warp's fragments then span one to three block rows, so it
+ * loads the chunk's A fragment of a row once per k-step for all of that row's fragments it has, and the
+ * slices balance (row pairs have nb + 1 fragments). Returns whether the warp has an i-th fragment. */
+__device__ inline bool warp_fragment(int i, int nb, int *bi, int *bj)
 {
-	int i = 0;
-	while (f >= nb - i) {
-		f -= nb - i;
-		i++;
+	const int nfrag = nb * (nb + 1) / 2, per = (nfrag + kWarps - 1) / kWarps;
+	int p = (threadIdx.x >> 5) * per + i;
+	if (i >= per || p >= nfrag)
+		return false;
+	for (int t = 0; t < nb; t++) {
+		const int r = t % 2 == 0 ? t / 2 : nb - 1 - t / 2, len = nb - r;
+		if (p < len) {
+			*bi = r;
+			*bj = r + p;
+			return true;
+		}
+		p -= len;
 	}
-	*bi = i;
-	*bj = i + f;
+	return false;
 }
 
-template <typename F> __device__ inline void split(F &hi, F &lo, const F &raw, bool precise)
+/* Lane j < kPer of each warp describes entry warp + j kWarps of a chunk: its theta row (NULL past the
+ * row's end), weight and target. */
+struct EntryInfo {
+	const float *row;
+	float w, t;
+};
+
+__device__ inline EntryInfo entry_info(const Shared &s, const RowSource &src, const Weights &wt, uint32_t g0,
+				       uint32_t end)
 {
+	EntryInfo e = {nullptr, 0.0f, 0.0f};
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const uint32_t g = g0 + warp + lane * kWarps;
+	if (lane >= kPer || g >= end)
+		return e;
+	int lo = 0, hi = src.ntiles - 1; /* the last tile whose prefix is <= g */
+	while (lo < hi) {
+		int mid = (lo + hi + 1) / 2;
+		if (s.pre[mid] <= g)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	const starfa_cuda_rowsolve_tile &tl = src.tiles[lo];
+	const uint32_t p = s.rs[lo] + (g - s.pre[lo]), c = __ldg(tl.colind + p);
+	const float v = __ldg(tl.val + p);
+	e.row = tl.theta + (int64_t)c * tl.ld;
+	switch (wt.mode) {
+	case 0:
+		e.w = 1.0f;
+		e.t = v - wt.mu - (tl.offset ? __ldg(tl.offset + (int64_t)c * tl.ld) : 0.0f);
+		break;
+	case 1:
+		e.w = wt.alpha * v;
+		e.t = 1.0f + e.w;
+		break;
+	case 2: e.w = wt.alpha * v; break;
+	default: e.w = 1.0f; break;
+	}
+	return e;
+}
+
+/* The warp's kPer theta rows of a chunk into registers (lanes across k). */
+template <int LANES> __device__ inline void gather(float (&v)[kPer][LANES], const EntryInfo &e, int64_t k)
+{
+	const int lane = threadIdx.x & 31;
 #pragma unroll
-	for (int e = 0; e < raw.num_elements; e++) {
-		float v = raw.x[e], h = wmma::__float_to_tf32(v);
-		hi.x[e] = h;
-		lo.x[e] = precise ? wmma::__float_to_tf32(v - h) : 0.0f;
+	for (int j = 0; j < kPer; j++) {
+		const float *row = (const float *)__shfl_sync(0xffffffffu, (unsigned long long)e.row, j);
+#pragma unroll
+		for (int l = 0; l < LANES; l++) {
+			const int d = lane + 32 * l;
+			v[j][l] = row && d < k ? __ldg(row + d) : 0.0f;
+		}
 	}
 }
 
 /* Sums entries [begin, end) of row u (in the sources' order) into the warp's fragments acc[] and, with
  * a right-hand side, b_d into bacc (thread d < kp). The sources' starts and prefix sums are in s.rs and
- * s.pre. Ends with a __syncthreads(), so s.U is free. */
-template <int FPW>
+ * s.pre. Software-pipelined: while the tensor cores work on chunk c from shared memory, the loads of
+ * chunk c + 1's theta rows and of chunk c + 2's column indices are in flight. Ends with a
+ * __syncthreads(), so s.U is free. */
+template <int FPW, int LANES>
 __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, const Weights &wt, uint32_t begin,
 			  uint32_t end, bool precise, Acc (&acc)[FPW], float &bacc)
 {
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int kp = s.kp, lda = s.lda, nb = kp / 16, nfrag = nb * (nb + 1) / 2;
+	const int kp = s.kp, lda = s.lda, nb = kp / 16;
 	const bool weighted = wt.mode == 1 || wt.mode == 2, rhs = wt.mode <= 1;
-	float *chA = s.U, *chW = s.U + (size_t)kChunk * lda;
-	const float *chB = weighted ? chW : chA;
+	/* The chunk split once into TF32 parts as it is stored (not at every fragment load): x = hi + lo. */
+	const size_t part = (size_t)kChunk * lda;
+	float *aHi = s.U, *aLo = aHi + part, *wHi = aLo + part, *wLo = wHi + part;
+	const float *bHi = weighted ? wHi : aHi, *bLo = weighted ? wLo : aLo;
 	int fbi[FPW], fbj[FPW];
 #pragma unroll
 	for (int i = 0; i < FPW; i++) {
-		int f = warp + i * kWarps;
-		if (f < nfrag)
-			fragment_at(f, nb, &fbi[i], &fbj[i]);
-		else
+		if (!warp_fragment(i, nb, &fbi[i], &fbj[i]))
 			fbi[i] = fbj[i] = -1;
 		wmma::fill_fragment(acc[i], 0.0f);
 	}
 	bacc = 0.0f;
+	float v[kPer][LANES];
+	EntryInfo cur = entry_info(s, src, wt, begin, end);
+	gather<LANES>(v, cur, k);
+	EntryInfo nxt = entry_info(s, src, wt, begin + kChunk, end);
 	for (uint32_t g0 = begin; g0 < end; g0 += kChunk) {
 		const uint32_t cnt = end - g0 < (uint32_t)kChunk ? end - g0 : (uint32_t)kChunk;
-		/* The chunk's entries: which tile, which column, what weight and target. */
-		if (tid < kChunk) {
-			const float *row = nullptr;
-			float w = 0.0f, t = 0.0f;
-			if ((uint32_t)tid < cnt) {
-				uint32_t g = g0 + tid;
-				int lo = 0, hi = src.ntiles - 1; /* the last tile whose prefix is <= g */
-				while (lo < hi) {
-					int mid = (lo + hi + 1) / 2;
-					if (s.pre[mid] <= g)
-						lo = mid;
-					else
-						hi = mid - 1;
-				}
-				const starfa_cuda_rowsolve_tile &tl = src.tiles[lo];
-				uint32_t p = s.rs[lo] + (g - s.pre[lo]), c = __ldg(tl.colind + p);
-				float v = __ldg(tl.val + p);
-				row = tl.theta + (int64_t)c * tl.ld;
-				switch (wt.mode) {
-				case 0:
-					w = 1.0f;
-					t = v - wt.mu - (tl.offset ? __ldg(tl.offset + (int64_t)c * tl.ld) : 0.0f);
-					break;
-				case 1:
-					w = wt.alpha * v;
-					t = 1.0f + w;
-					break;
-				case 2: w = wt.alpha * v; break;
-				default: w = 1.0f; break;
-				}
-			}
-			s.ptr[tid] = row;
-			s.w[tid] = w;
-			s.t[tid] = t;
-		}
-		__syncthreads();
-		/* Gather: warp w takes entries w, w + kWarps, ...; all loads first, then the stores. */
-		{
-			constexpr int per = kChunk / kWarps;
-			float v[per][kMaxLane];
+		/* chunk c from registers into shared memory (the previous chunk's readers are done) */
 #pragma unroll
-			for (int j = 0; j < per; j++) {
-				const float *row = s.ptr[warp + j * kWarps];
+		for (int j = 0; j < kPer; j++) {
+			const int e = warp + j * kWarps;
+			const float w = __shfl_sync(0xffffffffu, cur.w, j), t = __shfl_sync(0xffffffffu, cur.t, j);
 #pragma unroll
-				for (int l = 0; l < kMaxLane; l++) {
-					int d = lane + 32 * l;
-					v[j][l] = row && d < k ? __ldg(row + d) : 0.0f;
-				}
-			}
-#pragma unroll
-			for (int j = 0; j < per; j++) {
-				const int e = warp + j * kWarps;
-				const float w = s.w[e];
-#pragma unroll
-				for (int l = 0; l < kMaxLane; l++) {
-					int d = lane + 32 * l;
-					if (d < kp) {
-						chA[e * lda + d] = v[j][l];
-						if (weighted)
-							chW[e * lda + d] = w * v[j][l];
+			for (int l = 0; l < LANES; l++) {
+				const int d = lane + 32 * l;
+				if (d < kp) {
+					const float x = v[j][l], hi = wmma::__float_to_tf32(x);
+					aHi[e * lda + d] = hi;
+					aLo[e * lda + d] = wmma::__float_to_tf32(x - hi);
+					if (weighted) {
+						const float y = w * x, yhi = wmma::__float_to_tf32(y);
+						wHi[e * lda + d] = yhi;
+						wLo[e * lda + d] = wmma::__float_to_tf32(y - yhi);
 					}
 				}
 			}
+			if (lane == 0)
+				s.t[e] = t;
 		}
 		__syncthreads();
-		if (rhs)
-			for (int d = tid; d < kp; d += kThreads) { /* kp <= kThreads: at most one d per thread */
-				float sum = 0.0f;
-				for (uint32_t e = 0; e < cnt; e++)
-					sum += s.t[e] * chA[e * lda + d];
-				bacc += sum;
-			}
+		if (g0 + kChunk < end) { /* the next chunks' loads, in flight during this chunk's sums */
+			gather<LANES>(v, nxt, k);
+			cur = nxt;
+			nxt = entry_info(s, src, wt, g0 + 2 * kChunk, end);
+		}
+		if (rhs && tid < kp) {
+			float sum = 0.0f;
+			for (uint32_t e = 0; e < cnt; e++)
+				sum += s.t[e] * (aHi[e * lda + tid] + aLo[e * lda + tid]);
+			bacc += sum;
+		}
 		const int steps = (int)((cnt + 7) / 8);
 		for (int st = 0; st < steps; st++) {
+			FragA ahi, alo;
+			int row = -1; /* the block row whose A fragment is loaded */
 #pragma unroll
 			for (int i = 0; i < FPW; i++) {
 				if (fbi[i] < 0)
 					continue;
-				FragA a, ahi, alo;
-				FragB b, bhi, blo;
-				wmma::load_matrix_sync(a, chA + st * 8 * lda + fbi[i] * 16, lda);
-				wmma::load_matrix_sync(b, chB + st * 8 * lda + fbj[i] * 16, lda);
-				split(ahi, alo, a, precise);
-				split(bhi, blo, b, precise);
+				if (fbi[i] != row) {
+					const size_t ao = st * 8 * lda + fbi[i] * 16;
+					wmma::load_matrix_sync(ahi, aHi + ao, lda);
+					if (precise)
+						wmma::load_matrix_sync(alo, aLo + ao, lda);
+					row = fbi[i];
+				}
+				const size_t bo = st * 8 * lda + fbj[i] * 16;
+				FragB bhi;
+				wmma::load_matrix_sync(bhi, bHi + bo, lda);
 				if (precise) {
+					FragB blo;
+					wmma::load_matrix_sync(blo, bLo + bo, lda);
 					wmma::mma_sync(acc[i], alo, bhi, acc[i]);
 					wmma::mma_sync(acc[i], ahi, blo, acc[i]);
 				}
@@ -285,13 +313,12 @@ __device__ void row_sources(const Shared &s, const RowSource &src, int64_t u)
 /* The warp's fragments into the kp x kp system in s.U, both triangles (a diagonal fragment once). */
 template <int FPW> __device__ void store_system(const Shared &s, Acc (&acc)[FPW])
 {
-	const int warp = threadIdx.x >> 5, nb = s.kp / 16, nfrag = nb * (nb + 1) / 2;
+	const int nb = s.kp / 16;
 #pragma unroll
 	for (int i = 0; i < FPW; i++) {
-		int f = warp + i * kWarps, bi, bj;
-		if (f >= nfrag)
+		int bi, bj;
+		if (!warp_fragment(i, nb, &bi, &bj))
 			continue;
-		fragment_at(f, nb, &bi, &bj);
 		wmma::store_matrix_sync(s.U + bi * 16 * s.lda + bj * 16, acc[i], s.lda, wmma::mem_row_major);
 		if (bi != bj)
 			wmma::store_matrix_sync(s.U + bj * 16 * s.lda + bi * 16, acc[i], s.lda, wmma::mem_col_major);
@@ -343,8 +370,9 @@ __device__ bool finish_system(const Shared &s, int64_t k, float lambda, const fl
 }
 
 /* M x = b by LDL^T on s.U (upper triangle, row-major: after step j, row j right of the diagonal holds
- * D_j L_j·), then L y = b, x = L^-T D^-1 y by warp 0. Returns 0, or 1 when a pivot is not positive
- * (not positive definite, or not finite): s.x is then not written. */
+ * D_j L_j·), then L y = b, x = L^-T D^-1 y by warp 0. Warps update
+ * rows of the trailing triangle, lanes along a row (no bank conflicts). Returns 0, or
+ * 1 when a pivot is not positive (not positive definite, or not finite): s.x is then not written. */
 __device__ int solve_ldlt(const Shared &s, int k)
 {
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, lda = s.lda;
@@ -362,7 +390,7 @@ __device__ int solve_ldlt(const Shared &s, int k)
 		__syncthreads();
 	}
 	if (warp == 0) {
-		float *y = s.b; /* in place: y = L^-1 b */
+		float *y = s.b; /* in place: y = L^-1 b, then x = L^-T D^-1 y */
 		for (int j = 0; j < k; j++) {
 			__syncwarp();
 			const float f = y[j] / U[j * lda + j];
@@ -490,8 +518,8 @@ struct Partials {
 	unsigned *counter; /* per long row, indexed by its first part */
 };
 
-template <int FPW>
-__global__ void __launch_bounds__(kThreads) rowsolve_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
+template <int FPW, int LANES>
+__global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
 							   Partials parts, uint32_t *status)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
@@ -504,17 +532,16 @@ __global__ void __launch_bounds__(kThreads) rowsolve_kernel(const __grid_constan
 	const Weights wt = {pb.implicit ? 1 : 0, pb.alpha, pb.mu};
 	Acc acc[FPW];
 	float bacc;
-	gram_rows<FPW>(s, src, pb.k, wt, begin, end, pb.precision == STARFA_CUDA_GRAM_3XTF32, acc, bacc);
+	gram_rows<FPW, LANES>(s, src, pb.k, wt, begin, end, pb.precision == STARFA_CUDA_GRAM_3XTF32, acc, bacc);
 	if (nparts > 1) {
 		/* A segment: write the partial sums; the row's last segment to finish goes on. */
-		const int nb = kp / 16, nfrag = nb * (nb + 1) / 2, warp = tid >> 5;
+		const int nb = kp / 16;
 		float *A = parts.A + (size_t)part * kp * kp;
 #pragma unroll
 		for (int i = 0; i < FPW; i++) {
-			int f = warp + i * kWarps, bi, bj;
-			if (f >= nfrag)
+			int bi, bj;
+			if (!warp_fragment(i, nb, &bi, &bj))
 				continue;
-			fragment_at(f, nb, &bi, &bj);
 			wmma::store_matrix_sync(A + bi * 16 * kp + bj * 16, acc[i], kp, wmma::mem_row_major);
 		}
 		if (tid < kp)
@@ -566,7 +593,8 @@ struct HermitianArgs {
 	void *A;
 };
 
-template <int FPW> __global__ void __launch_bounds__(kThreads) hermitian_kernel(const __grid_constant__ HermitianArgs a)
+template <int FPW, int LANES>
+__global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) hermitian_kernel(const __grid_constant__ HermitianArgs a)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int kp = (int)padded(a.k), k = (int)a.k, tid = threadIdx.x;
@@ -577,7 +605,7 @@ template <int FPW> __global__ void __launch_bounds__(kThreads) hermitian_kernel(
 	const Weights wt = {a.weighted ? 2 : 3, a.alpha, 0.0f};
 	Acc acc[FPW];
 	float bacc;
-	gram_rows<FPW>(s, src, a.k, wt, 0, s.pre[1], a.precise != 0, acc, bacc);
+	gram_rows<FPW, LANES>(s, src, a.k, wt, 0, s.pre[1], a.precise != 0, acc, bacc);
 	store_system<FPW>(s, acc);
 	__syncthreads();
 	const float inv = a.scale ? 1.0f / __ldg(a.scale + u * a.scale_ld) : 1.0f;
@@ -615,7 +643,7 @@ __global__ void __launch_bounds__(kThreads) solve_kernel(const __grid_constant__
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int kp = (int)padded(a.k), k = (int)a.k, tid = threadIdx.x;
-	const Shared s = carve(smem, kp);
+	const Shared s = carve(smem, kp, false); /* no chunks to gather */
 	const int64_t u = blockIdx.x;
 	const float sc = a.scale ? __ldg(a.scale + u * a.info_ld) : 1.0f;
 	const size_t base = (size_t)u * k * k;
@@ -657,22 +685,16 @@ __global__ void bias_kernel(int64_t nrows, const uint32_t *__restrict__ rowptr, 
 	}
 }
 
-/* Fragments per warp for a padded width: the smallest instantiated count that covers its upper
- * fragments. */
-int fragments_per_warp(int kp)
-{
-	int nb = kp / 16, nfrag = nb * (nb + 1) / 2;
-	return (nfrag + kWarps - 1) / kWarps;
-}
-
 template <typename Kernel> cudaError_t prepare(Kernel kernel, size_t bytes)
 {
 	return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
-#define STARFA_FPW_DISPATCH(need, LAUNCH)                                                                    \
-	((need) <= 1 ? LAUNCH(1) : (need) <= 2 ? LAUNCH(2) : (need) <= 4 ? LAUNCH(4) : (need) <= 7 ? LAUNCH(7) \
-											    : LAUNCH(10))
+/* The instantiations: fragments per warp and 32-lane passes over a theta row, for kp up to 64, 80,
+ * 112, 160 and 192 (the fragments of an 8-warp block: 10, 15, 28, 55 and 78). */
+#define STARFA_FPW_DISPATCH(kp, LAUNCH)                                                                        \
+	((kp) <= 64 ? LAUNCH(2, 2) : (kp) <= 80 ? LAUNCH(2, 3) : (kp) <= 112 ? LAUNCH(4, 4) : (kp) <= 160 ? LAUNCH(7, 5) \
+												     : LAUNCH(10, 6))
 
 cudaError_t status_init(uint32_t *status, cudaStream_t stream)
 {
@@ -682,23 +704,23 @@ cudaError_t status_init(uint32_t *status, cudaStream_t stream)
 	return err;
 }
 
-template <int FPW>
+template <int FPW, int LANES>
 cudaError_t launch_rowsolve(const starfa_cuda_rowsolve *pb, Partials parts, uint32_t *status, size_t bytes,
 			    cudaStream_t stream)
 {
-	cudaError_t err = prepare(rowsolve_kernel<FPW>, bytes);
+	cudaError_t err = prepare(rowsolve_kernel<FPW, LANES>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	rowsolve_kernel<FPW><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, status);
+	rowsolve_kernel<FPW, LANES><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, status);
 	return cudaGetLastError();
 }
 
-template <int FPW> cudaError_t launch_hermitian(const HermitianArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
+template <int FPW, int LANES> cudaError_t launch_hermitian(const HermitianArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
 {
-	cudaError_t err = prepare(hermitian_kernel<FPW>, bytes);
+	cudaError_t err = prepare(hermitian_kernel<FPW, LANES>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	hermitian_kernel<FPW><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
+	hermitian_kernel<FPW, LANES><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
 	return cudaGetLastError();
 }
 
@@ -733,8 +755,8 @@ extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, 
 		err = cudaMemsetAsync(parts.counter, 0, (size_t)pb->nparts * sizeof(unsigned), stream);
 	}
 	if (err == cudaSuccess) {
-#define LAUNCH(F) launch_rowsolve<F>(pb, parts, status, bytes, stream)
-		err = STARFA_FPW_DISPATCH(fragments_per_warp(kp), LAUNCH);
+#define LAUNCH(F, L) launch_rowsolve<F, L>(pb, parts, status, bytes, stream)
+		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
 	}
 	if (scratch) {
@@ -758,8 +780,8 @@ extern "C" cudaError_t starfa_cuda_hermitian(int64_t nrows, const uint32_t *rowp
 			   precision == STARFA_CUDA_GRAM_3XTF32, alpha, scale, scale_ld, A};
 	const int kp = (int)padded(k);
 	const size_t bytes = layout(kp).bytes;
-#define LAUNCH(F) launch_hermitian<F>(a, nrows, bytes, stream)
-	return STARFA_FPW_DISPATCH(fragments_per_warp(kp), LAUNCH);
+#define LAUNCH(F, L) launch_hermitian<F, L>(a, nrows, bytes, stream)
+	return STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
 }
 
@@ -774,7 +796,7 @@ extern "C" cudaError_t starfa_cuda_solve(int64_t nrows, int64_t k, const void *A
 	if (err != cudaSuccess || nrows == 0)
 		return err;
 	SolveArgs a = {k, A, fp16, b, ldb, lambda, scale, info_ld, G, cholesky, cg_steps, X, ldx, status};
-	const size_t bytes = layout((int)padded(k)).bytes;
+	const size_t bytes = layout((int)padded(k), false).bytes;
 	if ((err = prepare(solve_kernel, bytes)) != cudaSuccess)
 		return err;
 	solve_kernel<<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
