@@ -37,8 +37,8 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kChunk = 48;        /* entries gathered per pass */
 constexpr int kPer = kChunk / kWarps; /* of them per warp */
-constexpr int kMaxKp = 192;       /* STARFA_CUDA_ALS_MAX_K rounded up to 16 */
-static_assert(kMaxKp >= STARFA_CUDA_ALS_MAX_K && kMaxKp % 16 == 0, "kMaxKp covers the largest k");
+constexpr int kMaxKp = 208;       /* STARFA_CUDA_ALS_MAX_K + 1 (the fused kernel's b column), rounded up to 16 */
+static_assert(kMaxKp >= STARFA_CUDA_ALS_MAX_K + 1 && kMaxKp % 16 == 0, "kMaxKp covers the largest k");
 static_assert(kChunk % 8 == 0 && kChunk % kWarps == 0 && kPer <= 32, "chunks are whole mma k-steps and warp rounds");
 
 __host__ __device__ inline int64_t padded(int64_t k)
@@ -47,14 +47,13 @@ __host__ __device__ inline int64_t padded(int64_t k)
 }
 
 /* The shared memory of a block, in this order (every part 16-byte aligned):
- *   U   max(kp x lda, 4 x kChunk x lda) floats: the system, or the gathered chunk and its weighted copy,
- *       each split into TF32 high and low parts
+ *   U   max(kp x lda, 4 x kChunk x kp) floats: the system, or the gathered chunk (the A operand) and
+ *       its weighted copy (the B operand), each split into TF32 high and low parts
  *   vec 5 x kp floats: b, x, r, p, q
- *   ent kChunk targets
  *   red 2 x kWarps floats, then the tiles' starts and prefix sums (2 x (MAX_TILES + 1) uint32)  */
 struct Layout {
 	int kp, lda;
-	size_t u, vec, t, red, rs, pre, bytes;
+	size_t u, vec, red, rs, pre, bytes;
 };
 
 __host__ __device__ inline Layout layout(int kp, bool chunks_too = true)
@@ -62,11 +61,10 @@ __host__ __device__ inline Layout layout(int kp, bool chunks_too = true)
 	Layout L;
 	L.kp = kp;
 	L.lda = kp + 4; /* a multiple of 4 (wmma), and rows 16 bytes off one another's banks */
-	size_t sys = (size_t)kp * L.lda, chunks = chunks_too ? 4 * (size_t)kChunk * L.lda : 0;
+	size_t sys = (size_t)kp * L.lda, chunks = chunks_too ? 4 * (size_t)kChunk * kp : 0;
 	L.u = 0;
 	L.vec = L.u + (sys > chunks ? sys : chunks) * sizeof(float);
-	L.t = L.vec + 5 * (size_t)kp * sizeof(float);
-	L.red = L.t + kChunk * sizeof(float);
+	L.red = L.vec + 5 * (size_t)kp * sizeof(float);
 	L.rs = L.red + 2 * kWarps * sizeof(float);
 	L.pre = L.rs + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
 	L.bytes = L.pre + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
@@ -75,7 +73,7 @@ __host__ __device__ inline Layout layout(int kp, bool chunks_too = true)
 
 struct Shared {
 	float *U, *b, *x, *r, *p, *q;
-	float *t, *red;
+	float *red;
 	uint32_t *rs, *pre;
 	int kp, lda;
 };
@@ -92,7 +90,6 @@ __device__ inline Shared carve(unsigned char *base, int kp, bool chunks_too = tr
 	s.r = s.x + kp;
 	s.p = s.r + kp;
 	s.q = s.p + kp;
-	s.t = (float *)(base + L.t);
 	s.red = (float *)(base + L.red);
 	s.rs = (uint32_t *)(base + L.rs);
 	s.pre = (uint32_t *)(base + L.pre);
@@ -112,9 +109,44 @@ struct Weights {
 	float alpha, mu;
 };
 
-typedef wmma::fragment<wmma::accumulator, 16, 16, 8, float> Acc;
-typedef wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major> FragA;
-typedef wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> FragB;
+/* A warp's share of a Gram sum: per 16 x 16 block (bi, bj) it owns, the two m16n8 halves' accumulators
+ * in mma.sync's C layout. */
+template <int FPW> struct Acc {
+	float c[FPW][2][4];
+};
+
+__device__ inline uint32_t tf32_bits(float x)
+{
+	return __float_as_uint(wmma::__float_to_tf32(x));
+}
+
+/* d += a b on the tensor cores: m16n8k8, TF32 inputs, float32 accumulation. */
+__device__ inline void mma_tf32(float (&d)[4], const uint4 &a, const uint2 &b)
+{
+	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+		     "{%0,%1,%2,%3};\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+		     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
+}
+
+/* The chunk in shared memory, in the order the mma.sync fragments are read: for each k-step (8 entries)
+ * and 16-row block I of the A operand (the chunk transposed), 32 lanes x 4 words (a0..a3 of that lane:
+ * one 16-byte load); for each k-step and 8-column block J of the B operand (the chunk, weighted), 32
+ * lanes x 2 words. Lane slots are XOR-swizzled so that the stores of a gathered row (lanes along k)
+ * meet at most two to a bank, while each lane's load stays one aligned vector. Element (e, d) of the
+ * chunk: */
+__device__ inline int a_slot(int e, int d, int nb)
+{
+	const int kk = e & 7, r = d & 15, lane = (r & 7) * 4 + (kk & 3), slot = lane ^ ((lane >> 3) & 3);
+	return ((((e >> 3) * nb + (d >> 4)) * 32 + slot) << 2) + ((kk >> 2) << 1) + (r >> 3);
+}
+
+__device__ inline int b_slot(int e, int d, int nb2)
+{
+	const int kk = e & 7, J = d >> 3, lane = (d & 7) * 4 + (kk & 3);
+	const int slot = lane ^ (((lane >> 4) & 1) << 1) ^ (J & 3);
+	return ((((e >> 3) * nb2 + J) * 32 + slot) << 1) + (kk >> 2);
+}
 
 /* The upper fragments (bi <= bj) in the order rows 0, nb-1, 1, nb-2, ... each left to right, cut into
  * equal consecutive slices, one per warp: a warp's fragments then span one to three block rows, so it
@@ -195,30 +227,33 @@ template <int LANES> __device__ inline void gather(float (&v)[kPer][LANES], cons
 	}
 }
 
-/* Sums entries [begin, end) of row u (in the sources' order) into the warp's fragments acc[] and, with
- * a right-hand side, b_d into bacc (thread d < kp). The sources' starts and prefix sums are in s.rs and
- * s.pre. Software-pipelined: while the tensor cores work on chunk c from shared memory, the loads of
- * chunk c + 1's theta rows and of chunk c + 2's column indices are in flight. Ends with a
- * __syncthreads(), so s.U is free. */
+/* Sums entries [begin, end) of row u (in the sources' order) into the warp's blocks of the Gram sum
+ * (acc). With a right-hand side (modes 0 and 1), column k of the B operand holds each entry's target
+ * instead of zero padding, so column k of the sum is b_u (kp must exceed k). The sources' starts and prefix sums are in s.rs and s.pre. Software-
+ * pipelined: while the tensor cores work on chunk c from shared memory, the loads of chunk c + 1's
+ * theta rows and of chunk c + 2's column indices are in flight. Ends with a __syncthreads(), so s.U is
+ * free. */
 template <int FPW, int LANES>
 __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, const Weights &wt, uint32_t begin,
-			  uint32_t end, bool precise, Acc (&acc)[FPW], float &bacc)
+			  uint32_t end, bool precise, Acc<FPW> &acc)
 {
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int kp = s.kp, lda = s.lda, nb = kp / 16;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int kp = s.kp, nb = kp / 16, nb2 = kp / 8;
 	const bool weighted = wt.mode == 1 || wt.mode == 2, rhs = wt.mode <= 1;
-	/* The chunk split once into TF32 parts as it is stored (not at every fragment load): x = hi + lo. */
-	const size_t part = (size_t)kChunk * lda;
-	float *aHi = s.U, *aLo = aHi + part, *wHi = aLo + part, *wLo = wHi + part;
-	const float *bHi = weighted ? wHi : aHi, *bLo = weighted ? wLo : aLo;
+	/* Split once into TF32 parts as it is stored: x = hi + lo. */
+	const int part = kChunk * kp;
+	uint32_t *aHi = (uint32_t *)s.U, *aLo = aHi + part, *bHi = aLo + part, *bLo = bHi + part;
 	int fbi[FPW], fbj[FPW];
 #pragma unroll
 	for (int i = 0; i < FPW; i++) {
 		if (!warp_fragment(i, nb, &fbi[i], &fbj[i]))
 			fbi[i] = fbj[i] = -1;
-		wmma::fill_fragment(acc[i], 0.0f);
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+#pragma unroll
+			for (int q = 0; q < 4; q++)
+				acc.c[i][h][q] = 0.0f;
 	}
-	bacc = 0.0f;
 	float v[kPer][LANES];
 	EntryInfo cur = entry_info(s, src, wt, begin, end);
 	gather<LANES>(v, cur, k);
@@ -234,18 +269,17 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 			for (int l = 0; l < LANES; l++) {
 				const int d = lane + 32 * l;
 				if (d < kp) {
-					const float x = v[j][l], hi = wmma::__float_to_tf32(x);
-					aHi[e * lda + d] = hi;
-					aLo[e * lda + d] = wmma::__float_to_tf32(x - hi);
-					if (weighted) {
-						const float y = w * x, yhi = wmma::__float_to_tf32(y);
-						wHi[e * lda + d] = yhi;
-						wLo[e * lda + d] = wmma::__float_to_tf32(y - yhi);
+					const float x = v[j][l], y = rhs && d == k ? t : weighted ? w * x : x;
+					const uint32_t xh = tf32_bits(x), yh = tf32_bits(y);
+					const int ia = a_slot(e, d, nb), ib = b_slot(e, d, nb2);
+					aHi[ia] = xh;
+					bHi[ib] = yh;
+					if (precise) {
+						aLo[ia] = tf32_bits(x - __uint_as_float(xh));
+						bLo[ib] = tf32_bits(y - __uint_as_float(yh));
 					}
 				}
 			}
-			if (lane == 0)
-				s.t[e] = t;
 		}
 		__syncthreads();
 		if (g0 + kChunk < end) { /* the next chunks' loads, in flight during this chunk's sums */
@@ -253,40 +287,58 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 			cur = nxt;
 			nxt = entry_info(s, src, wt, g0 + 2 * kChunk, end);
 		}
-		if (rhs && tid < kp) {
-			float sum = 0.0f;
-			for (uint32_t e = 0; e < cnt; e++)
-				sum += s.t[e] * (aHi[e * lda + tid] + aLo[e * lda + tid]);
-			bacc += sum;
-		}
 		const int steps = (int)((cnt + 7) / 8);
+		const int sa = lane ^ ((lane >> 3) & 3), sb = lane ^ (((lane >> 4) & 1) << 1);
 		for (int st = 0; st < steps; st++) {
-			FragA ahi, alo;
+			uint4 ah = make_uint4(0, 0, 0, 0), al = make_uint4(0, 0, 0, 0);
 			int row = -1; /* the block row whose A fragment is loaded */
 #pragma unroll
 			for (int i = 0; i < FPW; i++) {
 				if (fbi[i] < 0)
 					continue;
 				if (fbi[i] != row) {
-					const size_t ao = st * 8 * lda + fbi[i] * 16;
-					wmma::load_matrix_sync(ahi, aHi + ao, lda);
+					const int ia = ((st * nb + fbi[i]) * 32 + sa) << 2;
+					ah = *(const uint4 *)(aHi + ia);
 					if (precise)
-						wmma::load_matrix_sync(alo, aLo + ao, lda);
+						al = *(const uint4 *)(aLo + ia);
 					row = fbi[i];
 				}
-				const size_t bo = st * 8 * lda + fbj[i] * 16;
-				FragB bhi;
-				wmma::load_matrix_sync(bhi, bHi + bo, lda);
-				if (precise) {
-					FragB blo;
-					wmma::load_matrix_sync(blo, bLo + bo, lda);
-					wmma::mma_sync(acc[i], alo, bhi, acc[i]);
-					wmma::mma_sync(acc[i], ahi, blo, acc[i]);
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					const int J = 2 * fbj[i] + h, ib = ((st * nb2 + J) * 32 + (sb ^ (J & 3))) << 1;
+					const uint2 bh = *(const uint2 *)(bHi + ib);
+					if (precise) {
+						const uint2 bl = *(const uint2 *)(bLo + ib);
+						mma_tf32(acc.c[i][h], al, bh);
+						mma_tf32(acc.c[i][h], ah, bl);
+					}
+					mma_tf32(acc.c[i][h], ah, bh);
 				}
-				wmma::mma_sync(acc[i], ahi, bhi, acc[i]);
 			}
 		}
 		__syncthreads();
+	}
+}
+
+/* The warp's blocks into a row-major matrix (leading dimension ld): the upper blocks, and with mirror
+ * their transposes (a diagonal block once). */
+template <int FPW> __device__ void store_blocks(const Acc<FPW> &acc, int nb, float *M, int ld, bool mirror)
+{
+	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+	for (int i = 0; i < FPW; i++) {
+		int bi, bj;
+		if (!warp_fragment(i, nb, &bi, &bj))
+			continue;
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+#pragma unroll
+			for (int q = 0; q < 4; q++) {
+				const int r = 16 * bi + g + 8 * (q >> 1), c = 16 * bj + 8 * h + 2 * t + (q & 1);
+				M[r * ld + c] = acc.c[i][h][q];
+				if (mirror && bi != bj)
+					M[c * ld + r] = acc.c[i][h][q];
+			}
 	}
 }
 
@@ -308,21 +360,6 @@ __device__ void row_sources(const Shared &s, const RowSource &src, int64_t u)
 			s.pre[t + 1] += s.pre[t];
 	}
 	__syncthreads();
-}
-
-/* The warp's fragments into the kp x kp system in s.U, both triangles (a diagonal fragment once). */
-template <int FPW> __device__ void store_system(const Shared &s, Acc (&acc)[FPW])
-{
-	const int nb = s.kp / 16;
-#pragma unroll
-	for (int i = 0; i < FPW; i++) {
-		int bi, bj;
-		if (!warp_fragment(i, nb, &bi, &bj))
-			continue;
-		wmma::store_matrix_sync(s.U + bi * 16 * s.lda + bj * 16, acc[i], s.lda, wmma::mem_row_major);
-		if (bi != bj)
-			wmma::store_matrix_sync(s.U + bj * 16 * s.lda + bi * 16, acc[i], s.lda, wmma::mem_col_major);
-	}
 }
 
 __device__ inline float warp_sum(float v)
@@ -370,9 +407,10 @@ __device__ bool finish_system(const Shared &s, int64_t k, float lambda, const fl
 }
 
 /* M x = b by LDL^T on s.U (upper triangle, row-major: after step j, row j right of the diagonal holds
- * D_j L_j·), then L y = b, x = L^-T D^-1 y by warp 0. Warps update
- * rows of the trailing triangle, lanes along a row (no bank conflicts). Returns 0, or
- * 1 when a pivot is not positive (not positive definite, or not finite): s.x is then not written. */
+ * D_j L_j·), then L y = b, x = L^-T D^-1 y by warp 0. Warps update rows of the trailing triangle, lanes
+ * along a row (no bank conflicts). (Variants that kept the pivot row in registers and updated four rows
+ * at once, or solved by columns, measured slower: bench/ALS.md.) Returns 0, or 1 when a pivot is not
+ * positive (not positive definite, or not finite): s.x is then not written. */
 __device__ int solve_ldlt(const Shared &s, int k)
 {
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, lda = s.lda;
@@ -390,7 +428,7 @@ __device__ int solve_ldlt(const Shared &s, int k)
 		__syncthreads();
 	}
 	if (warp == 0) {
-		float *y = s.b; /* in place: y = L^-1 b, then x = L^-T D^-1 y */
+		float *y = s.b; /* in place: y = L^-1 b */
 		for (int j = 0; j < k; j++) {
 			__syncwarp();
 			const float f = y[j] / U[j * lda + j];
@@ -472,7 +510,8 @@ __device__ int solve_cg(const Shared &s, int k, int steps)
 
 /* Solves the finished system in s.U with right-hand side s.b into x_u (global, warm start for CG) and
  * records a failure the way cpu/solve.c does. */
-__device__ void solve_and_store(const Shared &s, int k, bool finite_a, int64_t u, bool cholesky, int cg_steps,
+template <int LANES>
+__device__ __noinline__ void solve_and_store(const Shared &s, int k, bool finite_a, int64_t u, bool cholesky, int cg_steps,
 				float *x, uint32_t *status)
 {
 	const int tid = threadIdx.x;
@@ -514,38 +553,32 @@ __device__ void solve_and_store(const Shared &s, int k, bool finite_a, int64_t u
 
 struct Partials {
 	float *A;          /* nparts x kp x kp (the upper fragments only are written and read) */
-	float *b;          /* nparts x kp */
 	unsigned *counter; /* per long row, indexed by its first part */
 };
+
+/* The fused kernel's padded width: one column more than k, for b_u (gram_rows). */
+__host__ __device__ inline int rowsolve_kp(int64_t k)
+{
+	return (int)padded(k + 1);
+}
 
 template <int FPW, int LANES>
 __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
 							   Partials parts, uint32_t *status)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
-	const int kp = (int)padded(pb.k), k = (int)pb.k, tid = threadIdx.x;
+	const int kp = rowsolve_kp(pb.k), k = (int)pb.k, tid = threadIdx.x;
 	const Shared s = carve(smem, kp);
 	const uint32_t *item = pb.items + (int64_t)blockIdx.x * STARFA_ROWSOLVE_ITEM_WORDS;
 	const uint32_t u = item[0], begin = item[1], end = item[2], part = item[3], first = item[4], nparts = item[5];
 	const RowSource src = {pb.ntiles, pb.tiles};
 	row_sources(s, src, u);
 	const Weights wt = {pb.implicit ? 1 : 0, pb.alpha, pb.mu};
-	Acc acc[FPW];
-	float bacc;
-	gram_rows<FPW, LANES>(s, src, pb.k, wt, begin, end, pb.precision == STARFA_CUDA_GRAM_3XTF32, acc, bacc);
+	Acc<FPW> acc;
+	gram_rows<FPW, LANES>(s, src, pb.k, wt, begin, end, pb.precision == STARFA_CUDA_GRAM_3XTF32, acc);
 	if (nparts > 1) {
 		/* A segment: write the partial sums; the row's last segment to finish goes on. */
-		const int nb = kp / 16;
-		float *A = parts.A + (size_t)part * kp * kp;
-#pragma unroll
-		for (int i = 0; i < FPW; i++) {
-			int bi, bj;
-			if (!warp_fragment(i, nb, &bi, &bj))
-				continue;
-			wmma::store_matrix_sync(A + bi * 16 * kp + bj * 16, acc[i], kp, wmma::mem_row_major);
-		}
-		if (tid < kp)
-			parts.b[(size_t)part * kp + tid] = bacc;
+		store_blocks<FPW>(acc, kp / 16, parts.A + (size_t)part * kp * kp, kp, false);
 		__threadfence();
 		__syncthreads();
 		if (tid == 0)
@@ -565,20 +598,15 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 			if (r / 16 < c / 16)
 				s.U[c * s.lda + r] = sum;
 		}
-		if (tid < kp) {
-			float sum = 0.0f;
-			for (uint32_t q = 0; q < nparts; q++)
-				sum += __ldcg(parts.b + (size_t)(first + q) * kp + tid);
-			s.b[tid] = sum;
-		}
 	} else {
-		store_system<FPW>(s, acc);
-		if (tid < kp)
-			s.b[tid] = bacc;
+		store_blocks<FPW>(acc, kp / 16, s.U, s.lda, true);
 	}
 	__syncthreads();
+	for (int d = tid; d < kp; d += kThreads) /* b_u: column k of the sum */
+		s.b[d] = d < k ? s.U[d * s.lda + k] : 0.0f;
+	__syncthreads();
 	const bool finite_a = finish_system(s, k, __ldg(pb.lambda + (int64_t)u * pb.info_ld), pb.G);
-	solve_and_store(s, k, finite_a, u, pb.cholesky != 0, pb.cg_steps, pb.X + (int64_t)u * pb.ldx, status);
+	solve_and_store<LANES>(s, k, finite_a, u, pb.cholesky != 0, pb.cg_steps, pb.X + (int64_t)u * pb.ldx, status);
 }
 
 /* ---- the stored-systems kernels ---- */
@@ -603,10 +631,9 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) hermitian_kernel(c
 	const RowSource src = {1, &a.tile};
 	row_sources(s, src, u);
 	const Weights wt = {a.weighted ? 2 : 3, a.alpha, 0.0f};
-	Acc acc[FPW];
-	float bacc;
-	gram_rows<FPW, LANES>(s, src, a.k, wt, 0, s.pre[1], a.precise != 0, acc, bacc);
-	store_system<FPW>(s, acc);
+	Acc<FPW> acc;
+	gram_rows<FPW, LANES>(s, src, a.k, wt, 0, s.pre[1], a.precise != 0, acc);
+	store_blocks<FPW>(acc, kp / 16, s.U, s.lda, true);
 	__syncthreads();
 	const float inv = a.scale ? 1.0f / __ldg(a.scale + u * a.scale_ld) : 1.0f;
 	const size_t base = (size_t)u * k * k;
@@ -639,7 +666,7 @@ struct SolveArgs {
 	uint32_t *status;
 };
 
-__global__ void __launch_bounds__(kThreads) solve_kernel(const __grid_constant__ SolveArgs a)
+template <int LANES> __global__ void __launch_bounds__(kThreads) solve_kernel(const __grid_constant__ SolveArgs a)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int kp = (int)padded(a.k), k = (int)a.k, tid = threadIdx.x;
@@ -655,7 +682,7 @@ __global__ void __launch_bounds__(kThreads) solve_kernel(const __grid_constant__
 		s.b[d] = d < k ? __ldg(a.b + u * a.ldb + d) : 0.0f;
 	__syncthreads();
 	const bool finite_a = finish_system(s, k, __ldg(a.lambda + u * a.info_ld), a.G);
-	solve_and_store(s, k, finite_a, u, a.cholesky != 0, a.cg_steps, a.X + u * a.ldx, a.status);
+	solve_and_store<LANES>(s, k, finite_a, u, a.cholesky != 0, a.cg_steps, a.X + u * a.ldx, a.status);
 }
 
 /* Warp per row, lanes across k: b_u = sum t_p theta_c in CSR order. */
@@ -691,10 +718,11 @@ template <typename Kernel> cudaError_t prepare(Kernel kernel, size_t bytes)
 }
 
 /* The instantiations: fragments per warp and 32-lane passes over a theta row, for kp up to 64, 80,
- * 112, 160 and 192 (the fragments of an 8-warp block: 10, 15, 28, 55 and 78). */
+ * 112, 160, 192 and 208 (the fragments of an 8-warp block: 10, 15, 28, 55, 78 and 91; 208: the
+ * fused kernel at the largest k, with its column for b). */
 #define STARFA_FPW_DISPATCH(kp, LAUNCH)                                                                        \
 	((kp) <= 64 ? LAUNCH(2, 2) : (kp) <= 80 ? LAUNCH(2, 3) : (kp) <= 112 ? LAUNCH(4, 4) : (kp) <= 160 ? LAUNCH(7, 5) \
-												     : LAUNCH(10, 6))
+	 : (kp) <= 192 ? LAUNCH(10, 6) : LAUNCH(12, 7))
 
 cudaError_t status_init(uint32_t *status, cudaStream_t stream)
 {
@@ -724,6 +752,15 @@ template <int FPW, int LANES> cudaError_t launch_hermitian(const HermitianArgs &
 	return cudaGetLastError();
 }
 
+template <int LANES> cudaError_t launch_solve(const SolveArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
+{
+	cudaError_t err = prepare(solve_kernel<LANES>, bytes);
+	if (err != cudaSuccess)
+		return err;
+	solve_kernel<LANES><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
+	return cudaGetLastError();
+}
+
 } // namespace
 
 extern "C" starfa_cuda_gram_precision starfa_cuda_gram_precision_default(void)
@@ -740,18 +777,17 @@ extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, 
 	cudaError_t err = status_init(status, stream);
 	if (err != cudaSuccess || pb->nitems == 0)
 		return err;
-	const int kp = (int)padded(pb->k);
+	const int kp = rowsolve_kp(pb->k);
 	const size_t bytes = layout(kp).bytes;
-	Partials parts = {nullptr, nullptr, nullptr};
+	Partials parts = {nullptr, nullptr};
 	void *scratch = nullptr;
 	if (pb->nparts > 0) {
-		size_t a = (size_t)pb->nparts * kp * kp * sizeof(float), b = (size_t)pb->nparts * kp * sizeof(float);
-		err = cudaMallocAsync(&scratch, a + b + (size_t)pb->nparts * sizeof(unsigned), stream);
+		size_t a = (size_t)pb->nparts * kp * kp * sizeof(float);
+		err = cudaMallocAsync(&scratch, a + (size_t)pb->nparts * sizeof(unsigned), stream);
 		if (err != cudaSuccess)
 			return err;
 		parts.A = (float *)scratch;
-		parts.b = (float *)((char *)scratch + a);
-		parts.counter = (unsigned *)((char *)scratch + a + b);
+		parts.counter = (unsigned *)((char *)scratch + a);
 		err = cudaMemsetAsync(parts.counter, 0, (size_t)pb->nparts * sizeof(unsigned), stream);
 	}
 	if (err == cudaSuccess) {
@@ -796,11 +832,12 @@ extern "C" cudaError_t starfa_cuda_solve(int64_t nrows, int64_t k, const void *A
 	if (err != cudaSuccess || nrows == 0)
 		return err;
 	SolveArgs a = {k, A, fp16, b, ldb, lambda, scale, info_ld, G, cholesky, cg_steps, X, ldx, status};
-	const size_t bytes = layout((int)padded(k), false).bytes;
-	if ((err = prepare(solve_kernel, bytes)) != cudaSuccess)
-		return err;
-	solve_kernel<<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
-	return cudaGetLastError();
+	const int kp = (int)padded(k);
+	const size_t bytes = layout(kp, false).bytes;
+#define LAUNCH(L) launch_solve<L>(a, nrows, bytes, stream)
+	return kp <= 32 ? LAUNCH(1) : kp <= 64 ? LAUNCH(2) : kp <= 96 ? LAUNCH(3) : kp <= 128 ? LAUNCH(4)
+	       : kp <= 160 ? LAUNCH(5) : LAUNCH(6);
+#undef LAUNCH
 }
 
 extern "C" cudaError_t starfa_cuda_bias(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind,

@@ -19,8 +19,8 @@
  *    of A over it, so that a B row read by many nonzeros comes from device memory once
  *    instead of once per nonzero, at the price of reading each A row and the column indices
  *    once per panel (vwarp_sliced applies the same L2 model along k, at the price of reading
- *    and rewriting out once per slice). Not timed yet: the automatic choice's rule for it is
- *    to be confirmed by the benchmark.
+ *    and rewriting out once per slice). The automatic choice takes it where the benchmark
+ *    showed it faster (kPanelMinL2Ratio).
  * Device limits (SM count, threads per SM, L2 size, shared memory) are read from the device.
  */
 #include "gpu/sddmm.h"
@@ -49,9 +49,11 @@ constexpr int64_t kPanelMinCols = 128;
 /* Resident-warp waves a panel's launch is sized for (balance between warps), and the most
  * 32-nonzero batches one warp scans per panel before the grid strides. */
 constexpr int64_t kPanelWaves = 4, kPanelMaxBatches = 64;
-/* AUTO's rule for the panel variant (to be confirmed by the benchmark): B block more than this
- * many times L2, and more than this many nonzeros per B row. */
-constexpr double kPanelMinL2Ratio = 2.0, kPanelMinReuse = 1.7;
+/* AUTO's rule for the panel variant: B block more than this many times L2, and more than this many
+ * nonzeros per B row. Measured on an H200 (bench/RESULTS.md, 60 MB L2): panel beat vwarp on the
+ * uniform matrix with B at 0.85 and 3.4 times L2 (K = 128, 512: 1.19x, 1.39x) and lost on the
+ * Netflix-shaped one with B at 0.6 times L2 (K = 512: 0.87x). */
+constexpr double kPanelMinL2Ratio = 0.75, kPanelMinReuse = 1.7;
 
 struct DeviceLimits {
 	int sms;
@@ -457,9 +459,9 @@ int64_t panel_cols(const DeviceLimits &dev, int64_t ncols, int64_t k)
 	return (ncols + panels - 1) / panels;
 }
 
-/* AUTO's rule for PANEL, TO BE CONFIRMED BY THE BENCHMARK (nobody has timed it yet). PANEL pays
- * where VWARP's B-row reads miss L2 and would hit it in panels: the B block (ncols * k * 4
- * bytes) is well over L2, each B row serves enough nonzeros (nnz / ncols) to be worth keeping,
+/* AUTO's rule for PANEL (kPanelMinL2Ratio says where it was measured). PANEL pays where VWARP's
+ * B-row reads miss L2 and would hit it in panels: the B block (ncols * k * 4 bytes) is about L2's
+ * size or more, each B row serves enough nonzeros (nnz / ncols) to be worth keeping,
  * and the rows are at least as long on average as there are panels: a shorter row rereads its
  * A row (as many bytes as a B row) for about every nonzero, which saves nothing. */
 bool panel_pays(const DeviceLimits &dev, int64_t nrows, int64_t ncols, int64_t nnz, int64_t k)
@@ -502,7 +504,7 @@ cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols
 			variant = STARFA_CUDA_SDDMM_WARP_PER_ROW;
 		else if (smem_fits && (double)nnz >= kSmemMinReuse * (double)staging_blocks * (double)ncols)
 			variant = STARFA_CUDA_SDDMM_SMEM;
-		else if (panelable && panel_pays(dev, nrows, ncols, nnz, k)) /* to be confirmed by the benchmark */
+		else if (panelable && panel_pays(dev, nrows, ncols, nnz, k))
 			variant = STARFA_CUDA_SDDMM_PANEL;
 		else
 			variant = STARFA_CUDA_SDDMM_VWARP;

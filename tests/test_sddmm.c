@@ -564,9 +564,8 @@ TEST(sddmm_cuda, panel_l2_model_and_auto_choice)
 	testing_fill_random(B, nb, &rng);
 	struct device_tile d;
 	CHECK(upload(&t, A, B, k, &d) == 0);
-	/* AUTO's rule for the panel variant is to be confirmed by the benchmark: these checks
-	 * follow it (B block over twice L2, over 1.7 nonzeros per B row, rows at least as long
-	 * as there are panels). */
+	/* These checks follow AUTO's rule for the panel variant (B block over 3/4 of L2, over 1.7
+	 * nonzeros per B row, rows at least as long as there are panels). */
 	starfa_cuda_sddmm_variant chosen = starfa_cuda_sddmm_choose(S->nrows, S->ncols, S->nnz, k, d.A, k, d.B, k);
 	CHECK_MSG(chosen == STARFA_CUDA_SDDMM_PANEL, "AUTO chose %s for B of %lld bytes, L2 %d bytes, %lld panels",
 		  starfa_cuda_sddmm_variant_name(chosen), (long long)(n * row_bytes), l2, (long long)panels);
