@@ -455,19 +455,21 @@ static int log_iteration(const starfa_als_progress *p, void *user_data)
 	return 0;
 }
 
-static void training(const starfa_coo *coo, int64_t rank, int iters)
+static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 {
-	out("\n### Training iterations through StarPU (GPU workers only)\n\n");
+	out("\n### Training iterations through StarPU (%d GPU%s, no CPU workers)\n\n", ncuda, ncuda > 1 ? "s" : "");
 	out("| algorithm | solver | s/iteration (median of iterations 2..%d) | first iteration | tasks on CUDA / CPU | "
 	    "final loss |\n|---|---|---:|---:|---:|---:|\n",
 	    iters);
-	for (int algo = 0; algo < 2; algo++) {
+	for (int run = 0; run < 3; run++) { /* ALS exact, ALS by CG (cuMF's setting), implicit ALS by CG */
+		const int algo = run == 2;
 		starfa_als_options ao;
 		starfa_als_options_default(&ao, algo ? STARFA_ALGO_IALS : STARFA_ALGO_ALS);
 		ao.rank = rank;
 		ao.iters = iters;
-		if (algo)
-			ao.cg_steps = 3;
+		ao.cg_steps = 3;
+		if (run == 1)
+			ao.solver = STARFA_SOLVER_CG;
 		struct iter_log l = {0};
 		starfa_model *m = NULL;
 		if (starfa_als_train(coo, NULL, &ao, log_iteration, &l, &m) != 0) {
@@ -480,7 +482,7 @@ static void training(const starfa_coo *coo, int64_t rank, int iters)
 		for (int64_t i = 1; i < l.n; i++)
 			rest[nr++] = l.seconds[i];
 		out("| %s (f = %lld%s) | %s | %.3f | %.3f | %lld / %lld | %.5g |\n", algo ? "implicit ALS" : "ALS",
-		    (long long)rank, algo ? "" : ", biases", algo ? "CG 3 steps" : "LDLᵀ (exact)",
+		    (long long)rank, algo ? "" : ", biases", ao.solver == STARFA_SOLVER_CG ? "CG 3 steps" : "LDLᵀ (exact)",
 		    nr ? median(rest, nr) : NAN, first, (long long)l.cuda_tasks, (long long)l.cpu_tasks, l.loss);
 	}
 }
@@ -489,7 +491,7 @@ int main(int argc, char **argv)
 {
 	const char *matrix = "netflix", *md_path = NULL;
 	int64_t rank = 100, solve_rows = 131072;
-	int iters = 6, no_train = 0;
+	int iters = 6, no_train = 0, no_kernels = 0, gpus[8], ngpus = 0;
 	static const struct option longopts[] = {{"matrix", required_argument, 0, 'm'},
 						  {"rank", required_argument, 0, 'f'},
 						  {"iters", required_argument, 0, 'i'},
@@ -497,6 +499,8 @@ int main(int argc, char **argv)
 						  {"solve-rows", required_argument, 0, 's'},
 						  {"md", required_argument, 0, 'o'},
 						  {"no-train", no_argument, 0, 'n'},
+						  {"no-kernels", no_argument, 0, 'K'},
+						  {"gpus", required_argument, 0, 'g'},
 						  {"help", no_argument, 0, 'h'},
 						  {0, 0, 0, 0}};
 	int opt;
@@ -509,9 +513,14 @@ int main(int argc, char **argv)
 		case 's': solve_rows = atoll(optarg); break;
 		case 'o': md_path = optarg; break;
 		case 'n': no_train = 1; break;
+		case 'K': no_kernels = 1; break;
+		case 'g': /* comma-separated GPU counts to train on */
+			for (char *tok = strtok(optarg, ","); tok && ngpus < 8; tok = strtok(NULL, ","))
+				gpus[ngpus++] = atoi(tok);
+			break;
 		default:
 			fprintf(stderr, "usage: starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] "
-					"[--solve-rows R] [--no-train] [--md FILE]\n");
+					"[--solve-rows R] [--no-train] [--no-kernels] [--gpus N,M,...] [--md FILE]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -550,13 +559,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "starfa_als_bench: %s\n", starfa_last_error());
 		return 1;
 	}
-	struct side users, items;
-	side_make(&users, "user", m.csr, rank, 1);
-	kernels(&dev, &users, solve_rows);
-	side_free(&users);
-	side_make(&items, "item", t, rank, 2);
-	kernels(&dev, &items, solve_rows);
-	side_free(&items);
+	if (!no_kernels) {
+		struct side users, items;
+		side_make(&users, "user", m.csr, rank, 1);
+		kernels(&dev, &users, solve_rows);
+		side_free(&users);
+		side_make(&items, "item", t, rank, 2);
+		kernels(&dev, &items, solve_rows);
+		side_free(&items);
+	}
 	starfa_csr_free(t);
 	if (!no_train) {
 		starfa_coo *coo = starfa_coo_new(m.csr->nrows, m.csr->ncols, m.csr->nnz);
@@ -570,16 +581,21 @@ int main(int argc, char **argv)
 			}
 		coo->nnz = m.csr->nnz;
 		bench_matrix_free(&m);
-		starfa_options so;
-		starfa_options_default(&so);
-		so.ncpus = 0;
-		so.silent = 1;
-		if (starfa_init(&so) != 0) {
-			fprintf(stderr, "starfa_als_bench: %s\n", starfa_last_error());
-			return 1;
+		if (ngpus == 0)
+			gpus[ngpus++] = 1;
+		for (int g = 0; g < ngpus; g++) {
+			starfa_options so;
+			starfa_options_default(&so);
+			so.ncpus = 0;
+			so.ncuda = gpus[g];
+			so.silent = 1;
+			if (starfa_init(&so) != 0) {
+				fprintf(stderr, "starfa_als_bench: %s\n", starfa_last_error());
+				return 1;
+			}
+			training(coo, rank, iters, gpus[g]);
+			starfa_shutdown();
 		}
-		training(coo, rank, iters);
-		starfa_shutdown();
 		starfa_coo_free(coo);
 	} else {
 		bench_matrix_free(&m);

@@ -21,12 +21,12 @@ run "$test_bin" sddmm_cuda spmm_cuda als_cuda
 run "$test_bin" sddmm spmm tiling hermitian bias solve gram rowsolve als
 if command -v compute-sanitizer >/dev/null; then
 	for tool in memcheck racecheck initcheck synccheck; do
-		run timeout 900 compute-sanitizer --tool "$tool" --error-exitcode 9 "$test_bin" \
+		run timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$test_bin" \
 			sddmm_cuda/every_variant_matches_reference_and_cpu sddmm_cuda/edge_shapes \
 			als_cuda/rowsolve_status_names_bad_rows als_cuda/solve_status_names_bad_rows
 	done
 	# The ALS kernels' full sweeps under memcheck (racecheck and initcheck on them take too long).
-	run timeout 900 compute-sanitizer --tool memcheck --error-exitcode 9 "$test_bin" als_cuda
+	run timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 "$test_bin" als_cuda
 else
 	echo "compute-sanitizer not found: skipped"
 fi
