@@ -2,7 +2,8 @@
  * (the synthetic Netflix-shaped one by default) at one rank, with cuSOLVER's batched Cholesky timed in
  * the same process on the same systems. Prints a Markdown report (and appends it to --md FILE).
  *
- *   starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] [--solve-rows R] [--md FILE]
+ *   starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] [--solve-rows R] [--no-kernels]
+ *                    [--no-train] [--gpus N] [--md FILE]
  *
  * Kernel times are CUDA events around one launch, median of R after a warm-up. Floors: the Gram sums
  * count k (k + 1) flops per entry (the symmetric half, what a float32 kernel must do) against
@@ -514,7 +515,9 @@ int main(int argc, char **argv)
 		case 'o': md_path = optarg; break;
 		case 'n': no_train = 1; break;
 		case 'K': no_kernels = 1; break;
-		case 'g': /* comma-separated GPU counts to train on */
+		case 'g': /* comma-separated GPU counts to train on. Measured: a second count in the same
+			   * process ran at the first one's speed (StarPU re-initialized), so the numbers in
+			   * bench/ALS.md come from one count per process. */
 			for (char *tok = strtok(optarg, ","); tok && ngpus < 8; tok = strtok(NULL, ","))
 				gpus[ngpus++] = atoi(tok);
 			break;
