@@ -22,6 +22,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CUDA_TRY(call)                                                                                         \
 	do {                                                                                                   \
@@ -549,6 +550,12 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	gpu_release();
+	{
+		time_t now = time(NULL);
+		struct tm utc;
+		gmtime_r(&now, &utc);
+		strftime(dev.date, sizeof dev.date, "%Y-%m-%d %H:%M UTC", &utc);
+	}
 	struct bench_matrix m;
 	if (bench_matrix_load(matrix, &o, &m) != 0)
 		return 1;
