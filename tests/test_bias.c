@@ -38,45 +38,75 @@ static int compare(const float *got, const double *ref, const double *bound, con
 	return 0;
 }
 
+/* One random tile of the bias tests with its theta (ld > k: column k serves as the offset column)
+ * and host buffers for b, a prior b and the reference. */
+struct bias_case {
+	struct als_tile t;
+	const starfa_csr *S;
+	int64_t k, ld, n;
+	float *theta, *b, *prior;
+	double *ref, *bound;
+};
+
+static int bias_case_make(struct bias_case *c, int64_t k, uint64_t *rng)
+{
+	memset(c, 0, sizeof *c);
+	c->k = k;
+	c->ld = k + 1 + (int64_t)testing_below(rng, 3);
+	if (als_tile_make(&c->t, 80 + (int64_t)testing_below(rng, 50), 200, 2500, 1.5, 1, rng))
+		return 1;
+	c->S = c->t.csr;
+	c->n = c->S->nrows * k;
+	c->theta = als_alloc((size_t)(c->S->ncols * c->ld));
+	c->b = als_alloc((size_t)c->n);
+	c->prior = als_alloc((size_t)c->n);
+	c->ref = malloc(sizeof(double) * (size_t)c->n);
+	c->bound = malloc(sizeof(double) * (size_t)c->n);
+	if (!c->theta || !c->b || !c->prior || !c->ref || !c->bound)
+		return 1;
+	testing_fill_random(c->theta, (size_t)(c->S->ncols * c->ld), rng);
+	return 0;
+}
+
+static void bias_case_free(struct bias_case *c)
+{
+	free(c->theta);
+	free(c->b);
+	free(c->prior);
+	free(c->ref);
+	free(c->bound);
+	als_tile_free(&c->t);
+}
+
 TEST(bias, cpu_kernel_matches_reference)
 {
 	uint64_t rng = testing_seed() + 20;
 	for (size_t ki = 0; ki < NRANKS; ki++) {
-		int64_t k = ranks[ki], ld = k + 1 + (int64_t)testing_below(&rng, 3);
-		struct als_tile t;
-		CHECK(als_tile_make(&t, 80 + (int64_t)testing_below(&rng, 50), 200, 2500, 1.5, 1, &rng) == 0);
-		const starfa_csr *S = t.csr;
-		int64_t n = S->nrows * k;
-		float *theta = als_alloc((size_t)(S->ncols * ld)), *b = als_alloc((size_t)n), *prior = als_alloc((size_t)n);
-		double *ref = malloc(sizeof(double) * (size_t)n), *bound = malloc(sizeof(double) * (size_t)n);
-		CHECK(theta && b && prior && ref && bound);
-		testing_fill_random(theta, (size_t)(S->ncols * ld), &rng);
+		struct bias_case c;
+		CHECK(bias_case_make(&c, ranks[ki], &rng) == 0);
+		const starfa_csr *S = c.S;
+		const int64_t k = c.k, n = c.n;
 		for (int mode = 0; mode < 3; mode++) { /* explicit, explicit with an offset column, implicit */
 			int implicit = mode == 2;
-			const float *offset = mode == 1 ? theta + k : NULL;
-			reference(S, theta, ld, k, offset, 3.5f, implicit, 2.0f, ref, bound);
+			const float *offset = mode == 1 ? c.theta + k : NULL;
+			reference(S, c.theta, c.ld, k, offset, 3.5f, implicit, 2.0f, c.ref, c.bound);
 			for (int threads = 1; threads <= 4; threads *= 2) {
 				char what[64];
 				snprintf(what, sizeof what, "k=%lld mode=%d threads=%d", (long long)k, mode, threads);
-				testing_poison(b, (size_t)n);
-				starfa_cpu_bias(S->nrows, t.rowptr, t.colind, S->val, theta, ld, k, offset, 3.5f, implicit, 2.0f, 0, b,
-						k, threads);
-				if (compare(b, ref, bound, NULL, n, what))
+				testing_poison(c.b, (size_t)n);
+				starfa_cpu_bias(S->nrows, c.t.rowptr, c.t.colind, S->val, c.theta, c.ld, k, offset, 3.5f, implicit,
+						2.0f, 0, c.b, k, threads);
+				if (compare(c.b, c.ref, c.bound, NULL, n, what))
 					return 1;
-				testing_fill_random(prior, (size_t)n, &rng);
-				memcpy(b, prior, sizeof(float) * (size_t)n);
-				starfa_cpu_bias(S->nrows, t.rowptr, t.colind, S->val, theta, ld, k, offset, 3.5f, implicit, 2.0f, 1, b,
-						k, threads);
-				if (compare(b, ref, bound, prior, n, what))
+				testing_fill_random(c.prior, (size_t)n, &rng);
+				memcpy(c.b, c.prior, sizeof(float) * (size_t)n);
+				starfa_cpu_bias(S->nrows, c.t.rowptr, c.t.colind, S->val, c.theta, c.ld, k, offset, 3.5f, implicit,
+						2.0f, 1, c.b, k, threads);
+				if (compare(c.b, c.ref, c.bound, c.prior, n, what))
 					return 1;
 			}
 		}
-		free(theta);
-		free(b);
-		free(prior);
-		free(ref);
-		free(bound);
-		als_tile_free(&t);
+		bias_case_free(&c);
 	}
 	return 0;
 }
@@ -161,36 +191,31 @@ TEST(als_cuda, bias_matches_reference)
 		SKIP("no CUDA device");
 	uint64_t rng = testing_seed() + 320;
 	for (size_t ki = 0; ki < NRANKS; ki++) {
-		int64_t k = ranks[ki], ld = k + 1 + (int64_t)testing_below(&rng, 3);
-		struct als_tile t;
-		CHECK(als_tile_make(&t, 80 + (int64_t)testing_below(&rng, 50), 200, 2500, 1.5, 1, &rng) == 0);
-		const starfa_csr *S = t.csr;
-		int64_t n = S->nrows * k;
-		float *theta = als_alloc((size_t)(S->ncols * ld)), *b = als_alloc((size_t)n), *prior = als_alloc((size_t)n);
-		double *ref = malloc(sizeof(double) * (size_t)n), *bound = malloc(sizeof(double) * (size_t)n);
-		CHECK(theta && b && prior && ref && bound);
-		testing_fill_random(theta, (size_t)(S->ncols * ld), &rng);
-		uint32_t *d_rowptr = to_device(t.rowptr, sizeof(uint32_t) * (size_t)(S->nrows + 1));
-		uint32_t *d_colind = to_device(t.colind, sizeof(uint32_t) * (size_t)S->nnz);
+		struct bias_case c;
+		CHECK(bias_case_make(&c, ranks[ki], &rng) == 0);
+		const starfa_csr *S = c.S;
+		const int64_t k = c.k, n = c.n, ld = c.ld;
+		uint32_t *d_rowptr = to_device(c.t.rowptr, sizeof(uint32_t) * (size_t)(S->nrows + 1));
+		uint32_t *d_colind = to_device(c.t.colind, sizeof(uint32_t) * (size_t)S->nnz);
 		float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
-		float *d_theta = to_device(theta, sizeof(float) * (size_t)(S->ncols * ld));
+		float *d_theta = to_device(c.theta, sizeof(float) * (size_t)(S->ncols * ld));
 		float *d_b = to_device(NULL, sizeof(float) * (size_t)n);
 		CHECK(d_rowptr && d_colind && d_val && d_theta && d_b);
 		for (int mode = 0; mode < 3; mode++)
 			for (int accumulate = 0; accumulate < 2; accumulate++) {
 				int implicit = mode == 2;
-				reference(S, theta, ld, k, mode == 1 ? theta + k : NULL, 3.5f, implicit, 2.0f, ref, bound);
+				reference(S, c.theta, ld, k, mode == 1 ? c.theta + k : NULL, 3.5f, implicit, 2.0f, c.ref, c.bound);
 				char what[64];
 				snprintf(what, sizeof what, "cuda k=%lld mode=%d accumulate=%d", (long long)k, mode, accumulate);
 				if (accumulate)
-					testing_fill_random(prior, (size_t)n, &rng);
+					testing_fill_random(c.prior, (size_t)n, &rng);
 				else
-					testing_poison(prior, (size_t)n);
-				CUDA_OK(cudaMemcpy(d_b, prior, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice));
+					testing_poison(c.prior, (size_t)n);
+				CUDA_OK(cudaMemcpy(d_b, c.prior, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice));
 				CUDA_OK(starfa_cuda_bias(S->nrows, d_rowptr, d_colind, d_val, d_theta, ld, k,
 							 mode == 1 ? d_theta + k : NULL, 3.5f, implicit, 2.0f, accumulate, d_b, k, 0));
-				CUDA_OK(cudaMemcpy(b, d_b, sizeof(float) * (size_t)n, cudaMemcpyDeviceToHost));
-				if (compare(b, ref, bound, accumulate ? prior : NULL, n, what))
+				CUDA_OK(cudaMemcpy(c.b, d_b, sizeof(float) * (size_t)n, cudaMemcpyDeviceToHost));
+				if (compare(c.b, c.ref, c.bound, accumulate ? c.prior : NULL, n, what))
 					return 1;
 			}
 		cudaFree(d_rowptr);
@@ -198,12 +223,7 @@ TEST(als_cuda, bias_matches_reference)
 		cudaFree(d_val);
 		cudaFree(d_theta);
 		cudaFree(d_b);
-		free(theta);
-		free(b);
-		free(prior);
-		free(ref);
-		free(bound);
-		als_tile_free(&t);
+		bias_case_free(&c);
 	}
 	return 0;
 }

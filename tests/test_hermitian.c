@@ -46,67 +46,104 @@ static int compare(const void *got, int fp16, const double *ref, const double *b
 	return 0;
 }
 
+/* One random tile of the hermitian tests with its theta, row information (lambda_u = 0.1, s_u = row
+ * length + 1) and the host buffers for A, a prior A, its FP16 words and the reference. */
+struct herm_case {
+	struct als_tile t;
+	const starfa_csr *S;
+	int64_t k, ld, nrows, n;
+	float *theta, *info, *A, *prior;
+	uint16_t *A16;
+	double *ref, *bound;
+};
+
+static int herm_case_make(struct herm_case *c, int64_t k, int64_t rows, int64_t nnz, uint64_t *rng)
+{
+	memset(c, 0, sizeof *c);
+	c->k = k;
+	c->ld = k + (int64_t)testing_below(rng, 3);
+	/* Skewed: empty rows, one-nonzero rows, and heavy rows past a panel chunk (256). */
+	if (als_tile_make(&c->t, rows, 300, nnz, 1.5, 1, rng))
+		return 1;
+	c->S = c->t.csr;
+	c->nrows = c->S->nrows;
+	c->n = c->nrows * k * k;
+	c->theta = als_alloc((size_t)(c->S->ncols * c->ld));
+	c->info = als_alloc((size_t)(2 * c->nrows));
+	c->A = als_alloc((size_t)c->n);
+	c->prior = als_alloc((size_t)c->n);
+	c->A16 = malloc(sizeof(uint16_t) * (size_t)c->n + 2);
+	c->ref = malloc(sizeof(double) * (size_t)c->n + 8);
+	c->bound = malloc(sizeof(double) * (size_t)c->n + 8);
+	if (!c->theta || !c->info || !c->A || !c->prior || !c->A16 || !c->ref || !c->bound)
+		return 1;
+	testing_fill_random(c->theta, (size_t)(c->S->ncols * c->ld), rng);
+	for (int64_t r = 0; r < c->nrows; r++) {
+		c->info[2 * r] = 0.1f;
+		c->info[2 * r + 1] = 1.0f + (float)(c->S->rowptr[r + 1] - c->S->rowptr[r]);
+	}
+	return 0;
+}
+
+static void herm_case_free(struct herm_case *c)
+{
+	free(c->theta);
+	free(c->info);
+	free(c->A);
+	free(c->prior);
+	free(c->A16);
+	free(c->ref);
+	free(c->bound);
+	als_tile_free(&c->t);
+}
+
+/* A random prior for the accumulating call: in A (floats) or A16 (FP16 words, and prior rounded). */
+static void herm_case_prior(struct herm_case *c, int fp16, uint64_t *rng)
+{
+	testing_fill_random(c->prior, (size_t)c->n, rng);
+	for (int64_t i = 0; i < c->n; i++) {
+		if (fp16)
+			c->A16[i] = starfa_float_to_half(c->prior[i]);
+		c->prior[i] = fp16 ? starfa_half_to_float(c->A16[i]) : c->prior[i];
+		c->A[i] = c->prior[i];
+	}
+}
+
 TEST(hermitian, cpu_kernel_matches_reference)
 {
 	uint64_t rng = testing_seed();
 	for (size_t ki = 0; ki < NRANKS; ki++) {
-		int64_t k = ranks[ki], ld = k + (int64_t)testing_below(&rng, 3);
-		struct als_tile t;
-		/* Skewed: empty rows, one-nonzero rows, and heavy rows past a panel chunk (256). */
-		CHECK(als_tile_make(&t, 60 + (int64_t)testing_below(&rng, 60), 300, 3000, 1.5, 1, &rng) == 0);
-		const starfa_csr *S = t.csr;
-		int64_t nrows = S->nrows, n = nrows * k * k;
-		float *theta = als_alloc((size_t)(S->ncols * ld)), *info = als_alloc((size_t)(2 * nrows));
-		float *A = als_alloc((size_t)n), *prior = als_alloc((size_t)n);
-		uint16_t *A16 = malloc(sizeof(uint16_t) * (size_t)n + 2);
-		double *ref = malloc(sizeof(double) * (size_t)n + 8), *bound = malloc(sizeof(double) * (size_t)n + 8);
-		CHECK(theta && info && A && prior && A16 && ref && bound);
-		testing_fill_random(theta, (size_t)(S->ncols * ld), &rng);
-		for (int64_t r = 0; r < nrows; r++) {
-			info[2 * r] = 0.1f;
-			info[2 * r + 1] = 1.0f + (float)(S->rowptr[r + 1] - S->rowptr[r]);
-		}
+		struct herm_case c;
+		CHECK(herm_case_make(&c, ranks[ki], 60 + (int64_t)testing_below(&rng, 60), 3000, &rng) == 0);
+		const int64_t k = c.k, n = c.n;
 		for (int weighted = 0; weighted < 2; weighted++)
 			for (int fp16 = 0; fp16 < 2; fp16++) {
-				reference(S, theta, ld, k, weighted, 0.7f, fp16 ? info + 1 : NULL, ref, bound);
+				reference(c.S, c.theta, c.ld, k, weighted, 0.7f, fp16 ? c.info + 1 : NULL, c.ref, c.bound);
 				for (int threads = 1; threads <= 4; threads *= 2) {
 					char what[96];
 					snprintf(what, sizeof what, "k=%lld weighted=%d fp16=%d threads=%d", (long long)k,
 						 weighted, fp16, threads);
 					/* Overwrite: every element must be written, empty rows as zeros. */
-					testing_poison(A, (size_t)n);
+					testing_poison(c.A, (size_t)n);
 					for (int64_t i = 0; i < n; i++)
-						A16[i] = 0x7e00; /* FP16 NaN */
-					void *out = fp16 ? (void *)A16 : (void *)A;
-					CHECK(starfa_cpu_hermitian(nrows, t.rowptr, t.colind, S->val, theta, ld, k, weighted,
-								   0.7f, fp16 ? info + 1 : NULL, 2, 0, fp16, out,
+						c.A16[i] = 0x7e00; /* FP16 NaN */
+					void *out = fp16 ? (void *)c.A16 : (void *)c.A;
+					CHECK(starfa_cpu_hermitian(c.nrows, c.t.rowptr, c.t.colind, c.S->val, c.theta, c.ld, k,
+								   weighted, 0.7f, fp16 ? c.info + 1 : NULL, 2, 0, fp16, out,
 								   threads) == 0);
-					if (compare(out, fp16, ref, bound, NULL, n, what))
+					if (compare(out, fp16, c.ref, c.bound, NULL, n, what))
 						return 1;
 					/* Accumulate onto a prior value, as the band's later tiles do. */
-					testing_fill_random(prior, (size_t)n, &rng);
-					for (int64_t i = 0; i < n; i++) {
-						if (fp16)
-							A16[i] = starfa_float_to_half(prior[i]);
-						prior[i] = fp16 ? starfa_half_to_float(A16[i]) : prior[i];
-						A[i] = prior[i];
-					}
-					CHECK(starfa_cpu_hermitian(nrows, t.rowptr, t.colind, S->val, theta, ld, k, weighted,
-								   0.7f, fp16 ? info + 1 : NULL, 2, 1, fp16, out,
+					herm_case_prior(&c, fp16, &rng);
+					CHECK(starfa_cpu_hermitian(c.nrows, c.t.rowptr, c.t.colind, c.S->val, c.theta, c.ld, k,
+								   weighted, 0.7f, fp16 ? c.info + 1 : NULL, 2, 1, fp16, out,
 								   threads) == 0);
 					strcat(what, " accumulate");
-					if (compare(out, fp16, ref, bound, prior, n, what))
+					if (compare(out, fp16, c.ref, c.bound, c.prior, n, what))
 						return 1;
 				}
 			}
-		free(theta);
-		free(info);
-		free(A);
-		free(prior);
-		free(A16);
-		free(ref);
-		free(bound);
-		als_tile_free(&t);
+		herm_case_free(&c);
 	}
 	return 0;
 }
@@ -285,65 +322,46 @@ TEST(als_cuda, hermitian_matches_reference)
 	static const int64_t cranks[] = {1, 5, 16, 17, 33, 64, 100, 101, 128, 129, STARFA_CUDA_ALS_MAX_K};
 	uint64_t rng = testing_seed() + 300;
 	for (size_t ki = 0; ki < sizeof cranks / sizeof cranks[0]; ki++) {
-		int64_t k = cranks[ki], ld = k + (int64_t)testing_below(&rng, 3);
-		struct als_tile t;
-		CHECK(als_tile_make(&t, 40 + (int64_t)testing_below(&rng, 40), 300, 2000, 1.5, 1, &rng) == 0);
-		const starfa_csr *S = t.csr;
-		int64_t nrows = S->nrows, n = nrows * k * k;
-		float *theta = als_alloc((size_t)(S->ncols * ld)), *info = als_alloc((size_t)(2 * nrows));
-		float *A = als_alloc((size_t)n), *prior = als_alloc((size_t)n);
-		uint16_t *A16 = malloc(sizeof(uint16_t) * (size_t)n + 2);
-		double *ref = malloc(sizeof(double) * (size_t)n + 8), *bound = malloc(sizeof(double) * (size_t)n + 8);
-		CHECK(theta && info && A && prior && A16 && ref && bound);
-		testing_fill_random(theta, (size_t)(S->ncols * ld), &rng);
-		for (int64_t r = 0; r < nrows; r++) {
-			info[2 * r] = 0.1f;
-			info[2 * r + 1] = 1.0f + (float)(S->rowptr[r + 1] - S->rowptr[r]);
-		}
-		uint32_t *d_rowptr = to_device(t.rowptr, sizeof(uint32_t) * (size_t)(nrows + 1));
-		uint32_t *d_colind = to_device(t.colind, sizeof(uint32_t) * (size_t)S->nnz);
+		struct herm_case c;
+		CHECK(herm_case_make(&c, cranks[ki], 40 + (int64_t)testing_below(&rng, 40), 2000, &rng) == 0);
+		const int64_t k = c.k, n = c.n, nrows = c.nrows, ld = c.ld;
+		const starfa_csr *S = c.S;
+		uint32_t *d_rowptr = to_device(c.t.rowptr, sizeof(uint32_t) * (size_t)(nrows + 1));
+		uint32_t *d_colind = to_device(c.t.colind, sizeof(uint32_t) * (size_t)S->nnz);
 		float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
-		float *d_theta = to_device(theta, sizeof(float) * (size_t)(S->ncols * ld));
-		float *d_info = to_device(info, sizeof(float) * (size_t)(2 * nrows));
+		float *d_theta = to_device(c.theta, sizeof(float) * (size_t)(S->ncols * ld));
+		float *d_info = to_device(c.info, sizeof(float) * (size_t)(2 * nrows));
 		void *d_A = to_device(NULL, sizeof(float) * (size_t)n);
 		CHECK(d_rowptr && d_colind && d_val && d_theta && d_info && d_A);
 		for (int weighted = 0; weighted < 2; weighted++)
 			for (int fp16 = 0; fp16 < 2; fp16++)
 				for (int prec = 0; prec < 2; prec++) {
-					reference(S, theta, ld, k, weighted, 0.7f, fp16 ? info + 1 : NULL, ref, bound);
+					reference(S, c.theta, ld, k, weighted, 0.7f, fp16 ? c.info + 1 : NULL, c.ref, c.bound);
 					if (prec == STARFA_CUDA_GRAM_TF32)
 						for (int64_t i = 0; i < n; i++)
-							bound[i] *= 4096.0;
+							c.bound[i] *= 4096.0;
 					char what[96];
 					snprintf(what, sizeof what, "cuda k=%lld weighted=%d fp16=%d %s", (long long)k, weighted,
 						 fp16, prec ? "tf32" : "3xtf32");
-					void *out = fp16 ? (void *)A16 : (void *)A;
+					void *out = fp16 ? (void *)c.A16 : (void *)c.A;
 					size_t bytes = (fp16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)n;
-					testing_poison(A, (size_t)n);
+					testing_poison(c.A, (size_t)n);
 					for (int64_t i = 0; i < n; i++)
-						A16[i] = 0x7e00;
-					CUDA_OK(cudaMemcpy(d_A, out, bytes, cudaMemcpyHostToDevice));
-					CUDA_OK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, k, weighted,
-								      0.7f, fp16 ? d_info + 1 : NULL, 2, 0, fp16, d_A,
-								      (starfa_cuda_gram_precision)prec, 0));
-					CUDA_OK(cudaMemcpy(out, d_A, bytes, cudaMemcpyDeviceToHost));
-					if (compare(out, fp16, ref, bound, NULL, n, what))
-						return 1;
-					testing_fill_random(prior, (size_t)n, &rng);
-					for (int64_t i = 0; i < n; i++) {
-						if (fp16)
-							A16[i] = starfa_float_to_half(prior[i]);
-						prior[i] = fp16 ? starfa_half_to_float(A16[i]) : prior[i];
-						A[i] = prior[i];
+						c.A16[i] = 0x7e00;
+					for (int accumulate = 0; accumulate < 2; accumulate++) {
+						if (accumulate)
+							herm_case_prior(&c, fp16, &rng);
+						CUDA_OK(cudaMemcpy(d_A, out, bytes, cudaMemcpyHostToDevice));
+						CUDA_OK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, k,
+									      weighted, 0.7f, fp16 ? d_info + 1 : NULL, 2,
+									      accumulate, fp16, d_A, (starfa_cuda_gram_precision)prec,
+									      0));
+						CUDA_OK(cudaMemcpy(out, d_A, bytes, cudaMemcpyDeviceToHost));
+						if (accumulate)
+							strcat(what, " accumulate");
+						if (compare(out, fp16, c.ref, c.bound, accumulate ? c.prior : NULL, n, what))
+							return 1;
 					}
-					CUDA_OK(cudaMemcpy(d_A, out, bytes, cudaMemcpyHostToDevice));
-					CUDA_OK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, k, weighted,
-								      0.7f, fp16 ? d_info + 1 : NULL, 2, 1, fp16, d_A,
-								      (starfa_cuda_gram_precision)prec, 0));
-					CUDA_OK(cudaMemcpy(out, d_A, bytes, cudaMemcpyDeviceToHost));
-					strcat(what, " accumulate");
-					if (compare(out, fp16, ref, bound, prior, n, what))
-						return 1;
 				}
 		CHECK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, STARFA_CUDA_ALS_MAX_K + 1, 0, 0,
 					    NULL, 0, 0, 0, d_A, STARFA_CUDA_GRAM_3XTF32, 0) == cudaErrorInvalidValue);
@@ -353,14 +371,7 @@ TEST(als_cuda, hermitian_matches_reference)
 		cudaFree(d_theta);
 		cudaFree(d_info);
 		cudaFree(d_A);
-		free(theta);
-		free(info);
-		free(A);
-		free(prior);
-		free(A16);
-		free(ref);
-		free(bound);
-		als_tile_free(&t);
+		herm_case_free(&c);
 	}
 	return 0;
 }
