@@ -1,13 +1,15 @@
 /* The ALS kernels on CUDA.
  *
  * One thread block per row (or per segment of a long row). The block gathers the row's theta_c in
- * chunks of kChunk entries into shared memory and sums the Gram matrix sum w theta_c theta_c^T on the
- * tensor cores: the k x k sum, padded to kp = 16·nb, is nb x nb fragments of 16 x 16, of which the
- * nb (nb + 1) / 2 upper ones are computed (the matrix is symmetric), spread over the block's warps and
- * held in registers across the chunks (cuMF's register-resident accumulation, with mma instead of
- * FFMA). Each fragment is A·B of the chunk's columns: A = the chunk transposed (col-major view),
- * B = the chunk, weighted for implicit feedback. float32 accuracy comes from 3xTF32: x = hi + lo with
- * hi, lo in TF32, and hi·hi + hi·lo + lo·hi.
+ * chunks of kChunk entries (the next chunk's loads in flight while the tensor cores work on this one)
+ * and sums the Gram matrix sum w theta_c theta_c^T with mma.sync m16n8k8 TF32: the k x k sum, padded
+ * to kp = 16·nb, is nb x nb blocks of 16 x 16, of which the nb (nb + 1) / 2 upper ones are computed
+ * (the matrix is symmetric), spread over the block's warps and held in registers across the chunks
+ * (cuMF's register-resident accumulation, with mma instead of FFMA). Each block is A·B over the
+ * chunk: A = the chunk transposed, B = the chunk, weighted for implicit feedback, both stored in
+ * shared memory in the order the fragments are read (one vector load per lane). float32 accuracy
+ * comes from 3xTF32: x = hi + lo with hi, lo in TF32, and hi·hi + hi·lo + lo·hi. The fused kernel
+ * puts each entry's target in B's column k, so the same product gives b_u.
  *
  * The fused kernel then mirrors the fragments into a full kp x kp system in shared memory, where the
  * block solves it at once: an LDL^T factorization (right-looking, one sync per column, conflict-free
@@ -23,7 +25,6 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
-#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <cstdlib>
