@@ -43,21 +43,24 @@ static void rare_items(const starfa_model *m, int64_t min_ratings, int32_t *list
 	free(support);
 }
 
-/* The excluded items of one user as a CSR of the model's shape with only that row filled. */
-static int exclusions(const starfa_model *m, int64_t user, const starfa_coo *extra, int64_t min_ratings,
-		      starfa_csr *out)
+/* The excluded items of one user as a CSR of the model's shape with only that row filled, or for a
+ * user the model does not know (user -1, named uname) as a one-row CSR: its items in the --exclude
+ * file and the rare items. */
+static int exclusions(const starfa_model *m, int64_t user, const char *uname, const starfa_coo *extra,
+		      int64_t min_ratings, starfa_csr *out)
 {
-	int64_t nseen = m->seen ? m->seen->rowptr[user + 1] - m->seen->rowptr[user] : 0, nextra = 0;
-	const char *uname = starfa_idmap_name(m->user_ids, user);
+	int64_t nseen = m->seen && user >= 0 ? m->seen->rowptr[user + 1] - m->seen->rowptr[user] : 0, nextra = 0;
+	const int64_t row = user >= 0 ? user : 0, nrows = user >= 0 ? m->nusers : 1;
 	int64_t extra_user = -1;
 	if (extra)
-		extra_user = extra->row_ids ? starfa_idmap_find(extra->row_ids, uname) : (user < extra->nrows ? user : -1);
+		extra_user = extra->row_ids ? starfa_idmap_find(extra->row_ids, uname)
+					    : (user >= 0 && user < extra->nrows ? user : -1);
 	if (extra_user >= 0)
 		for (int64_t e = 0; e < extra->nnz; e++)
 			nextra += extra->row[e] == extra_user;
-	out->nrows = m->nusers;
+	out->nrows = nrows;
 	out->ncols = m->nitems;
-	out->rowptr = calloc((size_t)m->nusers + 1, sizeof *out->rowptr);
+	out->rowptr = calloc((size_t)nrows + 1, sizeof *out->rowptr);
 	out->colind = malloc((size_t)(nseen + nextra + m->nitems + 1) * sizeof *out->colind);
 	out->val = NULL;
 	if (!out->rowptr || !out->colind) {
@@ -66,7 +69,7 @@ static int exclusions(const starfa_model *m, int64_t user, const starfa_coo *ext
 	}
 	int64_t n = 0;
 	for (int64_t p = 0; p < nseen; p++)
-		out->colind[n++] = m->seen->colind[m->seen->rowptr[user] + p];
+		out->colind[n++] = m->seen->colind[m->seen->rowptr[row] + p];
 	if (extra_user >= 0)
 		for (int64_t e = 0; e < extra->nnz; e++) {
 			if (extra->row[e] != extra_user)
@@ -82,7 +85,7 @@ static int exclusions(const starfa_model *m, int64_t user, const starfa_coo *ext
 	for (int64_t p = 0; p < n; p++)
 		if (distinct == 0 || out->colind[distinct - 1] != out->colind[p])
 			out->colind[distinct++] = out->colind[p];
-	for (int64_t u = user + 1; u <= m->nusers; u++)
+	for (int64_t u = row + 1; u <= nrows; u++)
 		out->rowptr[u] = distinct;
 	out->nnz = distinct;
 	return 0;
@@ -160,14 +163,13 @@ int cmd_recommend(int argc, char **argv)
 	if (!recs) {
 		cli_error("out of memory for %lld recommendations", (long long)k);
 		rc = 1;
-	} else if (user < 0) {
-		fprintf(stderr, "starfa: note: user '%s' is not in the model: recommending by %s\n", user_id,
-			m->algo == STARFA_ALGO_IALS ? "popularity" : "item bias");
-		if (starfa_recommend(m, -1, k, NULL, recs, &n) != 0)
+	} else {
+		if (user < 0)
+			fprintf(stderr, "starfa: note: user '%s' is not in the model: recommending by %s\n", user_id,
+				m->algo == STARFA_ALGO_IALS ? "popularity" : "item bias");
+		if ((rc = exclusions(m, user, user_id, extra, min_ratings, &ex)) == 0 &&
+		    starfa_recommend(m, user, k, &ex, recs, &n) != 0)
 			rc = cli_library_error();
-	} else if ((rc = exclusions(m, user, extra, min_ratings, &ex)) == 0 &&
-		   starfa_recommend(m, user, k, &ex, recs, &n) != 0) {
-		rc = cli_library_error();
 	}
 	if (rc == 0) {
 		printf("rank\titem\tscore\n");

@@ -464,8 +464,9 @@ typedef struct starfa_recommendation {
 
 /* The k best items for `user` (-1: a user the model does not know, ranked by item bias for explicit
  * models and by popularity in seen for implicit ones), best first, leaving out the items of the
- * user's row of `exclude` (users x items; e.g. m->seen; NULL: none). *count gets how many were
- * written (fewer than k when fewer items are left). */
+ * user's row of `exclude` (users x items, e.g. m->seen; NULL: none). For user -1, `exclude` may
+ * instead have one row (1 x items), whose items are left out; a users x items one leaves out
+ * nothing then. *count gets how many were written (fewer than k when fewer items are left). */
 int starfa_recommend(const starfa_model *m, int64_t user, int64_t k, const starfa_csr *exclude,
 		     starfa_recommendation *out, int64_t *count);
 

@@ -88,10 +88,12 @@ int starfa_recommend(const starfa_model *m, int64_t user, int64_t k, const starf
 	if (user < -1 || user >= m->nusers)
 		return starfa_set_error(STARFA_EINVAL, "starfa_recommend: user %lld outside -1..%lld", (long long)user,
 					(long long)m->nusers - 1);
-	if (exclude && (exclude->nrows != m->nusers || exclude->ncols != m->nitems))
+	/* A known user's row of a users x items matrix; for an unknown user the one row of a 1 x items one. */
+	const int one_row = exclude && user < 0 && exclude->nrows == 1;
+	if (exclude && ((exclude->nrows != m->nusers && !one_row) || exclude->ncols != m->nitems))
 		return starfa_set_error(STARFA_EINVAL, "starfa_recommend: the excluded entries are %lldx%lld, the "
-						       "model %lldx%lld", (long long)exclude->nrows, (long long)exclude->ncols,
-					(long long)m->nusers, (long long)m->nitems);
+						       "model %lldx%lld%s", (long long)exclude->nrows, (long long)exclude->ncols,
+					(long long)m->nusers, (long long)m->nitems, user < 0 ? " (or 1 row for user -1)" : "");
 	struct starfa_factors f;
 	starfa_model_factors(m, &f);
 	float *popularity = NULL;
@@ -109,8 +111,10 @@ int starfa_recommend(const starfa_model *m, int64_t user, int64_t k, const starf
 		free(popularity);
 		return STARFA_ENOMEM;
 	}
-	const int32_t *ex = exclude && user >= 0 ? exclude->colind + exclude->rowptr[user] : NULL;
-	int64_t nex = exclude && user >= 0 ? exclude->rowptr[user + 1] - exclude->rowptr[user] : 0;
+	const int64_t row = user >= 0 ? user : 0;
+	const int use = exclude && (user >= 0 || one_row);
+	const int32_t *ex = use ? exclude->colind + exclude->rowptr[row] : NULL;
+	int64_t nex = use ? exclude->rowptr[row + 1] - exclude->rowptr[row] : 0;
 	int64_t n = starfa_top_k(&f, user, popularity, keep, ex, nex, heap);
 	for (int64_t i = 0; i < n; i++)
 		out[i] = (starfa_recommendation){heap[i].item, heap[i].score};

@@ -46,6 +46,9 @@ expect 0 'not in the model' -- recommend --model "$tmp/ials.model" --user nobody
 # Every item has far fewer than 1000 training entries: none is left to recommend.
 out=$("$starfa" recommend --model "$tmp/als.model" --user u1 --k 3 --min-ratings 1000)
 [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "--min-ratings 1000 left items: $out"
+# ... and for a user the model does not know.
+out=$("$starfa" recommend --model "$tmp/als.model" --user nobody --k 3 --min-ratings 1000 2>/dev/null)
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "--min-ratings 1000 left items for an unknown user: $out"
 expect 2 '--min-ratings expects an integer' -- recommend --model "$tmp/als.model" --user u1 --min-ratings 0
 
 # Bad input: a clear message, a non-zero exit, and no model or log left behind.

@@ -238,6 +238,20 @@ TEST(model, recommend_leaves_out_seen_items)
 			CHECK(recs[i - 1].score >= recs[i].score);
 		if (algo == STARFA_ALGO_ALS)
 			CHECK(recs[0].score == starfa_model_predict(m, -1, recs[0].item));
+		/* ... leaving out the items of a one-row exclusion: the same scores, less the first two (ties
+		 * may come in another order, so scores are compared). */
+		int32_t out_items[2] = {(int32_t)(recs[0].item < recs[1].item ? recs[0].item : recs[1].item),
+					(int32_t)(recs[0].item < recs[1].item ? recs[1].item : recs[0].item)};
+		int64_t out_rowptr[2] = {0, 2};
+		float best[3] = {recs[2].score, recs[3].score, recs[4].score};
+		starfa_csr one = {1, m->nitems, 2, out_rowptr, out_items, NULL};
+		CHECK_OK(starfa_recommend(m, -1, 3, &one, recs, &n));
+		CHECK(n == 3);
+		for (int64_t i = 0; i < n; i++)
+			CHECK(recs[i].score == best[i] && recs[i].item != out_items[0] && recs[i].item != out_items[1]);
+		one.ncols = m->nitems + 1;
+		CHECK(starfa_recommend(m, -1, 3, &one, recs, &n) == STARFA_EINVAL);
+		CHECK(starfa_recommend(m, 0, 3, &one, recs, &n) == STARFA_EINVAL || m->nusers == 1);
 		CHECK(starfa_recommend(m, m->nusers, 5, NULL, recs, &n) == STARFA_EINVAL);
 		free(recs);
 		starfa_model_free(m);
