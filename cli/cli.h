@@ -29,6 +29,11 @@ int cli_runtime_option(int opt, const char *arg, starfa_options *opts);
 int cli_parse_int(const char *option, const char *text, int64_t min, int64_t max, int64_t *out);
 int cli_parse_double(const char *option, const char *text, double min, double max, double *out);
 
+/* --format's value into *out; prints the error and returns -1 when it names no format. */
+int cli_parse_format(const char *text, starfa_format *out);
+/* 0 when argv has nothing left past optind, else prints the error and returns -1. */
+int cli_no_operands(int argc, char **argv);
+
 /* Prints "starfa: error: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The last library error, printed as above; returns 1. */

@@ -38,10 +38,8 @@ int cmd_eval(int argc, char **argv)
 			test_path = optarg;
 			break;
 		case 'f':
-			if (starfa_format_parse(optarg, &format) != 0) {
-				cli_error("--format must be mtx, ratings or docword, not '%s'", optarg);
+			if (cli_parse_format(optarg, &format))
 				return EXIT_USAGE;
-			}
 			break;
 		case 'k':
 			if (cli_parse_int("k", optarg, 1, 100000, &k))
@@ -54,10 +52,8 @@ int cmd_eval(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		cli_error("unexpected argument '%s'", argv[optind]);
+	if (cli_no_operands(argc, argv))
 		return EXIT_USAGE;
-	}
 	if (!model_path || !test_path) {
 		cli_error("eval needs --model MODEL and --test FILE");
 		return EXIT_USAGE;

@@ -127,10 +127,8 @@ int cmd_recommend(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'f':
-			if (starfa_format_parse(optarg, &format) != 0) {
-				cli_error("--format must be mtx, ratings or docword, not '%s'", optarg);
+			if (cli_parse_format(optarg, &format))
 				return EXIT_USAGE;
-			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -139,10 +137,8 @@ int cmd_recommend(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		cli_error("unexpected argument '%s'", argv[optind]);
+	if (cli_no_operands(argc, argv))
 		return EXIT_USAGE;
-	}
 	if (!model_path || !user_id) {
 		cli_error("recommend needs --model MODEL and --user ID");
 		return EXIT_USAGE;

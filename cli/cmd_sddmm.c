@@ -58,10 +58,8 @@ static int parse(int argc, char **argv, struct sddmm_cli *c)
 			c->input = optarg;
 			break;
 		case 'f':
-			if (starfa_format_parse(optarg, &c->format) != 0) {
-				cli_error("--format must be mtx, ratings or docword, not '%s'", optarg);
+			if (cli_parse_format(optarg, &c->format))
 				return EXIT_USAGE;
-			}
 			break;
 		case 'k':
 			if (cli_parse_int("rank", optarg, 1, 4096, &c->rank))
@@ -97,10 +95,8 @@ static int parse(int argc, char **argv, struct sddmm_cli *c)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		cli_error("unexpected argument '%s'", argv[optind]);
+	if (cli_no_operands(argc, argv))
 		return EXIT_USAGE;
-	}
 	if (!c->input) {
 		cli_error("sddmm needs --input FILE");
 		return EXIT_USAGE;

@@ -27,10 +27,8 @@ int cmd_stat(int argc, char **argv)
 			continue;
 		switch (opt) {
 		case 'f':
-			if (starfa_format_parse(optarg, &format) != 0) {
-				cli_error("--format must be mtx, ratings or docword, not '%s'", optarg);
+			if (cli_parse_format(optarg, &format))
 				return EXIT_USAGE;
-			}
 			break;
 		case 'r':
 		case 'c': {

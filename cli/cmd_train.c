@@ -113,10 +113,8 @@ static int parse(int argc, char **argv, struct train_cli *c)
 			c->input = optarg;
 			break;
 		case 'f':
-			if (starfa_format_parse(optarg, &c->format) != 0) {
-				cli_error("--format must be mtx, ratings or docword, not '%s'", optarg);
+			if (cli_parse_format(optarg, &c->format))
 				return EXIT_USAGE;
-			}
 			break;
 		case 't':
 			c->test = optarg;
@@ -205,10 +203,8 @@ static int parse(int argc, char **argv, struct train_cli *c)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		cli_error("unexpected argument '%s'", argv[optind]);
+	if (cli_no_operands(argc, argv))
 		return EXIT_USAGE;
-	}
 	if (!c->input || !c->out) {
 		cli_error("train needs --input FILE and --out MODEL");
 		return EXIT_USAGE;

@@ -77,6 +77,22 @@ int cli_runtime_option(int opt, const char *arg, starfa_options *opts)
 	return 0;
 }
 
+int cli_parse_format(const char *text, starfa_format *out)
+{
+	if (starfa_format_parse(text, out) == 0)
+		return 0;
+	cli_error("--format must be mtx, ratings or docword, not '%s'", text);
+	return -1;
+}
+
+int cli_no_operands(int argc, char **argv)
+{
+	if (optind >= argc)
+		return 0;
+	cli_error("unexpected argument '%s'", argv[optind]);
+	return -1;
+}
+
 int cli_load_csr(const char *path, starfa_format format, starfa_csr **out, starfa_coo **coo_out)
 {
 	starfa_coo *coo = NULL;
