@@ -79,7 +79,7 @@ typedef struct starfa_cuda_rowsolve {
 	float *X;
 	int64_t ldx;
 	const uint32_t *items; /* nitems x STARFA_ROWSOLVE_ITEM_WORDS */
-	int64_t nitems, nparts, nlong;
+	int64_t nitems, nparts;
 	starfa_cuda_gram_precision precision;
 } starfa_cuda_rowsolve;
 
