@@ -48,18 +48,6 @@ static void *dev_copy(const void *host, size_t bytes)
 	return p;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int repeat = 5;
 static FILE *md;
 
@@ -84,7 +72,7 @@ static double time_ms(void (*fn)(void *), void *ctx)
 	}
 	cudaEventDestroy(a);
 	cudaEventDestroy(b);
-	return median(ms, n);
+	return bench_median(ms, n);
 }
 
 static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -285,7 +273,7 @@ static void run_cusolver(void *ctx)
 
 static void kernels(const struct bench_device *dev, const struct side *s, int64_t solve_rows)
 {
-	const double k = (double)s->k, nnz = (double)s->nnz, rows = (double)s->rows;
+	const double k = (double)s->k, nnz = (double)s->nnz;
 	const double gram_flops = nnz * k * (k + 1);
 	out("\n### %s side: %lld rows, %lld entries, k = %lld\n\n", s->name, (long long)s->rows, (long long)s->nnz,
 	    (long long)s->k);
@@ -332,7 +320,6 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 	run_hermitian(&r); /* float32 systems in r.A */
 	run_bias(&r);
 	CUDA_TRY(cudaDeviceSynchronize());
-	double chol_ms = 0;
 	for (int v = 0; v < 4; v++) {
 		r.cholesky = v == 0;
 		r.steps = v == 1 ? 3 : 6;
@@ -346,9 +333,9 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		double ms = time_ms(run_solve, &r);
 		double bytes = (double)R * (k * k * (r.fp16 ? 2.0 : 4.0) + 3.0 * 4.0 * k), gbs = bytes / (ms * 1e-3) * 1e-9;
 		if (v == 0) {
-			chol_ms = ms;
-			out("| solve, LDLᵀ, float32 systems | %.2f | %.0f GFLOP/s | %.0f%% of FP32 peak |\n", ms,
-			    R * k * k * k / 3.0 / (ms * 1e-3) * 1e-9, 100.0 * R * k * k * k / 3.0 / (ms * 1e-3) * 1e-9 / dev->fp32_gflops);
+			const double gf = R * k * k * k / 3.0 / (ms * 1e-3) * 1e-9;
+			out("| solve, LDLᵀ, float32 systems | %.2f | %.0f GFLOP/s | %.0f%% of FP32 peak |\n", ms, gf,
+			    100.0 * gf / dev->fp32_gflops);
 		} else {
 			out("| solve, CG %d steps, %s systems | %.2f | %.0f GB/s (systems read) | %.0f%% of copy bandwidth |\n",
 			    r.steps, r.fp16 ? "FP16" : "float32", ms, gbs, 100.0 * gbs / dev->bandwidth_gbs);
@@ -413,15 +400,13 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		if (i >= 0)
 			ms[i] = t;
 	}
-	double cus = median(ms, n);
+	double cus = bench_median(ms, n);
 	struct stored_run rb = r;
 	rb.rows = B;
 	rb.cholesky = 1;
 	double mine = time_ms(run_solve, &rb);
 	out("| *cuSOLVER potrfBatched + potrsBatched, %lld systems* | %.2f | | starfa's LDLᵀ on the same: %.2f ms (%.2fx) |\n",
 	    (long long)B, cus, mine, cus / mine);
-	(void)chol_ms;
-	(void)rows;
 	cudaEventDestroy(e0);
 	cudaEventDestroy(e1);
 	cusolverDnDestroy(c.h);
@@ -485,7 +470,7 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 			rest[nr++] = l.seconds[i];
 		out("| %s (f = %lld%s) | %s | %.3f | %.3f | %lld / %lld | %.5g |\n", algo ? "implicit ALS" : "ALS",
 		    (long long)rank, algo ? "" : ", biases", ao.solver == STARFA_SOLVER_CG ? "CG 3 steps" : "LDLᵀ (exact)",
-		    nr ? median(rest, nr) : NAN, first, (long long)l.cuda_tasks, (long long)l.cpu_tasks, l.loss);
+		    bench_median(rest, nr), first, (long long)l.cuda_tasks, (long long)l.cpu_tasks, l.loss);
 	}
 }
 
