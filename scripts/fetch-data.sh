@@ -282,19 +282,19 @@ fetch_suitesparse() {
 	log "suitesparse: downloading source package $suitesparse_version (about 40 MB)"
 	mkdir -p "$work/suitesparse"
 	apt_fetch "$work/suitesparse" source --download-only "suitesparse=$suitesparse_version"
-	tarball=$(find "$work/suitesparse" -maxdepth 1 -name 'suitesparse_*.orig.tar.*' | head -n 1)
+	tarball=$(find "$work/suitesparse" -maxdepth 1 -name 'suitesparse_*.orig.tar.*' -print -quit)
 	[ -n "$tarball" ] || die "suitesparse: no orig tarball in the downloaded source package"
 
 	begin_output $list
 	quiet "suitesparse: cannot list $(basename "$tarball")" \
 		list_mtx "$tarball" "$tmp"
 	log "suitesparse: $(wc -l <"$tmp") Matrix Market files in $(basename "$tarball")"
-	enron_member=$(grep -i '/email-Enron\.mtx$' "$tmp" | head -n 1 || true)
+	enron_member=$(grep -i -m 1 '/email-Enron\.mtx$' "$tmp" || true)
 	finish_output $list
 
 	if [ $need_nd = 1 ]; then
 		# The tarball has a top folder (SuiteSparse-<version>/); take the path from the listing.
-		member=$(grep '/Mongoose/Matrix/NotreDame_www\.mtx$' "$data/$list" | head -n 1 || true)
+		member=$(grep -m 1 '/Mongoose/Matrix/NotreDame_www\.mtx$' "$data/$list" || true)
 		[ -n "$member" ] || die "suitesparse: Mongoose/Matrix/NotreDame_www.mtx not in $(basename "$tarball")"
 		begin_output NotreDame_www.mtx
 		quiet "suitesparse: cannot extract $member" \

@@ -41,7 +41,10 @@ packages=(build-essential autoconf automake libtool pkg-config libltdl-dev
 	dpkg-dev patchelf clang libclang-rt-14-dev valgrind python3)
 missing=()
 for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	case "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" in
+	*'install ok installed'*) ;;
+	*) missing+=("$p") ;;
+	esac
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	[ "$(id -u)" = 0 ] || die "missing packages (${missing[*]}); run this script as root"
@@ -100,7 +103,7 @@ apt-get source -qq "starpu=$starpu_version" >source.log 2>&1 || {
 	cat source.log >&2
 	die "apt-get source starpu=$starpu_version failed"
 }
-src=$(find . -maxdepth 1 -type d -name 'starpu-*' | head -n 1)
+src=$(find . -maxdepth 1 -type d -name 'starpu-*' -print -quit)
 [ -n "$src" ] || die "the source package did not unpack"
 cd "$src"
 patch -p1 -s <"$top/scripts/starpu-1.3.10-cuda13.patch"
@@ -116,7 +119,7 @@ jobs=$(nproc)
 }
 log "building StarPU on $jobs cores"
 make -j"$jobs" >"$work/make.log" 2>&1 || {
-	grep -n -B2 -A8 'error' "$work/make.log" | head -n 60 >&2
+	grep -n -B2 -A8 'error' "$work/make.log" | head -n 60 >&2 || true
 	die "StarPU's build failed (full log: .prefix/build/make.log)"
 }
 make install >"$work/install.log" 2>&1 || die "StarPU's install failed (.prefix/build/install.log)"
@@ -128,6 +131,9 @@ make install >"$work/install.log" 2>&1 || die "StarPU's install failed (.prefix/
 log "bundling shared libraries and making the prefix relocatable"
 cd "$prefix"
 rm -f lib/*.la
+is_elf() { # the file (or what a link points at) starts with ELF's magic number
+	[ "$(od -An -tx1 -N4 "$1" 2>/dev/null | tr -d ' \n')" = 7f454c46 ]
+}
 is_system_lib() {
 	case "$(basename "$1")" in
 	libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | linux-vdso* | libresolv.so*) return 0 ;;
@@ -145,11 +151,13 @@ bundle_from() {
 # starfa itself links these; bundle them (and their own needs) too.
 extra=()
 for l in libopenblas.so.0 liblapacke.so.3 libgomp.so.1 libhwloc.so.15; do
-	p=$(ldconfig -p | awk -v n="$l" '$1==n && /x86-64/{print $NF; exit}')
+	# awk reads all of ldconfig's output: stopping early would kill ldconfig with SIGPIPE,
+	# which pipefail turns into a failure of this script.
+	p=$(ldconfig -p | awk -v n="$l" '$1==n && /x86-64/ && p=="" {p=$NF} END {print p}')
 	[ -n "$p" ] && extra+=("$p")
 done
 for f in lib/*.so* bin/* "${extra[@]}"; do
-	[ -f "$f" ] && file -L "$f" 2>/dev/null | grep -q 'ELF' || continue
+	is_elf "$f" || continue
 	bundle_from "$f"
 	case "$f" in /*) name=$(basename "$f"); [ -e "lib/$name" ] || cp -L "$f" "lib/$name" ;; esac
 done
@@ -157,13 +165,13 @@ done
 for f in lib/*.so*; do bundle_from "$f"; done
 for f in lib/*.so*; do
 	[ -L "$f" ] && continue
-	file "$f" | grep -q ELF || continue
+	is_elf "$f" || continue
 	strip --strip-debug "$f" # the prefix travels: StarPU's -g3 alone triples its size
 	patchelf --set-rpath '$ORIGIN' "$f"
 done
 for f in bin/*; do
 	[ -L "$f" ] && continue
-	file "$f" | grep -q ELF || continue
+	is_elf "$f" || continue
 	patchelf --set-rpath '$ORIGIN/../lib' "$f"
 done
 for pc in lib/pkgconfig/*.pc; do
