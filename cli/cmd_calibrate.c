@@ -8,9 +8,20 @@
 
 #define MAX_RANKS 16
 
+/* Stored ALS systems (rows x k x k) larger than this are not built: their operations are
+ * calibrated on the sizes below it, rowsolve (which stores none) on every size. */
+#define MAX_SYSTEMS_BYTES ((size_t)1 << 30)
+
+enum { GROUP_SDDMM = 1, GROUP_SPMM = 2, GROUP_ALS = 4, GROUP_ALL = 7 };
+
+struct rank_list {
+	int64_t rank[MAX_RANKS];
+	int n;
+};
+
 struct calibrate_cli {
-	int64_t ranks[MAX_RANKS];
-	int nranks;
+	struct rank_list ranks, als_ranks;
+	int groups;
 	int64_t min_nnz, max_nnz, rounds;
 	uint64_t seed;
 	starfa_options runtime;
@@ -19,37 +30,77 @@ struct calibrate_cli {
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: starfa calibrate [OPTIONS]\n"
-		     "Runs every operation (SDDMM plain and scaled, SpMM both sides) on random tiles of\n"
-		     "growing size for each rank, on every worker type, with StarPU's calibration on, so\n"
-		     "that later runs schedule from calibrated performance models.\n"
-		     "  --ranks LIST     comma-separated ranks (default 32,128,512)\n"
+		     "Runs every operation on random tiles of growing size for each rank, on every worker\n"
+		     "type, with StarPU's calibration on, so that later runs schedule from calibrated\n"
+		     "performance models.\n"
+		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als):\n"
+		     "                     sddmm  SDDMM plain and scaled\n"
+		     "                     spmm   SpMM S*X and S^T*X\n"
+		     "                     als    gram, hermitian and bias (explicit and implicit), solve\n"
+		     "                            (Cholesky, CG, CG on FP16 systems) and rowsolve (Cholesky,\n"
+		     "                            CG, implicit CG)\n"
+		     "  --ranks LIST     comma-separated ranks of sddmm and spmm (default 32,128,512)\n"
+		     "  --als-ranks LIST ranks of the ALS operations (default 16,64,128)\n"
 		     "  --min-nnz N      smallest tile (default 64)\n"
 		     "  --max-nnz N      largest tile (default 4194304); sizes grow 4x per step: StarPU's\n"
 		     "                   regression predicts tiles from 10%% below the smallest to 10%%\n"
-		     "                   above the largest, and forces calibration runs outside that\n"
+		     "                   above the largest, and forces calibration runs outside that.\n"
+		     "                   ALS systems over 1 GiB are not built: hermitian, bias and solve\n"
+		     "                   stop at the size below\n"
 		     "  --rounds N       tasks per size and operation (default: 12 per worker type)\n" CLI_RUNTIME_HELP);
 }
 
-static int parse_ranks(const char *text, struct calibrate_cli *c)
+static int parse_ranks(const char *option, const char *text, struct rank_list *list)
 {
 	char *copy = strdup(text), *save = NULL;
-	if (!copy)
+	if (!copy) {
+		cli_error("out of memory");
 		return -1;
-	c->nranks = 0;
+	}
+	list->n = 0;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (c->nranks == MAX_RANKS) {
-			cli_error("--ranks takes at most %d ranks", MAX_RANKS);
+		if (list->n == MAX_RANKS) {
+			cli_error("--%s takes at most %d ranks", option, MAX_RANKS);
 			free(copy);
 			return -1;
 		}
-		if (cli_parse_int("ranks", tok, 1, 4096, &c->ranks[c->nranks++])) {
+		if (cli_parse_int(option, tok, 1, 4096, &list->rank[list->n++])) {
 			free(copy);
 			return -1;
 		}
 	}
 	free(copy);
-	if (c->nranks == 0) {
-		cli_error("--ranks needs at least one rank");
+	if (list->n == 0) {
+		cli_error("--%s needs at least one rank", option);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_ops(const char *text, int *groups)
+{
+	char *copy = strdup(text), *save = NULL;
+	if (!copy) {
+		cli_error("out of memory");
+		return -1;
+	}
+	*groups = 0;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "sddmm") == 0)
+			*groups |= GROUP_SDDMM;
+		else if (strcmp(tok, "spmm") == 0)
+			*groups |= GROUP_SPMM;
+		else if (strcmp(tok, "als") == 0)
+			*groups |= GROUP_ALS;
+		else {
+			cli_error("--ops: unknown group '%s' (sddmm, spmm or als)", tok);
+			free(copy);
+			return -1;
+		}
+	}
+	free(copy);
+	if (*groups == 0) {
+		cli_error("--ops needs at least one group (sddmm, spmm or als)");
 		return -1;
 	}
 	return 0;
@@ -59,7 +110,9 @@ static int parse(int argc, char **argv, struct calibrate_cli *c)
 {
 	static const struct option longopts[] = {
 		CLI_RUNTIME_OPTIONS,
+		{"ops", required_argument, NULL, 'o'},
 		{"ranks", required_argument, NULL, 'k'},
+		{"als-ranks", required_argument, NULL, 'a'},
 		{"min-nnz", required_argument, NULL, 'm'},
 		{"max-nnz", required_argument, NULL, 'M'},
 		{"rounds", required_argument, NULL, 'n'},
@@ -74,8 +127,16 @@ static int parse(int argc, char **argv, struct calibrate_cli *c)
 		if (handled)
 			continue;
 		switch (opt) {
+		case 'o':
+			if (parse_ops(optarg, &c->groups))
+				return EXIT_USAGE;
+			break;
 		case 'k':
-			if (parse_ranks(optarg, c))
+			if (parse_ranks("ranks", optarg, &c->ranks))
+				return EXIT_USAGE;
+			break;
+		case 'a':
+			if (parse_ranks("als-ranks", optarg, &c->als_ranks))
 				return EXIT_USAGE;
 			break;
 		case 'm':
@@ -97,10 +158,8 @@ static int parse(int argc, char **argv, struct calibrate_cli *c)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		cli_error("calibrate takes no arguments ('%s')", argv[optind]);
+	if (cli_no_operands(argc, argv))
 		return EXIT_USAGE;
-	}
 	if (c->min_nnz > c->max_nnz) {
 		cli_error("--min-nnz %lld is above --max-nnz %lld", (long long)c->min_nnz, (long long)c->max_nnz);
 		return EXIT_USAGE;
@@ -108,11 +167,10 @@ static int parse(int argc, char **argv, struct calibrate_cli *c)
 	return 0;
 }
 
-/* A square-ish random matrix with about nnz entries, 16 per row on average. */
-static starfa_csr *random_matrix(int64_t nnz, uint64_t seed)
+/* A random nrows x ncols matrix with about nnz entries of values in [1, 2). */
+static starfa_csr *random_matrix(int64_t nrows, int64_t ncols, int64_t nnz, uint64_t seed)
 {
-	int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
-	starfa_coo *coo = starfa_coo_new(n, n, nnz);
+	starfa_coo *coo = starfa_coo_new(nrows, ncols, nnz);
 	if (!coo)
 		return NULL;
 	uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -120,8 +178,8 @@ static starfa_csr *random_matrix(int64_t nnz, uint64_t seed)
 		s ^= s << 13;
 		s ^= s >> 7;
 		s ^= s << 17;
-		coo->row[e] = (int32_t)(s % (uint64_t)n);
-		coo->col[e] = (int32_t)((s >> 32) % (uint64_t)n);
+		coo->row[e] = (int32_t)(s % (uint64_t)nrows);
+		coo->col[e] = (int32_t)((s >> 32) % (uint64_t)ncols);
 		coo->val[e] = 1.0f + (float)(s >> 40) / 16777216.0f;
 	}
 	coo->nnz = nnz;
@@ -131,16 +189,66 @@ static starfa_csr *random_matrix(int64_t nnz, uint64_t seed)
 	return rc ? NULL : csr;
 }
 
+/* Values in [-0.5, 0.5) without a short period, so that Gram matrices have full rank. */
+static void fill(float *x, size_t n, uint64_t seed)
+{
+	uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
+	for (size_t i = 0; i < n; i++) {
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		x[i] = (float)(s >> 40) / 16777216.0f - 0.5f;
+	}
+}
+
+/* One operation's rounds: each inserts its tasks through insert(ctx, op) and waits. */
+typedef int (*insert_fn)(void *ctx, int op);
+
+static int run_rounds(const struct calibrate_cli *c, const char *name, int64_t k, int64_t nnz, insert_fn insert,
+		      void *ctx, int op)
+{
+	starfa_stats_reset();
+	for (int64_t round = 0; round < c->rounds; round++) {
+		/* One task at a time: dmda sends a task to a worker type whose model lacks this
+		 * size only while it knows so, and it learns that when the task completes.
+		 * Submitted together, every round would go to the first uncalibrated type. */
+		if (insert(ctx, op) || starfa_wait())
+			return cli_library_error();
+	}
+	starfa_worker_stats st;
+	starfa_stats_get(&st);
+	printf("  %-22s k=%-4lld nnz=%-9lld tasks: %lld cpu, %lld cuda\n", name, (long long)k, (long long)nnz,
+	       (long long)st.tasks[STARFA_WORKER_CPU], (long long)st.tasks[STARFA_WORKER_CUDA]);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- SDDMM and SpMM */
+
 enum { OP_SDDMM, OP_SDDMM_SCALED, OP_SPMM_ROWS, OP_SPMM_COLS, NOPS };
 static const char *const op_names[NOPS] = {"sddmm", "sddmm (scaled)", "spmm S*X", "spmm S^T*X"};
 
-/* Calibrates every operation on one matrix at one rank. */
-static int calibrate_one(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
+struct tiles_ctx {
+	starfa_tiled *S;
+	starfa_dense *rows, *cols, *rows_out, *cols_out;
+	starfa_sparse_values *P;
+};
+
+static int insert_tiles_op(void *ctx, int op)
+{
+	struct tiles_ctx *t = ctx;
+	switch (op) {
+	case OP_SDDMM: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_PATTERN, t->P);
+	case OP_SDDMM_SCALED: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_SCALED, t->P);
+	case OP_SPMM_ROWS: return starfa_insert_spmm(t->S, STARFA_ROWS, t->cols, t->rows_out);
+	default: return starfa_insert_spmm(t->S, STARFA_COLS, t->rows, t->cols_out);
+	}
+}
+
+/* Calibrates the SDDMM and SpMM operations asked for on one matrix at one rank. */
+static int calibrate_tiles(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
 {
 	int rc = 1;
-	starfa_tiled *S = NULL;
-	starfa_dense *rows = NULL, *cols = NULL, *rows_out = NULL, *cols_out = NULL;
-	starfa_sparse_values *P = NULL;
+	struct tiles_ctx t = {0};
 	size_t nr = (size_t)(csr->nrows * k), nc = (size_t)(csr->ncols * k);
 	float *a = malloc(nr * sizeof *a), *b = malloc(nc * sizeof *b);
 	float *ya = malloc(nr * sizeof *ya), *yb = malloc(nc * sizeof *yb);
@@ -148,56 +256,29 @@ static int calibrate_one(const struct calibrate_cli *c, const starfa_csr *csr, i
 		cli_error("out of memory for rank %lld factors", (long long)k);
 		goto out;
 	}
-	for (size_t i = 0; i < nr; i++)
-		a[i] = (float)(i % 7) * 0.25f - 0.75f;
-	for (size_t i = 0; i < nc; i++)
-		b[i] = (float)(i % 5) * 0.25f - 0.5f;
+	fill(a, nr, 1);
+	fill(b, nc, 2);
 	starfa_tiling_options one_tile = {1, 1, 1};
-	if (starfa_tiled_create(csr, &one_tile, &S) || starfa_dense_create(S, STARFA_ROWS, a, k, &rows) ||
-	    starfa_dense_create(S, STARFA_COLS, b, k, &cols) || starfa_dense_create(S, STARFA_ROWS, ya, k, &rows_out) ||
-	    starfa_dense_create(S, STARFA_COLS, yb, k, &cols_out) || starfa_sparse_values_create(S, &P)) {
+	if (starfa_tiled_create(csr, &one_tile, &t.S) || starfa_dense_create(t.S, STARFA_ROWS, a, k, &t.rows) ||
+	    starfa_dense_create(t.S, STARFA_COLS, b, k, &t.cols) ||
+	    starfa_dense_create(t.S, STARFA_ROWS, ya, k, &t.rows_out) ||
+	    starfa_dense_create(t.S, STARFA_COLS, yb, k, &t.cols_out) || starfa_sparse_values_create(t.S, &t.P)) {
 		cli_library_error();
 		goto out;
 	}
-	for (int op = 0; op < NOPS; op++) {
-		starfa_stats_reset();
-		for (int64_t round = 0; round < c->rounds; round++) {
-			int err = 0;
-			switch (op) {
-			case OP_SDDMM:
-				err = starfa_insert_sddmm(S, rows, cols, STARFA_SDDMM_PATTERN, P);
-				break;
-			case OP_SDDMM_SCALED:
-				err = starfa_insert_sddmm(S, rows, cols, STARFA_SDDMM_SCALED, P);
-				break;
-			case OP_SPMM_ROWS:
-				err = starfa_insert_spmm(S, STARFA_ROWS, cols, rows_out);
-				break;
-			case OP_SPMM_COLS:
-				err = starfa_insert_spmm(S, STARFA_COLS, rows, cols_out);
-				break;
-			}
-			/* One task at a time: dmda sends a task to a worker type whose model lacks this
-			 * size only while it knows so, and it learns that when the task completes.
-			 * Submitted together, every round would go to the first uncalibrated type. */
-			if (err || starfa_wait()) {
-				cli_library_error();
-				goto out;
-			}
-		}
-		starfa_worker_stats st;
-		starfa_stats_get(&st);
-		printf("  %-15s k=%-4lld nnz=%-9lld tasks: %lld cpu, %lld cuda\n", op_names[op], (long long)k,
-		       (long long)csr->nnz, (long long)st.tasks[STARFA_WORKER_CPU], (long long)st.tasks[STARFA_WORKER_CUDA]);
-	}
 	rc = 0;
+	for (int op = 0; op < NOPS && rc == 0; op++) {
+		int group = op <= OP_SDDMM_SCALED ? GROUP_SDDMM : GROUP_SPMM;
+		if (c->groups & group)
+			rc = run_rounds(c, op_names[op], k, csr->nnz, insert_tiles_op, &t, op);
+	}
 out:
-	starfa_sparse_values_free(P);
-	starfa_dense_free(rows);
-	starfa_dense_free(cols);
-	starfa_dense_free(rows_out);
-	starfa_dense_free(cols_out);
-	starfa_tiled_free(S);
+	starfa_sparse_values_free(t.P);
+	starfa_dense_free(t.rows);
+	starfa_dense_free(t.cols);
+	starfa_dense_free(t.rows_out);
+	starfa_dense_free(t.cols_out);
+	starfa_tiled_free(t.S);
 	free(a);
 	free(b);
 	free(ya);
@@ -205,9 +286,137 @@ out:
 	return rc;
 }
 
+/* ---------------------------------------------------------------- ALS */
+
+/* In this order: the stored-system operations run after the ones that give them valid systems. */
+enum {
+	ALS_GRAM,
+	ALS_ROWSOLVE_CHOL,
+	ALS_ROWSOLVE_CG,
+	ALS_ROWSOLVE_IMPLICIT,
+	ALS_HERMITIAN,
+	ALS_BIAS,
+	ALS_SOLVE_CHOL,
+	ALS_SOLVE_CG,
+	ALS_HERMITIAN_IMPLICIT,
+	ALS_BIAS_IMPLICIT,
+	ALS_SOLVE_IMPLICIT,
+	ALS_HERMITIAN_FP16,
+	ALS_SOLVE_FP16,
+	ALS_NOPS,
+	ALS_FIRST_STORED = ALS_HERMITIAN,
+};
+static const char *const als_names[ALS_NOPS] = {
+	"gram",		  "rowsolve chol",	"rowsolve cg",		"rowsolve cg (implicit)", "hermitian",
+	"bias",		  "solve chol",		"solve cg",		"hermitian (implicit)",   "bias (implicit)",
+	"solve cg (implicit)", "hermitian+bias (fp16)", "solve cg (fp16)",
+};
+
+#define ALS_ALPHA 4.0f
+#define ALS_CG_STEPS 3
+
+struct als_ctx {
+	starfa_tiled *S;
+	int64_t k;
+	starfa_dense *theta, *info, *x;
+	starfa_systems *sys, *sys16, *status; /* status: rowsolve's status words */
+	starfa_gram *G;
+};
+
+static int insert_als_op(void *ctx, int op)
+{
+	struct als_ctx *a = ctx;
+	const starfa_feedback ex = STARFA_EXPLICIT, im = STARFA_IMPLICIT;
+	switch (op) {
+	case ALS_GRAM: return starfa_insert_gram(a->theta, 0, a->k, a->G);
+	case ALS_ROWSOLVE_CHOL:
+		return starfa_insert_rowsolve(a->S, STARFA_ROWS, 0, a->theta, 0, -1, 3.5f, ex, 0, a->info, NULL,
+					      STARFA_SOLVER_CHOLESKY, 0, a->x, 0, a->status);
+	case ALS_ROWSOLVE_CG:
+		return starfa_insert_rowsolve(a->S, STARFA_ROWS, 0, a->theta, 0, -1, 3.5f, ex, 0, a->info, NULL,
+					      STARFA_SOLVER_CG, ALS_CG_STEPS, a->x, 0, a->status);
+	case ALS_ROWSOLVE_IMPLICIT:
+		return starfa_insert_rowsolve(a->S, STARFA_ROWS, 0, a->theta, 0, -1, 0, im, ALS_ALPHA, a->info, a->G,
+					      STARFA_SOLVER_CG, ALS_CG_STEPS, a->x, 0, a->status);
+	case ALS_HERMITIAN: return starfa_insert_hermitian(a->S, STARFA_ROWS, 0, a->theta, 0, ex, 0, a->info, a->sys);
+	case ALS_BIAS: return starfa_insert_bias(a->S, STARFA_ROWS, 0, a->theta, 0, -1, 3.5f, ex, 0, a->sys);
+	case ALS_SOLVE_CHOL:
+		return starfa_insert_solve(a->sys, 0, a->info, NULL, STARFA_SOLVER_CHOLESKY, 0, a->x, 0);
+	case ALS_SOLVE_CG: return starfa_insert_solve(a->sys, 0, a->info, NULL, STARFA_SOLVER_CG, ALS_CG_STEPS, a->x, 0);
+	case ALS_HERMITIAN_IMPLICIT:
+		return starfa_insert_hermitian(a->S, STARFA_ROWS, 0, a->theta, 0, im, ALS_ALPHA, a->info, a->sys);
+	case ALS_BIAS_IMPLICIT: return starfa_insert_bias(a->S, STARFA_ROWS, 0, a->theta, 0, -1, 0, im, ALS_ALPHA, a->sys);
+	case ALS_SOLVE_IMPLICIT:
+		return starfa_insert_solve(a->sys, 0, a->info, a->G, STARFA_SOLVER_CG, ALS_CG_STEPS, a->x, 0);
+	case ALS_HERMITIAN_FP16: {
+		/* and the right-hand sides, which the FP16 solves need too */
+		int rc = starfa_insert_hermitian(a->S, STARFA_ROWS, 0, a->theta, 0, ex, 0, a->info, a->sys16);
+		return rc ? rc : starfa_insert_bias(a->S, STARFA_ROWS, 0, a->theta, 0, -1, 3.5f, ex, 0, a->sys16);
+	}
+	default: return starfa_insert_solve(a->sys16, 0, a->info, NULL, STARFA_SOLVER_CG, ALS_CG_STEPS, a->x, 0);
+	}
+}
+
+/* Calibrates the ALS operations on one matrix at one rank, solving its rows against factors of its
+ * columns: one band of one tile, as a graph's tasks see them. */
+static int calibrate_als(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
+{
+	int rc = 1;
+	struct als_ctx a = {.k = k};
+	size_t nt = (size_t)(csr->ncols * k), nx = (size_t)(csr->nrows * k);
+	float *theta = malloc(nt * sizeof *theta), *x = calloc(nx, sizeof *x);
+	float *info = malloc((size_t)csr->nrows * 2 * sizeof *info);
+	if (!theta || !x || !info) {
+		cli_error("out of memory for rank %lld factors", (long long)k);
+		goto out;
+	}
+	fill(theta, nt, 3);
+	for (int64_t r = 0; r < csr->nrows; r++) {
+		int64_t n = csr->rowptr[r + 1] - csr->rowptr[r];
+		info[2 * r] = 0.1f * (float)(n > 0 ? n : 1);   /* ALS-WR's lambda * n_u */
+		info[2 * r + 1] = (float)(n > 0 ? 2 * n : 1); /* >= the sum of weights (values < 2) */
+	}
+	int stored = (size_t)csr->nrows * (size_t)(k * k) * sizeof(float) <= MAX_SYSTEMS_BYTES;
+	starfa_tiling_options one_tile = {1, 1, 0};
+	if (starfa_tiled_create(csr, &one_tile, &a.S) || starfa_dense_create(a.S, STARFA_COLS, theta, k, &a.theta) ||
+	    starfa_dense_create(a.S, STARFA_ROWS, x, k, &a.x) || starfa_dense_create(a.S, STARFA_ROWS, info, 2, &a.info) ||
+	    starfa_gram_create(k, &a.G) || starfa_systems_create(a.S, STARFA_ROWS, k, 0, 1, &a.status) ||
+	    (stored && (starfa_systems_create(a.S, STARFA_ROWS, k, 0, 1, &a.sys) ||
+			starfa_systems_create(a.S, STARFA_ROWS, k, 1, 1, &a.sys16)))) {
+		cli_library_error();
+		goto out;
+	}
+	rc = 0;
+	for (int op = 0; op < ALS_NOPS && rc == 0; op++)
+		if (stored || op < ALS_FIRST_STORED)
+			rc = run_rounds(c, als_names[op], k, csr->nnz, insert_als_op, &a, op);
+	if (rc == 0 && !stored)
+		printf("  (hermitian, bias and solve skipped at k=%lld nnz=%lld: the systems would exceed %zu MiB)\n",
+		       (long long)k, (long long)csr->nnz, MAX_SYSTEMS_BYTES >> 20);
+out:
+	/* The systems first: freeing them waits for their tasks, which read the other handles. */
+	starfa_systems_free(a.sys16);
+	starfa_systems_free(a.sys);
+	starfa_systems_free(a.status);
+	starfa_gram_free(a.G);
+	starfa_dense_free(a.info);
+	starfa_dense_free(a.x);
+	starfa_dense_free(a.theta);
+	starfa_tiled_free(a.S);
+	free(theta);
+	free(x);
+	free(info);
+	return rc;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
-	struct calibrate_cli c = {.ranks = {32, 128, 512}, .nranks = 3, .min_nnz = 64, .max_nnz = 1 << 22, .seed = 1}; /* the largest automatic tile */
+	struct calibrate_cli c = {.ranks = {{32, 128, 512}, 3},
+				  .als_ranks = {{16, 64, 128}, 3},
+				  .groups = GROUP_ALL,
+				  .min_nnz = 64,
+				  .max_nnz = 1 << 22, /* the largest automatic tile */
+				  .seed = 1};
 	starfa_options_default(&c.runtime);
 	c.runtime.silent = 1;
 	c.runtime.calibrate = 1;
@@ -223,14 +432,26 @@ int cmd_calibrate(int argc, char **argv)
 	       starfa_worker_count(STARFA_WORKER_CUDA), starfa_scheduler_name());
 	rc = 0;
 	for (int64_t nnz = c.min_nnz; nnz <= c.max_nnz && rc == 0; nnz *= 4) {
-		starfa_csr *csr = random_matrix(nnz, c.seed + (uint64_t)nnz);
-		if (!csr) {
-			rc = cli_library_error();
-			break;
+		if (c.groups & (GROUP_SDDMM | GROUP_SPMM)) {
+			/* square, 16 entries per row on average */
+			int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
+			starfa_csr *csr = random_matrix(n, n, nnz, c.seed + (uint64_t)nnz);
+			if (!csr)
+				rc = cli_library_error();
+			for (int r = 0; r < c.ranks.n && rc == 0; r++)
+				rc = calibrate_tiles(&c, csr, c.ranks.rank[r]);
+			starfa_csr_free(csr);
 		}
-		for (int r = 0; r < c.nranks && rc == 0; r++)
-			rc = calibrate_one(&c, csr, c.ranks[r]);
-		starfa_csr_free(csr);
+		if (rc == 0 && (c.groups & GROUP_ALS)) {
+			/* ratings-like: 128 entries per row, 16 per column */
+			int64_t rows = nnz / 128 > 64 ? nnz / 128 : 64, cols = nnz / 16 > 64 ? nnz / 16 : 64;
+			starfa_csr *csr = random_matrix(rows, cols, nnz, c.seed + 3 * (uint64_t)nnz);
+			if (!csr)
+				rc = cli_library_error();
+			for (int r = 0; r < c.als_ranks.n && rc == 0; r++)
+				rc = calibrate_als(&c, csr, c.als_ranks.rank[r]);
+			starfa_csr_free(csr);
+		}
 	}
 	starfa_shutdown(); /* StarPU writes the models here */
 	if (rc == 0) {

@@ -33,8 +33,21 @@ expect 0 'check: passed' -- sddmm --input "$tmp/random.mtx" --rank 33 --repeat 2
 expect 0 'check: passed' -- sddmm --input "$tmp/random.mtx" --rank 8 --scaled --repeat 1 --check
 expect 0 'cpu : 1 workers' -- sddmm --input "$tmp/random.mtx" --rank 8 --repeat 1 --ncpus 1 --ncuda 0
 
-expect 0 'starpu_perfmodel_display -s starfa_sddmm' -- calibrate --ranks 4,8 --min-nnz 256 --max-nnz 1024 --rounds 2
+# calibrate writes a model for every operation it runs, into STARPU_HOME.
+STARPU_HOME="$tmp/home" expect 0 'starpu_perfmodel_display -s starfa_rowsolve' -- \
+	calibrate --ranks 4,8 --als-ranks 3,8 --min-nnz 256 --max-nnz 1024 --rounds 2
+for sym in sddmm spmm gram hermitian bias solve rowsolve; do
+	ls "$tmp"/home/.starpu/sampling/codelets/*/starfa_$sym.* >/dev/null 2>&1 ||
+		fail "calibrate wrote no model for starfa_$sym"
+done
+STARPU_HOME="$tmp/home-als" expect 0 'rowsolve cg \(implicit\) +k=5 ' -- \
+	calibrate --ops als --als-ranks 5 --min-nnz 300 --max-nnz 300 --rounds 1
+ls "$tmp"/home-als/.starpu/sampling/codelets/*/starfa_sddmm.* >/dev/null 2>&1 &&
+	fail "calibrate --ops als calibrated sddmm too"
 expect 2 '--ranks expects an integer' -- calibrate --ranks 4,x
+expect 2 '--als-ranks expects an integer' -- calibrate --als-ranks 0
+expect 2 "unknown group 'lda'" -- calibrate --ops sddmm,lda
+expect 2 "unexpected argument 'extra'" -- calibrate extra
 
 # Bad input: one clear message naming the file (and line), non-zero exit, no crash.
 expect 1 "bad_index\.mtx:4" -- stat "$tmp/bad_index.mtx"
