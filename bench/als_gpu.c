@@ -429,6 +429,8 @@ struct iter_log {
 	double seconds[64];
 	int64_t n, cuda_tasks, cpu_tasks;
 	double loss;
+	starfa_profile prof; /* iterations 2.. */
+	int prof_failed;
 };
 
 static int log_iteration(const starfa_als_progress *p, void *user_data)
@@ -439,7 +441,34 @@ static int log_iteration(const starfa_als_progress *p, void *user_data)
 	l->cuda_tasks += p->stats.tasks[STARFA_WORKER_CUDA];
 	l->cpu_tasks += p->stats.tasks[STARFA_WORKER_CPU];
 	l->loss = p->train_loss;
+	if (p->iteration > 1 && !l->prof_failed)
+		l->prof_failed = starfa_profile_add(&l->prof, p->profile) != 0;
 	return 0;
+}
+
+/* Where each worker's time went and what crossed each link, per iteration: what tells idle GPUs
+ * from transfers when more GPUs do not help. */
+static void print_profile(const char *run, const struct iter_log *l)
+{
+	int64_t iters = l->n - 1;
+	if (iters < 1 || l->prof_failed)
+		return;
+	out("\n%s, iterations 2..%lld: per worker, busy (running tasks), sleeping (nothing to run) and the rest "
+	    "(scheduling, waiting for data); per link, MB moved per iteration\n\n| worker | tasks/iteration | busy | "
+	    "sleeping | rest |\n|---|---:|---:|---:|---:|\n",
+	    run, (long long)l->n);
+	for (int w = 0; w < l->prof.nworkers; w++) {
+		const starfa_worker_profile *q = &l->prof.workers[w];
+		double t = q->seconds > 0 ? q->seconds : 1, rest = q->seconds - q->executing - q->sleeping;
+		out("| %s | %.1f | %.1f%% | %.1f%% | %.1f%% |\n", q->name, (double)q->tasks / (double)iters,
+		    100 * q->executing / t, 100 * q->sleeping / t, 100 * (rest > 0 ? rest : 0) / t);
+	}
+	out("\n| from | to | MB/iteration | transfers/iteration |\n|---|---|---:|---:|\n");
+	for (int k = 0; k < l->prof.nlinks; k++) {
+		const starfa_link_profile *q = &l->prof.links[k];
+		out("| %s | %s | %.1f | %.1f |\n", q->src, q->dst, (double)q->bytes * 1e-6 / (double)iters,
+		    (double)q->transfers / (double)iters);
+	}
 }
 
 static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
@@ -448,6 +477,8 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 	out("| algorithm | solver | s/iteration (median of iterations 2..%d) | first iteration | tasks on CUDA / CPU | "
 	    "final loss |\n|---|---|---:|---:|---:|---:|\n",
 	    iters);
+	struct iter_log logs[3] = {0};
+	const char *names[3] = {"ALS, LDLᵀ", "ALS, CG 3 steps", "implicit ALS, CG 3 steps"};
 	for (int run = 0; run < 3; run++) { /* ALS exact, ALS by CG (cuMF's setting), implicit ALS by CG */
 		const int algo = run == 2;
 		starfa_als_options ao;
@@ -457,20 +488,24 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 		ao.cg_steps = 3;
 		if (run == 1)
 			ao.solver = STARFA_SOLVER_CG;
-		struct iter_log l = {0};
+		struct iter_log *l = &logs[run];
 		starfa_model *m = NULL;
-		if (starfa_als_train(coo, NULL, &ao, log_iteration, &l, &m) != 0) {
+		if (starfa_als_train(coo, NULL, &ao, log_iteration, l, &m) != 0) {
 			out("| %s | | failed: %s | | | |\n", algo ? "implicit ALS" : "ALS", starfa_last_error());
 			continue;
 		}
 		starfa_model_free(m);
-		double first = l.seconds[0], rest[64];
+		double first = l->seconds[0], rest[64];
 		int nr = 0;
-		for (int64_t i = 1; i < l.n; i++)
-			rest[nr++] = l.seconds[i];
+		for (int64_t i = 1; i < l->n; i++)
+			rest[nr++] = l->seconds[i];
 		out("| %s (f = %lld%s) | %s | %.3f | %.3f | %lld / %lld | %.5g |\n", algo ? "implicit ALS" : "ALS",
 		    (long long)rank, algo ? "" : ", biases", ao.solver == STARFA_SOLVER_CG ? "CG 3 steps" : "LDLᵀ (exact)",
-		    bench_median(rest, nr), first, (long long)l.cuda_tasks, (long long)l.cpu_tasks, l.loss);
+		    bench_median(rest, nr), first, (long long)l->cuda_tasks, (long long)l->cpu_tasks, l->loss);
+	}
+	for (int run = 0; run < 3; run++) {
+		print_profile(names[run], &logs[run]);
+		starfa_profile_clear(&logs[run].prof);
 	}
 }
 

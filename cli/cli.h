@@ -5,6 +5,7 @@
 #include "starfa.h"
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* Exit codes. */
@@ -43,6 +44,9 @@ int cli_library_error(void);
 int cli_load_csr(const char *path, starfa_format format, starfa_csr **out, starfa_coo **coo_out);
 
 double cli_now_seconds(void);
+
+/* The table of --profile: per worker its tasks and where its time went, then the bytes per link. */
+void cli_profile_print(FILE *out, const starfa_profile *p);
 
 int cmd_info(int argc, char **argv);
 int cmd_stat(int argc, char **argv);

@@ -19,6 +19,7 @@ struct train_cli {
 	starfa_options runtime;
 	/* which options were given, so that the algorithm's defaults fill the others */
 	int rank_set, lambda_set, iters_set, solver_set, steps_set, alpha_set, weighted_set;
+	int profile;
 };
 
 static void usage(FILE *out)
@@ -50,6 +51,9 @@ static void usage(FILE *out)
 		"  --k K                ials: the k of precision@k, MAP@k and NDCG@k on the test set (default 10)\n"
 		"  --out MODEL          the model file to write\n"
 		"  --log FILE.csv       the progress lines as CSV\n"
+		"  --profile            after training, per worker its tasks and where its time went (running tasks,\n"
+		"                       sleeping with nothing to run, the rest: scheduling and waiting for data),\n"
+		"                       and the bytes moved between memory nodes, over the iterations\n"
 		"  --row-tiles R, --col-tiles C   tile grid (default: one row and one column band per worker)\n"
 		"  --slots N            bands of systems held at once per side (default: two per worker)\n" CLI_RUNTIME_HELP,
 		(long long)als.rank, (long long)ials.rank, als.lambda, ials.lambda, als.weighted_lambda,
@@ -79,6 +83,7 @@ static int parse(int argc, char **argv, struct train_cli *c)
 		{"k", required_argument, NULL, 'K'},
 		{"out", required_argument, NULL, 'o'},
 		{"log", required_argument, NULL, 'L'},
+		{"profile", no_argument, NULL, 'R'},
 		{"row-tiles", required_argument, NULL, 'r'},
 		{"col-tiles", required_argument, NULL, 'c'},
 		{"slots", required_argument, NULL, 'P'},
@@ -184,6 +189,9 @@ static int parse(int argc, char **argv, struct train_cli *c)
 		case 'L':
 			c->log = optarg;
 			break;
+		case 'R':
+			c->profile = 1;
+			break;
 		case 'r':
 			if (cli_parse_int("row-tiles", optarg, 1, 1 << 20, &o->tiling.row_tiles))
 				return EXIT_USAGE;
@@ -242,6 +250,8 @@ struct run_state {
 	int implicit;
 	int64_t k;
 	int failed_log;
+	int profile, failed_profile;
+	starfa_profile sum; /* --profile: over the iterations */
 };
 
 static void print_cell(FILE *f, double v)
@@ -276,6 +286,8 @@ static int on_iteration(const starfa_als_progress *p, void *user_data)
 			printf(" %s %lld", starfa_worker_kind_name((starfa_worker_kind)k), (long long)p->stats.tasks[k]);
 	printf("\n");
 	fflush(stdout);
+	if (st->profile && !st->failed_profile)
+		st->failed_profile = starfa_profile_add(&st->sum, p->profile) != 0;
 	if (st->log) {
 		FILE *f = st->log;
 		fprintf(f, "%lld,%.6f", (long long)p->iteration, p->seconds);
@@ -345,7 +357,7 @@ static int finish_log(FILE *f, char *tmp, const char *path, int keep)
 
 static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 {
-	struct run_state st = {NULL, c->als.algo == STARFA_ALGO_IALS, c->als.eval_k, 0};
+	struct run_state st = {.implicit = c->als.algo == STARFA_ALGO_IALS, .k = c->als.eval_k, .profile = c->profile};
 	char *log_tmp = NULL;
 	if (c->log && !(st.log = open_log(c->log, &log_tmp)))
 		return 1;
@@ -381,6 +393,15 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 	if (rc == 0)
 		printf("model: %lld users, %lld items, rank %lld, trained in %.2f s, saved to %s\n", (long long)model->nusers,
 		       (long long)model->nitems, (long long)model->rank, total, c->out);
+	if (rc == 0 && st.profile) {
+		if (st.failed_profile) {
+			cli_error("--profile: out of memory");
+		} else {
+			printf("profile over %lld iterations:\n", (long long)o->iters);
+			cli_profile_print(stdout, &st.sum);
+		}
+	}
+	starfa_profile_clear(&st.sum);
 	starfa_model_free(model);
 	return rc;
 }

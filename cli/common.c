@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 void cli_error(const char *fmt, ...)
@@ -111,4 +112,28 @@ double cli_now_seconds(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double percent(double part, double whole)
+{
+	return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+void cli_profile_print(FILE *out, const starfa_profile *p)
+{
+	fprintf(out, "  %-44s %8s %10s %7s %9s %7s\n", "worker", "tasks", "busy s", "busy", "sleeping", "other");
+	for (int w = 0; w < p->nworkers; w++) {
+		const starfa_worker_profile *q = &p->workers[w];
+		double other = q->seconds - q->executing - q->sleeping;
+		fprintf(out, "  %-44.44s %8lld %10.3f %6.1f%% %8.1f%% %6.1f%%\n", q->name, (long long)q->tasks, q->executing,
+			percent(q->executing, q->seconds), percent(q->sleeping, q->seconds),
+			percent(other > 0 ? other : 0, q->seconds));
+	}
+	if (p->nlinks == 0)
+		fprintf(out, "  no data moved between memory nodes\n");
+	for (int l = 0; l < p->nlinks; l++) {
+		const starfa_link_profile *q = &p->links[l];
+		fprintf(out, "  %-10s -> %-10s %12.3f MB in %lld transfers\n", q->src, q->dst, (double)q->bytes * 1e-6,
+			(long long)q->transfers);
+	}
 }

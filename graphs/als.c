@@ -515,6 +515,7 @@ int starfa_als_train(const starfa_coo *train, const starfa_coo *test, const star
 		return rc;
 	struct als a = {.o = opts, .implicit = opts->algo == STARFA_ALGO_IALS, .coo = train};
 	rc = setup(&a, train, test);
+	starfa_profile profile = {0};
 	for (int64_t it = 1; !rc && it <= opts->iters; it++) {
 		starfa_als_progress p = {.iteration = it};
 		starfa_stats_reset();
@@ -526,6 +527,9 @@ int starfa_als_train(const starfa_coo *train, const starfa_coo *test, const star
 			break;
 		p.seconds = now_seconds() - t0;
 		starfa_stats_get(&p.stats);
+		if ((rc = starfa_profile_get(&profile)) != 0)
+			break;
+		p.profile = &profile;
 		p.row_tiles = starfa_tiled_row_tiles(a.S);
 		p.col_tiles = starfa_tiled_col_tiles(a.S);
 		p.systems_bytes = stored_systems(&a) ? (int64_t)(starfa_systems_bytes(a.users.sys) +
@@ -542,9 +546,12 @@ int starfa_als_train(const starfa_coo *train, const starfa_coo *test, const star
 			rc = starfa_factors_metrics(&f, &a.test, a.csr, opts->eval_k, &p.test);
 			p.has_test = 1;
 		}
-		if (!rc && callback && callback(&p, user_data) != 0)
+		int stop = !rc && callback && callback(&p, user_data) != 0;
+		starfa_profile_clear(&profile);
+		if (stop)
 			break;
 	}
+	starfa_profile_clear(&profile); /* when an iteration failed */
 	if (!rc)
 		rc = starfa_wait();
 	if (!rc) {

@@ -243,6 +243,39 @@ typedef struct starfa_worker_stats {
 void starfa_stats_reset(void);
 void starfa_stats_get(starfa_worker_stats *out);
 
+/* The same accounting per worker, with where each worker's time went, and the data moved over each
+ * link between memory nodes, since the last starfa_stats_reset: what tells a scaling run's idle
+ * workers and transfers apart. (Reading StarPU's counters resets them, so STARPU_WORKER_STATS and
+ * STARPU_BUS_STATS at exit cover only what starfa has not read.) */
+typedef struct starfa_worker_profile {
+	char name[64]; /* StarPU's worker name, e.g. "CPU 0" or "CUDA 0.0 (NVIDIA H100 80GB HBM3 ...)" */
+	starfa_worker_kind kind;
+	int64_t tasks;
+	double seconds;   /* wall time accounted since the reset */
+	double executing; /* of which running tasks */
+	double sleeping;  /* of which blocked with nothing to run; the rest went to scheduling and
+			   * waiting for data */
+	double flops;
+} starfa_worker_profile;
+
+typedef struct starfa_link_profile {
+	char src[32], dst[32]; /* memory nodes, e.g. "RAM 0" and "CUDA 0" */
+	int64_t bytes, transfers;
+} starfa_link_profile;
+
+typedef struct starfa_profile {
+	int nworkers, nlinks;
+	starfa_worker_profile *workers; /* in StarPU's worker order */
+	starfa_link_profile *links;     /* the links that carried data */
+} starfa_profile;
+
+/* Fills *out (starfa_profile_clear frees its arrays); STARFA_EINVAL before starfa_init. */
+int starfa_profile_get(starfa_profile *out);
+/* Adds p into *sum (start from a zeroed one), e.g. over iterations: workers by position, links by
+ * their two ends. */
+int starfa_profile_add(starfa_profile *sum, const starfa_profile *p);
+void starfa_profile_clear(starfa_profile *p);
+
 /* ------------------------------------------------------------------ reference checks */
 
 typedef struct starfa_check_report {
@@ -417,6 +450,8 @@ typedef struct starfa_als_progress {
 	int has_test;
 	starfa_metrics test;
 	starfa_worker_stats stats; /* tasks, kernel seconds and flops per worker kind in this iteration */
+	const starfa_profile *profile; /* the same per worker, and the transfers, over the iteration's sweeps
+					* (valid during the callback) */
 	int64_t row_tiles, col_tiles;  /* the tile grid training runs on */
 	int64_t systems_bytes;         /* memory of the systems of both sides */
 } starfa_als_progress;

@@ -10,6 +10,11 @@
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_count;
 static starfa_worker_stats stats_total;
+/* StarPU's per-worker and per-bus counters reset on every read: they are folded into running
+ * totals, per kind, per worker and per bus (sized at the first read after starpu_init). */
+static starfa_worker_profile *worker_total;
+static int64_t (*bus_total)[2]; /* bytes, transfers */
+static int nworker_total, nbus_total;
 
 void starfa_options_default(starfa_options *opts)
 {
@@ -88,6 +93,11 @@ void starfa_shutdown(void)
 		}
 #endif
 		starpu_shutdown();
+		free(worker_total);
+		free(bus_total);
+		worker_total = NULL;
+		bus_total = NULL;
+		nworker_total = nbus_total = 0;
 	}
 	pthread_mutex_unlock(&init_lock);
 }
@@ -123,18 +133,53 @@ int starfa_worker_count(starfa_worker_kind kind)
 					  : (int)starpu_cpu_worker_get_count();
 }
 
-/* StarPU's per-worker counters reset on every read: fold them into running totals. */
+
+static double seconds_of(struct timespec t)
+{
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void collect_worker_stats(void)
 {
-	unsigned n = starpu_worker_get_count();
-	for (unsigned w = 0; w < n; w++) {
+	int n = (int)starpu_worker_get_count(), nbus = starpu_bus_get_count();
+	if (n != nworker_total) {
+		free(worker_total);
+		worker_total = calloc((size_t)n, sizeof *worker_total);
+		nworker_total = worker_total ? n : 0;
+		for (int w = 0; w < nworker_total; w++) {
+			starpu_worker_get_name(w, worker_total[w].name, sizeof worker_total[w].name);
+			worker_total[w].kind = (starfa_worker_kind)kind_of_worker(w);
+		}
+	}
+	if (nbus != nbus_total) {
+		free(bus_total);
+		bus_total = calloc((size_t)(nbus > 0 ? nbus : 1), sizeof *bus_total);
+		nbus_total = bus_total ? nbus : 0;
+	}
+	for (int w = 0; w < n; w++) {
 		struct starpu_profiling_worker_info info;
-		if (starpu_profiling_worker_get_info((int)w, &info) != 0)
+		if (starpu_profiling_worker_get_info(w, &info) != 0)
 			continue;
-		int k = kind_of_worker((int)w);
+		int k = kind_of_worker(w);
+		double executing = seconds_of(info.executing_time);
 		stats_total.tasks[k] += info.executed_tasks;
-		stats_total.seconds[k] += info.executing_time.tv_sec + info.executing_time.tv_nsec * 1e-9;
+		stats_total.seconds[k] += executing;
 		stats_total.flops[k] += info.flops;
+		if (w < nworker_total) {
+			starfa_worker_profile *p = &worker_total[w];
+			p->tasks += info.executed_tasks;
+			p->seconds += seconds_of(info.total_time);
+			p->executing += executing;
+			p->sleeping += seconds_of(info.sleeping_time);
+			p->flops += info.flops;
+		}
+	}
+	for (int b = 0; b < nbus_total; b++) {
+		struct starpu_profiling_bus_info info;
+		if (starpu_bus_get_profiling_info(b, &info) != 0)
+			continue;
+		bus_total[b][0] += info.transferred_bytes;
+		bus_total[b][1] += info.transfer_count;
 	}
 }
 
@@ -143,6 +188,13 @@ void starfa_stats_reset(void)
 	if (starfa_runtime_started())
 		collect_worker_stats();
 	memset(&stats_total, 0, sizeof stats_total);
+	for (int w = 0; w < nworker_total; w++) {
+		starfa_worker_profile *p = &worker_total[w];
+		p->tasks = 0;
+		p->seconds = p->executing = p->sleeping = p->flops = 0;
+	}
+	if (nbus_total > 0)
+		memset(bus_total, 0, (size_t)nbus_total * sizeof *bus_total);
 }
 
 void starfa_stats_get(starfa_worker_stats *out)
@@ -150,6 +202,85 @@ void starfa_stats_get(starfa_worker_stats *out)
 	if (starfa_runtime_started())
 		collect_worker_stats();
 	*out = stats_total;
+}
+
+int starfa_profile_get(starfa_profile *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!starfa_runtime_started())
+		return starfa_set_error(STARFA_EINVAL, "starfa_profile_get: the runtime is not started (starfa_init)");
+	collect_worker_stats();
+	int nlinks = 0;
+	for (int b = 0; b < nbus_total; b++)
+		nlinks += bus_total[b][1] > 0;
+	out->workers = starfa_malloc((size_t)(nworker_total > 0 ? nworker_total : 1), sizeof *out->workers);
+	out->links = starfa_malloc((size_t)(nlinks > 0 ? nlinks : 1), sizeof *out->links);
+	if (!out->workers || !out->links) {
+		starfa_profile_clear(out);
+		return STARFA_ENOMEM;
+	}
+	out->nworkers = nworker_total;
+	if (nworker_total > 0)
+		memcpy(out->workers, worker_total, (size_t)nworker_total * sizeof *worker_total);
+	for (int b = 0; b < nbus_total; b++) {
+		if (bus_total[b][1] == 0)
+			continue;
+		starfa_link_profile *l = &out->links[out->nlinks++];
+		starpu_memory_node_get_name((unsigned)starpu_bus_get_src(b), l->src, sizeof l->src);
+		starpu_memory_node_get_name((unsigned)starpu_bus_get_dst(b), l->dst, sizeof l->dst);
+		l->bytes = bus_total[b][0];
+		l->transfers = bus_total[b][1];
+	}
+	return 0;
+}
+
+int starfa_profile_add(starfa_profile *sum, const starfa_profile *p)
+{
+	if (!sum || !p)
+		return starfa_set_error(STARFA_EINVAL, "starfa_profile_add: NULL profile");
+	if (sum->nworkers == 0 && p->nworkers > 0) {
+		sum->workers = starfa_malloc((size_t)p->nworkers, sizeof *sum->workers);
+		if (!sum->workers)
+			return STARFA_ENOMEM;
+		memcpy(sum->workers, p->workers, (size_t)p->nworkers * sizeof *p->workers);
+		sum->nworkers = p->nworkers;
+	} else {
+		for (int w = 0; w < p->nworkers && w < sum->nworkers; w++) {
+			starfa_worker_profile *s = &sum->workers[w];
+			const starfa_worker_profile *q = &p->workers[w];
+			s->tasks += q->tasks;
+			s->seconds += q->seconds;
+			s->executing += q->executing;
+			s->sleeping += q->sleeping;
+			s->flops += q->flops;
+		}
+	}
+	for (int l = 0; l < p->nlinks; l++) {
+		const starfa_link_profile *q = &p->links[l];
+		int found = -1;
+		for (int m = 0; m < sum->nlinks && found < 0; m++)
+			if (strcmp(sum->links[m].src, q->src) == 0 && strcmp(sum->links[m].dst, q->dst) == 0)
+				found = m;
+		if (found < 0) {
+			starfa_link_profile *grown = realloc(sum->links, (size_t)(sum->nlinks + 1) * sizeof *grown);
+			if (!grown)
+				return starfa_set_error(STARFA_ENOMEM, "out of memory for a profile's links");
+			sum->links = grown;
+			found = sum->nlinks++;
+			sum->links[found] = *q;
+		} else {
+			sum->links[found].bytes += q->bytes;
+			sum->links[found].transfers += q->transfers;
+		}
+	}
+	return 0;
+}
+
+void starfa_profile_clear(starfa_profile *p)
+{
+	free(p->workers);
+	free(p->links);
+	memset(p, 0, sizeof *p);
 }
 
 int starfa_wait(void)

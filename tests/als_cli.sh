@@ -25,6 +25,10 @@ head -n 1 "$tmp/als.csv" | grep -q '^iteration,seconds,train_loss,train_rmse,tes
 awk -F, 'NR > 1 && !($4 > 0 && $4 < 1 && $5 > 0 && $5 < 1.5) { exit 1 }' "$tmp/als.csv" || fail "log values: $(cat "$tmp/als.csv")"
 expect 0 'test_rmse' -- train --input "$tmp/ratings.csv" --test "$tmp/test.csv" --rank 3 --iters 3 --solver cg \
 	--cg-steps 4 --fp16 --out "$tmp/als-cg.model"
+expect 0 '^profile over 3 iterations:$' -- train --input "$tmp/ratings.csv" --rank 3 --iters 3 --profile \
+	--out "$tmp/profile.model" --ncpus 2
+expect 0 '^  CPU 1 +[1-9][0-9]* +[0-9.]+ +[0-9.]+% +[0-9.]+% +[0-9.]+%$' -- train --input "$tmp/ratings.csv" --rank 3 \
+	--iters 3 --profile --out "$tmp/profile.model" --ncpus 2
 expect 0 'iter +4 .*p@10 0\.[0-9]+ +map@10 .*ndcg@10' -- train --algo ials --input "$tmp/ratings.csv" \
 	--test-fraction 0.2 --rank 6 --iters 4 --alpha 5 --out "$tmp/ials.model" --row-tiles 2 --col-tiles 3
 

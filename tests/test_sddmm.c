@@ -8,6 +8,7 @@
 #include "testing_cuda.h"
 #endif
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +159,84 @@ TEST(sddmm, task_graph_matches_reference)
 		free(B);
 		free(P);
 	}
+	return 0;
+}
+
+/* The per-worker profile accounts for every task the per-kind statistics count, and for no time
+ * a worker did not have. */
+TEST(sddmm, worker_profile_accounts_for_every_task)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 5;
+	int64_t k = 16;
+	starfa_csr *S = testing_random_csr(400, 300, 5000, 1.0, &rng);
+	CHECK(S);
+	float *A = malloc(sizeof(float) * (size_t)(S->nrows * k)), *B = malloc(sizeof(float) * (size_t)(S->ncols * k));
+	CHECK(A && B);
+	testing_fill_random(A, (size_t)(S->nrows * k), &rng);
+	testing_fill_random(B, (size_t)(S->ncols * k), &rng);
+	starfa_tiling_options opts = {4, 3, 0};
+	starfa_tiled *t = NULL;
+	starfa_dense *a = NULL, *b = NULL;
+	starfa_sparse_values *p = NULL;
+	CHECK_OK(starfa_tiled_create(S, &opts, &t));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, k, &a));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, k, &b));
+	CHECK_OK(starfa_sparse_values_create(t, &p));
+	CHECK_OK(starfa_wait());
+	starfa_stats_reset();
+	for (int round = 0; round < 3; round++)
+		CHECK_OK(starfa_insert_sddmm(t, a, b, STARFA_SDDMM_PATTERN, p));
+	CHECK_OK(starfa_wait());
+	starfa_worker_stats st;
+	starfa_stats_get(&st);
+	starfa_profile prof;
+	CHECK_OK(starfa_profile_get(&prof));
+	CHECK(prof.nworkers == starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA));
+	int64_t tasks[STARFA_WORKER_KINDS] = {0};
+	double executing[STARFA_WORKER_KINDS] = {0};
+	for (int w = 0; w < prof.nworkers; w++) {
+		const starfa_worker_profile *q = &prof.workers[w];
+		CHECK_MSG(q->name[0] != '\0', "worker %d has no name", w);
+		CHECK(q->kind == STARFA_WORKER_CPU || q->kind == STARFA_WORKER_CUDA);
+		CHECK_MSG(q->executing >= 0 && q->sleeping >= 0 && q->executing + q->sleeping <= q->seconds * 1.001 + 1e-6,
+			  "worker %s: executing %g + sleeping %g s of %g s", q->name, q->executing, q->sleeping, q->seconds);
+		tasks[q->kind] += q->tasks;
+		executing[q->kind] += q->executing;
+	}
+	for (int kind = 0; kind < STARFA_WORKER_KINDS; kind++) {
+		CHECK_MSG(tasks[kind] == st.tasks[kind], "kind %d: %lld tasks per worker, %lld per kind", kind,
+			  (long long)tasks[kind], (long long)st.tasks[kind]);
+		CHECK(fabs(executing[kind] - st.seconds[kind]) <= 1e-6 * (1 + st.seconds[kind]));
+	}
+	CHECK(tasks[STARFA_WORKER_CPU] + tasks[STARFA_WORKER_CUDA] >= 3 * 12);
+	for (int l = 0; l < prof.nlinks; l++)
+		CHECK(prof.links[l].src[0] && prof.links[l].dst[0] && prof.links[l].bytes > 0 && prof.links[l].transfers > 0);
+	/* Summed twice over a zeroed profile: every count doubles. */
+	starfa_profile sum = {0};
+	CHECK_OK(starfa_profile_add(&sum, &prof));
+	CHECK_OK(starfa_profile_add(&sum, &prof));
+	CHECK(sum.nworkers == prof.nworkers && sum.nlinks == prof.nlinks);
+	for (int w = 0; w < sum.nworkers; w++)
+		CHECK(sum.workers[w].tasks == 2 * prof.workers[w].tasks && !strcmp(sum.workers[w].name, prof.workers[w].name));
+	for (int l = 0; l < sum.nlinks; l++)
+		CHECK(sum.links[l].bytes == 2 * prof.links[l].bytes && sum.links[l].transfers == 2 * prof.links[l].transfers);
+	starfa_profile_clear(&sum);
+	starfa_profile_clear(&prof);
+	CHECK(prof.workers == NULL && prof.nworkers == 0);
+	/* A reset starts every worker from zero. */
+	starfa_stats_reset();
+	CHECK_OK(starfa_profile_get(&prof));
+	for (int w = 0; w < prof.nworkers; w++)
+		CHECK(prof.workers[w].tasks == 0 && prof.workers[w].executing < 1e-3);
+	starfa_profile_clear(&prof);
+	starfa_sparse_values_free(p);
+	starfa_dense_free(a);
+	starfa_dense_free(b);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(A);
+	free(B);
 	return 0;
 }
 
