@@ -56,6 +56,45 @@ static void free_tile(struct one_tile *t)
 	free(t->colind);
 }
 
+/* A random m x n matrix on a row_tiles x col_tiles grid with random rank-k operands, registered. */
+struct graph_case {
+	starfa_csr *S;
+	int64_t k;
+	float *A, *B;
+	starfa_tiled *t;
+	starfa_dense *a, *b;
+	starfa_sparse_values *p;
+};
+
+static int graph_case_make(struct graph_case *g, int64_t m, int64_t n, int64_t nnz, double skew, int64_t k,
+			   int64_t row_tiles, int64_t col_tiles, uint64_t *rng)
+{
+	memset(g, 0, sizeof *g);
+	g->k = k;
+	if (!(g->S = testing_random_csr(m, n, nnz, skew, rng)))
+		return 1;
+	g->A = malloc(sizeof(float) * (size_t)(m * k));
+	g->B = malloc(sizeof(float) * (size_t)(n * k));
+	if (!g->A || !g->B)
+		return 1;
+	testing_fill_random(g->A, (size_t)(m * k), rng);
+	testing_fill_random(g->B, (size_t)(n * k), rng);
+	starfa_tiling_options opts = {row_tiles, col_tiles, 0};
+	return starfa_tiled_create(g->S, &opts, &g->t) || starfa_dense_create(g->t, STARFA_ROWS, g->A, k, &g->a) ||
+	       starfa_dense_create(g->t, STARFA_COLS, g->B, k, &g->b) || starfa_sparse_values_create(g->t, &g->p);
+}
+
+static void graph_case_free(struct graph_case *g)
+{
+	starfa_sparse_values_free(g->p);
+	starfa_dense_free(g->a);
+	starfa_dense_free(g->b);
+	starfa_tiled_free(g->t);
+	starfa_csr_free(g->S);
+	free(g->A);
+	free(g->B);
+}
+
 TEST(sddmm, cpu_kernel_matches_reference)
 {
 	uint64_t rng = testing_seed();
@@ -126,37 +165,20 @@ TEST(sddmm, task_graph_matches_reference)
 	static const int64_t grids[][2] = {{1, 1}, {4, 3}, {16, 16}};
 	for (size_t g = 0; g < 3; g++) {
 		int64_t k = ranks[testing_below(&rng, NRANKS)];
-		starfa_csr *S = testing_random_csr(500, 400, 6000, 1.5, &rng);
-		CHECK(S);
-		float *A = malloc(sizeof(float) * (size_t)(S->nrows * k)), *B = malloc(sizeof(float) * (size_t)(S->ncols * k));
-		float *P = malloc(sizeof(float) * (size_t)S->nnz);
-		CHECK(A && B && P);
-		testing_fill_random(A, (size_t)(S->nrows * k), &rng);
-		testing_fill_random(B, (size_t)(S->ncols * k), &rng);
-		starfa_tiling_options opts = {grids[g][0], grids[g][1], 0};
-		starfa_tiled *t = NULL;
-		starfa_dense *a = NULL, *b = NULL;
-		starfa_sparse_values *p = NULL;
-		CHECK_OK(starfa_tiled_create(S, &opts, &t));
-		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, k, &a));
-		CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, k, &b));
-		CHECK_OK(starfa_sparse_values_create(t, &p));
+		struct graph_case c;
+		CHECK_OK(graph_case_make(&c, 500, 400, 6000, 1.5, k, grids[g][0], grids[g][1], &rng));
+		float *P = malloc(sizeof(float) * (size_t)c.S->nnz);
+		CHECK(P);
 		for (int mode = 0; mode < 2; mode++) {
-			testing_poison(P, (size_t)S->nnz);
-			CHECK_OK(starfa_insert_sddmm(t, a, b, (starfa_sddmm_mode)mode, p));
+			testing_poison(P, (size_t)c.S->nnz);
+			CHECK_OK(starfa_insert_sddmm(c.t, c.a, c.b, (starfa_sddmm_mode)mode, c.p));
 			CHECK_OK(starfa_wait());
-			CHECK_OK(starfa_sparse_values_gather(p, P));
-			CHECK_MSG(starfa_check_sddmm(S, A, B, k, (starfa_sddmm_mode)mode, P, NULL) == 0,
+			CHECK_OK(starfa_sparse_values_gather(c.p, P));
+			CHECK_MSG(starfa_check_sddmm(c.S, c.A, c.B, k, (starfa_sddmm_mode)mode, P, NULL) == 0,
 				  "grid %lldx%lld k=%lld mode=%d: %s", (long long)grids[g][0], (long long)grids[g][1],
 				  (long long)k, mode, starfa_last_error());
 		}
-		starfa_sparse_values_free(p);
-		starfa_dense_free(a);
-		starfa_dense_free(b);
-		starfa_tiled_free(t);
-		starfa_csr_free(S);
-		free(A);
-		free(B);
+		graph_case_free(&c);
 		free(P);
 	}
 	return 0;
@@ -168,25 +190,12 @@ TEST(sddmm, worker_profile_accounts_for_every_task)
 {
 	CHECK_OK(testing_runtime());
 	uint64_t rng = testing_seed() + 5;
-	int64_t k = 16;
-	starfa_csr *S = testing_random_csr(400, 300, 5000, 1.0, &rng);
-	CHECK(S);
-	float *A = malloc(sizeof(float) * (size_t)(S->nrows * k)), *B = malloc(sizeof(float) * (size_t)(S->ncols * k));
-	CHECK(A && B);
-	testing_fill_random(A, (size_t)(S->nrows * k), &rng);
-	testing_fill_random(B, (size_t)(S->ncols * k), &rng);
-	starfa_tiling_options opts = {4, 3, 0};
-	starfa_tiled *t = NULL;
-	starfa_dense *a = NULL, *b = NULL;
-	starfa_sparse_values *p = NULL;
-	CHECK_OK(starfa_tiled_create(S, &opts, &t));
-	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, k, &a));
-	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, k, &b));
-	CHECK_OK(starfa_sparse_values_create(t, &p));
+	struct graph_case c;
+	CHECK_OK(graph_case_make(&c, 400, 300, 5000, 1.0, 16, 4, 3, &rng));
 	CHECK_OK(starfa_wait());
 	starfa_stats_reset();
 	for (int round = 0; round < 3; round++)
-		CHECK_OK(starfa_insert_sddmm(t, a, b, STARFA_SDDMM_PATTERN, p));
+		CHECK_OK(starfa_insert_sddmm(c.t, c.a, c.b, STARFA_SDDMM_PATTERN, c.p));
 	CHECK_OK(starfa_wait());
 	starfa_worker_stats st;
 	starfa_stats_get(&st);
@@ -230,13 +239,7 @@ TEST(sddmm, worker_profile_accounts_for_every_task)
 	for (int w = 0; w < prof.nworkers; w++)
 		CHECK(prof.workers[w].tasks == 0 && prof.workers[w].executing < 1e-3);
 	starfa_profile_clear(&prof);
-	starfa_sparse_values_free(p);
-	starfa_dense_free(a);
-	starfa_dense_free(b);
-	starfa_tiled_free(t);
-	starfa_csr_free(S);
-	free(A);
-	free(B);
+	graph_case_free(&c);
 	return 0;
 }
 
