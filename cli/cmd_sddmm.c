@@ -8,7 +8,7 @@ struct sddmm_cli {
 	const char *input;
 	starfa_format format;
 	int64_t rank, repeat;
-	int check, scaled;
+	int check, scaled, profile;
 	uint64_t seed;
 	starfa_tiling_options tiling;
 	starfa_options runtime;
@@ -26,6 +26,8 @@ static void usage(FILE *out)
 		     "  --repeat N       timed runs after one warm-up (default 5)\n"
 		     "  --check          compare every output element with a sequential reference\n"
 		     "  --seed S         seed of A and B (default 1)\n"
+		     "  --profile        per worker, its tasks and where its time went over the timed runs, and\n"
+		     "                   the bytes moved between memory nodes\n"
 		     "  --row-tiles R, --col-tiles C   tile grid (default: automatic)\n" CLI_RUNTIME_HELP);
 }
 
@@ -42,6 +44,7 @@ static int parse(int argc, char **argv, struct sddmm_cli *c)
 		{"col-tiles", required_argument, NULL, 'c'},
 		{"check", no_argument, NULL, 'C'},
 		{"scaled", no_argument, NULL, 'S'},
+		{"profile", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -87,6 +90,9 @@ static int parse(int argc, char **argv, struct sddmm_cli *c)
 			break;
 		case 'S':
 			c->scaled = 1;
+			break;
+		case 'P':
+			c->profile = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -179,6 +185,16 @@ static int run(struct sddmm_cli *c, starfa_csr *csr)
 	       (long long)c->rank, c->scaled ? " scaled" : "", (long long)c->repeat, best, total / c->repeat,
 	       flops / best * 1e-9);
 	print_worker_stats(&st, c->repeat);
+	if (c->profile) {
+		starfa_profile prof;
+		if (starfa_profile_get(&prof) != 0) {
+			cli_library_error();
+			goto out;
+		}
+		printf("profile over the %lld timed runs:\n", (long long)c->repeat);
+		cli_profile_print(stdout, &prof);
+		starfa_profile_clear(&prof);
+	}
 
 	if (c->check) {
 		p = malloc((size_t)csr->nnz * sizeof *p);

@@ -32,6 +32,7 @@ expect 0 '^rows=2 cols=2 nnz=3$' -- stat "$tmp/ratings.csv"
 expect 0 'check: passed' -- sddmm --input "$tmp/random.mtx" --rank 33 --repeat 2 --check --row-tiles 3 --col-tiles 2
 expect 0 'check: passed' -- sddmm --input "$tmp/random.mtx" --rank 8 --scaled --repeat 1 --check
 expect 0 'cpu : 1 workers' -- sddmm --input "$tmp/random.mtx" --rank 8 --repeat 1 --ncpus 1 --ncuda 0
+expect 0 '^  CPU 0 +[1-9][0-9]* ' -- sddmm --input "$tmp/random.mtx" --rank 8 --repeat 2 --ncpus 1 --ncuda 0 --profile
 
 # calibrate writes a model for every operation it runs, into STARPU_HOME.
 STARPU_HOME="$tmp/home" expect 0 'starpu_perfmodel_display -s starfa_rowsolve' -- \
