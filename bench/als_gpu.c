@@ -3,7 +3,11 @@
  * the same process on the same systems. Prints a Markdown report (and appends it to --md FILE).
  *
  *   starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] [--solve-rows R] [--no-kernels]
- *                    [--no-train] [--gpus N] [--md FILE]
+ *                    [--no-train] [--gpus N] [--cpus N] [--md FILE]
+ *
+ * --cpus N adds N CPU workers to the training runs (default none: GPU workers only); with --gpus 0 the
+ * training runs on CPU workers alone, and runs where there is no GPU (the kernel timings are then left
+ * out).
  *
  * Kernel times are CUDA events around one launch, median of R after a warm-up. Floors: the Gram sums
  * count k (k + 1) flops per entry (the symmetric half, what a float32 kernel must do) against
@@ -471,9 +475,13 @@ static void print_profile(const char *run, const struct iter_log *l)
 	}
 }
 
-static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
+static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda, int ncpus)
 {
-	out("\n### Training iterations through StarPU (%d GPU%s, no CPU workers)\n\n", ncuda, ncuda > 1 ? "s" : "");
+	char cpus[32] = "no CPU workers";
+	if (ncpus > 0)
+		snprintf(cpus, sizeof cpus, "%d CPU worker%s", ncpus, ncpus > 1 ? "s" : "");
+	out("\n### Training iterations through StarPU (%d GPU%s, %s, scheduler %s)\n\n", ncuda, ncuda == 1 ? "" : "s",
+	    cpus, starfa_scheduler_name());
 	out("| algorithm | solver | s/iteration (median of iterations 2..%d) | first iteration | tasks on CUDA / CPU | "
 	    "final loss |\n|---|---|---:|---:|---:|---:|\n",
 	    iters);
@@ -513,7 +521,7 @@ int main(int argc, char **argv)
 {
 	const char *matrix = "netflix", *md_path = NULL;
 	int64_t rank = 100, solve_rows = 131072;
-	int iters = 6, no_train = 0, no_kernels = 0, gpus[8], ngpus = 0;
+	int iters = 6, no_train = 0, no_kernels = 0, gpus[8], ngpus = 0, ncpus = 0;
 	static const struct option longopts[] = {{"matrix", required_argument, 0, 'm'},
 						  {"rank", required_argument, 0, 'f'},
 						  {"iters", required_argument, 0, 'i'},
@@ -523,6 +531,7 @@ int main(int argc, char **argv)
 						  {"no-train", no_argument, 0, 'n'},
 						  {"no-kernels", no_argument, 0, 'K'},
 						  {"gpus", required_argument, 0, 'g'},
+						  {"cpus", required_argument, 0, 'c'},
 						  {"help", no_argument, 0, 'h'},
 						  {0, 0, 0, 0}};
 	int opt;
@@ -535,6 +544,7 @@ int main(int argc, char **argv)
 		case 's': solve_rows = atoll(optarg); break;
 		case 'o': md_path = optarg; break;
 		case 'n': no_train = 1; break;
+		case 'c': ncpus = atoi(optarg); break;
 		case 'K': no_kernels = 1; break;
 		case 'g': /* comma-separated GPU counts to train on. Measured: a second count in the same
 			   * process ran at the first one's speed (StarPU re-initialized), so the numbers in
@@ -544,12 +554,21 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] "
-					"[--solve-rows R] [--no-train] [--no-kernels] [--gpus N,M,...] [--md FILE]\n");
+					"[--solve-rows R] [--no-train] [--no-kernels] [--gpus N,M,...] [--cpus N] [--md FILE]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
-	if (rank < 1 || rank >= STARFA_CUDA_ALS_MAX_K || iters < 2 || iters > 64 || repeat < 1 || solve_rows < 1) {
-		fprintf(stderr, "starfa_als_bench: rank must be in [1, %d), iters in [2, 64], repeat and solve-rows >= 1\n",
+	int any_gpu = ngpus == 0; /* the default is one GPU */
+	for (int g = 0; g < ngpus; g++) {
+		if (gpus[g] < 0)
+			any_gpu = -1;
+		else
+			any_gpu |= gpus[g] > 0;
+	}
+	if (rank < 1 || rank >= STARFA_CUDA_ALS_MAX_K || iters < 2 || iters > 64 || repeat < 1 || solve_rows < 1 ||
+	    ncpus < 0 || any_gpu < 0 || (!any_gpu && ncpus == 0)) {
+		fprintf(stderr, "starfa_als_bench: rank must be in [1, %d), iters in [2, 64], repeat and solve-rows >= 1, "
+				"GPU and CPU counts >= 0, and a training run needs a worker\n",
 			STARFA_CUDA_ALS_MAX_K);
 		return 2;
 	}
@@ -565,9 +584,13 @@ int main(int argc, char **argv)
 	struct bench_device dev;
 	memset(&dev, 0, sizeof dev);
 	gpu_probe(&dev, &o);
-	if (!dev.gpu) {
+	if (!dev.gpu && (any_gpu || no_train)) {
 		fprintf(stderr, "starfa_als_bench: no GPU: %s\n", dev.gpu_note);
 		return 77;
+	}
+	if (!dev.gpu) {
+		no_kernels = 1; /* CPU training only */
+		snprintf(dev.name, sizeof dev.name, "none (CPU workers only)");
 	}
 	gpu_release();
 	{
@@ -580,10 +603,18 @@ int main(int argc, char **argv)
 	if (bench_matrix_load(matrix, &o, &m) != 0)
 		return 1;
 	out("\n## ALS on the GPU: %s, rank %lld (%s)\n\n", m.name, (long long)rank, dev.date);
-	out("Device: %s, %d SMs; measured %.0f GB/s copy bandwidth, %.0f GFLOP/s float32 (cublasSgemm). Matrix: %s.\n"
-	    "Command: `starfa_als_bench --matrix %s --rank %lld --iters %d --repeat %d --solve-rows %lld`.\n",
-	    dev.name, dev.sm_count, dev.bandwidth_gbs, dev.fp32_gflops, m.source, matrix, (long long)rank, iters, repeat,
-	    (long long)solve_rows);
+	if (dev.gpu)
+		out("Device: %s, %d SMs; measured %.0f GB/s copy bandwidth, %.0f GFLOP/s float32 (cublasSgemm). ", dev.name,
+		    dev.sm_count, dev.bandwidth_gbs, dev.fp32_gflops);
+	else
+		out("Device: %s. ", dev.name);
+	char workers[96] = "";
+	int len = ncpus > 0 ? snprintf(workers, sizeof workers, " --cpus %d", ncpus) : 0;
+	for (int g = 0; g < ngpus && len < (int)sizeof workers; g++)
+		len += snprintf(workers + len, sizeof workers - (size_t)len, "%s%d", g ? "," : " --gpus ", gpus[g]);
+	out("Matrix: %s.\nCommand: `starfa_als_bench --matrix %s --rank %lld --iters %d --repeat %d --solve-rows %lld%s%s`.\n",
+	    m.source, matrix, (long long)rank, iters, repeat, (long long)solve_rows, no_kernels ? " --no-kernels" : "",
+	    workers);
 	starfa_csr *t = NULL;
 	if (starfa_csr_transpose(m.csr, &t) != 0) {
 		fprintf(stderr, "starfa_als_bench: %s\n", starfa_last_error());
@@ -616,14 +647,14 @@ int main(int argc, char **argv)
 		for (int g = 0; g < ngpus; g++) {
 			starfa_options so;
 			starfa_options_default(&so);
-			so.ncpus = 0;
+			so.ncpus = ncpus;
 			so.ncuda = gpus[g];
 			so.silent = 1;
 			if (starfa_init(&so) != 0) {
 				fprintf(stderr, "starfa_als_bench: %s\n", starfa_last_error());
 				return 1;
 			}
-			training(coo, rank, iters, gpus[g]);
+			training(coo, rank, iters, gpus[g], ncpus);
 			starfa_shutdown();
 		}
 		starfa_coo_free(coo);

@@ -189,15 +189,24 @@ static int build_plan(starfa_systems *sys, int64_t band, const struct starfa_gri
 #endif
 
 /* The real cost, computed at insertion: per entry k^2 (forming M_u) or 4 k per CG step (matrix-free),
- * per row k^3 / 3 (Cholesky) or k^2 per CG step. */
-static uint64_t rowsolve_cost_of(int64_t nnz, int64_t rows, int64_t k, starfa_solver solver, int cg_steps)
+ * per row k^3 / 3 (Cholesky) or per CG step k^2 (a formed M_u, or G's product) or 4 k (matrix-free
+ * without G: vector updates only). */
+static uint64_t rowsolve_cost_of(int64_t nnz, int64_t rows, int64_t k, starfa_solver solver, int cg_steps, int gram)
 {
 	uint64_t n = (uint64_t)nnz, r = (uint64_t)rows, kk = (uint64_t)k, s = (uint64_t)cg_steps + 1;
 	if (solver == STARFA_SOLVER_CHOLESKY)
 		return n * kk * kk + r * kk * kk * kk / 3;
 	if (starfa_cpu_rowsolve_matrix_free(k, cg_steps))
-		return n * 4 * kk * s + r * kk * kk * s;
+		return n * 4 * kk * s + r * (gram ? kk * kk : 4 * kk) * s;
 	return n * kk * kk + r * kk * kk * s;
+}
+
+double starfa_rowsolve_row_cost(int64_t k, starfa_solver solver, int cg_steps, int with_gram)
+{
+	if (k < 1 || cg_steps < 0)
+		return 0;
+	return (double)rowsolve_cost_of(0, 1, k, solver, cg_steps, with_gram) /
+	       (double)rowsolve_cost_of(1, 0, k, solver, cg_steps, with_gram);
 }
 
 static size_t rowsolve_cost(struct starpu_task *task, unsigned nimpl)
@@ -284,7 +293,7 @@ int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band
 		descr[n++] = (struct starpu_data_descr){G->handle, STARPU_R};
 	int64_t rows = sys->bounds[band + 1] - sys->bounds[band];
 	*args = (struct rowsolve_args){col0, k, offset_col, x_col0, mu, alpha, feedback == STARFA_IMPLICIT, (int)solver,
-				       cg_steps, G != NULL, nt, rowsolve_cost_of(nnz, rows, k, solver, cg_steps), 0, 0, 0};
+				       cg_steps, G != NULL, nt, rowsolve_cost_of(nnz, rows, k, solver, cg_steps, G != NULL), 0, 0, 0};
 #ifdef STARFA_USE_CUDA
 	if (starpu_cuda_worker_get_count() > 0 && k <= STARFA_CUDA_ALS_MAX_K && nt <= STARFA_CUDA_ROWSOLVE_MAX_TILES) {
 		int rc = sys->plan[band] ? 0 : build_plan(sys, band, grid);

@@ -445,6 +445,15 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 		tiling.row_tiles = bands;
 	if (tiling.col_tiles == 0)
 		tiling.col_tiles = bands;
+	/* Bands of equal cost, not of equal entries: a row's solve is worth k^3 / 3 entries' updates
+	 * under Cholesky, which nonzero-balanced bands of a skewed side leave very unequal (bench/ALS.md). */
+	double row_cost = o->stored_systems || o->fp16
+				  ? (o->solver == STARFA_SOLVER_CHOLESKY ? (double)a->k / 3.0 : (double)o->cg_steps + 1.0)
+				  : starfa_rowsolve_row_cost(a->k, o->solver, o->cg_steps, a->implicit);
+	if (tiling.row_cost == 0)
+		tiling.row_cost = row_cost;
+	if (tiling.col_cost == 0)
+		tiling.col_cost = row_cost;
 	rc = starfa_tiled_create(c, &tiling, &a->S);
 	if (rc)
 		return rc;

@@ -151,6 +151,10 @@ typedef struct starfa_tiling_options {
 	int64_t row_tiles; /* 0: automatic */
 	int64_t col_tiles; /* 0: automatic */
 	int transposed;    /* 1: also build the transposed grid (column-side sweeps) */
+	/* The bands are cut so that each has about the same cost, counting each nonzero as 1 and each
+	 * row (column) as row_cost (col_cost): 0 balances nonzeros alone; per-row work such as ALS's
+	 * solves is worth more (starfa_rowsolve_row_cost). */
+	double row_cost, col_cost;
 } starfa_tiling_options;
 
 /* Splits and registers (starfa_init first). The CSR is copied into the tiles: the
@@ -394,6 +398,11 @@ int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band
 			   const starfa_dense *info, const starfa_gram *G, starfa_solver solver, int cg_steps,
 			   starfa_dense *X, int64_t x_col0, starfa_systems *sys);
 
+/* The cost of one row's solve in rowsolve's cost model (its perfmodel's size), in units of one entry's
+ * share, with or without a G: for starfa_tiling_options.row_cost / col_cost, so that the bands of a side
+ * cost alike however their entries are spread over rows (k^3 / 3 against k^2 per entry for Cholesky). */
+double starfa_rowsolve_row_cost(int64_t k, starfa_solver solver, int cg_steps, int with_gram);
+
 /* G = sum over every row r of theta: theta[r, col0 .. col0 + k) as a column times its transpose. One task
  * per block, adding into G in block order. */
 int starfa_insert_gram(const starfa_dense *theta, int64_t col0, int64_t k, starfa_gram *G);
@@ -417,7 +426,8 @@ typedef struct starfa_als_options {
 	double alpha;          /* implicit: confidence 1 + alpha * r */
 	int biases;            /* explicit: model user and item biases */
 	uint64_t seed;         /* initial factors */
-	starfa_tiling_options tiling; /* tile grid (0: one band per worker); the transposed grid is always built */
+	starfa_tiling_options tiling; /* tile grid (0: one band per worker); the transposed grid is always built;
+				       * row_cost and col_cost 0: the solver's (starfa_rowsolve_row_cost) */
 	int64_t slots;         /* bands of systems held at once per side (0: two per worker) */
 	int64_t eval_k;        /* implicit: the k of precision@k, MAP@k and NDCG@k on the test set */
 	int stored_systems;    /* 1: every band's systems built in memory by hermitian and bias tasks, then

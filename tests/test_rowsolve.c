@@ -195,6 +195,20 @@ TEST(rowsolve, cpu_kernel_matches_reference)
 
 /* What a band reports: a system that is not positive definite keeps its row, non-finite systems and
  * right-hand sides are told apart, and the first bad row is named, on both solvers and both forms. */
+/* The per-row cost the ALS graph balances its bands with follows rowsolve's cost model. */
+TEST(rowsolve, row_cost_follows_the_cost_model)
+{
+	CHECK(fabs(starfa_rowsolve_row_cost(30, STARFA_SOLVER_CHOLESKY, 0, 0) - 10.0) < 1e-9); /* k^3/3 : k^2 */
+	CHECK(fabs(starfa_rowsolve_row_cost(30, STARFA_SOLVER_CHOLESKY, 0, 1) - 10.0) < 1e-9);
+	/* matrix-free CG (k >= 8 (steps + 1)): G's product k^2 against 4 k per entry, or vectors only */
+	CHECK(fabs(starfa_rowsolve_row_cost(64, STARFA_SOLVER_CG, 3, 1) - 16.0) < 1e-9);
+	CHECK(fabs(starfa_rowsolve_row_cost(64, STARFA_SOLVER_CG, 3, 0) - 1.0) < 1e-9);
+	/* CG on a formed system (small k): (steps + 1) products with it against k^2 per entry */
+	CHECK(fabs(starfa_rowsolve_row_cost(8, STARFA_SOLVER_CG, 3, 1) - 4.0) < 1e-9);
+	CHECK(starfa_rowsolve_row_cost(0, STARFA_SOLVER_CG, 3, 1) == 0);
+	return 0;
+}
+
 TEST(rowsolve, status_names_bad_rows)
 {
 	uint64_t rng = testing_seed() + 71;

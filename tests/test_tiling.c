@@ -2,6 +2,8 @@
  * and released, values gathered back in CSR order. */
 #include "testing.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +176,62 @@ TEST(tiling, rejects_bad_arguments)
 	starfa_csr *csr = testing_random_csr(10, 10, 20, 0.0, &rng);
 	starfa_tiling_options negative = {-1, 2, 0};
 	CHECK(starfa_tiled_create(csr, &negative, &t) == STARFA_EINVAL);
+	const double bad_costs[] = {-1.0, NAN, INFINITY, 1e30};
+	for (int i = 0; i < 4; i++) {
+		starfa_tiling_options costly = {2, 2, 0, i % 2 ? 0 : bad_costs[i], i % 2 ? bad_costs[i] : 0};
+		CHECK_MSG(starfa_tiled_create(csr, &costly, &t) == STARFA_EINVAL && t == NULL, "cost %g", bad_costs[i]);
+		CHECK(strstr(starfa_last_error(), "row_cost") != NULL);
+	}
+	starfa_csr_free(csr);
+	return 0;
+}
+
+/* With a cost per row, the bands balance nonzeros plus cost x rows: at the extremes equal rows
+ * (the cost dwarfs the nonzeros) and equal nonzeros (no cost), in between the weighted sum. */
+TEST(tiling, row_cost_balances_nonzeros_plus_rows)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 5;
+	starfa_csr *csr = testing_random_csr(3000, 2000, 40000, 3.0, &rng);
+	CHECK(csr);
+	int64_t *col_n = calloc((size_t)csr->ncols, sizeof *col_n);
+	CHECK(col_n);
+	for (int64_t p = 0; p < csr->nnz; p++)
+		col_n[csr->colind[p]]++;
+	int64_t heaviest_row = 0, heaviest_col = 0;
+	for (int64_t r = 0; r < csr->nrows; r++)
+		if (csr->rowptr[r + 1] - csr->rowptr[r] > heaviest_row)
+			heaviest_row = csr->rowptr[r + 1] - csr->rowptr[r];
+	for (int64_t c = 0; c < csr->ncols; c++)
+		heaviest_col = col_n[c] > heaviest_col ? col_n[c] : heaviest_col;
+	const double costs[] = {0.0, 7.5, 1e6};
+	for (int i = 0; i < 3; i++) {
+		double cost = costs[i];
+		starfa_tiling_options opts = {5, 4, 0, cost, cost};
+		starfa_tiled *t = NULL;
+		CHECK_OK(starfa_tiled_create(csr, &opts, &t));
+		for (int side = 0; side < 2; side++) {
+			int64_t bands = side ? starfa_tiled_col_tiles(t) : starfa_tiled_row_tiles(t);
+			const int64_t *b = side ? starfa_tiled_col_bounds(t) : starfa_tiled_row_bounds(t);
+			int64_t n = side ? csr->ncols : csr->nrows;
+			double total = (double)csr->nnz + cost * (double)n;
+			double heaviest = (double)(side ? heaviest_col : heaviest_row) + cost;
+			for (int64_t k = 0; k < bands; k++) {
+				int64_t nnz = 0;
+				for (int64_t j = b[k]; j < b[k + 1]; j++)
+					nnz += side ? col_n[j] : csr->rowptr[j + 1] - csr->rowptr[j];
+				double weight = (double)nnz + cost * (double)(b[k + 1] - b[k]);
+				CHECK_MSG(fabs(weight - total / (double)bands) <= heaviest + 1,
+					  "cost %g, side %d, band %lld: weight %.0f, share %.0f, heaviest item %.0f", cost,
+					  side, (long long)k, weight, total / (double)bands, heaviest);
+			}
+		}
+		if (cost == 1e6) /* rows alone: n / bands each, give or take one */
+			for (int64_t k = 0; k < starfa_tiled_row_tiles(t); k++)
+				CHECK(llabs(starfa_tiled_row_bounds(t)[k + 1] - starfa_tiled_row_bounds(t)[k] - csr->nrows / 5) <= 1);
+		starfa_tiled_free(t);
+	}
+	free(col_n);
 	starfa_csr_free(csr);
 	return 0;
 }
