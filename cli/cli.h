@@ -18,7 +18,8 @@ enum { EXIT_USAGE = 2, EXIT_CHECK = 3 };
 #define CLI_RUNTIME_HELP                                                                          \
 	"  --ncpus N        CPU workers (default: STARPU_NCPU or every core)\n"                    \
 	"  --ncuda N        CUDA workers (default: STARPU_NCUDA or every GPU)\n"                   \
-	"  --sched NAME     StarPU scheduler, e.g. dmda, dmdas, lws (default: STARPU_SCHED, else dmda)\n"     \
+	"  --sched NAME     StarPU scheduler, e.g. dmda, dmdas, lws, not pheft or peager (default:\n"   \
+	"                   STARPU_SCHED, else dmda)\n"                                            \
 	"  --calibrate N    0 off, 1 calibrate perfmodels, 2 reset and calibrate\n"
 
 /* Handles one runtime option (returns 1), or returns 0 when `opt` is not one; -1 on

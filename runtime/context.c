@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <starpu.h>
 #include <starpu_profiling.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,21 @@ int starfa_init(const starfa_options *opts)
 			return starfa_set_error(STARFA_ENODEV, "StarPU found no worker to run on "
 							       "(check --ncpus/--ncuda, STARPU_NCPU, STARPU_NCUDA)");
 		return starfa_set_error(STARFA_ERUNTIME, "starpu_init failed: %s", strerror(-ret));
+	}
+	if (starpu_combined_worker_get_count() > 0) {
+		/* pheft, peager and the like run a task on several workers at once. Under them StarPU
+		 * 1.3.10 starts starfa's tasks before their buffers are in place (a written block is
+		 * still unallocated): measured as crashes in bias, hermitian, solve and rowsolve. */
+		struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
+		char name[64];
+		snprintf(name, sizeof name, "%s", policy && policy->policy_name ? policy->policy_name : "?");
+		starpu_shutdown();
+		pthread_mutex_unlock(&init_lock);
+		return starfa_set_error(STARFA_EINVAL,
+					"scheduler %s runs tasks on combined workers (parallel tasks), which starfa's "
+					"codelets do not support under StarPU %d.%d; use dmda (the default), dmdas, "
+					"eager, lws or ws",
+					name, STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
 	}
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
 #ifdef STARFA_USE_CUDA

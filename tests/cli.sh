@@ -64,5 +64,9 @@ expect 2 '--rank expects an integer' -- sddmm --input "$tmp/small.mtx" --rank 12
 expect 2 'mtx, ratings or docword' -- stat --format xml "$tmp/small.mtx"
 expect 2 'exactly one FILE' -- stat
 expect 2 '--ncpus expects' -- info --ncpus -3
+# Schedulers of parallel tasks are refused before any task runs (they crashed StarPU 1.3's drivers).
+expect 1 'scheduler pheft runs tasks on combined workers' -- info --sched pheft
+expect 1 'scheduler peager runs tasks on combined workers' -- train --input "$tmp/small.mtx" --out "$tmp/p.model" --sched peager
+[ -e "$tmp/p.model" ] && fail "a refused scheduler left a model"
 
 finish
