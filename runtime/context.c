@@ -45,6 +45,9 @@ int starfa_init(const starfa_options *opts)
 
 	struct starpu_conf conf;
 	starpu_conf_init(&conf); /* reads STARPU_NCPU, STARPU_NCUDA, STARPU_SCHED, ... */
+	/* What the options set wins over the environment; the rest keeps the values starpu_conf_init
+	 * read from it. (StarPU applies STARPU_SCHED whatever this says: see below.) */
+	conf.precedence_over_environment_variables = 1;
 	if (opts->ncpus >= 0)
 		conf.ncpus = opts->ncpus;
 	if (opts->ncuda >= 0)
@@ -60,7 +63,20 @@ int starfa_init(const starfa_options *opts)
 	conf.nmic = 0;
 	conf.nmpi_ms = 0;
 
+	/* starpu_init takes STARPU_SCHED over conf.sched_policy_name: an explicit scheduler goes
+	 * through the environment for the call, which is then put back as it was. */
+	const char *env_sched = getenv("STARPU_SCHED");
+	char *saved_sched = env_sched ? strdup(env_sched) : NULL;
+	if (opts->scheduler)
+		setenv("STARPU_SCHED", opts->scheduler, 1);
 	int ret = starpu_init(&conf);
+	if (opts->scheduler) {
+		if (saved_sched)
+			setenv("STARPU_SCHED", saved_sched, 1);
+		else
+			unsetenv("STARPU_SCHED");
+	}
+	free(saved_sched);
 	if (ret != 0) {
 		pthread_mutex_unlock(&init_lock);
 		if (ret == -ENODEV)

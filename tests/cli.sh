@@ -64,6 +64,10 @@ expect 2 '--rank expects an integer' -- sddmm --input "$tmp/small.mtx" --rank 12
 expect 2 'mtx, ratings or docword' -- stat --format xml "$tmp/small.mtx"
 expect 2 'exactly one FILE' -- stat
 expect 2 '--ncpus expects' -- info --ncpus -3
+# Options win over StarPU's environment variables, which count where no option is given.
+STARPU_NCPU=2 expect 0 'workers: 1 \(1 cpu' -- info --ncpus 1 --ncuda 0
+STARPU_SCHED=eager expect 0 'scheduler: lws ' -- info --sched lws
+STARPU_SCHED=eager expect 0 'scheduler: eager ' -- info
 # Schedulers of parallel tasks are refused before any task runs (they crashed StarPU 1.3's drivers).
 expect 1 'scheduler pheft runs tasks on combined workers' -- info --sched pheft
 expect 1 'scheduler peager runs tasks on combined workers' -- train --input "$tmp/small.mtx" --out "$tmp/p.model" --sched peager
