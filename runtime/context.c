@@ -1,12 +1,38 @@
 /* StarPU start/stop, worker accounting and the `starfa info` report. */
 #include "runtime/internal.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <starpu.h>
 #include <starpu_profiling.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The CPU kernels call LAPACK (potrf, potrs) from StarPU's workers, one per core. A threaded BLAS
+ * would start its own threads inside every call and fight the workers for the cores: OpenBLAS
+ * threads potrf from k = 128, and rank-127 ALS went from 0.11 s to 43 s per iteration on two cores
+ * (bench/ALS.md). While the runtime is up, the BLAS found in the process runs on one thread; its
+ * setting comes back at the last starfa_shutdown. */
+static int blas_threads_saved = -1;
+
+static void blas_single_thread(void)
+{
+	int (*get)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+	if (get && set) {
+		blas_threads_saved = get();
+		set(1);
+	}
+}
+
+static void blas_threads_restore(void)
+{
+	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+	if (set && blas_threads_saved > 0)
+		set(blas_threads_saved);
+	blas_threads_saved = -1;
+}
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_count;
@@ -100,6 +126,7 @@ int starfa_init(const starfa_options *opts)
 					name, STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
 	}
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+	blas_single_thread();
 #ifdef STARFA_USE_CUDA
 	/* A cuSPARSE handle per CUDA worker, bound to its stream, for codelets that call cuSPARSE. */
 	if (starpu_cuda_worker_get_count() > 0) {
@@ -125,6 +152,7 @@ void starfa_shutdown(void)
 		}
 #endif
 		starpu_shutdown();
+		blas_threads_restore();
 		free(worker_total);
 		free(bus_total);
 		worker_total = NULL;

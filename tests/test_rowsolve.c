@@ -5,6 +5,9 @@
 
 #include "cpu/rowsolve.h"
 
+#include <dlfcn.h>
+#include <math.h>
+
 /* A band of `rows` rows over `ntiles` tiles, each with its own theta block (ld = k + 2: column 0 the
  * explicit offset, columns 1..k theta). */
 struct band {
@@ -206,6 +209,18 @@ TEST(rowsolve, row_cost_follows_the_cost_model)
 	/* CG on a formed system (small k): (steps + 1) products with it against k^2 per entry */
 	CHECK(fabs(starfa_rowsolve_row_cost(8, STARFA_SOLVER_CG, 3, 1) - 4.0) < 1e-9);
 	CHECK(starfa_rowsolve_row_cost(0, STARFA_SOLVER_CG, 3, 1) == 0);
+	return 0;
+}
+
+/* The kernels call LAPACK from StarPU's workers: a BLAS that starts threads of its own inside each
+ * call fights the workers for the cores (OpenBLAS's potrf from k = 128 made ALS 400x slower). */
+TEST(rowsolve, blas_runs_on_one_thread_under_the_runtime)
+{
+	int (*get)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+	if (!get)
+		SKIP("the BLAS in this process is not OpenBLAS");
+	CHECK_OK(testing_runtime());
+	CHECK_MSG(get() == 1, "OpenBLAS runs %d threads under the runtime", get());
 	return 0;
 }
 
