@@ -122,8 +122,11 @@ typedef struct starfa_options {
 /* Defaults: everything left to StarPU and its environment variables. */
 void starfa_options_default(starfa_options *opts);
 
-/* Starts StarPU with these options (NULL: defaults). Calls may nest: each successful
- * starfa_init needs one starfa_shutdown. */
+/* Starts StarPU with these options (NULL: defaults); an option that is set wins over StarPU's
+ * environment variable for it (STARPU_NCPU, STARPU_SCHED, ...). Calls may nest: each successful
+ * starfa_init needs one starfa_shutdown. While the runtime is up, OpenBLAS runs on one thread (the
+ * CPU kernels call LAPACK from StarPU's workers, one per core); the last starfa_shutdown gives its
+ * setting back. Schedulers of parallel tasks (pheft, peager) are refused with STARFA_EINVAL. */
 int starfa_init(const starfa_options *opts);
 void starfa_shutdown(void);
 
