@@ -19,7 +19,7 @@ enum { EXIT_USAGE = 2, EXIT_CHECK = 3 };
 	"  --ncpus N        CPU workers (default: STARPU_NCPU or every core)\n"                    \
 	"  --ncuda N        CUDA workers (default: STARPU_NCUDA or every GPU)\n"                   \
 	"  --sched NAME     StarPU scheduler, e.g. dmda, dmdas, lws, not pheft or peager (default:\n"   \
-	"                   STARPU_SCHED, else dmda)\n"                                            \
+	"                   STARPU_SCHED, else dmda with GPU workers and lws without)\n"            \
 	"  --calibrate N    0 off, 1 calibrate perfmodels, 2 reset and calibrate\n"
 
 /* Handles one runtime option (returns 1), or returns 0 when `opt` is not one; -1 on

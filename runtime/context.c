@@ -2,6 +2,9 @@
 #include "runtime/internal.h"
 
 #include <dlfcn.h>
+#ifdef STARFA_USE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 #include <pthread.h>
 #include <starpu.h>
 #include <starpu_profiling.h>
@@ -32,6 +35,22 @@ static void blas_threads_restore(void)
 	if (set && blas_threads_saved > 0)
 		set(blas_threads_saved);
 	blas_threads_saved = -1;
+}
+
+/* dmda where there will be GPUs: every codelet has a perfmodel, and the models choose between a
+ * core and a GPU. With cores alone they have nothing to choose between, and dmda's placement at
+ * submission, from predictions that are off for ALS's unequal bands, lost to work stealing: lws
+ * was 3-10% faster on SDDMM and 0-15% on ALS on two cores (bench/ALS.md). */
+static const char *default_scheduler(const struct starpu_conf *conf)
+{
+#ifdef STARFA_USE_CUDA
+	int gpus = 0;
+	if (conf->ncuda != 0 && cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0)
+		return "dmda";
+#else
+	(void)conf;
+#endif
+	return "lws";
 }
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,7 +100,7 @@ int starfa_init(const starfa_options *opts)
 	if (opts->scheduler)
 		conf.sched_policy_name = opts->scheduler;
 	else if (!getenv("STARPU_SCHED"))
-		conf.sched_policy_name = "dmda"; /* every codelet has a perfmodel: let StarPU use it */
+		conf.sched_policy_name = default_scheduler(&conf);
 	if (opts->calibrate >= 0)
 		conf.calibrate = opts->calibrate;
 	/* StarPU's OpenCL and accelerator drivers are not used by starfa. */
@@ -121,8 +140,8 @@ int starfa_init(const starfa_options *opts)
 		pthread_mutex_unlock(&init_lock);
 		return starfa_set_error(STARFA_EINVAL,
 					"scheduler %s runs tasks on combined workers (parallel tasks), which starfa's "
-					"codelets do not support under StarPU %d.%d; use dmda (the default), dmdas, "
-					"eager, lws or ws",
+					"codelets do not support under StarPU %d.%d; use dmda (the default with GPUs), "
+					"lws (the default without), dmdas, eager or ws",
 					name, STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
 	}
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
