@@ -70,7 +70,7 @@ static int is_first_of_pair(int i)
 struct table_row {
 	char matrix[64], rows[24], cols[24], nnz[24], k[16];
 	char starfa[24], cusparse[24], speedup[24], gflops[24], floor[24], fraction[24];
-	char spmm_starfa[24], spmm_cusparse[24], spmm_graph[56], graph[56], cpu[64];
+	char spmm_starfa[24], spmm_cusparse[24], spmm_graph[56], graph[56], cpu[64], cpu_spmm[64];
 };
 
 static void make_row(const struct bench_result *first, struct table_row *t)
@@ -84,6 +84,7 @@ static void make_row(const struct bench_result *first, struct table_row *t)
 	const struct bench_result *graph = find(mx, k, "graph.gpu.auto");
 	const struct bench_result *spmm_graph = find(mx, k, "graph_spmm.gpu.auto");
 	const struct bench_result *cpu = find(mx, k, "cpu.starfa"), *plain = find(mx, k, "cpu.omp_plain");
+	const struct bench_result *cpu_spmm = find(mx, k, "cpu.spmm_starfa"), *plain_spmm = find(mx, k, "cpu.spmm_omp_plain");
 	snprintf(t->matrix, sizeof t->matrix, "%s", mx);
 	snprintf(t->rows, sizeof t->rows, "%lld", (long long)first->rows);
 	snprintf(t->cols, sizeof t->cols, "%lld", (long long)first->cols);
@@ -116,6 +117,9 @@ static void make_row(const struct bench_result *first, struct table_row *t)
 	time_cell(c1, sizeof c1, cpu);
 	time_cell(c2, sizeof c2, plain);
 	snprintf(t->cpu, sizeof t->cpu, "%s / %s", c1, c2);
+	time_cell(c1, sizeof c1, cpu_spmm);
+	time_cell(c2, sizeof c2, plain_spmm);
+	snprintf(t->cpu_spmm, sizeof t->cpu_spmm, "%s / %s", c1, c2);
 }
 
 /* clang-format off */
@@ -123,7 +127,7 @@ static const char *const headers[] = {
 	"matrix", "rows", "cols", "nnz", "K", "starfa ms", "cuSPARSE SDDMM ms", "speedup", "starfa GFLOP/s",
 	"floor ms", "of floor", "SpMM starfa ms", "cusparseSpMM ms", "SpMM graph GPU ms (vs cuSPARSE)",
 	"graph GPU ms (overhead)",
-	"CPU starfa / plain-OpenMP ms",
+	"CPU starfa / plain-OpenMP ms", "CPU SpMM starfa / plain-OpenMP ms",
 };
 /* clang-format on */
 #define NCOLS ((int)(sizeof headers / sizeof headers[0]))
@@ -133,7 +137,7 @@ static const char *cell(const struct table_row *t, int c)
 	const char *cells[NCOLS] = {t->matrix,	    t->rows,	    t->cols,	   t->nnz,	   t->k,
 				    t->starfa,	    t->cusparse,    t->speedup,	   t->gflops,	   t->floor,
 				    t->fraction,    t->spmm_starfa, t->spmm_cusparse, t->spmm_graph, t->graph,
-				    t->cpu};
+				    t->cpu,	    t->cpu_spmm};
 	return cells[c];
 }
 
@@ -210,6 +214,7 @@ void report_print(FILE *out, const struct bench_device *d)
 	print_summary(out, "SDDMM speedup over cuSPARSE", summarize("sddmm.starfa.cuda"));
 	print_summary(out, "SpMM speedup over cuSPARSE", summarize("spmm.starfa.cuda"));
 	print_summary(out, "CPU SDDMM speedup over plain OpenMP", summarize("cpu.starfa"));
+	print_summary(out, "CPU SpMM speedup over plain OpenMP", summarize("cpu.spmm_starfa"));
 	int failures = bench_failures();
 	if (failures)
 		fprintf(out, "%d measurement(s) FAILED or hit an ERROR (see above and the CSV notes)\n", failures);
@@ -430,8 +435,8 @@ static void md_notes(FILE *f)
 		"floor = max(bytes / bandwidth, 2*nnz*K / FP32 peak) with bytes = A rows*K*4 + B cols*K*4 + "
 		"CSR nnz*8 + (rows+1)*4 + output nnz*4 (each input read once); \"of floor\" = floor / time.",
 		"graph = starfa_insert_sddmm over the automatic tile grid on CUDA workers only, then starfa_wait, "
-		"on the host clock; overhead = graph / kernel - 1. CPU = starfa_cpu_sddmm on every OpenMP thread "
-		"/ a plain `omp parallel for schedule(dynamic,64)` loop over rows.",
+		"on the host clock; overhead = graph / kernel - 1. CPU = starfa_cpu_sddmm (CPU SpMM: starfa_cpu_spmm, "
+		"Y = S B) on every OpenMP thread / a plain `omp parallel for schedule(dynamic,64)` loop over rows.",
 		"Every output is checked before it is timed: against starfa_check_sddmm / starfa_check_spmm on "
 		"all rows (or a deterministic sample of rows when nnz*K is above the check limit), and starfa's "
 		"GPU outputs element by element against cuSPARSE's. A row that fails shows FAIL and no time.",
@@ -452,6 +457,7 @@ static void md_section(FILE *f, const struct bench_device *d, const struct bench
 	md_summary(f, "SDDMM speedup over cuSPARSE", summarize("sddmm.starfa.cuda"));
 	md_summary(f, "SpMM speedup over cuSPARSE", summarize("spmm.starfa.cuda"));
 	md_summary(f, "CPU SDDMM speedup over plain OpenMP", summarize("cpu.starfa"));
+	md_summary(f, "CPU SpMM speedup over plain OpenMP", summarize("cpu.spmm_starfa"));
 	md_matrices(f, ms, n, skipped);
 	md_failures(f);
 	md_notes(f);
