@@ -2,13 +2,8 @@
  * values), OpenMP on the CPU. */
 #include "cpu/bias.h"
 
+#include "cpu/clones.h"
 #include "cpu/partition.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define STARFA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define STARFA_CPU_CLONES
-#endif
 
 STARFA_CPU_CLONES
 static void bias_rows(int64_t r0, int64_t r1, const uint32_t *restrict rowptr, const uint32_t *restrict colind,

@@ -2,16 +2,11 @@
  * of rows through the same register-blocked kernel as the hermitian codelet (cpu/panel.h). */
 #include "cpu/gram.h"
 
+#include "cpu/clones.h"
 #include "cpu/panel.h"
 
 #include <omp.h>
 #include <stdlib.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define STARFA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define STARFA_CPU_CLONES
-#endif
 
 /* C (kp x kp, upper blocks) = sum over rows [r0, r1) of theta_r theta_r^T, through panels P. */
 STARFA_CPU_CLONES

@@ -4,17 +4,12 @@
  * on this kernel's typical rows (tens of vectors of rank 10 to 128): see bench/ALS.md. */
 #include "cpu/hermitian.h"
 
+#include "cpu/clones.h"
 #include "cpu/half.h"
 #include "cpu/panel.h"
 #include "cpu/partition.h"
 
 #include <stdlib.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define STARFA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define STARFA_CPU_CLONES
-#endif
 
 /* Scratch of one thread: a panel (and its weighted copy) and the kp x kp sums. */
 struct scratch {

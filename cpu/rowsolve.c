@@ -4,6 +4,7 @@
 #include "cpu/rowsolve.h"
 
 #include "cpu/cg.h"
+#include "cpu/clones.h"
 #include "cpu/panel.h"
 
 #include <float.h>
@@ -12,12 +13,6 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define STARFA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define STARFA_CPU_CLONES
-#endif
 
 /* One thread's scratch: the row's panel P (n x kp) and weighted copy Q, its weights, the kp x kp sums
  * C, and kp-vectors. */

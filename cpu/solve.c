@@ -3,6 +3,7 @@
 #include "cpu/solve.h"
 
 #include "cpu/cg.h"
+#include "cpu/clones.h"
 #include "cpu/half.h"
 
 #include <float.h>
@@ -11,12 +12,6 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define STARFA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define STARFA_CPU_CLONES
-#endif
 
 struct problem {
 	int64_t k;
