@@ -50,60 +50,60 @@ static void usage(FILE *out)
 		     "  --rounds N       tasks per size and operation (default: 12 per worker type)\n" CLI_RUNTIME_HELP);
 }
 
-static int parse_ranks(const char *option, const char *text, struct rank_list *list)
+/* Calls item(option, value, ctx) on each comma-separated value of text, stopping at the first
+ * that fails; a list of none is an error naming what it needs. */
+static int parse_list(const char *option, const char *text, const char *needs,
+		      int (*item)(const char *option, const char *value, void *ctx), void *ctx)
 {
 	char *copy = strdup(text), *save = NULL;
 	if (!copy) {
 		cli_error("out of memory");
 		return -1;
 	}
-	list->n = 0;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (list->n == MAX_RANKS) {
-			cli_error("--%s takes at most %d ranks", option, MAX_RANKS);
-			free(copy);
-			return -1;
-		}
-		if (cli_parse_int(option, tok, 1, 4096, &list->rank[list->n++])) {
-			free(copy);
-			return -1;
-		}
-	}
+	int n = 0, rc = 0;
+	for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save), n++)
+		rc = item(option, tok, ctx);
 	free(copy);
-	if (list->n == 0) {
-		cli_error("--%s needs at least one rank", option);
+	if (rc == 0 && n == 0) {
+		cli_error("--%s needs at least one %s", option, needs);
+		rc = -1;
+	}
+	return rc;
+}
+
+static int add_rank(const char *option, const char *value, void *ctx)
+{
+	struct rank_list *list = ctx;
+	if (list->n == MAX_RANKS) {
+		cli_error("--%s takes at most %d ranks", option, MAX_RANKS);
 		return -1;
 	}
-	return 0;
+	return cli_parse_int(option, value, 1, 4096, &list->rank[list->n++]);
+}
+
+static int add_group(const char *option, const char *value, void *ctx)
+{
+	static const char *const names[] = {"sddmm", "spmm", "als"};
+	static const int bits[] = {GROUP_SDDMM, GROUP_SPMM, GROUP_ALS};
+	for (int i = 0; i < 3; i++)
+		if (strcmp(value, names[i]) == 0) {
+			*(int *)ctx |= bits[i];
+			return 0;
+		}
+	cli_error("--%s: unknown group '%s' (sddmm, spmm or als)", option, value);
+	return -1;
+}
+
+static int parse_ranks(const char *option, const char *text, struct rank_list *list)
+{
+	list->n = 0;
+	return parse_list(option, text, "rank", add_rank, list);
 }
 
 static int parse_ops(const char *text, int *groups)
 {
-	char *copy = strdup(text), *save = NULL;
-	if (!copy) {
-		cli_error("out of memory");
-		return -1;
-	}
 	*groups = 0;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (strcmp(tok, "sddmm") == 0)
-			*groups |= GROUP_SDDMM;
-		else if (strcmp(tok, "spmm") == 0)
-			*groups |= GROUP_SPMM;
-		else if (strcmp(tok, "als") == 0)
-			*groups |= GROUP_ALS;
-		else {
-			cli_error("--ops: unknown group '%s' (sddmm, spmm or als)", tok);
-			free(copy);
-			return -1;
-		}
-	}
-	free(copy);
-	if (*groups == 0) {
-		cli_error("--ops needs at least one group (sddmm, spmm or als)");
-		return -1;
-	}
-	return 0;
+	return parse_list("ops", text, "group (sddmm, spmm or als)", add_group, groups);
 }
 
 static int parse(int argc, char **argv, struct calibrate_cli *c)
