@@ -17,24 +17,24 @@
  * threads potrf from k = 128, and rank-127 ALS went from 0.11 s to 43 s per iteration on two cores
  * (bench/ALS.md). While the runtime is up, the BLAS found in the process runs on one thread; its
  * setting comes back at the last starfa_shutdown. */
-static int blas_threads_saved = -1;
+static void (*blas_set_threads)(int); /* set while starfa holds OpenBLAS at one thread */
+static int blas_threads_saved;
 
 static void blas_single_thread(void)
 {
 	int (*get)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
-	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-	if (get && set) {
+	blas_set_threads = get ? (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads") : NULL;
+	if (blas_set_threads) {
 		blas_threads_saved = get();
-		set(1);
+		blas_set_threads(1);
 	}
 }
 
 static void blas_threads_restore(void)
 {
-	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-	if (set && blas_threads_saved > 0)
-		set(blas_threads_saved);
-	blas_threads_saved = -1;
+	if (blas_set_threads && blas_threads_saved > 0)
+		blas_set_threads(blas_threads_saved);
+	blas_set_threads = NULL;
 }
 
 /* dmda where there will be GPUs: every codelet has a perfmodel, and the models choose between a
@@ -55,12 +55,19 @@ static const char *default_scheduler(const struct starpu_conf *conf)
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_count;
-static starfa_worker_stats stats_total;
 /* StarPU's per-worker and per-bus counters reset on every read: they are folded into running
- * totals, per kind, per worker and per bus (sized at the first read after starpu_init). */
+ * totals per worker and per bus (sized at the first read after starpu_init); the per-kind
+ * statistics are summed from the workers'. */
 static starfa_worker_profile *worker_total;
 static int64_t (*bus_total)[2]; /* bytes, transfers */
 static int nworker_total, nbus_total;
+
+/* The scheduler of the context starpu_init made ("" when it has none). */
+static const char *policy_name(void)
+{
+	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
+	return policy && policy->policy_name ? policy->policy_name : "";
+}
 
 void starfa_options_default(starfa_options *opts)
 {
@@ -110,10 +117,12 @@ int starfa_init(const starfa_options *opts)
 
 	/* starpu_init takes STARPU_SCHED over conf.sched_policy_name: an explicit scheduler goes
 	 * through the environment for the call, which is then put back as it was. */
-	const char *env_sched = getenv("STARPU_SCHED");
-	char *saved_sched = env_sched ? strdup(env_sched) : NULL;
-	if (opts->scheduler)
+	char *saved_sched = NULL;
+	if (opts->scheduler) {
+		const char *env_sched = getenv("STARPU_SCHED");
+		saved_sched = env_sched ? strdup(env_sched) : NULL;
 		setenv("STARPU_SCHED", opts->scheduler, 1);
+	}
 	int ret = starpu_init(&conf);
 	if (opts->scheduler) {
 		if (saved_sched)
@@ -133,9 +142,8 @@ int starfa_init(const starfa_options *opts)
 		/* pheft, peager and the like run a task on several workers at once. Under them StarPU
 		 * 1.3.10 starts starfa's tasks before their buffers are in place (a written block is
 		 * still unallocated): measured as crashes in bias, hermitian, solve and rowsolve. */
-		struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
 		char name[64];
-		snprintf(name, sizeof name, "%s", policy && policy->policy_name ? policy->policy_name : "?");
+		snprintf(name, sizeof name, "%s", policy_name());
 		starpu_shutdown();
 		pthread_mutex_unlock(&init_lock);
 		return starfa_set_error(STARFA_EINVAL,
@@ -198,10 +206,7 @@ static int kind_of_worker(int workerid)
 
 const char *starfa_scheduler_name(void)
 {
-	if (!starfa_runtime_started())
-		return "";
-	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0); /* the context starpu_init made */
-	return policy && policy->policy_name ? policy->policy_name : "";
+	return starfa_runtime_started() ? policy_name() : "";
 }
 
 int starfa_worker_count(starfa_worker_kind kind)
@@ -211,7 +216,6 @@ int starfa_worker_count(starfa_worker_kind kind)
 	return kind == STARFA_WORKER_CUDA ? (int)starpu_cuda_worker_get_count()
 					  : (int)starpu_cpu_worker_get_count();
 }
-
 
 static double seconds_of(struct timespec t)
 {
@@ -235,23 +239,16 @@ static void collect_worker_stats(void)
 		bus_total = calloc((size_t)(nbus > 0 ? nbus : 1), sizeof *bus_total);
 		nbus_total = bus_total ? nbus : 0;
 	}
-	for (int w = 0; w < n; w++) {
+	for (int w = 0; w < nworker_total; w++) {
 		struct starpu_profiling_worker_info info;
 		if (starpu_profiling_worker_get_info(w, &info) != 0)
 			continue;
-		int k = kind_of_worker(w);
-		double executing = seconds_of(info.executing_time);
-		stats_total.tasks[k] += info.executed_tasks;
-		stats_total.seconds[k] += executing;
-		stats_total.flops[k] += info.flops;
-		if (w < nworker_total) {
-			starfa_worker_profile *p = &worker_total[w];
-			p->tasks += info.executed_tasks;
-			p->seconds += seconds_of(info.total_time);
-			p->executing += executing;
-			p->sleeping += seconds_of(info.sleeping_time);
-			p->flops += info.flops;
-		}
+		starfa_worker_profile *p = &worker_total[w];
+		p->tasks += info.executed_tasks;
+		p->seconds += seconds_of(info.total_time);
+		p->executing += seconds_of(info.executing_time);
+		p->sleeping += seconds_of(info.sleeping_time);
+		p->flops += info.flops;
 	}
 	for (int b = 0; b < nbus_total; b++) {
 		struct starpu_profiling_bus_info info;
@@ -266,7 +263,6 @@ void starfa_stats_reset(void)
 {
 	if (starfa_runtime_started())
 		collect_worker_stats();
-	memset(&stats_total, 0, sizeof stats_total);
 	for (int w = 0; w < nworker_total; w++) {
 		starfa_worker_profile *p = &worker_total[w];
 		p->tasks = 0;
@@ -280,7 +276,13 @@ void starfa_stats_get(starfa_worker_stats *out)
 {
 	if (starfa_runtime_started())
 		collect_worker_stats();
-	*out = stats_total;
+	memset(out, 0, sizeof *out);
+	for (int w = 0; w < nworker_total; w++) {
+		const starfa_worker_profile *p = &worker_total[w];
+		out->tasks[p->kind] += p->tasks;
+		out->seconds[p->kind] += p->executing;
+		out->flops[p->kind] += p->flops;
+	}
 }
 
 int starfa_profile_get(starfa_profile *out)
