@@ -558,17 +558,15 @@ int main(int argc, char **argv)
 			return opt == 'h' ? 0 : 2;
 		}
 	}
-	int any_gpu = ngpus == 0; /* the default is one GPU */
+	int any_gpu = ngpus == 0, bad_count = ncpus < 0; /* the default is one GPU */
 	for (int g = 0; g < ngpus; g++) {
-		if (gpus[g] < 0)
-			any_gpu = -1;
-		else
-			any_gpu |= gpus[g] > 0;
+		bad_count |= gpus[g] < 0 || (gpus[g] == 0 && ncpus == 0); /* every run needs a worker */
+		any_gpu |= gpus[g] > 0;
 	}
 	if (rank < 1 || rank >= STARFA_CUDA_ALS_MAX_K || iters < 2 || iters > 64 || repeat < 1 || solve_rows < 1 ||
-	    ncpus < 0 || any_gpu < 0 || (!any_gpu && ncpus == 0)) {
+	    bad_count) {
 		fprintf(stderr, "starfa_als_bench: rank must be in [1, %d), iters in [2, 64], repeat and solve-rows >= 1, "
-				"GPU and CPU counts >= 0, and a training run needs a worker\n",
+				"GPU and CPU counts >= 0, and every training run needs a worker\n",
 			STARFA_CUDA_ALS_MAX_K);
 		return 2;
 	}
