@@ -28,7 +28,7 @@ static void plain_openmp_sddmm(const struct bench_matrix *m, const float *A, con
 
 static void starfa_sddmm(const struct bench_matrix *m, const float *A, const float *B, int64_t k, float *out)
 {
-	starfa_cpu_sddmm(m->csr->nrows, m->rowptr32, m->colind32, m->csr->val, A, k, B, k, k, 0, out,
+	starfa_cpu_sddmm(m->csr->nrows, m->rowptr32, m->colind32, m->csr->val, A, k, B, k, k, 0, 1.0f, 0.0f, out,
 			 omp_get_max_threads());
 }
 

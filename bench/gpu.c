@@ -443,10 +443,10 @@ static int run_starfa_sddmm(void *arg)
 	struct gpu_case *c = s->c;
 	if (s->variant == STARFA_CUDA_SDDMM_AUTO)
 		CUDA_TRY(starfa_cuda_sddmm(c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val, c->d_A, c->k,
-					   c->d_B, c->k, c->k, s->scaled, c->d_out, g.stream));
+					   c->d_B, c->k, c->k, s->scaled, 1.0f, 0.0f, c->d_out, g.stream));
 	else
 		CUDA_TRY(starfa_cuda_sddmm_variant_run(s->variant, c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind,
-						       c->d_val, c->d_A, c->k, c->d_B, c->k, c->k, s->scaled, c->d_out,
+						       c->d_val, c->d_A, c->k, c->d_B, c->k, c->k, s->scaled, 1.0f, 0.0f, c->d_out,
 						       g.stream));
 	return 0;
 fail:
@@ -466,7 +466,7 @@ static int starfa_sddmm_checked(struct gpu_case *c, const struct starfa_sddmm_ar
 		/* A variant that does not fit this tile says so at launch, before running anything. */
 		cudaError_t e = starfa_cuda_sddmm_variant_run(arg->variant, c->nrows, c->ncols, c->nnz, c->d_rowptr,
 							      c->d_colind, c->d_val, c->d_A, c->k, c->d_B, c->k, c->k,
-							      scaled, c->d_out, g.stream);
+							      scaled, 1.0f, 0.0f, c->d_out, g.stream);
 		if (e == cudaErrorInvalidValue) {
 			(void)cudaGetLastError();
 			bench_result_fail(r, BENCH_SKIP, "this variant cannot run this matrix at this rank");

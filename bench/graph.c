@@ -122,7 +122,7 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 	memset(p, 0xff, out_count * sizeof *p); /* NaN: an unwritten element fails the check */
 	if (starfa_dense_create(S, STARFA_ROWS, a, k, &g.A) ||
 	    starfa_dense_create(S, STARFA_COLS, b, k, &g.B) ||
-	    (op == GRAPH_SDDMM ? starfa_sparse_values_create(S, &g.P) : starfa_dense_create(S, STARFA_ROWS, p, k, &g.Y))) {
+	    (op == GRAPH_SDDMM ? starfa_sparse_values_create(S, STARFA_ROWS, &g.P) : starfa_dense_create(S, STARFA_ROWS, p, k, &g.Y))) {
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}

@@ -262,7 +262,7 @@ static int calibrate_tiles(const struct calibrate_cli *c, const starfa_csr *csr,
 	if (starfa_tiled_create(csr, &one_tile, &t.S) || starfa_dense_create(t.S, STARFA_ROWS, a, k, &t.rows) ||
 	    starfa_dense_create(t.S, STARFA_COLS, b, k, &t.cols) ||
 	    starfa_dense_create(t.S, STARFA_ROWS, ya, k, &t.rows_out) ||
-	    starfa_dense_create(t.S, STARFA_COLS, yb, k, &t.cols_out) || starfa_sparse_values_create(t.S, &t.P)) {
+	    starfa_dense_create(t.S, STARFA_COLS, yb, k, &t.cols_out) || starfa_sparse_values_create(t.S, STARFA_ROWS, &t.P)) {
 		cli_library_error();
 		goto out;
 	}

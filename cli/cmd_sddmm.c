@@ -154,7 +154,7 @@ static int run(struct sddmm_cli *c, starfa_csr *csr)
 	fill_uniform(b, (size_t)(csr->ncols * c->rank), c->seed + 1);
 
 	if (starfa_tiled_create(csr, &c->tiling, &S) || starfa_dense_create(S, STARFA_ROWS, a, c->rank, &A) ||
-	    starfa_dense_create(S, STARFA_COLS, b, c->rank, &B) || starfa_sparse_values_create(S, &P)) {
+	    starfa_dense_create(S, STARFA_COLS, b, c->rank, &B) || starfa_sparse_values_create(S, STARFA_ROWS, &P)) {
 		cli_library_error();
 		goto out;
 	}

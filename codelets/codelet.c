@@ -1,4 +1,4 @@
-/* Helpers shared by the codelets. */
+/* Helpers shared by the codelets: the registry, the insert wrapper, errors. */
 #include "codelets/codelet.h"
 
 #include <stdio.h>
@@ -10,6 +10,65 @@ uint32_t starfa_cost_footprint(uint64_t cost, uint32_t variant)
 	return starpu_hash_crc32c_be(variant, starpu_hash_crc32c_be_n(&cost, sizeof cost, 0));
 }
 
+/* Filled by constructors before main(), read-only afterwards. */
+static struct starfa_codelet_entry *registry;
+static int registered;
+
+#define MAX_CODELETS 64
+
+void starfa_codelet_register(struct starfa_codelet_entry *entry)
+{
+	/* Kept in name order, so that the symbol list does not depend on the link order. */
+	struct starfa_codelet_entry **at = &registry;
+	while (*at && strcmp((*at)->model->symbol, entry->model->symbol) < 0)
+		at = &(*at)->next;
+	entry->next = *at;
+	*at = entry;
+	registered++;
+}
+
+const char *const *starfa_perfmodel_symbols(void)
+{
+	static const char *symbols[MAX_CODELETS + 1];
+	int n = 0;
+	for (const struct starfa_codelet_entry *e = registry; e && n < MAX_CODELETS; e = e->next)
+		symbols[n++] = e->model->symbol;
+	symbols[n] = NULL;
+	return symbols;
+}
+
+int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
+		  const starfa_task_attr *attr, int nbuffers, const struct starpu_data_descr *buffers)
+{
+	void *copy = NULL;
+	if (args_size > 0) {
+		copy = malloc(args_size); /* StarPU frees it (STARPU_CL_ARGS) */
+		if (!copy)
+			return starfa_set_error(STARFA_ENOMEM, "out of memory inserting a %s task", cl->name);
+		memcpy(copy, args, args_size);
+	}
+	int priority = attr ? attr->priority : 0;
+	int ret;
+	if (attr && attr->worker > 0) {
+		if (attr->worker > (int)starpu_worker_get_count()) {
+			free(copy);
+			return starfa_set_error(STARFA_EINVAL, "%s: worker %d asked for, but there are %u workers", cl->name,
+						attr->worker, starpu_worker_get_count());
+		}
+		ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, buffers, nbuffers, STARPU_CL_ARGS, copy, args_size,
+					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_EXECUTE_ON_WORKER,
+					 attr->worker - 1, STARPU_NAME, cl->name + 7 /* without "starfa_" */, 0);
+	} else {
+		ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, buffers, nbuffers, STARPU_CL_ARGS, copy, args_size,
+					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_NAME, cl->name + 7, 0);
+	}
+	if (ret == -ENODEV)
+		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s", cl->name);
+	if (ret != 0)
+		return starfa_set_error(STARFA_ERUNTIME, "starpu_task_insert(%s) failed: %s", cl->name, strerror(-ret));
+	return 0;
+}
+
 #ifdef STARFA_USE_CUDA
 void starfa_cuda_fail(const char *codelet, cudaError_t err)
 {
@@ -19,70 +78,17 @@ void starfa_cuda_fail(const char *codelet, cudaError_t err)
 }
 #endif
 
-const char *const *starfa_perfmodel_symbols(void)
+void starfa_cpu_fail(const char *codelet)
 {
-	/* One per codelet file: keep in step with the STARFA_PERFMODEL declarations. */
-	static const char *const symbols[] = {"starfa_sddmm",     "starfa_spmm", "starfa_spmm_zero",
-					     "starfa_hermitian", "starfa_bias", "starfa_vector_zero",
-					     "starfa_solve", "starfa_gram", "starfa_rowsolve", NULL};
-	return symbols;
+	fprintf(stderr, "starfa: codelet %s: out of memory for scratch on worker %d\n", codelet, starpu_worker_get_id());
+	abort();
 }
 
-static void vector_zero_cpu(void *buffers[], void *cl_arg)
+int starfa_index_error(const char *what, const char *kind, int64_t i, int64_t j, int64_t ni, int64_t nj)
 {
-	(void)cl_arg;
-	memset((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0,
-	       (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]));
-}
-
-#ifdef STARFA_USE_CUDA
-#include <starpu_cuda.h>
-static void vector_zero_cuda(void *buffers[], void *cl_arg)
-{
-	(void)cl_arg;
-	STARFA_CUDA_CHECK("vector_zero",
-			  cudaMemsetAsync((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0,
-					  (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]),
-					  starpu_cuda_get_local_stream()));
-}
-#endif
-
-/* The real cost: the bytes written. */
-static size_t vector_zero_cost(struct starpu_task *task, unsigned nimpl)
-{
-	(void)nimpl;
-	return (size_t)starpu_vector_get_nx(task->handles[0]) * starpu_vector_get_elemsize(task->handles[0]);
-}
-
-static uint32_t vector_zero_footprint(struct starpu_task *task)
-{
-	return starfa_cost_footprint(vector_zero_cost(task, 0), 0);
-}
-
-STARFA_PERFMODEL(vector_zero, vector_zero_cost, vector_zero_footprint);
-
-static struct starpu_codelet vector_zero_cl = {
-	.name = "starfa_vector_zero",
-	.cpu_funcs = {vector_zero_cpu},
-	.cpu_funcs_name = {"vector_zero_cpu"},
-#ifdef STARFA_USE_CUDA
-	.cuda_funcs = {vector_zero_cuda},
-	.cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
-	.nbuffers = 1,
-	.modes = {STARPU_W},
-	.model = &vector_zero_model,
-};
-
-int starfa_insert_vector_zero(starpu_data_handle_t handle, const char *what)
-{
-	int ret = starpu_task_insert(&vector_zero_cl, STARPU_W, handle, STARPU_NAME, what, 0);
-	return ret != 0 ? starfa_insert_failed(what, ret) : 0;
-}
-
-int starfa_insert_failed(const char *codelet, int ret)
-{
-	if (ret == -ENODEV)
-		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s", codelet);
-	return starfa_set_error(STARFA_ERUNTIME, "starpu_task_insert(%s) failed: %s", codelet, strerror(-ret));
+	if (j < 0 && nj < 0)
+		return starfa_set_error(STARFA_EINVAL, "%s: %s %lld outside 0..%lld", what, kind, (long long)i,
+					(long long)ni - 1);
+	return starfa_set_error(STARFA_EINVAL, "%s: %s (%lld, %lld) outside the %lldx%lld grid", what, kind, (long long)i,
+				(long long)j, (long long)ni, (long long)nj);
 }

@@ -1,4 +1,16 @@
-/* What every codelet file shares: cost-keyed perfmodels and error reporting. */
+/* What every codelet file shares: the one-line codelet declaration (perfmodel, codelet and its
+ * registration together), the one insert wrapper, and error reporting.
+ *
+ * A codelet file declares its operation with STARFA_CODELET and inserts its tasks with starfa_submit:
+ *
+ *   static uint64_t axpy_cost(const struct starpu_task *task) { ... the real cost ... }
+ *   static uint32_t axpy_variant(const struct starpu_task *task) { ... what changes the timing ... }
+ *   STARFA_CODELET(axpy, axpy_cost, axpy_variant, axpy_cpu, STARFA_CUDA_FUNC(axpy_cuda));
+ *   ...
+ *   return starfa_submit(&axpy_cl, &args, sizeof args, flops, attr, STARFA_BUFFERS({x, STARPU_R}, {y, STARPU_RW}));
+ *
+ * Buffers are variable in number and mode, so a task that overwrites its output (W) and one that adds
+ * to it (RW) are one codelet; the variant function keeps their timings apart in the perfmodel. */
 #ifndef STARFA_CODELETS_CODELET_H
 #define STARFA_CODELETS_CODELET_H
 
@@ -13,16 +25,75 @@
  * of equal cost share a history entry, whatever their shapes. */
 uint32_t starfa_cost_footprint(uint64_t cost, uint32_t variant);
 
-/* Declares the perfmodel `name##_model`, symbol "starfa_" #name: a non-linear
- * regression (a * cost^b + c) fitted on the cost that cost_fn returns, with the
- * per-cost history as fallback, so tiles of unseen sizes are predicted too. */
-#define STARFA_PERFMODEL(name, cost_fn, footprint_fn)                                            \
-	static struct starpu_perfmodel name##_model = {                                         \
+/* The registry of codelets, filled before main() by the STARFA_CODELET declarations: what
+ * starfa_perfmodel_symbols() lists and what calibration checks, with no hand-kept list. */
+struct starfa_codelet_entry {
+	struct starpu_codelet *codelet;
+	struct starpu_perfmodel *model;
+	struct starfa_codelet_entry *next;
+};
+void starfa_codelet_register(struct starfa_codelet_entry *entry);
+
+#ifdef STARFA_USE_CUDA
+/* The CUDA implementation of a codelet (asynchronous on StarPU's stream for the worker). */
+#define STARFA_CUDA_FUNC(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}
+#define STARFA_CUDA_FUNCS2(fn1, fn2) .cuda_funcs = {fn1, fn2}, .cuda_flags = {STARPU_CUDA_ASYNC, STARPU_CUDA_ASYNC}
+#else
+#define STARFA_CUDA_FUNC(fn) .cuda_funcs = {NULL}
+#define STARFA_CUDA_FUNCS2(fn1, fn2) .cuda_funcs = {NULL}
+#endif
+
+/* Declares `op##_cl` (codelet "starfa_" #op) with its perfmodel `op##_model` (symbol
+ * "starfa_" #op): a non-linear regression (a * cost^b + c) fitted on cost_fn(task), the operation's
+ * real cost (nnz x K for SDDMM), with the per-cost history keyed on (cost, variant_fn(task)) as
+ * fallback, so tiles of unseen sizes are predicted too. The trailing arguments are further codelet
+ * fields, e.g. STARFA_CUDA_FUNC(fn) and .can_execute. */
+#define STARFA_CODELET(op, cost_fn, variant_fn, cpu_fn, ...)                                          \
+	static size_t op##_size_base(struct starpu_task *task, unsigned nimpl)                        \
+	{                                                                                       \
+		(void)nimpl;                                                                    \
+		return (size_t)cost_fn(task);                                                   \
+	}                                                                                       \
+	static uint32_t op##_footprint(struct starpu_task *task)                                      \
+	{                                                                                       \
+		return starfa_cost_footprint(cost_fn(task), variant_fn(task));                  \
+	}                                                                                       \
+	static struct starpu_perfmodel op##_model = {                                                 \
 		.type = STARPU_NL_REGRESSION_BASED,                                             \
-		.symbol = "starfa_" #name,                                                      \
-		.size_base = cost_fn,                                                           \
-		.footprint = footprint_fn,                                                      \
+		.symbol = "starfa_" #op,                                                      \
+		.size_base = op##_size_base,                                                  \
+		.footprint = op##_footprint,                                                  \
+	};                                                                                      \
+	static struct starpu_codelet op##_cl = {                                                      \
+		.name = "starfa_" #op,                                                        \
+		.cpu_funcs = {cpu_fn},                                                          \
+		.nbuffers = STARPU_VARIABLE_NBUFFERS,                                           \
+		.model = &op##_model,                                                         \
+		__VA_ARGS__};                                                                   \
+	__attribute__((constructor)) static void op##_register(void)                                  \
+	{                                                                                       \
+		static struct starfa_codelet_entry entry = {&op##_cl, &op##_model, NULL};   \
+		starfa_codelet_register(&entry);                                                \
 	}
+
+/* The variant function of a codelet whose timing depends on nothing but its cost. */
+static inline uint32_t starfa_no_variant(const struct starpu_task *task)
+{
+	(void)task;
+	return 0;
+}
+
+/* The arguments of starfa_submit: the buffers as {handle, mode} pairs. */
+#define STARFA_BUFFERS(...)                                                                              \
+	(int)(sizeof((struct starpu_data_descr[]){__VA_ARGS__}) / sizeof(struct starpu_data_descr)),      \
+		(struct starpu_data_descr[]){__VA_ARGS__}
+
+/* The one insert wrapper: submits one task of codelet cl on the buffers, with a copy of args (StarPU
+ * frees it) as its typed argument struct, flops for StarPU's statistics, and attr's priority and
+ * worker (NULL: defaults). Maps StarPU's errors to starfa's. The one place that becomes
+ * starpu_mpi_task_insert when tiles get owners on several nodes. */
+int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
+		  const starfa_task_attr *attr, int nbuffers, const struct starpu_data_descr *buffers);
 
 #ifdef STARFA_USE_CUDA
 /* A CUDA kernel cannot return an error through StarPU: report it and abort. */
@@ -35,11 +106,10 @@ void starfa_cuda_fail(const char *codelet, cudaError_t err) __attribute__((noret
 	} while (0)
 #endif
 
-/* Inserts a task that zeroes a vector handle (any element size): the output of an
- * accumulation whose tiles are all empty. `what` names the task and the error. */
-int starfa_insert_vector_zero(starpu_data_handle_t handle, const char *what);
+/* A CPU kernel's scratch allocation failed: no wrong answer goes on. */
+void starfa_cpu_fail(const char *codelet) __attribute__((noreturn));
 
-/* starpu_task_insert's return code as a starfa error. */
-int starfa_insert_failed(const char *codelet, int ret);
+/* Error for a tile or block index outside its grid (returns STARFA_EINVAL). */
+int starfa_index_error(const char *what, const char *kind, int64_t i, int64_t j, int64_t ni, int64_t nj);
 
 #endif

@@ -7,7 +7,6 @@
 #include <starpu_cuda.h>
 #endif
 
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,8 +54,7 @@ static void rowsolve_cpu(void *buffers[], void *cl_arg)
 		.X = (float *)STARPU_MATRIX_GET_PTR(X) + args->x_col0,
 		.ldx = STARPU_MATRIX_GET_LD(X),
 	};
-	if (starfa_cpu_rowsolve(&pb, (uint32_t *)STARPU_VECTOR_GET_PTR(buffers[2 * nt + 2]),
-				starpu_combined_worker_get_size()) != 0) {
+	if (starfa_cpu_rowsolve(&pb, (uint32_t *)STARPU_VECTOR_GET_PTR(buffers[2 * nt + 2]), 1) != 0) {
 		fprintf(stderr, "starfa: codelet rowsolve: out of memory for scratch on worker %d\n",
 			starpu_worker_get_id());
 		abort();
@@ -209,72 +207,60 @@ double starfa_rowsolve_row_cost(int64_t k, starfa_solver solver, int cg_steps, i
 	       (double)rowsolve_cost_of(1, 0, k, solver, cg_steps, with_gram);
 }
 
-static size_t rowsolve_cost(struct starpu_task *task, unsigned nimpl)
+static uint64_t rowsolve_cost(const struct starpu_task *task)
 {
-	(void)nimpl;
-	return (size_t)((const struct rowsolve_args *)task->cl_arg)->cost;
+	return ((const struct rowsolve_args *)task->cl_arg)->cost;
 }
 
-static uint32_t rowsolve_footprint(struct starpu_task *task)
+static uint32_t rowsolve_variant(const struct starpu_task *task)
 {
 	const struct rowsolve_args *args = task->cl_arg;
-	return starfa_cost_footprint(args->cost, (uint32_t)(args->solver | args->implicit << 1 | args->gram << 2));
+	return (uint32_t)(args->solver | args->implicit << 1 | args->gram << 2);
 }
 
-STARFA_PERFMODEL(rowsolve, rowsolve_cost, rowsolve_footprint);
-
-static struct starpu_codelet rowsolve_cl = {
-	.name = "starfa_rowsolve",
-	.type = STARPU_FORKJOIN, /* the CPU kernel spreads over a combined worker's cores */
-	.max_parallelism = INT_MAX,
-	.cpu_funcs = {rowsolve_cpu},
-	.cpu_funcs_name = {"rowsolve_cpu"},
 #ifdef STARFA_USE_CUDA
-	.cuda_funcs = {rowsolve_cuda},
-	.cuda_flags = {STARPU_CUDA_ASYNC},
-	.can_execute = rowsolve_can_execute,
+#define ROWSOLVE_CUDA STARFA_CUDA_FUNC(rowsolve_cuda), .can_execute = rowsolve_can_execute
+#else
+#define ROWSOLVE_CUDA STARFA_CUDA_FUNC(NULL)
 #endif
-	.nbuffers = STARPU_VARIABLE_NBUFFERS, /* two per tile of the band */
-	.model = &rowsolve_model,
-};
 
-int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
-			   int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
-			   const starfa_dense *info, const starfa_gram *G, starfa_solver solver, int cg_steps,
-			   starfa_dense *X, int64_t x_col0, starfa_systems *sys)
+/* Buffers: two per tile of the band with entries, then the band's own. */
+STARFA_CODELET(rowsolve, rowsolve_cost, rowsolve_variant, rowsolve_cpu, ROWSOLVE_CUDA);
+
+int starfa_task_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
+			 int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
+			 const starfa_dense *info, const starfa_gram *G, starfa_solver solver, int cg_steps,
+			 starfa_dense *X, int64_t x_col0, starfa_systems *sys, const starfa_task_attr *attr)
 {
-	const struct starfa_grid *grid = starfa_band_grid("starfa_insert_rowsolve", S, side, band, theta, col0, sys);
+	const struct starfa_grid *grid = starfa_band_grid("starfa_task_rowsolve", S, side, band, theta, col0, sys);
 	if (!grid)
 		return STARFA_EINVAL;
 	const int64_t k = sys->k, side_rows = side == STARFA_ROWS ? S->nrows : S->ncols;
 	if (offset_col < -1 || offset_col >= theta->cols)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_rowsolve: offset column %lld outside -1..%lld",
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_rowsolve: offset column %lld outside -1..%lld",
 					(long long)offset_col, (long long)theta->cols - 1);
 	if (!info || info->rows != side_rows || info->cols != 2 || info->nblocks != grid->nr)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_rowsolve: the row information must be %lldx2, "
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_rowsolve: the row information must be %lldx2, "
 						       "blocked along the side's bands", (long long)side_rows);
 	if (solver != STARFA_SOLVER_CHOLESKY && solver != STARFA_SOLVER_CG)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_rowsolve: unknown solver %d", (int)solver);
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_rowsolve: unknown solver %d", (int)solver);
 	if (solver == STARFA_SOLVER_CG && cg_steps < 1)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_rowsolve: CG needs at least one step");
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_rowsolve: CG needs at least one step");
 	if (!X || X->rows != side_rows || X->nblocks != grid->nr || x_col0 < 0 || x_col0 + k > X->cols)
 		return starfa_set_error(STARFA_EINVAL,
-					"starfa_insert_rowsolve: X must have %lld rows blocked along the side's bands "
+					"starfa_task_rowsolve: X must have %lld rows blocked along the side's bands "
 					"and columns %lld..%lld", (long long)side_rows, (long long)x_col0,
 					(long long)(x_col0 + k - 1));
 	if (G && G->k != k)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_rowsolve: G is %lldx%lld, the systems %lldx%lld",
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_rowsolve: G is %lldx%lld, the systems %lldx%lld",
 					(long long)G->k, (long long)G->k, (long long)k, (long long)k);
 	if (sys->fp16)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_rowsolve: FP16 systems are stored systems: use "
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_rowsolve: FP16 systems are stored systems: use "
 						       "hermitian, bias and solve");
-	struct starpu_data_descr *descr = malloc(sizeof *descr * (size_t)(2 * grid->nc + 5));
-	struct rowsolve_args *args = malloc(sizeof *args); /* StarPU frees it (STARPU_CL_ARGS) */
-	if (!descr || !args) {
-		free(descr);
-		free(args);
+	struct starpu_data_descr *descr = malloc(sizeof *descr * (size_t)(2 * grid->nc + 6));
+	struct rowsolve_args argv, *args = &argv;
+	if (!descr)
 		return starfa_set_error(STARFA_ENOMEM, "out of memory inserting rowsolve tasks");
-	}
 	int nt = 0, n = 0;
 	int64_t nnz = 0;
 	for (int64_t j = 0; j < grid->nc; j++) {
@@ -299,7 +285,6 @@ int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band
 		int rc = sys->plan[band] ? 0 : build_plan(sys, band, grid);
 		if (rc != 0) {
 			free(descr);
-			free(args);
 			return rc;
 		}
 		descr[n++] = (struct starpu_data_descr){sys->plan[band], STARPU_R};
@@ -316,8 +301,16 @@ int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band
 		flops += steps * (4.0 * kd * (double)nnz + (double)rows * (2.0 * kd * kd * (G ? 1 : 0) + 10.0 * kd));
 	else
 		flops += kd * (kd + 1) * (double)nnz + (double)rows * steps * (2.0 * kd * kd * (G ? 2 : 1) + 10.0 * kd);
-	int ret = starpu_task_insert(&rowsolve_cl, STARPU_DATA_MODE_ARRAY, descr, n, STARPU_CL_ARGS, args, sizeof *args,
-				     STARPU_FLOPS, flops, STARPU_NAME, "rowsolve", 0);
+	int rc = starfa_submit(&rowsolve_cl, args, sizeof *args, flops, attr, n, descr);
 	free(descr);
-	return ret != 0 ? starfa_insert_failed("rowsolve", ret) : 0;
+	return rc;
+}
+
+int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
+			   int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
+			   const starfa_dense *info, const starfa_gram *G, starfa_solver solver, int cg_steps,
+			   starfa_dense *X, int64_t x_col0, starfa_systems *sys)
+{
+	return starfa_task_rowsolve(S, side, band, theta, col0, offset_col, mu, feedback, alpha, info, G, solver,
+				    cg_steps, X, x_col0, sys, NULL);
 }

@@ -1,4 +1,4 @@
-/* The SDDMM codelet: P = (A·Bᵀ) ∘ pattern(S) per tile, on CPU or CUDA workers. */
+/* The SDDMM codelet: P = alpha (A·Bᵀ) ∘ pattern(S) + beta P on one tile, on CPU or CUDA workers. */
 #include "codelets/codelet.h"
 #include "cpu/sddmm.h"
 #ifdef STARFA_USE_CUDA
@@ -6,13 +6,12 @@
 #include <starpu_cuda.h>
 #endif
 
-#include <limits.h>
-
 struct sddmm_args {
 	starfa_sddmm_mode mode;
+	float alpha, beta;
 };
 
-/* Buffers: 0 S tile (CSR), 1 A row block, 2 B row block, 3 P tile values. */
+/* Buffers: 0 S tile (CSR), 1 A row block, 2 B row block, 3 P tile values (W, or RW when beta != 0). */
 static void sddmm_cpu(void *buffers[], void *cl_arg)
 {
 	const struct sddmm_args *args = cl_arg;
@@ -20,8 +19,8 @@ static void sddmm_cpu(void *buffers[], void *cl_arg)
 			 STARPU_CSR_GET_COLIND(buffers[0]), (const float *)STARPU_CSR_GET_NZVAL(buffers[0]),
 			 (const float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]),
 			 (const float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]),
-			 STARPU_MATRIX_GET_NX(buffers[1]), args->mode == STARFA_SDDMM_SCALED,
-			 (float *)STARPU_VECTOR_GET_PTR(buffers[3]), starpu_combined_worker_get_size());
+			 STARPU_MATRIX_GET_NX(buffers[1]), args->mode == STARFA_SDDMM_SCALED, args->alpha, args->beta,
+			 (float *)STARPU_VECTOR_GET_PTR(buffers[3]), 1);
 }
 
 #ifdef STARFA_USE_CUDA
@@ -37,72 +36,57 @@ static void sddmm_cuda(void *buffers[], void *cl_arg)
 					    STARPU_MATRIX_GET_LD(buffers[1]),
 					    (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),
 					    STARPU_MATRIX_GET_LD(buffers[2]), STARPU_MATRIX_GET_NX(buffers[1]),
-					    args->mode == STARFA_SDDMM_SCALED,
+					    args->mode == STARFA_SDDMM_SCALED, args->alpha, args->beta,
 					    (float *)STARPU_VECTOR_GET_PTR(buffers[3]), starpu_cuda_get_local_stream()));
 }
 #endif
 
 /* The real cost: one K-long dot product per nonzero. */
-static size_t sddmm_cost(struct starpu_task *task, unsigned nimpl)
+static uint64_t sddmm_cost(const struct starpu_task *task)
 {
-	(void)nimpl;
-	return (size_t)starpu_csr_get_nnz(task->handles[0]) * starpu_matrix_get_nx(task->handles[1]);
+	return (uint64_t)starpu_csr_get_nnz(task->handles[0]) * starpu_matrix_get_nx(task->handles[1]);
 }
 
-static uint32_t sddmm_footprint(struct starpu_task *task)
+/* Scaling and reading P (beta != 0) change the timing a little: separate histories. */
+static uint32_t sddmm_variant(const struct starpu_task *task)
 {
 	const struct sddmm_args *args = task->cl_arg;
-	return starfa_cost_footprint(sddmm_cost(task, 0), (uint32_t)args->mode);
+	return (uint32_t)args->mode | (args->beta != 0.0f) << 1;
 }
 
-STARFA_PERFMODEL(sddmm, sddmm_cost, sddmm_footprint);
+STARFA_CODELET(sddmm, sddmm_cost, sddmm_variant, sddmm_cpu, STARFA_CUDA_FUNC(sddmm_cuda));
 
-static struct starpu_codelet sddmm_cl = {
-	.name = "starfa_sddmm",
-	.type = STARPU_FORKJOIN, /* the CPU kernel spreads over a combined worker's cores */
-	.max_parallelism = INT_MAX,
-	.cpu_funcs = {sddmm_cpu},
-	.cpu_funcs_name = {"sddmm_cpu"},
-#ifdef STARFA_USE_CUDA
-	.cuda_funcs = {sddmm_cuda},
-	.cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
-	.nbuffers = 4,
-	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},
-	.model = &sddmm_model,
-};
-
-int starfa_insert_sddmm(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, starfa_sddmm_mode mode,
-			starfa_sparse_values *P)
+int starfa_task_sddmm(const starfa_tiled *S, int64_t i, int64_t j, const starfa_dense *A, const starfa_dense *B,
+		      starfa_sddmm_mode mode, float alpha, float beta, starfa_sparse_values *P,
+		      const starfa_task_attr *attr)
 {
 	if (!S || !A || !B || !P)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm: missing operand");
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_sddmm: missing operand");
 	if (mode != STARFA_SDDMM_PATTERN && mode != STARFA_SDDMM_SCALED)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm: unknown mode %d", (int)mode);
-	if (A->rows != S->nrows || B->rows != S->ncols || A->cols != B->cols)
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_sddmm: unknown mode %d", (int)mode);
+	if (P->pattern != S)
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_sddmm: P was created for another matrix");
+	/* On the transposed grid, rows are S's columns: A goes with them, B with S's rows. */
+	const starfa_side side = P->side, other = side == STARFA_ROWS ? STARFA_COLS : STARFA_ROWS;
+	const struct starfa_grid *grid = P->grid;
+	if (i < 0 || j < 0 || i >= grid->nr || j >= grid->nc)
+		return starfa_index_error("starfa_task_sddmm", "tile", i, j, grid->nr, grid->nc);
+	int64_t a_rows = side == STARFA_ROWS ? S->nrows : S->ncols, b_rows = side == STARFA_ROWS ? S->ncols : S->nrows;
+	if (A->rows != a_rows || B->rows != b_rows || A->cols != B->cols)
 		return starfa_set_error(STARFA_EINVAL,
-					"starfa_insert_sddmm: S is %lldx%lld but A is %lldx%lld and B %lldx%lld",
-					(long long)S->nrows, (long long)S->ncols, (long long)A->rows,
-					(long long)A->cols, (long long)B->rows, (long long)B->cols);
-	if (A->nblocks != S->grid.nr || B->nblocks != S->grid.nc || P->pattern != S)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm: A, B and P must be blocked along S's "
-						       "row and column tiles (create them from S)");
-	double k = (double)A->cols;
-	for (int64_t i = 0; i < S->grid.nr; i++)
-		for (int64_t j = 0; j < S->grid.nc; j++) {
-			const struct starfa_tile *tile = starfa_grid_tile(&S->grid, i, j);
-			if (tile->nnz == 0)
-				continue;
-			struct sddmm_args *args = malloc(sizeof *args); /* StarPU frees it (STARPU_CL_ARGS) */
-			if (!args)
-				return starfa_set_error(STARFA_ENOMEM, "out of memory inserting sddmm tasks");
-			args->mode = mode;
-			int ret = starpu_task_insert(&sddmm_cl, STARPU_R, tile->handle, STARPU_R, A->blocks[i],
-						     STARPU_R, B->blocks[j], STARPU_W, P->handles[i * S->grid.nc + j],
-						     STARPU_CL_ARGS, args, sizeof *args, STARPU_FLOPS,
-						     2.0 * k * (double)tile->nnz, STARPU_NAME, "sddmm", 0);
-			if (ret != 0)
-				return starfa_insert_failed("sddmm", ret);
-		}
-	return 0;
+					"starfa_task_sddmm: P's grid is %lldx%lld but A is %lldx%lld and B %lldx%lld",
+					(long long)a_rows, (long long)b_rows, (long long)A->rows, (long long)A->cols,
+					(long long)B->rows, (long long)B->cols);
+	if (!starfa_dense_blocked_along(A, starfa_side_bounds(S, side), grid->nr) ||
+	    !starfa_dense_blocked_along(B, starfa_side_bounds(S, other), grid->nc))
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_sddmm: A and B must be blocked along the rows and "
+						       "columns of P's grid (create them from S with the matching sides)");
+	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
+	if (tile->nnz == 0)
+		return 0;
+	struct sddmm_args args = {mode, alpha, beta};
+	double flops = 2.0 * (double)A->cols * (double)tile->nnz;
+	return starfa_submit(&sddmm_cl, &args, sizeof args, flops, attr,
+			     STARFA_BUFFERS({tile->handle, STARPU_R}, {A->blocks[i], STARPU_R}, {B->blocks[j], STARPU_R},
+					    {P->handles[i * grid->nc + j], beta != 0.0f ? STARPU_RW : STARPU_W}));
 }

@@ -7,7 +7,6 @@
 #include <starpu_cuda.h>
 #endif
 
-#include <limits.h>
 #include <stdio.h>
 
 struct solve_args {
@@ -31,11 +30,9 @@ static void solve_cpu(void *buffers[], void *cl_arg)
 				  args->gram ? (const float *)STARPU_MATRIX_GET_PTR(buffers[5]) : NULL,
 				  args->solver == STARFA_SOLVER_CG ? STARFA_CPU_CG : STARFA_CPU_CHOLESKY, args->cg_steps,
 				  (float *)STARPU_MATRIX_GET_PTR(buffers[3]) + args->col0, STARPU_MATRIX_GET_LD(buffers[3]),
-				  (uint32_t *)STARPU_VECTOR_GET_PTR(buffers[4]), starpu_combined_worker_get_size());
-	if (rc != 0) {
-		fprintf(stderr, "starfa: codelet solve: out of memory for scratch on worker %d\n", starpu_worker_get_id());
-		abort();
-	}
+				  (uint32_t *)STARPU_VECTOR_GET_PTR(buffers[4]), 1);
+	if (rc != 0)
+		starfa_cpu_fail("solve");
 }
 
 #ifdef STARFA_USE_CUDA
@@ -62,94 +59,70 @@ static int solve_can_execute(unsigned workerid, struct starpu_task *task, unsign
 	return starpu_worker_get_type((int)workerid) != STARPU_CUDA_WORKER ||
 	       ((const struct solve_args *)task->cl_arg)->k <= STARFA_CUDA_ALS_MAX_K;
 }
-#define SOLVE_CUDA .cuda_funcs = {solve_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = solve_can_execute,
+#define SOLVE_CUDA STARFA_CUDA_FUNC(solve_cuda), .can_execute = solve_can_execute
 #else
-#define SOLVE_CUDA
+#define SOLVE_CUDA STARFA_CUDA_FUNC(NULL)
 #endif
 
 /* The real cost: rows x k^3 for Cholesky, rows x (steps + 1) x k^2 for CG. */
-static size_t solve_cost(struct starpu_task *task, unsigned nimpl)
-{
-	(void)nimpl;
-	const struct solve_args *args = task->cl_arg;
-	size_t rows = starpu_matrix_get_ny(task->handles[3]), k = (size_t)args->k;
-	return args->solver == STARFA_SOLVER_CG ? rows * (size_t)(args->cg_steps + 1) * k * k : rows * k * k * k;
-}
-
-static uint32_t solve_footprint(struct starpu_task *task)
+static uint64_t solve_cost(const struct starpu_task *task)
 {
 	const struct solve_args *args = task->cl_arg;
-	return starfa_cost_footprint(solve_cost(task, 0), (uint32_t)(args->solver | args->fp16 << 1 | args->gram << 2));
+	uint64_t rows = starpu_matrix_get_ny(task->handles[3]), k = (uint64_t)args->k;
+	return args->solver == STARFA_SOLVER_CG ? rows * (uint64_t)(args->cg_steps + 1) * k * k : rows * k * k * k;
 }
 
-STARFA_PERFMODEL(solve, solve_cost, solve_footprint);
+static uint32_t solve_variant(const struct starpu_task *task)
+{
+	const struct solve_args *args = task->cl_arg;
+	return (uint32_t)(args->solver | args->fp16 << 1 | args->gram << 2);
+}
 
-static struct starpu_codelet solve_cl = {
-	.name = "starfa_solve",
-	.type = STARPU_FORKJOIN, /* the CPU kernel spreads over a combined worker's cores */
-	.max_parallelism = INT_MAX,
-	.cpu_funcs = {solve_cpu},
-	.cpu_funcs_name = {"solve_cpu"},
-	SOLVE_CUDA
-	.nbuffers = 5,
-	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW, STARPU_W},
-	.model = &solve_model,
-};
+STARFA_CODELET(solve, solve_cost, solve_variant, solve_cpu, SOLVE_CUDA);
 
-static struct starpu_codelet solve_gram_cl = {
-	.name = "starfa_solve_gram",
-	.type = STARPU_FORKJOIN,
-	.max_parallelism = INT_MAX,
-	.cpu_funcs = {solve_cpu},
-	.cpu_funcs_name = {"solve_cpu"},
-	SOLVE_CUDA
-	.nbuffers = 6,
-	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW, STARPU_W, STARPU_R},
-	.model = &solve_model,
-};
-
-int starfa_insert_solve(starfa_systems *sys, int64_t band, const starfa_dense *info, const starfa_gram *G,
-			starfa_solver solver, int cg_steps, starfa_dense *X, int64_t col0)
+int starfa_task_solve(starfa_systems *sys, int64_t band, const starfa_dense *info, const starfa_gram *G,
+		      starfa_solver solver, int cg_steps, starfa_dense *X, int64_t col0, const starfa_task_attr *attr)
 {
 	if (!sys || !info || !X)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_solve: missing operand");
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_solve: missing operand");
 	if (band < 0 || band >= sys->nbands)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_solve: band %lld outside 0..%lld", (long long)band,
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_solve: band %lld outside 0..%lld", (long long)band,
 					(long long)sys->nbands - 1);
 	if (solver != STARFA_SOLVER_CHOLESKY && solver != STARFA_SOLVER_CG)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_solve: unknown solver %d", (int)solver);
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_solve: unknown solver %d", (int)solver);
 	if (solver == STARFA_SOLVER_CG && cg_steps < 1)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_solve: CG needs at least one step");
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_solve: CG needs at least one step");
 	int64_t side_rows = sys->side == STARFA_ROWS ? sys->S->nrows : sys->S->ncols;
 	if (X->rows != side_rows || X->nblocks != sys->nbands || col0 < 0 || col0 + sys->k > X->cols)
 		return starfa_set_error(STARFA_EINVAL,
-					"starfa_insert_solve: X must have %lld rows blocked along the side's bands and "
+					"starfa_task_solve: X must have %lld rows blocked along the side's bands and "
 					"columns %lld..%lld, but it is %lldx%lld in %lld blocks",
 					(long long)side_rows, (long long)col0, (long long)(col0 + sys->k - 1),
 					(long long)X->rows, (long long)X->cols, (long long)X->nblocks);
 	if (info->rows != side_rows || info->cols != 2 || info->nblocks != sys->nbands)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_solve: the row information must be %lldx2, "
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_solve: the row information must be %lldx2, "
 						       "blocked along the side's bands", (long long)side_rows);
 	if (G && G->k != sys->k)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_solve: G is %lldx%lld, the systems %lldx%lld",
+		return starfa_set_error(STARFA_EINVAL, "starfa_task_solve: G is %lldx%lld, the systems %lldx%lld",
 					(long long)G->k, (long long)G->k, (long long)sys->k, (long long)sys->k);
-	struct solve_args *args = malloc(sizeof *args); /* StarPU frees it (STARPU_CL_ARGS) */
-	if (!args)
-		return starfa_set_error(STARFA_ENOMEM, "out of memory inserting solve tasks");
-	*args = (struct solve_args){col0, sys->k, (int)solver, cg_steps, sys->fp16, G != NULL};
+	struct solve_args args = {col0, sys->k, (int)solver, cg_steps, sys->fp16, G != NULL};
 	double rows = (double)(sys->bounds[band + 1] - sys->bounds[band]), k = (double)sys->k;
 	double flops = solver == STARFA_SOLVER_CG ? rows * (cg_steps + 1) * (2.0 * k * k * (G ? 2 : 1) + 10.0 * k)
 						  : rows * (k * k * k / 3.0 + 2.0 * k * k);
-	int ret;
 	if (G)
-		ret = starpu_task_insert(&solve_gram_cl, STARPU_R, starfa_systems_slot_A(sys, band), STARPU_R,
-					 starfa_systems_slot_b(sys, band), STARPU_R, info->blocks[band], STARPU_RW,
-					 X->blocks[band], STARPU_W, sys->status[band], STARPU_R, G->handle, STARPU_CL_ARGS,
-					 args, sizeof *args, STARPU_FLOPS, flops, STARPU_NAME, "solve", 0);
-	else
-		ret = starpu_task_insert(&solve_cl, STARPU_R, starfa_systems_slot_A(sys, band), STARPU_R,
-					 starfa_systems_slot_b(sys, band), STARPU_R, info->blocks[band], STARPU_RW,
-					 X->blocks[band], STARPU_W, sys->status[band], STARPU_CL_ARGS, args, sizeof *args,
-					 STARPU_FLOPS, flops, STARPU_NAME, "solve", 0);
-	return ret != 0 ? starfa_insert_failed("solve", ret) : 0;
+		return starfa_submit(&solve_cl, &args, sizeof args, flops, attr,
+				     STARFA_BUFFERS({starfa_systems_slot_A(sys, band), STARPU_R},
+						    {starfa_systems_slot_b(sys, band), STARPU_R}, {info->blocks[band], STARPU_R},
+						    {X->blocks[band], STARPU_RW}, {sys->status[band], STARPU_W},
+						    {G->handle, STARPU_R}));
+	return starfa_submit(&solve_cl, &args, sizeof args, flops, attr,
+			     STARFA_BUFFERS({starfa_systems_slot_A(sys, band), STARPU_R},
+					    {starfa_systems_slot_b(sys, band), STARPU_R}, {info->blocks[band], STARPU_R},
+					    {X->blocks[band], STARPU_RW}, {sys->status[band], STARPU_W}));
+}
+
+int starfa_insert_solve(starfa_systems *sys, int64_t band, const starfa_dense *info, const starfa_gram *G,
+			starfa_solver solver, int cg_steps, starfa_dense *X, int64_t col0)
+{
+	return starfa_task_solve(sys, band, info, G, solver, cg_steps, X, col0, NULL);
 }

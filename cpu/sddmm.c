@@ -13,10 +13,18 @@
 #define STARFA_CPU_CLONES
 #endif
 
+/* alpha * (scaled ? s : 1) * dot + beta * out, out not read when beta is 0. */
+static inline float epilogue(float dot, uint32_t p, int scaled, const float *restrict sval, float alpha, float beta,
+			     const float *restrict out)
+{
+	float v = alpha * (scaled ? sval[p] * dot : dot);
+	return beta != 0.0f ? v + beta * out[p] : v;
+}
+
 STARFA_CPU_CLONES
 static void sddmm_rows(int64_t r0, int64_t r1, const uint32_t *restrict rowptr, const uint32_t *restrict colind,
 		       const float *restrict sval, const float *restrict A, int64_t lda, const float *restrict B,
-		       int64_t ldb, int64_t k, int scaled, float *restrict out)
+		       int64_t ldb, int64_t k, int scaled, float alpha, float beta, float *restrict out)
 {
 	for (int64_t r = r0; r < r1; r++) {
 		const float *restrict a = A + r * lda;
@@ -35,10 +43,10 @@ static void sddmm_rows(int64_t r0, int64_t r1, const uint32_t *restrict rowptr, 
 				s2 += a[d] * b2[d];
 				s3 += a[d] * b3[d];
 			}
-			out[p] = scaled ? sval[p] * s0 : s0;
-			out[p + 1] = scaled ? sval[p + 1] * s1 : s1;
-			out[p + 2] = scaled ? sval[p + 2] * s2 : s2;
-			out[p + 3] = scaled ? sval[p + 3] * s3 : s3;
+			out[p] = epilogue(s0, p, scaled, sval, alpha, beta, out);
+			out[p + 1] = epilogue(s1, p + 1, scaled, sval, alpha, beta, out);
+			out[p + 2] = epilogue(s2, p + 2, scaled, sval, alpha, beta, out);
+			out[p + 3] = epilogue(s3, p + 3, scaled, sval, alpha, beta, out);
 		}
 		for (; p < end; p++) {
 			const float *restrict b = B + (int64_t)colind[p] * ldb;
@@ -46,23 +54,23 @@ static void sddmm_rows(int64_t r0, int64_t r1, const uint32_t *restrict rowptr, 
 #pragma omp simd reduction(+ : s)
 			for (int64_t d = 0; d < k; d++)
 				s += a[d] * b[d];
-			out[p] = scaled ? sval[p] * s : s;
+			out[p] = epilogue(s, p, scaled, sval, alpha, beta, out);
 		}
 	}
 }
 
 void starfa_cpu_sddmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
-		      const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled, float *out,
-		      int nthreads)
+		      const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled, float alpha,
+		      float beta, float *out, int nthreads)
 {
 	if (nthreads <= 1) {
-		sddmm_rows(0, nrows, rowptr, colind, sval, A, lda, B, ldb, k, scaled, out);
+		sddmm_rows(0, nrows, rowptr, colind, sval, A, lda, B, ldb, k, scaled, alpha, beta, out);
 		return;
 	}
 #pragma omp parallel num_threads(nthreads)
 	{
 		int64_t r0, r1;
 		starfa_cpu_nnz_partition(nrows, rowptr, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-		sddmm_rows(r0, r1, rowptr, colind, sval, A, lda, B, ldb, k, scaled, out);
+		sddmm_rows(r0, r1, rowptr, colind, sval, A, lda, B, ldb, k, scaled, alpha, beta, out);
 	}
 }

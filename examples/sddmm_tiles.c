@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 	starfa_check_report report;
 	int rc = starfa_init(NULL) || starfa_tiled_create(S, NULL, &tiles) ||
 		 starfa_dense_create(tiles, STARFA_ROWS, A, k, &a) || starfa_dense_create(tiles, STARFA_COLS, B, k, &b) ||
-		 starfa_sparse_values_create(tiles, &p) || starfa_insert_sddmm(tiles, a, b, STARFA_SDDMM_PATTERN, p) ||
+		 starfa_sparse_values_create(tiles, STARFA_ROWS, &p) || starfa_insert_sddmm(tiles, a, b, STARFA_SDDMM_PATTERN, p) ||
 		 starfa_wait() || starfa_sparse_values_gather(p, P) ||
 		 starfa_check_sddmm(S, A, B, k, STARFA_SDDMM_PATTERN, P, &report);
 	if (rc)

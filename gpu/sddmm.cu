@@ -36,6 +36,12 @@ constexpr int kMaxDevices = 64;
 /* Output modes of the virtual-warp kernel: scale by S's value; add to what out holds
  * (the k-slices after the first). */
 constexpr int kScale = 1, kAccumulate = 2;
+/* What a kernel does with a nonzero's dot product d: out = alpha * (kScale ? s : 1) * d, plus
+ * beta * out with kAccumulate (the k-slices after the first add with beta 1). */
+struct Epilogue {
+	int mode;
+	float alpha, beta;
+};
 /* Stage B only when each staged row serves this many nonzeros per block on average:
  * below it, the staging traffic is larger than the L1/L2 reads it saves. */
 constexpr double kSmemMinReuse = 8.0;
@@ -98,7 +104,7 @@ cudaError_t device_limits(DeviceLimits *out)
 __global__ void sddmm_warp_per_row(int64_t nrows, const uint32_t *__restrict__ rowptr,
 				   const uint32_t *__restrict__ colind, const float *__restrict__ sval,
 				   const float *__restrict__ A, int64_t lda, const float *__restrict__ B, int64_t ldb,
-				   int64_t k, int scaled, float *__restrict__ out)
+				   int64_t k, Epilogue ep, float *__restrict__ out)
 {
 	constexpr int warps_per_block = kThreads / kWarp;
 	const int lane = threadIdx.x % kWarp;
@@ -112,8 +118,10 @@ __global__ void sddmm_warp_per_row(int64_t nrows, const uint32_t *__restrict__ r
 				acc += a[d] * b[d];
 			for (int offset = kWarp / 2; offset > 0; offset /= 2)
 				acc += __shfl_down_sync(0xffffffffu, acc, offset);
-			if (lane == 0)
-				out[p] = scaled ? sval[p] * acc : acc;
+			if (lane == 0) {
+				float v = ep.alpha * (ep.mode & kScale ? sval[p] * acc : acc);
+				out[p] = ep.mode & kAccumulate ? v + ep.beta * out[p] : v;
+			}
 		}
 	}
 }
@@ -198,15 +206,18 @@ __device__ __forceinline__ float group_dot(const float4 (&a)[J], const float4 *b
 /* Stores nonzero p's dot product in output mode `mode` (one lane per group); with kStream,
  * S's value and the output go through L2 evict-first (as load_a_row). */
 template <bool kStream>
-__device__ __forceinline__ void store_result(float acc, int64_t p, int mode, const float *__restrict__ sval,
+__device__ __forceinline__ void store_result(float acc, int64_t p, const Epilogue &ep, const float *__restrict__ sval,
 					     float *__restrict__ out)
 {
-	if (mode & kAccumulate)
-		acc += out[p];
+	if (ep.mode & kScale)
+		acc *= kStream ? __ldcs(sval + p) : __ldg(sval + p);
+	acc *= ep.alpha;
+	if (ep.mode & kAccumulate)
+		acc += ep.beta * out[p];
 	if (kStream)
-		__stcs(out + p, mode & kScale ? __ldcs(sval + p) * acc : acc);
+		__stcs(out + p, acc);
 	else
-		out[p] = mode & kScale ? __ldg(sval + p) * acc : acc;
+		out[p] = acc;
 }
 
 /* V lanes per virtual warp, J float4 per lane: V * J * 4 >= k. A warp owns a contiguous
@@ -219,7 +230,7 @@ template <int V, int J, bool kSmem>
 __global__ void __launch_bounds__(kThreads)
 	sddmm_vwarp(int64_t nrows, int64_t ncols, uint32_t nnz, int chunk, const uint32_t *__restrict__ rowptr,
 		    const uint32_t *__restrict__ colind, const float *__restrict__ sval, const float4 *__restrict__ A,
-		    int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4, int smem_ld, int mode,
+		    int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4, int smem_ld, Epilogue ep,
 		    float *__restrict__ out)
 {
 	constexpr int gpw = kWarp / V;
@@ -259,7 +270,7 @@ __global__ void __launch_bounds__(kThreads)
 			float acc =
 				group_dot<V, J, kSmem>(a, b_rows, (int64_t)__ldg(colind + p) * b_ld, lane, k4, lanes);
 			if (lane == 0)
-				store_result<false>(acc, p, mode, sval, out);
+				store_result<false>(acc, p, ep, sval, out);
 		}
 	}
 }
@@ -285,7 +296,7 @@ __global__ void __launch_bounds__(kThreads)
 	sddmm_panel(int64_t nrows, uint32_t nnz, int64_t span, uint32_t c0, uint32_t width,
 		    const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
 		    const float *__restrict__ sval, const float4 *__restrict__ A, int64_t lda4,
-		    const float4 *__restrict__ B, int64_t ldb4, int k4, int mode, float *__restrict__ out)
+		    const float4 *__restrict__ B, int64_t ldb4, int k4, Epilogue ep, float *__restrict__ out)
 {
 	constexpr int gpw = kWarp / V;
 	constexpr int warps_per_block = kThreads / kWarp;
@@ -333,7 +344,7 @@ __global__ void __launch_bounds__(kThreads)
 				}
 				float acc = group_dot<V, J, false>(a, B, (int64_t)my_c[q] * ldb4, lane, k4, lanes);
 				if (lane == 0)
-					store_result<true>(acc, pq, mode, sval, out);
+					store_result<true>(acc, pq, ep, sval, out);
 			}
 			__syncwarp(); /* the list is read out before the next batch overwrites it */
 		}
@@ -378,7 +389,7 @@ bool vectorizable(const float *A, int64_t lda, const float *B, int64_t ldb, int6
 template <bool kSmem>
 cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, const uint32_t *rowptr,
 			 const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
-			 int64_t ldb, int64_t k, int mode, float *out, cudaStream_t stream, unsigned blocks,
+			 int64_t ldb, int64_t k, Epilogue ep, float *out, cudaStream_t stream, unsigned blocks,
 			 size_t smem_bytes, int chunk)
 {
 	const float4 *A4 = reinterpret_cast<const float4 *>(A);
@@ -394,7 +405,7 @@ cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, co
 				return e;                                                                \
 		}                                                                                        \
 		sddmm_vwarp<V, J, kSmem><<<blocks, kThreads, smem_bytes, stream>>>(                     \
-			nrows, ncols, nnz, chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, mode,   \
+			nrows, ncols, nnz, chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, ep,     \
 			out);                                                                            \
 		return cudaGetLastError();                                                               \
 	}
@@ -406,7 +417,7 @@ cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, co
 /* One panel's launch: the nonzeros with a column in [c0, c0 + width). */
 cudaError_t launch_panel(Shape s, int64_t nrows, uint32_t nnz, int64_t span, uint32_t c0, uint32_t width,
 			 const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *A, int64_t lda,
-			 const float *B, int64_t ldb, int64_t k, int mode, float *out, cudaStream_t stream,
+			 const float *B, int64_t ldb, int64_t k, Epilogue ep, float *out, cudaStream_t stream,
 			 unsigned blocks)
 {
 	const float4 *A4 = reinterpret_cast<const float4 *>(A);
@@ -415,7 +426,7 @@ cudaError_t launch_panel(Shape s, int64_t nrows, uint32_t nnz, int64_t span, uin
 #define STARFA_SDDMM_CASE(V, J)                                                                          \
 	if (s.v == V && s.j == J) {                                                                      \
 		sddmm_panel<V, J><<<blocks, kThreads, 0, stream>>>(nrows, nnz, span, c0, width, rowptr, colind, \
-								   sval, A4, lda / 4, B4, ldb / 4, k4, mode, out); \
+								   sval, A4, lda / 4, B4, ldb / 4, k4, ep, out);   \
 		return cudaGetLastError();                                                               \
 	}
 	STARFA_SDDMM_SHAPES(STARFA_SDDMM_CASE)
@@ -569,12 +580,12 @@ cudaError_t plan(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols
 /* The panels of a planned PANEL launch, one after the other in stream order. */
 cudaError_t run_panels(const Plan &p, int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
 		       const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
-		       int64_t ldb, int64_t k, int mode, float *out, cudaStream_t stream)
+		       int64_t ldb, int64_t k, Epilogue ep, float *out, cudaStream_t stream)
 {
 	for (int64_t c0 = 0; c0 < ncols; c0 += p.panel_cols) {
 		int64_t width = ncols - c0 < p.panel_cols ? ncols - c0 : p.panel_cols;
 		cudaError_t err = launch_panel(p.shape, nrows, (uint32_t)nnz, p.span, (uint32_t)c0, (uint32_t)width,
-					       rowptr, colind, sval, A, lda, B, ldb, k, mode, out, stream, p.blocks);
+					       rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream, p.blocks);
 		if (err != cudaSuccess)
 			return err;
 	}
@@ -609,8 +620,8 @@ extern "C" starfa_cuda_sddmm_variant starfa_cuda_sddmm_choose(int64_t nrows, int
 extern "C" cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols,
 						     int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
 						     const float *sval, const float *A, int64_t lda, const float *B,
-						     int64_t ldb, int64_t k, int scaled, float *out,
-						     cudaStream_t stream)
+						     int64_t ldb, int64_t k, int scaled, float alpha, float beta,
+						     float *out, cudaStream_t stream)
 {
 	if (nrows <= 0 || nnz <= 0)
 		return cudaSuccess;
@@ -620,36 +631,37 @@ extern "C" cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant v
 	cudaError_t err = plan(variant, nrows, ncols, nnz, k, A, lda, B, ldb, &p);
 	if (err != cudaSuccess)
 		return err;
-	const int mode = scaled ? kScale : 0;
+	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
 	switch (p.variant) {
 	case STARFA_CUDA_SDDMM_WARP_PER_ROW:
-		sddmm_warp_per_row<<<p.blocks, kThreads, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, k,
-									scaled, out);
+		sddmm_warp_per_row<<<p.blocks, kThreads, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, k, ep,
+									out);
 		return cudaGetLastError();
 	case STARFA_CUDA_SDDMM_VWARP:
 		return launch_vwarp<false>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb,
-					   k, mode, out, stream, p.blocks, 0, p.chunk);
+					   k, ep, out, stream, p.blocks, 0, p.chunk);
 	case STARFA_CUDA_SDDMM_SMEM:
 		return launch_vwarp<true>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb, k,
-					  mode, out, stream, p.blocks, p.smem_bytes, p.chunk);
+					  ep, out, stream, p.blocks, p.smem_bytes, p.chunk);
 	case STARFA_CUDA_SDDMM_VWARP_SLICED:
-		/* Passes in stream order: the first writes, the later ones add, the last scales. */
+		/* Passes in stream order, each scaled: the first writes (or adds beta P), the later ones add. */
 		for (int64_t k0 = 0; k0 < k; k0 += p.slice) {
 			int64_t ks = k - k0 < p.slice ? k - k0 : p.slice;
 			Plan slice_plan;
 			err = plan(STARFA_CUDA_SDDMM_VWARP, nrows, ncols, nnz, ks, A + k0, lda, B + k0, ldb, &slice_plan);
 			if (err != cudaSuccess)
 				return err;
-			int slice_mode = (k0 > 0 ? kAccumulate : 0) | (k0 + ks >= k ? mode : 0);
+			const Epilogue slice_ep = {(ep.mode & kScale) | (k0 > 0 || beta != 0.0f ? kAccumulate : 0), alpha,
+						   k0 > 0 ? 1.0f : beta};
 			err = launch_vwarp<false>(slice_plan.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval,
-						  A + k0, lda, B + k0, ldb, ks, slice_mode, out, stream, slice_plan.blocks,
+						  A + k0, lda, B + k0, ldb, ks, slice_ep, out, stream, slice_plan.blocks,
 						  0, slice_plan.chunk);
 			if (err != cudaSuccess)
 				return err;
 		}
 		return cudaSuccess;
 	case STARFA_CUDA_SDDMM_PANEL:
-		return run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, mode, out, stream);
+		return run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream);
 	default:
 		return cudaErrorInvalidValue;
 	}
@@ -658,7 +670,7 @@ extern "C" cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant v
 extern "C" cudaError_t starfa_cuda_sddmm_panel_run(int64_t panel_cols, int64_t nrows, int64_t ncols, int64_t nnz,
 						   const uint32_t *rowptr, const uint32_t *colind, const float *sval,
 						   const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
-						   int scaled, float *out, cudaStream_t stream)
+						   int scaled, float alpha, float beta, float *out, cudaStream_t stream)
 {
 	if (panel_cols < 0)
 		return cudaErrorInvalidValue;
@@ -672,8 +684,8 @@ extern "C" cudaError_t starfa_cuda_sddmm_panel_run(int64_t panel_cols, int64_t n
 		return err;
 	if (panel_cols > 0)
 		p.panel_cols = panel_cols < ncols ? panel_cols : ncols;
-	return run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, scaled ? kScale : 0, out,
-			  stream);
+	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
+	return run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream);
 }
 
 extern "C" int64_t starfa_cuda_sddmm_panel_cols(int64_t ncols, int64_t k)
@@ -686,9 +698,9 @@ extern "C" int64_t starfa_cuda_sddmm_panel_cols(int64_t ncols, int64_t k)
 
 extern "C" cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
 					 const uint32_t *colind, const float *sval, const float *A, int64_t lda,
-					 const float *B, int64_t ldb, int64_t k, int scaled, float *out,
-					 cudaStream_t stream)
+					 const float *B, int64_t ldb, int64_t k, int scaled, float alpha, float beta,
+					 float *out, cudaStream_t stream)
 {
 	return starfa_cuda_sddmm_variant_run(STARFA_CUDA_SDDMM_AUTO, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B,
-					     ldb, k, scaled, out, stream);
+					     ldb, k, scaled, alpha, beta, out, stream);
 }

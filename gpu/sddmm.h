@@ -30,23 +30,23 @@ starfa_cuda_sddmm_variant starfa_cuda_sddmm_choose(int64_t nrows, int64_t ncols,
 						   const float *A, int64_t lda, const float *B, int64_t ldb);
 
 /* For every nonzero p of the tile (row r, column c):
- *   out[p] = (scaled ? sval[p] : 1) * <A[r, 0:k], B[c, 0:k]>
- * on device pointers, enqueued on `stream`; B has ncols rows. A and B are row-major with
+ *   out[p] = alpha * (scaled ? sval[p] : 1) * <A[r, 0:k], B[c, 0:k]> + beta * out[p]
+ * (out is not read when beta is 0) on device pointers, enqueued on `stream`; B has ncols rows. A and B are row-major with
  * leading dimensions lda, ldb (>= k). Returns the launch's cudaError_t
  * (cudaErrorInvalidValue when the variant cannot run this tile, e.g. SMEM on a B block
  * larger than shared memory). */
 cudaError_t starfa_cuda_sddmm_variant_run(starfa_cuda_sddmm_variant variant, int64_t nrows, int64_t ncols,
 					  int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
 					  const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
-					  int scaled, float *out, cudaStream_t stream);
+					  int scaled, float alpha, float beta, float *out, cudaStream_t stream);
 
 /* The panel variant with panels of panel_cols columns (at most ncols; 0: the width of the L2
  * model, as STARFA_CUDA_SDDMM_PANEL runs it). For the tests, which need several panels on
  * tiles small enough to check, and for experiments with the width. */
 cudaError_t starfa_cuda_sddmm_panel_run(int64_t panel_cols, int64_t nrows, int64_t ncols, int64_t nnz,
 					const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *A,
-					int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled, float *out,
-					cudaStream_t stream);
+					int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled, float alpha,
+					float beta, float *out, cudaStream_t stream);
 
 /* Columns per panel of the L2 model for a tile of ncols columns at rank k on the current
  * device (ncols itself when one panel will do); 0 when the device cannot be queried. */
@@ -56,7 +56,8 @@ int64_t starfa_cuda_sddmm_panel_cols(int64_t ncols, int64_t k);
  * passed so that neither the choice nor the launch reads device memory. */
 cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
 			      const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
-			      int64_t ldb, int64_t k, int scaled, float *out, cudaStream_t stream);
+			      int64_t ldb, int64_t k, int scaled, float alpha, float beta, float *out,
+			      cudaStream_t stream);
 
 #ifdef __cplusplus
 }

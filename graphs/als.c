@@ -494,7 +494,7 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	    (rc = starfa_dense_create(a->S, STARFA_COLS, a->items.info_data, 2, &a->items.info)) ||
 	    (rc = starfa_systems_create(a->S, STARFA_ROWS, a->k, o->fp16, slots, &a->users.sys)) ||
 	    (rc = starfa_systems_create(a->S, STARFA_COLS, a->k, o->fp16, slots, &a->items.sys)) ||
-	    (rc = starfa_sparse_values_create(a->S, &a->P)))
+	    (rc = starfa_sparse_values_create(a->S, STARFA_ROWS, &a->P)))
 		return rc;
 	if (a->implicit && ((rc = starfa_gram_create(a->k, &a->G)) || (rc = starfa_gram_create(a->k, &a->G2))))
 		return rc;

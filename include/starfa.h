@@ -185,14 +185,23 @@ int starfa_tiled_has_transpose(const starfa_tiled *t);
 /* One line describing the grid: "tiles=RxC (row band nnz min/max ...)". */
 void starfa_tiled_describe(const starfa_tiled *t, FILE *out);
 
-/* Values with the sparsity of a tiled matrix (e.g. SDDMM output): one vector handle
- * per non-empty tile, holding that tile's nonzeros in its CSR order. */
+typedef enum starfa_side { STARFA_ROWS = 0, STARFA_COLS = 1 } starfa_side;
+
+/* Sparse values with the sparsity of a tiled matrix (an SDDMM output, a residual, a quotient), on
+ * either grid: side STARFA_ROWS holds one vector handle per non-empty tile of the forward grid, in its
+ * CSR order; side STARFA_COLS one per tile of the transposed grid (starfa_tiling_options.transposed),
+ * in the transposed CSR order. Tile (i, j) of the forward grid and tile (j, i) of the transposed one
+ * hold the same entries; starfa_task_values_transpose moves values from one to the other through the
+ * map the tiled matrix keeps between them. */
 typedef struct starfa_sparse_values starfa_sparse_values;
 
-int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_sparse_values **out);
+int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_side side, starfa_sparse_values **out);
 void starfa_sparse_values_free(starfa_sparse_values *v);
-/* Copies the values back into one array in the order of the CSR the tiled matrix was
- * built from (waits for pending tasks). out has nnz entries. */
+starfa_side starfa_sparse_values_side(const starfa_sparse_values *v);
+const starfa_tiled *starfa_sparse_values_pattern(const starfa_sparse_values *v);
+/* Copies the values back into one array (waits for pending tasks), nnz entries: for side STARFA_ROWS in
+ * the order of the CSR the tiled matrix was built from; for STARFA_COLS in the order of its transpose
+ * (starfa_csr_transpose), i.e. column by column. */
 int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out);
 
 /* A dense row-major matrix (rows x cols floats) split into row blocks aligned with
@@ -200,37 +209,175 @@ int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out);
  * `data`, which must stay valid until starfa_dense_free. */
 typedef struct starfa_dense starfa_dense;
 
-typedef enum starfa_side { STARFA_ROWS = 0, STARFA_COLS = 1 } starfa_side;
-
 int starfa_dense_create(const starfa_tiled *t, starfa_side side, float *data, int64_t cols,
 			starfa_dense **out);
 /* Unregisters (bringing the data back to main memory) and frees the blocks; not data. */
 void starfa_dense_free(starfa_dense *d);
 int64_t starfa_dense_blocks(const starfa_dense *d);
+int64_t starfa_dense_rows(const starfa_dense *d);
+int64_t starfa_dense_cols(const starfa_dense *d);
 /* Waits for pending tasks and makes the data in main memory up to date. */
 int starfa_dense_sync(starfa_dense *d);
 
-/* ------------------------------------------------------------------ operations
- * Each inserts one task per non-empty tile; StarPU picks the worker. They return as
- * soon as the tasks are submitted: starfa_wait() waits for all. */
+/* A small dense vector of n floats in one handle (column sums, scales per column). */
+typedef struct starfa_vector starfa_vector;
+
+int starfa_vector_create(int64_t n, starfa_vector **out); /* zero-filled */
+void starfa_vector_free(starfa_vector *v);
+int64_t starfa_vector_size(const starfa_vector *v);
+/* Copies it to out (n floats), waiting for its tasks. */
+int starfa_vector_read(starfa_vector *v, float *out);
+/* Sets it from in (n floats), after the tasks that use it. */
+int starfa_vector_write(starfa_vector *v, const float *in);
+
+/* Partial sums computed by tasks (losses, objectives): n slots of one double each, one task per slot,
+ * so that the tasks of a reduction run concurrently and only n numbers reach the host. */
+typedef struct starfa_sums starfa_sums;
+
+int starfa_sums_create(int64_t n, starfa_sums **out); /* zero-filled */
+void starfa_sums_free(starfa_sums *s);
+int64_t starfa_sums_count(const starfa_sums *s);
+/* Waits for the slots' tasks and adds them up in slot order (the same total whatever the schedule). */
+int starfa_sums_total(starfa_sums *s, double *total);
+
+/* ------------------------------------------------------------------ per-tile tasks
+ * Each inserts one task on one tile (or one band, one block) and returns as soon as it is submitted;
+ * StarPU runs it on a CPU core or a GPU once the tasks before it on the same data are done (sequential
+ * consistency: a task reading a block waits for the last task writing it). Graphs own the loops over
+ * tiles, their order and priorities. starfa_wait() waits for every task. */
+
+/* How a task is scheduled (NULL: the defaults, zeros). */
+typedef struct starfa_task_attr {
+	int priority; /* higher runs first among ready tasks (StarPU's priority; 0 default); for the tasks of a
+		       * critical path under dmdas, heteroprio and the priority-aware schedulers */
+	int worker;   /* 0: StarPU picks; w > 0: worker w - 1 must run it (StarPU's worker numbering) */
+} starfa_task_attr;
 
 typedef enum starfa_sddmm_mode {
-	STARFA_SDDMM_PATTERN = 0, /* P_ij = <A_i, B_j> for (i, j) in pattern(S) */
-	STARFA_SDDMM_SCALED = 1,  /* P_ij = S_ij * <A_i, B_j> */
+	STARFA_SDDMM_PATTERN = 0, /* P_ij = alpha <A_i, B_j> + beta P_ij for (i, j) in pattern(S) */
+	STARFA_SDDMM_SCALED = 1,  /* P_ij = alpha S_ij <A_i, B_j> + beta P_ij */
 } starfa_sddmm_mode;
 
-/* P = (A·Bᵀ) ∘ pattern(S) (or scaled by S's values). A: row factors (S's rows x K),
- * B: column factors (S's cols x K), both of the same rank K. */
+/* SDDMM on tile (i, j) of P's grid: P = alpha (A·Bᵀ) ∘ pattern(S) + beta P (or scaled by S's values).
+ * On side STARFA_ROWS, A holds S's row factors (blocked along its rows, block i) and B its column
+ * factors (block j); on STARFA_COLS, tile (i, j) of the transposed grid, A is blocked along S's columns
+ * and B along its rows: the same product for the transposed values. A and B have the same K columns.
+ * beta 0 never reads P (NaN there does not matter); beta 1 is the rank-one residual update. */
+int starfa_task_sddmm(const starfa_tiled *S, int64_t i, int64_t j, const starfa_dense *A, const starfa_dense *B,
+		      starfa_sddmm_mode mode, float alpha, float beta, starfa_sparse_values *P,
+		      const starfa_task_attr *attr);
+
+/* SpMM of one tile into one output block, on the grid of `side`:
+ *   STARFA_ROWS: Y_i (+)= S_ij · X_j   (X blocked along S's columns, Y along its rows)
+ *   STARFA_COLS: Y_i (+)= (Sᵀ)_ij · X_j (the transposed grid: X along S's rows, Y along its columns)
+ * with S's values, or V's (same side) when V is not NULL: Pᵀ·W for a P computed by SDDMM. accumulate 0
+ * overwrites Y's block (an empty tile then zeroes it), 1 adds to it. X and Y have the same columns. */
+int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_sparse_values *V,
+		     const starfa_dense *X, starfa_dense *Y, int accumulate, const starfa_task_attr *attr);
+
+/* Copies tile (i, j) of src's grid into tile (j, i) of dst, which is on the other side: the values of a
+ * forward tile to the transposed grid or back, entry for entry through the tiled matrix's map. */
+int starfa_task_values_transpose(const starfa_sparse_values *src, int64_t i, int64_t j, starfa_sparse_values *dst,
+				 const starfa_task_attr *attr);
+
+/* Element-wise maps of sparse values, y an entry of Y, x the same entry of X (or of the tiled matrix's
+ * own values, on Y's side, when X is NULL). */
+typedef enum starfa_values_op {
+	STARFA_VALUES_SET = 0,  /* y = a */
+	STARFA_VALUES_COPY,     /* y = x */
+	STARFA_VALUES_SCALE,    /* y = a·y + b */
+	STARFA_VALUES_AXPBY,    /* y = a·x + b·y */
+	STARFA_VALUES_MUL,      /* y = x·y */
+	STARFA_VALUES_QUOTIENT, /* y = x / max(a, y)   (S ⊘ max(ε, P): KL-NMF, LDA, GaP) */
+	STARFA_VALUES_EXP,      /* y = exp(y) */
+	STARFA_VALUES_LOG,      /* y = log(max(a, y)) */
+	STARFA_VALUES_OPS
+} starfa_values_op;
+
+int starfa_task_values_map(starfa_sparse_values *Y, int64_t i, int64_t j, starfa_values_op op, float a, float b,
+			   const starfa_sparse_values *X, const starfa_task_attr *attr);
+
+/* Reductions, in double precision, over the entries of one tile (y of Y, x of X or the matrix's own
+ * values when X is NULL), or over the elements y of one dense block. */
+typedef enum starfa_reduce_op {
+	STARFA_REDUCE_SUM = 0, /* sum y */
+	STARFA_REDUCE_SQUARES, /* sum y^2 */
+	STARFA_REDUCE_SQDIFF,  /* sum (x - y)^2                   (sparse only: squared error of predictions y) */
+	STARFA_REDUCE_KL,      /* sum x log(x / max(a, y)) - x    (sparse only, 0 log 0 = 0: the part over the
+				* nonzeros of the generalized KL divergence of x from y) */
+	STARFA_REDUCE_XLOGY,   /* sum x log(max(a, y))            (sparse only: Poisson, multinomial likelihoods) */
+	STARFA_REDUCE_OPS
+} starfa_reduce_op;
+
+/* Writes the reduction of tile (i, j) of Y's grid into slot `slot` of sums. */
+int starfa_task_values_reduce(const starfa_sparse_values *Y, int64_t i, int64_t j, starfa_reduce_op op, float a,
+			      const starfa_sparse_values *X, starfa_sums *sums, int64_t slot,
+			      const starfa_task_attr *attr);
+/* Writes the reduction of block `block` of D (SUM or SQUARES) into slot `slot` of sums. */
+int starfa_task_dense_reduce(const starfa_dense *D, int64_t block, starfa_reduce_op op, starfa_sums *sums,
+			     int64_t slot, const starfa_task_attr *attr);
+
+/* Element-wise maps of one dense block, y an element of Y's block and z its operand: the element of X's
+ * block at the same place (X blocked like Y, with Y's columns), X's element in the same row (X with one
+ * column: a value per row), or v's element of the same column (v of Y's columns: a value per column).
+ * At most one of X and v; the ops that take no operand need neither. */
+typedef enum starfa_dense_op {
+	STARFA_DENSE_SET = 0, /* y = a */
+	STARFA_DENSE_COPY,    /* y = z */
+	STARFA_DENSE_SCALE,   /* y = a·y + b */
+	STARFA_DENSE_ADD,     /* y = y + a·z */
+	STARFA_DENSE_MUL,     /* y = y·z */
+	STARFA_DENSE_DIV,     /* y = y / max(a, z)  (a = 0: y / z) */
+	STARFA_DENSE_EXP,     /* y = exp(y) */
+	STARFA_DENSE_LOG,     /* y = log(max(a, y)) */
+	STARFA_DENSE_DIGAMMA, /* y = ψ(y), the digamma function (E[log θ] of a Dirichlet) */
+	STARFA_DENSE_OPS
+} starfa_dense_op;
+
+int starfa_task_dense_map(starfa_dense *Y, int64_t block, starfa_dense_op op, float a, float b, const starfa_dense *X,
+			  const starfa_vector *v, const starfa_task_attr *attr);
+/* Column sums of one block: v = (accumulate ? v : 0) + the sum of the block's rows. */
+int starfa_task_dense_colsum(const starfa_dense *X, int64_t block, int accumulate, starfa_vector *v,
+			     const starfa_task_attr *attr);
+/* Row sums of one block into R's block (R: one column, blocked like X). */
+int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense *R, const starfa_task_attr *attr);
+
+/* ------------------------------------------------------------------ whole-matrix operations
+ * Short loops over the per-tile tasks (graphs/ops.c): one task per non-empty tile (or block), at the
+ * default priority. */
+
+/* starfa_task_sddmm on every tile of P's grid, alpha 1, beta 0 (starfa_insert_sddmm_ab: any). */
 int starfa_insert_sddmm(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B,
 			starfa_sddmm_mode mode, starfa_sparse_values *P);
+int starfa_insert_sddmm_ab(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, starfa_sddmm_mode mode,
+			   float alpha, float beta, starfa_sparse_values *P);
 
 /* Sparse times dense, per row band:
  *   side STARFA_ROWS: Y = S · X    (X blocked along S's columns, Y along S's rows)
  *   side STARFA_COLS: Y = Sᵀ · X   (X blocked along S's rows, Y along S's columns;
  *                                   needs the transposed grid, starfa_tiling_options.transposed)
- * X and Y have the same number of columns K. Y is overwritten. The tasks of one output
- * block accumulate into it in tile order, so the result does not depend on the schedule. */
+ * with S's values (starfa_insert_spmm_values: V's, on the side's grid). X and Y have the same number of
+ * columns K; Y is overwritten. The tasks of one output block accumulate into it in tile order, so the
+ * result does not depend on the schedule. */
 int starfa_insert_spmm(const starfa_tiled *S, starfa_side side, const starfa_dense *X, starfa_dense *Y);
+int starfa_insert_spmm_values(const starfa_tiled *S, starfa_side side, const starfa_sparse_values *V,
+			      const starfa_dense *X, starfa_dense *Y);
+/* Every tile of src into dst (the other side). */
+int starfa_insert_values_transpose(const starfa_sparse_values *src, starfa_sparse_values *dst);
+/* starfa_task_values_map on every tile. */
+int starfa_insert_values_map(starfa_sparse_values *Y, starfa_values_op op, float a, float b,
+			     const starfa_sparse_values *X);
+/* starfa_task_dense_map on every block. */
+int starfa_insert_dense_map(starfa_dense *Y, starfa_dense_op op, float a, float b, const starfa_dense *X,
+			    const starfa_vector *v);
+/* Column sums of the whole matrix into v (blocks added in order). */
+int starfa_insert_dense_colsum(const starfa_dense *X, starfa_vector *v);
+/* Row sums of every block into R. */
+int starfa_insert_dense_rowsum(const starfa_dense *X, starfa_dense *R);
+/* A reduction of every tile (block), one slot each, and its total (this waits for the tasks). */
+int starfa_reduce_values(const starfa_sparse_values *Y, starfa_reduce_op op, float a, const starfa_sparse_values *X,
+			 double *total);
+int starfa_reduce_dense(const starfa_dense *D, starfa_reduce_op op, double *total);
 
 /* The names of starfa's StarPU performance models (NULL-terminated), for
  * `starpu_perfmodel_display -s NAME` and `starpu_perfmodel_plot -s NAME`. */
@@ -375,6 +522,11 @@ int starfa_gram_read(starfa_gram *g, float *out);
 int starfa_insert_hermitian(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
 			    int64_t col0, starfa_feedback feedback, float alpha, const starfa_dense *info,
 			    starfa_systems *sys);
+/* The same for tile j of the band alone: accumulate 0 writes the band's systems (an empty tile zeroes
+ * them), 1 adds to them. */
+int starfa_task_hermitian(const starfa_tiled *S, starfa_side side, int64_t band, int64_t j, const starfa_dense *theta,
+			  int64_t col0, starfa_feedback feedback, float alpha, const starfa_dense *info,
+			  starfa_systems *sys, int accumulate, const starfa_task_attr *attr);
 
 /* For every row u of the band: b_u = sum_{v in row u} t_uv theta_v, with
  *   t_uv = r_uv - mu - theta_v[offset_col]   explicit (offset_col -1: no such term): what the row's
@@ -384,12 +536,18 @@ int starfa_insert_hermitian(const starfa_tiled *S, starfa_side side, int64_t ban
 int starfa_insert_bias(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
 		       int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
 		       starfa_systems *sys);
+/* The same for tile j of the band alone (accumulate as starfa_task_hermitian). */
+int starfa_task_bias(const starfa_tiled *S, starfa_side side, int64_t band, int64_t j, const starfa_dense *theta,
+		     int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
+		     starfa_systems *sys, int accumulate, const starfa_task_attr *attr);
 
 /* For every row u of the band: x_u = X[u, col0 .. col0 + k) solves
  *   (s_u A_u + lambda_u I + G) x_u = b_u
  * (G: NULL for none). CHOLESKY solves exactly; CG takes cg_steps steps from x_u's current value. */
 int starfa_insert_solve(starfa_systems *sys, int64_t band, const starfa_dense *info, const starfa_gram *G,
 			starfa_solver solver, int cg_steps, starfa_dense *X, int64_t col0);
+int starfa_task_solve(starfa_systems *sys, int64_t band, const starfa_dense *info, const starfa_gram *G,
+		      starfa_solver solver, int cg_steps, starfa_dense *X, int64_t col0, const starfa_task_attr *attr);
 
 /* hermitian, bias and solve fused: for every row u of the band, x_u = X[u, col0 .. col0 + k) solves
  *   (sum_{v in row u} w_uv theta_v theta_vᵀ + lambda_u I + G) x_u = sum_{v in row u} t_uv theta_v
@@ -400,6 +558,10 @@ int starfa_insert_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band
 			   int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
 			   const starfa_dense *info, const starfa_gram *G, starfa_solver solver, int cg_steps,
 			   starfa_dense *X, int64_t x_col0, starfa_systems *sys);
+int starfa_task_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
+			 int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
+			 const starfa_dense *info, const starfa_gram *G, starfa_solver solver, int cg_steps,
+			 starfa_dense *X, int64_t x_col0, starfa_systems *sys, const starfa_task_attr *attr);
 
 /* The cost of one row's solve in rowsolve's cost model (its perfmodel's size), in units of one entry's
  * share, with or without a G: for starfa_tiling_options.row_cost / col_cost, so that the bands of a side
@@ -409,6 +571,9 @@ double starfa_rowsolve_row_cost(int64_t k, starfa_solver solver, int cg_steps, i
 /* G = sum over every row r of theta: theta[r, col0 .. col0 + k) as a column times its transpose. One task
  * per block, adding into G in block order. */
 int starfa_insert_gram(const starfa_dense *theta, int64_t col0, int64_t k, starfa_gram *G);
+/* One block's share: G = (accumulate ? G : 0) + the block's rows' outer products. */
+int starfa_task_gram(const starfa_dense *theta, int64_t block, int64_t col0, int64_t k, int accumulate,
+		     starfa_gram *G, const starfa_task_attr *attr);
 
 /* ------------------------------------------------------------------ ALS training and models
  * Explicit ALS models r_uv ~ mu + b_u + c_v + x_u·y_v (global mean, user and item biases, factors);

@@ -31,12 +31,6 @@ struct starfa_gram {
 	starpu_data_handle_t handle;
 };
 
-/* The grid whose row bands are this side's bands: S's own for rows, the transposed one for columns. */
-static inline const struct starfa_grid *starfa_side_grid(const struct starfa_tiled *S, starfa_side side)
-{
-	return side == STARFA_ROWS ? &S->grid : &S->transposed;
-}
-
 static inline starpu_data_handle_t starfa_systems_slot_A(const struct starfa_systems *sys, int64_t band)
 {
 	return sys->A[band % sys->slots];

@@ -124,6 +124,9 @@ static void free_grid(struct starfa_grid *g)
 		struct starfa_tile *t = &g->tiles[k];
 		if (t->handle)
 			starpu_data_unregister(t->handle);
+		if (t->map_handle)
+			starpu_data_unregister(t->map_handle);
+		starfa_host_free(t->map, (size_t)t->nnz * sizeof *t->map);
 		starfa_host_free(t->rowptr, (size_t)(t->nrows + 1) * sizeof *t->rowptr);
 		starfa_host_free(t->colind, (size_t)t->nnz * sizeof *t->colind);
 		starfa_host_free(t->val, (size_t)t->nnz * sizeof *t->val);
@@ -212,6 +215,60 @@ out:
 	return rc;
 }
 
+/* The transposed grid, tile by tile from the forward one: tile (j, i) is the transpose of tile (i, j),
+ * rows in column order and, within a row, entries in row order (a counting sort, stable), which is the
+ * order a transposed CSR would give them; map[q] records where entry q came from. */
+static int build_transposed(const struct starfa_grid *g, struct starfa_grid *t)
+{
+	t->nr = g->nc;
+	t->nc = g->nr;
+	t->tiles = starfa_calloc((size_t)(t->nr * t->nc), sizeof *t->tiles);
+	if (!t->tiles)
+		return STARFA_ENOMEM;
+	for (int64_t i = 0; i < g->nr; i++)
+		for (int64_t j = 0; j < g->nc; j++) {
+			const struct starfa_tile *f = starfa_grid_tile(g, i, j);
+			struct starfa_tile *tt = starfa_grid_tile(t, j, i);
+			tt->nrows = f->ncols;
+			tt->ncols = f->nrows;
+			tt->nnz = f->nnz;
+			tt->rowptr = starfa_host_alloc((size_t)(tt->nrows + 1) * sizeof *tt->rowptr);
+			if (tt->nnz > 0) {
+				tt->colind = starfa_host_alloc((size_t)tt->nnz * sizeof *tt->colind);
+				tt->val = starfa_host_alloc((size_t)tt->nnz * sizeof *tt->val);
+				tt->map = starfa_host_alloc((size_t)tt->nnz * sizeof *tt->map);
+			}
+			if (!tt->rowptr || (tt->nnz > 0 && (!tt->colind || !tt->val || !tt->map))) {
+				free_grid(t);
+				return STARFA_ENOMEM;
+			}
+			memset(tt->rowptr, 0, (size_t)(tt->nrows + 1) * sizeof *tt->rowptr);
+			if (tt->nnz == 0)
+				continue;
+			for (int64_t p = 0; p < f->nnz; p++)
+				tt->rowptr[f->colind[p] + 1]++;
+			for (int64_t c = 0; c < tt->nrows; c++)
+				tt->rowptr[c + 1] += tt->rowptr[c];
+			/* rowptr[c] serves as the fill pointer of row c, then is shifted back. */
+			for (int64_t r = 0; r < f->nrows; r++)
+				for (uint32_t p = f->rowptr[r]; p < f->rowptr[r + 1]; p++) {
+					uint32_t q = tt->rowptr[f->colind[p]]++;
+					tt->colind[q] = (uint32_t)r;
+					tt->val[q] = f->val[p];
+					tt->map[q] = p;
+				}
+			for (int64_t c = tt->nrows; c > 0; c--)
+				tt->rowptr[c] = tt->rowptr[c - 1];
+			tt->rowptr[0] = 0;
+			starpu_csr_data_register(&tt->handle, STARPU_MAIN_RAM, (uint32_t)tt->nnz, (uint32_t)tt->nrows,
+						 (uintptr_t)tt->val, tt->colind, tt->rowptr, 0, sizeof(float));
+			starpu_vector_data_register(&tt->map_handle, STARPU_MAIN_RAM, (uintptr_t)tt->map,
+						    (uint32_t)tt->nnz, sizeof(uint32_t));
+			prefetch_to_gpus(tt->handle, j * t->nc + i);
+		}
+	return 0;
+}
+
 static int64_t *nnz_per_row(const starfa_csr *csr)
 {
 	int64_t *counts = starfa_malloc((size_t)csr->nrows, sizeof *counts);
@@ -286,12 +343,7 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 	if (rc)
 		goto fail;
 	if (opts && opts->transposed) {
-		starfa_csr *tr = NULL;
-		rc = starfa_csr_transpose(csr, &tr);
-		if (rc)
-			goto fail;
-		rc = build_grid(tr, t->col_bounds, col_tiles, t->row_bounds, row_tiles, &t->transposed);
-		starfa_csr_free(tr);
+		rc = build_transposed(&t->grid, &t->transposed);
 		if (rc)
 			goto fail;
 	}
@@ -428,9 +480,13 @@ void starfa_dense_free(starfa_dense *d)
 	free(d);
 }
 
-int64_t starfa_dense_blocks(const starfa_dense *d)
+int64_t starfa_dense_blocks(const starfa_dense *d) { return d->nblocks; }
+int64_t starfa_dense_rows(const starfa_dense *d) { return d->rows; }
+int64_t starfa_dense_cols(const starfa_dense *d) { return d->cols; }
+
+int starfa_dense_blocked_along(const starfa_dense *d, const int64_t *bounds, int64_t nblocks)
 {
-	return d->nblocks;
+	return d->nblocks == nblocks && memcmp(d->bounds, bounds, (size_t)(nblocks + 1) * sizeof *bounds) == 0;
 }
 
 int starfa_dense_sync(starfa_dense *d)
@@ -447,14 +503,22 @@ int starfa_dense_sync(starfa_dense *d)
 
 /* ------------------------------------------------------------------ sparse value sets */
 
-int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_sparse_values **out)
+int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_side side, starfa_sparse_values **out)
 {
 	*out = NULL;
-	int64_t ntiles = pattern->grid.nr * pattern->grid.nc;
+	if (!pattern || (side != STARFA_ROWS && side != STARFA_COLS))
+		return starfa_set_error(STARFA_EINVAL, "starfa_sparse_values_create: missing pattern or unknown side");
+	if (side == STARFA_COLS && !starfa_tiled_has_transpose(pattern))
+		return starfa_set_error(STARFA_EINVAL, "starfa_sparse_values_create: values on the column side need the "
+						       "transposed grid (starfa_tiling_options.transposed = 1)");
+	const struct starfa_grid *g = starfa_side_grid(pattern, side);
+	int64_t ntiles = g->nr * g->nc;
 	starfa_sparse_values *v = starfa_calloc(1, sizeof *v);
 	if (!v)
 		return STARFA_ENOMEM;
 	v->pattern = pattern;
+	v->side = side;
+	v->grid = g;
 	v->handles = starfa_calloc((size_t)ntiles, sizeof *v->handles);
 	v->values = starfa_calloc((size_t)ntiles, sizeof *v->values);
 	if (!v->handles || !v->values) {
@@ -462,7 +526,7 @@ int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_sparse_value
 		return STARFA_ENOMEM;
 	}
 	for (int64_t k = 0; k < ntiles; k++) {
-		int64_t nnz = pattern->grid.tiles[k].nnz;
+		int64_t nnz = g->tiles[k].nnz;
 		if (nnz == 0)
 			continue;
 		v->values[k] = starfa_host_alloc((size_t)nnz * sizeof(float));
@@ -481,21 +545,25 @@ void starfa_sparse_values_free(starfa_sparse_values *v)
 {
 	if (!v)
 		return;
-	int64_t ntiles = v->pattern->grid.nr * v->pattern->grid.nc;
+	int64_t ntiles = v->grid->nr * v->grid->nc;
 	for (int64_t k = 0; k < ntiles; k++) {
 		if (v->handles && v->handles[k])
 			starpu_data_unregister(v->handles[k]);
 		if (v->values)
-			starfa_host_free(v->values[k], (size_t)v->pattern->grid.tiles[k].nnz * sizeof(float));
+			starfa_host_free(v->values[k], (size_t)v->grid->tiles[k].nnz * sizeof(float));
 	}
 	free(v->handles);
 	free(v->values);
 	free(v);
 }
 
+starfa_side starfa_sparse_values_side(const starfa_sparse_values *v) { return v->side; }
+const starfa_tiled *starfa_sparse_values_pattern(const starfa_sparse_values *v) { return v->pattern; }
+
 int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
 {
-	const struct starfa_grid *g = &v->pattern->grid;
+	const struct starfa_grid *g = v->grid;
+	const int64_t *bounds = starfa_side_bounds(v->pattern, v->side);
 	int64_t ntiles = g->nr * g->nc;
 	for (int64_t k = 0; k < ntiles; k++)
 		if (v->handles[k] && starpu_data_acquire(v->handles[k], STARPU_R) != 0) {
@@ -506,10 +574,10 @@ int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
 						(long long)k);
 		}
 	/* Within a row, the nonzeros of tiles (i, 0), (i, 1), ... follow each other in
-	 * column order, which is the source CSR's order. */
+	 * column order, which is the source CSR's (or its transpose's) order. */
 	int64_t pos = 0;
 	for (int64_t i = 0; i < g->nr; i++) {
-		int64_t nrows = v->pattern->row_bounds[i + 1] - v->pattern->row_bounds[i];
+		int64_t nrows = bounds[i + 1] - bounds[i];
 		for (int64_t r = 0; r < nrows; r++)
 			for (int64_t j = 0; j < g->nc; j++) {
 				const struct starfa_tile *t = starfa_grid_tile(g, i, j);
@@ -523,5 +591,111 @@ int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
 	for (int64_t k = 0; k < ntiles; k++)
 		if (v->handles[k])
 			starpu_data_release(v->handles[k]);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ small vectors */
+
+int starfa_vector_create(int64_t n, starfa_vector **out)
+{
+	*out = NULL;
+	if (!starfa_runtime_started())
+		return starfa_set_error(STARFA_EINVAL, "starfa_vector_create: call starfa_init first");
+	if (n < 1 || n > (int64_t)UINT32_MAX)
+		return starfa_set_error(STARFA_EINVAL, "starfa_vector_create: size %lld outside [1, 2^32)", (long long)n);
+	starfa_vector *v = starfa_calloc(1, sizeof *v);
+	if (!v)
+		return STARFA_ENOMEM;
+	v->n = n;
+	v->data = starfa_host_alloc((size_t)n * sizeof *v->data);
+	if (!v->data) {
+		free(v);
+		return STARFA_ENOMEM;
+	}
+	memset(v->data, 0, (size_t)n * sizeof *v->data);
+	starpu_vector_data_register(&v->handle, STARPU_MAIN_RAM, (uintptr_t)v->data, (uint32_t)n, sizeof(float));
+	*out = v;
+	return 0;
+}
+
+void starfa_vector_free(starfa_vector *v)
+{
+	if (!v)
+		return;
+	starpu_data_unregister(v->handle);
+	starfa_host_free(v->data, (size_t)v->n * sizeof *v->data);
+	free(v);
+}
+
+int64_t starfa_vector_size(const starfa_vector *v) { return v->n; }
+
+static int vector_access(starfa_vector *v, float *buf, int write)
+{
+	int ret = starpu_data_acquire(v->handle, write ? STARPU_W : STARPU_R);
+	if (ret != 0)
+		return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on a vector");
+	if (write)
+		memcpy(v->data, buf, (size_t)v->n * sizeof *buf);
+	else
+		memcpy(buf, v->data, (size_t)v->n * sizeof *buf);
+	starpu_data_release(v->handle);
+	return 0;
+}
+
+int starfa_vector_read(starfa_vector *v, float *out) { return vector_access(v, out, 0); }
+int starfa_vector_write(starfa_vector *v, const float *in) { return vector_access(v, (float *)in, 1); }
+
+/* ------------------------------------------------------------------ partial sums */
+
+int starfa_sums_create(int64_t n, starfa_sums **out)
+{
+	*out = NULL;
+	if (!starfa_runtime_started())
+		return starfa_set_error(STARFA_EINVAL, "starfa_sums_create: call starfa_init first");
+	if (n < 1 || n > (1 << 24))
+		return starfa_set_error(STARFA_EINVAL, "starfa_sums_create: %lld slots outside [1, 2^24]", (long long)n);
+	starfa_sums *s = starfa_calloc(1, sizeof *s);
+	if (!s)
+		return STARFA_ENOMEM;
+	s->n = n;
+	s->slots = starfa_host_alloc((size_t)n * sizeof *s->slots);
+	s->handles = starfa_calloc((size_t)n, sizeof *s->handles);
+	if (!s->slots || !s->handles) {
+		starfa_host_free(s->slots, (size_t)n * sizeof *s->slots);
+		free(s->handles);
+		free(s);
+		return STARFA_ENOMEM;
+	}
+	for (int64_t k = 0; k < n; k++) {
+		s->slots[k] = 0.0;
+		starpu_variable_data_register(&s->handles[k], STARPU_MAIN_RAM, (uintptr_t)&s->slots[k], sizeof(double));
+	}
+	*out = s;
+	return 0;
+}
+
+void starfa_sums_free(starfa_sums *s)
+{
+	if (!s)
+		return;
+	for (int64_t k = 0; k < s->n; k++)
+		starpu_data_unregister(s->handles[k]);
+	starfa_host_free(s->slots, (size_t)s->n * sizeof *s->slots);
+	free(s->handles);
+	free(s);
+}
+
+int64_t starfa_sums_count(const starfa_sums *s) { return s->n; }
+
+int starfa_sums_total(starfa_sums *s, double *total)
+{
+	double sum = 0.0;
+	for (int64_t k = 0; k < s->n; k++) {
+		if (starpu_data_acquire(s->handles[k], STARPU_R) != 0)
+			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on sum slot %lld", (long long)k);
+		sum += s->slots[k];
+		starpu_data_release(s->handles[k]);
+	}
+	*total = sum;
 	return 0;
 }

@@ -13,6 +13,10 @@ struct starfa_tile {
 	uint32_t *colind; /* nnz */
 	float *val;       /* nnz */
 	starpu_data_handle_t handle;
+	/* Transposed-grid tiles only: entry q of this tile is entry map[q] of the forward tile holding the
+	 * same entries (nnz uint32), as a vector handle for the transpose-values tasks. */
+	uint32_t *map;
+	starpu_data_handle_t map_handle;
 };
 
 /* A grid of tiles: nr x nc, row-major. */
@@ -39,14 +43,43 @@ struct starfa_dense {
 
 struct starfa_sparse_values {
 	const struct starfa_tiled *pattern;
-	starpu_data_handle_t *handles; /* per tile of pattern's grid, NULL for empty tiles */
+	starfa_side side;
+	const struct starfa_grid *grid; /* pattern's grid of that side */
+	starpu_data_handle_t *handles;  /* per tile of the grid, NULL for empty tiles */
 	float **values;
+};
+
+struct starfa_vector {
+	int64_t n;
+	float *data;
+	starpu_data_handle_t handle;
+};
+
+struct starfa_sums {
+	int64_t n;
+	double *slots;
+	starpu_data_handle_t *handles; /* one variable (a double) per slot */
 };
 
 static inline struct starfa_tile *starfa_grid_tile(const struct starfa_grid *g, int64_t i, int64_t j)
 {
 	return &g->tiles[i * g->nc + j];
 }
+
+/* The grid whose row bands are this side's bands: S's own for rows, the transposed one for columns. */
+static inline const struct starfa_grid *starfa_side_grid(const struct starfa_tiled *S, starfa_side side)
+{
+	return side == STARFA_ROWS ? &S->grid : &S->transposed;
+}
+
+/* The boundaries of a side's rows (S's row bounds for STARFA_ROWS, its column bounds for COLS). */
+static inline const int64_t *starfa_side_bounds(const struct starfa_tiled *S, starfa_side side)
+{
+	return side == STARFA_ROWS ? S->row_bounds : S->col_bounds;
+}
+
+/* Whether a dense matrix is blocked exactly along these boundaries. */
+int starfa_dense_blocked_along(const struct starfa_dense *d, const int64_t *bounds, int64_t nblocks);
 
 /* Memory that StarPU can move to GPUs fast (pinned when CUDA workers exist). */
 void *starfa_host_alloc(size_t bytes);

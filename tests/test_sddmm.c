@@ -81,7 +81,7 @@ static int graph_case_make(struct graph_case *g, int64_t m, int64_t n, int64_t n
 	testing_fill_random(g->B, (size_t)(n * k), rng);
 	starfa_tiling_options opts = {row_tiles, col_tiles, 0};
 	return starfa_tiled_create(g->S, &opts, &g->t) || starfa_dense_create(g->t, STARFA_ROWS, g->A, k, &g->a) ||
-	       starfa_dense_create(g->t, STARFA_COLS, g->B, k, &g->b) || starfa_sparse_values_create(g->t, &g->p);
+	       starfa_dense_create(g->t, STARFA_COLS, g->B, k, &g->b) || starfa_sparse_values_create(g->t, STARFA_ROWS, &g->p);
 }
 
 static void graph_case_free(struct graph_case *g)
@@ -114,7 +114,7 @@ TEST(sddmm, cpu_kernel_matches_reference)
 		for (int mode = 0; mode < 2; mode++)
 			for (int threads = 1; threads <= 4; threads *= 2) {
 				testing_poison(P, (size_t)S->nnz);
-				starfa_cpu_sddmm(S->nrows, t.rowptr, t.colind, S->val, A, k, B, k, k, mode, P, threads);
+				starfa_cpu_sddmm(S->nrows, t.rowptr, t.colind, S->val, A, k, B, k, k, mode, 1.0f, 0.0f, P, threads);
 				starfa_check_report rep;
 				int rc = starfa_check_sddmm(S, A, B, k, (starfa_sddmm_mode)mode, P, &rep);
 				CHECK_MSG(rc == 0, "k=%lld mode=%d threads=%d: %s", (long long)k, mode, threads,
@@ -141,11 +141,11 @@ TEST(sddmm, reference_rejects_wrong_results)
 	CHECK(A && B && P);
 	testing_fill_random(A, (size_t)(S->nrows * k), &rng);
 	testing_fill_random(B, (size_t)(S->ncols * k), &rng);
-	starfa_cpu_sddmm(S->nrows, t.rowptr, t.colind, S->val, A, k, B, k, k, 0, P, 1);
+	starfa_cpu_sddmm(S->nrows, t.rowptr, t.colind, S->val, A, k, B, k, k, 0, 1.0f, 0.0f, P, 1);
 	CHECK_OK(starfa_check_sddmm(S, A, B, k, STARFA_SDDMM_PATTERN, P, NULL));
 	P[S->nnz / 2] = NAN;
 	CHECK(starfa_check_sddmm(S, A, B, k, STARFA_SDDMM_PATTERN, P, NULL) == STARFA_ECHECK);
-	starfa_cpu_sddmm(S->nrows, t.rowptr, t.colind, S->val, A, k, B, k, k, 0, P, 1);
+	starfa_cpu_sddmm(S->nrows, t.rowptr, t.colind, S->val, A, k, B, k, k, 0, 1.0f, 0.0f, P, 1);
 	P[S->nnz - 1] += 1e-3f * (1.0f + fabsf(P[S->nnz - 1])); /* far beyond k * eps, whatever the sign */
 	starfa_check_report rep;
 	CHECK(starfa_check_sddmm(S, A, B, k, STARFA_SDDMM_PATTERN, P, &rep) == STARFA_ECHECK);
@@ -256,7 +256,7 @@ TEST(sddmm, insert_rejects_mismatched_operands)
 	CHECK_OK(starfa_tiled_create(S, NULL, &t));
 	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, 8, &a));
 	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, 4, &b));
-	CHECK_OK(starfa_sparse_values_create(t, &p));
+	CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &p));
 	CHECK(starfa_insert_sddmm(t, a, b, STARFA_SDDMM_PATTERN, p) == STARFA_EINVAL);
 	CHECK(strstr(starfa_last_error(), "20x4") != NULL);
 	CHECK(starfa_insert_sddmm(t, a, a, STARFA_SDDMM_PATTERN, p) == STARFA_EINVAL);
@@ -307,10 +307,10 @@ static int check_run(starfa_cuda_sddmm_variant variant, int64_t panel_cols, cons
 	CUDA_OK(cudaMemcpy(d->P, P, (nnz + GUARD) * sizeof(float), cudaMemcpyHostToDevice));
 	cudaError_t err = panel_cols > 0 ? starfa_cuda_sddmm_panel_run(panel_cols, S->nrows, S->ncols, S->nnz, d->rowptr,
 								      d->colind, d->val, d->A, ld, d->B, ld, k, mode,
-								      d->P, 0)
+								      1.0f, 0.0f, d->P, 0)
 					 : starfa_cuda_sddmm_variant_run(variant, S->nrows, S->ncols, S->nnz, d->rowptr,
 									 d->colind, d->val, d->A, ld, d->B, ld, k, mode,
-									 d->P, 0);
+									 1.0f, 0.0f, d->P, 0);
 	if (err == cudaErrorInvalidValue && (panel_cols > 0 || (variant != STARFA_CUDA_SDDMM_AUTO &&
 								 variant != STARFA_CUDA_SDDMM_WARP_PER_ROW))) {
 		(void)cudaGetLastError();
@@ -334,7 +334,7 @@ static int check_run(starfa_cuda_sddmm_variant variant, int64_t panel_cols, cons
 	CHECK_MSG(starfa_check_sddmm(S, Ak, Bk, k, (starfa_sddmm_mode)mode, P, NULL) == 0,
 		  "%s k=%lld ld=%lld mode=%d panel_cols=%lld: %s", name, (long long)k, (long long)ld, mode,
 		  (long long)panel_cols, starfa_last_error());
-	starfa_cpu_sddmm(S->nrows, t->rowptr, t->colind, S->val, A, ld, B, ld, k, mode, Pcpu, 2);
+	starfa_cpu_sddmm(S->nrows, t->rowptr, t->colind, S->val, A, ld, B, ld, k, mode, 1.0f, 0.0f, Pcpu, 2);
 	/* Both are within the float32 bound of the reference; they may differ by rounding, which
 	 * grows with the length of the dot products. */
 	float tol = 1e-4f * (k > 256 ? (float)k / 256.0f : 1.0f);
@@ -678,12 +678,12 @@ TEST(sddmm_cuda, panel_empty_tiles_and_refusals)
 			for (int64_t m = 0; m <= 10; m += 10) {
 				starfa_cuda_sddmm_variant variant = (starfa_cuda_sddmm_variant)v;
 				CHECK(starfa_cuda_sddmm_variant_run(variant, m, 20, 0, NULL, NULL, NULL, NULL, 16, NULL,
-								    16, 16, mode, NULL, 0) == cudaSuccess);
+								    16, 16, mode, 1.0f, 0.0f, NULL, 0) == cudaSuccess);
 			}
 	for (int64_t w = 0; w < 3; w++)
-		CHECK(starfa_cuda_sddmm_panel_run(w, 10, 20, 0, NULL, NULL, NULL, NULL, 16, NULL, 16, 16, 1, NULL, 0) ==
+		CHECK(starfa_cuda_sddmm_panel_run(w, 10, 20, 0, NULL, NULL, NULL, NULL, 16, NULL, 16, 16, 1, 1.0f, 0.0f, NULL, 0) ==
 		      cudaSuccess);
-	CHECK(starfa_cuda_sddmm_panel_run(-1, 10, 20, 5, NULL, NULL, NULL, NULL, 16, NULL, 16, 16, 1, NULL, 0) ==
+	CHECK(starfa_cuda_sddmm_panel_run(-1, 10, 20, 5, NULL, NULL, NULL, NULL, 16, NULL, 16, 16, 1, 1.0f, 0.0f, NULL, 0) ==
 	      cudaErrorInvalidValue);
 	if (!gpu_available())
 		SKIP("no CUDA device (the tiles without nonzeros passed)");
@@ -696,12 +696,12 @@ TEST(sddmm_cuda, panel_empty_tiles_and_refusals)
 	} bad[] = {{A, 16, 6}, {A + 1, 16, 16}, {A, 18, 16}, {A, 1040, 1028}};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		CHECK(starfa_cuda_sddmm_variant_run(STARFA_CUDA_SDDMM_PANEL, 10, 20, 5, NULL, NULL, NULL, bad[i].A,
-						    bad[i].lda, B, 1040, bad[i].k, 0, NULL, 0) == cudaErrorInvalidValue);
+						    bad[i].lda, B, 1040, bad[i].k, 0, 1.0f, 0.0f, NULL, 0) == cudaErrorInvalidValue);
 		CHECK(starfa_cuda_sddmm_panel_run(7, 10, 20, 5, NULL, NULL, NULL, bad[i].A, bad[i].lda, B, 1040,
-						  bad[i].k, 0, NULL, 0) == cudaErrorInvalidValue);
+						  bad[i].k, 0, 1.0f, 0.0f, NULL, 0) == cudaErrorInvalidValue);
 	}
 	CHECK(starfa_cuda_sddmm_variant_run(STARFA_CUDA_SDDMM_PANEL, 10, 0, 5, NULL, NULL, NULL, A, 16, B, 16, 16, 0,
-					    NULL, 0) == cudaErrorInvalidValue); /* no columns */
+					    1.0f, 0.0f, NULL, 0) == cudaErrorInvalidValue); /* no columns */
 	CUDA_OK(cudaGetLastError());
 	cudaFree(A);
 	cudaFree(B);
@@ -735,7 +735,7 @@ TEST(sddmm_cuda, task_graph_on_cuda_workers)
 	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
 	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, k, &a));
 	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, k, &b));
-	CHECK_OK(starfa_sparse_values_create(t, &p));
+	CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &p));
 	starfa_stats_reset();
 	CHECK_OK(starfa_insert_sddmm(t, a, b, STARFA_SDDMM_SCALED, p));
 	CHECK_OK(starfa_wait());

@@ -265,7 +265,7 @@ TEST(tiling, dense_blocks_and_gather_round_trip)
 	/* SDDMM in scaled mode with A = B = ones would give back S: use the real operands and
 	 * check against the reference, which also proves the gather order. */
 	starfa_sparse_values *P = NULL;
-	CHECK_OK(starfa_sparse_values_create(t, &P));
+	CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &P));
 	CHECK_OK(starfa_insert_sddmm(t, A, B, STARFA_SDDMM_SCALED, P));
 	CHECK_OK(starfa_wait());
 	float *out = malloc(sizeof(float) * (size_t)csr->nnz);

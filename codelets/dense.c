@@ -1,0 +1,271 @@
+/* The dense-block codelets: dense_map (element-wise maps with an operand per element, per row or per
+ * column), dense_colsum, dense_rowsum and dense_reduce. */
+#include "codelets/codelet.h"
+#include "codelets/zero.h"
+#include "cpu/dense.h"
+#ifdef STARFA_USE_CUDA
+#include "gpu/dense.h"
+#include <starpu_cuda.h>
+#endif
+
+static int dense_reads_operand(int op)
+{
+	return op == STARFA_DENSE_COPY || op == STARFA_DENSE_ADD || op == STARFA_DENSE_MUL || op == STARFA_DENSE_DIV;
+}
+
+static int dense_reads_y(int op)
+{
+	return op != STARFA_DENSE_SET && op != STARFA_DENSE_COPY;
+}
+
+/* Checks a block index of D. */
+static int check_block(const char *what, const starfa_dense *D, int64_t block)
+{
+	if (!D)
+		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
+	if (block < 0 || block >= D->nblocks)
+		return starfa_index_error(what, "block", block, -1, D->nblocks, -1);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ dense_map */
+
+struct map_args {
+	int op, zkind;
+	float a, b;
+};
+
+/* Buffers: 0 Y's block, 1 the operand (X's block: a matrix, or v: a vector) when the op reads one. */
+static void dense_operand(void *buffers[], const struct map_args *args, const float **Z, int64_t *ldz)
+{
+	*Z = NULL;
+	*ldz = 0;
+	if (args->zkind == STARFA_OPERAND_PER_COL) {
+		*Z = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	} else if (args->zkind != STARFA_OPERAND_NONE) {
+		*Z = (const float *)STARPU_MATRIX_GET_PTR(buffers[1]);
+		*ldz = STARPU_MATRIX_GET_LD(buffers[1]);
+	}
+}
+
+static void dense_map_cpu(void *buffers[], void *cl_arg)
+{
+	const struct map_args *args = cl_arg;
+	const float *Z;
+	int64_t ldz;
+	dense_operand(buffers, args, &Z, &ldz);
+	starfa_cpu_dense_map(STARPU_MATRIX_GET_NY(buffers[0]), STARPU_MATRIX_GET_NX(buffers[0]), args->op, args->a, args->b,
+			     Z, ldz, args->zkind, (float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]));
+}
+
+#ifdef STARFA_USE_CUDA
+static void dense_map_cuda(void *buffers[], void *cl_arg)
+{
+	const struct map_args *args = cl_arg;
+	const float *Z;
+	int64_t ldz;
+	dense_operand(buffers, args, &Z, &ldz);
+	STARFA_CUDA_CHECK("dense_map",
+			  starfa_cuda_dense_map(STARPU_MATRIX_GET_NY(buffers[0]), STARPU_MATRIX_GET_NX(buffers[0]), args->op,
+						args->a, args->b, Z, ldz, args->zkind,
+						(float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]),
+						starpu_cuda_get_local_stream()));
+}
+#endif
+
+static uint64_t block_elements(const struct starpu_task *task)
+{
+	return (uint64_t)starpu_matrix_get_nx(task->handles[0]) * starpu_matrix_get_ny(task->handles[0]);
+}
+
+static uint32_t dense_map_variant(const struct starpu_task *task)
+{
+	const struct map_args *args = task->cl_arg;
+	return (uint32_t)(args->op | args->zkind << 8);
+}
+
+STARFA_CODELET(dense_map, block_elements, dense_map_variant, dense_map_cpu, STARFA_CUDA_FUNC(dense_map_cuda));
+
+int starfa_task_dense_map(starfa_dense *Y, int64_t block, starfa_dense_op op, float a, float b, const starfa_dense *X,
+			  const starfa_vector *v, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_dense_map";
+	int rc = check_block(what, Y, block);
+	if (rc)
+		return rc;
+	if ((int)op < 0 || op >= STARFA_DENSE_OPS)
+		return starfa_set_error(STARFA_EINVAL, "%s: unknown op %d", what, (int)op);
+	struct map_args args = {(int)op, STARFA_OPERAND_NONE, a, b};
+	starpu_data_handle_t z = NULL;
+	if (dense_reads_operand(op)) {
+		if ((X != NULL) == (v != NULL))
+			return starfa_set_error(STARFA_EINVAL, "%s: this op needs one operand, X or v", what);
+		if (X) {
+			if (!starfa_dense_blocked_along(X, Y->bounds, Y->nblocks) || (X->cols != Y->cols && X->cols != 1))
+				return starfa_set_error(STARFA_EINVAL, "%s: X must be blocked like Y, with Y's %lld columns or "
+								       "one", what, (long long)Y->cols);
+			if (X == Y)
+				return starfa_set_error(STARFA_EINVAL, "%s: X must not be Y", what);
+			args.zkind = X->cols == Y->cols ? STARFA_OPERAND_SAME : STARFA_OPERAND_PER_ROW;
+			z = X->blocks[block];
+		} else {
+			if (v->n != Y->cols)
+				return starfa_set_error(STARFA_EINVAL, "%s: v has %lld values, Y %lld columns", what,
+							(long long)v->n, (long long)Y->cols);
+			args.zkind = STARFA_OPERAND_PER_COL;
+			z = v->handle;
+		}
+	}
+	enum starpu_data_access_mode ymode = dense_reads_y(op) ? STARPU_RW : STARPU_W;
+	double n = (double)(Y->bounds[block + 1] - Y->bounds[block]) * (double)Y->cols;
+	if (z)
+		return starfa_submit(&dense_map_cl, &args, sizeof args, n, attr,
+				     STARFA_BUFFERS({Y->blocks[block], ymode}, {z, STARPU_R}));
+	return starfa_submit(&dense_map_cl, &args, sizeof args, n, attr, STARFA_BUFFERS({Y->blocks[block], ymode}));
+}
+
+/* ------------------------------------------------------------------ dense_colsum */
+
+struct colsum_args {
+	int accumulate;
+};
+
+/* Buffers: 0 X's block, 1 v. */
+static void dense_colsum_cpu(void *buffers[], void *cl_arg)
+{
+	const struct colsum_args *args = cl_arg;
+	if (starfa_cpu_dense_colsum(STARPU_MATRIX_GET_NY(buffers[0]), STARPU_MATRIX_GET_NX(buffers[0]),
+				    (const float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]),
+				    args->accumulate, (float *)STARPU_VECTOR_GET_PTR(buffers[1])) != 0)
+		starfa_cpu_fail("dense_colsum");
+}
+
+#ifdef STARFA_USE_CUDA
+static void dense_colsum_cuda(void *buffers[], void *cl_arg)
+{
+	const struct colsum_args *args = cl_arg;
+	STARFA_CUDA_CHECK("dense_colsum",
+			  starfa_cuda_dense_colsum(STARPU_MATRIX_GET_NY(buffers[0]), STARPU_MATRIX_GET_NX(buffers[0]),
+						   (const float *)STARPU_MATRIX_GET_PTR(buffers[0]),
+						   STARPU_MATRIX_GET_LD(buffers[0]), args->accumulate,
+						   (float *)STARPU_VECTOR_GET_PTR(buffers[1]), starpu_cuda_get_local_stream()));
+}
+#endif
+
+static uint32_t dense_colsum_variant(const struct starpu_task *task)
+{
+	return (uint32_t)((const struct colsum_args *)task->cl_arg)->accumulate;
+}
+
+STARFA_CODELET(dense_colsum, block_elements, dense_colsum_variant, dense_colsum_cpu, STARFA_CUDA_FUNC(dense_colsum_cuda));
+
+int starfa_task_dense_colsum(const starfa_dense *X, int64_t block, int accumulate, starfa_vector *v,
+			     const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_dense_colsum";
+	int rc = check_block(what, X, block);
+	if (rc)
+		return rc;
+	if (!v || v->n != X->cols)
+		return starfa_set_error(STARFA_EINVAL, "%s: v must have X's %lld columns", what, (long long)X->cols);
+	struct colsum_args args = {accumulate != 0};
+	double n = (double)(X->bounds[block + 1] - X->bounds[block]) * (double)X->cols;
+	return starfa_submit(&dense_colsum_cl, &args, sizeof args, n, attr,
+			     STARFA_BUFFERS({X->blocks[block], STARPU_R}, {v->handle, accumulate ? STARPU_RW : STARPU_W}));
+}
+
+/* ------------------------------------------------------------------ dense_rowsum */
+
+/* Buffers: 0 X's block, 1 R's block. */
+static void dense_rowsum_cpu(void *buffers[], void *cl_arg)
+{
+	(void)cl_arg;
+	starfa_cpu_dense_rowsum(STARPU_MATRIX_GET_NY(buffers[0]), STARPU_MATRIX_GET_NX(buffers[0]),
+				(const float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]),
+				(float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]));
+}
+
+#ifdef STARFA_USE_CUDA
+static void dense_rowsum_cuda(void *buffers[], void *cl_arg)
+{
+	(void)cl_arg;
+	STARFA_CUDA_CHECK("dense_rowsum",
+			  starfa_cuda_dense_rowsum(STARPU_MATRIX_GET_NY(buffers[0]), STARPU_MATRIX_GET_NX(buffers[0]),
+						   (const float *)STARPU_MATRIX_GET_PTR(buffers[0]),
+						   STARPU_MATRIX_GET_LD(buffers[0]), (float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+						   STARPU_MATRIX_GET_LD(buffers[1]), starpu_cuda_get_local_stream()));
+}
+#endif
+
+STARFA_CODELET(dense_rowsum, block_elements, starfa_no_variant, dense_rowsum_cpu, STARFA_CUDA_FUNC(dense_rowsum_cuda));
+
+int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense *R, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_dense_rowsum";
+	int rc = check_block(what, X, block);
+	if (rc)
+		return rc;
+	if (!R || R->cols != 1 || !starfa_dense_blocked_along(R, X->bounds, X->nblocks))
+		return starfa_set_error(STARFA_EINVAL, "%s: R must have one column, blocked like X", what);
+	double n = (double)(X->bounds[block + 1] - X->bounds[block]) * (double)X->cols;
+	return starfa_submit(&dense_rowsum_cl, NULL, 0, n, attr,
+			     STARFA_BUFFERS({X->blocks[block], STARPU_R}, {R->blocks[block], STARPU_W}));
+}
+
+/* ------------------------------------------------------------------ dense_reduce */
+
+struct reduce_args {
+	int op;
+};
+
+/* Buffers: 0 the slot (a double), 1 X's block. */
+static void dense_reduce_cpu(void *buffers[], void *cl_arg)
+{
+	const struct reduce_args *args = cl_arg;
+	*(double *)STARPU_VARIABLE_GET_PTR(buffers[0]) =
+		starfa_cpu_dense_reduce(STARPU_MATRIX_GET_NY(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1]),
+					(const float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]),
+					args->op);
+}
+
+#ifdef STARFA_USE_CUDA
+static void dense_reduce_cuda(void *buffers[], void *cl_arg)
+{
+	const struct reduce_args *args = cl_arg;
+	STARFA_CUDA_CHECK("dense_reduce",
+			  starfa_cuda_dense_reduce(STARPU_MATRIX_GET_NY(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1]),
+						   (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+						   STARPU_MATRIX_GET_LD(buffers[1]), args->op,
+						   (double *)STARPU_VARIABLE_GET_PTR(buffers[0]), starpu_cuda_get_local_stream()));
+}
+#endif
+
+static uint64_t dense_reduce_cost(const struct starpu_task *task)
+{
+	return (uint64_t)starpu_matrix_get_nx(task->handles[1]) * starpu_matrix_get_ny(task->handles[1]);
+}
+
+static uint32_t dense_reduce_variant(const struct starpu_task *task)
+{
+	return (uint32_t)((const struct reduce_args *)task->cl_arg)->op;
+}
+
+STARFA_CODELET(dense_reduce, dense_reduce_cost, dense_reduce_variant, dense_reduce_cpu,
+	       STARFA_CUDA_FUNC(dense_reduce_cuda));
+
+int starfa_task_dense_reduce(const starfa_dense *D, int64_t block, starfa_reduce_op op, starfa_sums *sums,
+			     int64_t slot, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_dense_reduce";
+	int rc = check_block(what, D, block);
+	if (!rc)
+		rc = starfa_check_slot(what, sums, slot);
+	if (rc)
+		return rc;
+	if (op != STARFA_REDUCE_SUM && op != STARFA_REDUCE_SQUARES)
+		return starfa_set_error(STARFA_EINVAL, "%s: dense blocks take SUM or SQUARES, not op %d", what, (int)op);
+	struct reduce_args args = {(int)op};
+	double n = (double)(D->bounds[block + 1] - D->bounds[block]) * (double)D->cols;
+	return starfa_submit(&dense_reduce_cl, &args, sizeof args, 2.0 * n, attr,
+			     STARFA_BUFFERS({sums->handles[slot], STARPU_W}, {D->blocks[block], STARPU_R}));
+}

@@ -1,0 +1,77 @@
+/* Element-wise maps, sums and reductions of dense blocks on the CPU. */
+#include "cpu/dense.h"
+
+#include "cpu/special.h"
+#include "starfa.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static inline float operand(const float *Z, int64_t ldz, int zkind, int64_t r, int64_t c)
+{
+	switch (zkind) {
+	case STARFA_OPERAND_SAME: return Z[r * ldz + c];
+	case STARFA_OPERAND_PER_ROW: return Z[r * ldz];
+	case STARFA_OPERAND_PER_COL: return Z[c];
+	default: return 0.0f;
+	}
+}
+
+static inline float apply(int op, float a, float b, float z, float y)
+{
+	switch (op) {
+	case STARFA_DENSE_SET: return a;
+	case STARFA_DENSE_COPY: return z;
+	case STARFA_DENSE_SCALE: return a * y + b;
+	case STARFA_DENSE_ADD: return y + a * z;
+	case STARFA_DENSE_MUL: return y * z;
+	case STARFA_DENSE_DIV: return y / (a > 0.0f ? fmaxf(a, z) : z);
+	case STARFA_DENSE_EXP: return expf(y);
+	case STARFA_DENSE_LOG: return logf(fmaxf(a, y));
+	case STARFA_DENSE_DIGAMMA: return starfa_digammaf(y);
+	default: return y;
+	}
+}
+
+void starfa_cpu_dense_map(int64_t rows, int64_t cols, int op, float a, float b, const float *Z, int64_t ldz,
+			  int zkind, float *Y, int64_t ldy)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++)
+			Y[r * ldy + c] = apply(op, a, b, operand(Z, ldz, zkind, r, c), Y[r * ldy + c]);
+}
+
+int starfa_cpu_dense_colsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, int accumulate, float *v)
+{
+	double *acc = calloc((size_t)cols, sizeof *acc);
+	if (!acc)
+		return -1;
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++)
+			acc[c] += X[r * ldx + c];
+	for (int64_t c = 0; c < cols; c++)
+		v[c] = (float)((accumulate ? (double)v[c] : 0.0) + acc[c]);
+	free(acc);
+	return 0;
+}
+
+void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, float *R, int64_t ldr)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		double s = 0.0;
+		for (int64_t c = 0; c < cols; c++)
+			s += X[r * ldx + c];
+		R[r * ldr] = (float)s;
+	}
+}
+
+double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op)
+{
+	double s = 0.0;
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++) {
+			double y = X[r * ldx + c];
+			s += op == STARFA_REDUCE_SQUARES ? y * y : y;
+		}
+	return s;
+}

@@ -1,0 +1,27 @@
+/* Element-wise maps, column and row sums and reductions of one dense block (row-major, leading
+ * dimension ld), on the CPU (no StarPU here). The ops are starfa_dense_op and starfa_reduce_op. */
+#ifndef STARFA_CPU_DENSE_H
+#define STARFA_CPU_DENSE_H
+
+#include <stdint.h>
+
+/* Where a map's operand z comes from. */
+enum starfa_operand_kind {
+	STARFA_OPERAND_NONE = 0,
+	STARFA_OPERAND_SAME = 1,   /* z = Z[r * ldz + c] */
+	STARFA_OPERAND_PER_ROW = 2, /* z = Z[r * ldz] */
+	STARFA_OPERAND_PER_COL = 3, /* z = Z[c] */
+};
+
+/* y[r, c] = op(a, b, z, y[r, c]) for r < rows, c < cols. */
+void starfa_cpu_dense_map(int64_t rows, int64_t cols, int op, float a, float b, const float *Z, int64_t ldz,
+			  int zkind, float *Y, int64_t ldy);
+/* v[c] = (accumulate ? v[c] : 0) + sum over r of X[r, c] (summed in double). Returns 0, or -1 when
+ * scratch memory could not be had. */
+int starfa_cpu_dense_colsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, int accumulate, float *v);
+/* R[r * ldr] = sum over c of X[r, c]. */
+void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, float *R, int64_t ldr);
+/* The sum of op's term (SUM or SQUARES) over the block, in double. */
+double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op);
+
+#endif

@@ -1,0 +1,133 @@
+/* Element-wise maps, sums and reductions of dense blocks on CUDA. */
+#include "gpu/dense.h"
+
+#include "cpu/dense.h" /* the operand kinds */
+#include "cpu/special.h"
+#include "gpu/reduce.cuh"
+#include "starfa.h"
+
+namespace {
+
+using starfa_gpu::kReduceThreads;
+
+unsigned blocks_for(int64_t n)
+{
+	int64_t b = (n + 255) / 256;
+	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+__device__ __forceinline__ float apply(int op, float a, float b, float z, float y)
+{
+	switch (op) {
+	case STARFA_DENSE_SET: return a;
+	case STARFA_DENSE_COPY: return z;
+	case STARFA_DENSE_SCALE: return a * y + b;
+	case STARFA_DENSE_ADD: return y + a * z;
+	case STARFA_DENSE_MUL: return y * z;
+	case STARFA_DENSE_DIV: return y / (a > 0.0f ? fmaxf(a, z) : z);
+	case STARFA_DENSE_EXP: return expf(y);
+	case STARFA_DENSE_LOG: return logf(fmaxf(a, y));
+	case STARFA_DENSE_DIGAMMA: return starfa_digammaf(y);
+	default: return y;
+	}
+}
+
+__global__ void map_kernel(int64_t rows, int64_t cols, int op, float a, float b, const float *__restrict__ Z,
+			   int64_t ldz, int zkind, float *__restrict__ Y, int64_t ldy)
+{
+	const bool reads_y = op != STARFA_DENSE_SET && op != STARFA_DENSE_COPY;
+	const int64_t n = rows * cols;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t r = e / cols, c = e - r * cols;
+		float z = 0.0f;
+		if (zkind == STARFA_OPERAND_SAME)
+			z = Z[r * ldz + c];
+		else if (zkind == STARFA_OPERAND_PER_ROW)
+			z = Z[r * ldz];
+		else if (zkind == STARFA_OPERAND_PER_COL)
+			z = Z[c];
+		float *y = Y + r * ldy + c;
+		*y = apply(op, a, b, z, reads_y ? *y : 0.0f);
+	}
+}
+
+/* One thread per column, walking the rows: coalesced across a warp's consecutive columns. */
+__global__ void colsum_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx, int accumulate,
+			      float *__restrict__ v)
+{
+	for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x) {
+		double s = accumulate ? (double)v[c] : 0.0;
+		for (int64_t r = 0; r < rows; r++)
+			s += X[r * ldx + c];
+		v[c] = (float)s;
+	}
+}
+
+/* One warp per row. */
+__global__ void rowsum_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx, float *__restrict__ R,
+			      int64_t ldr)
+{
+	const int lane = threadIdx.x % 32;
+	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+	for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+		double s = 0.0;
+		for (int64_t c = lane; c < cols; c += 32)
+			s += X[r * ldx + c];
+		for (int offset = 16; offset > 0; offset /= 2)
+			s += __shfl_down_sync(0xffffffffu, s, offset);
+		if (lane == 0)
+			R[r * ldr] = (float)s;
+	}
+}
+
+__global__ void __launch_bounds__(kReduceThreads)
+	reduce_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx, int op, double *sum)
+{
+	const int64_t n = rows * cols;
+	double v = 0.0;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t r = e / cols, c = e - r * cols;
+		double y = X[r * ldx + c];
+		v += op == STARFA_REDUCE_SQUARES ? y * y : y;
+	}
+	starfa_gpu::block_add(v, sum);
+}
+
+} // namespace
+
+extern "C" cudaError_t starfa_cuda_dense_map(int64_t rows, int64_t cols, int op, float a, float b, const float *Z,
+					     int64_t ldz, int zkind, float *Y, int64_t ldy, cudaStream_t stream)
+{
+	if (rows <= 0 || cols <= 0)
+		return cudaSuccess;
+	map_kernel<<<blocks_for(rows * cols), 256, 0, stream>>>(rows, cols, op, a, b, Z, ldz, zkind, Y, ldy);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t starfa_cuda_dense_colsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, int accumulate,
+						float *v, cudaStream_t stream)
+{
+	if (cols <= 0)
+		return cudaSuccess;
+	colsum_kernel<<<blocks_for(cols), 256, 0, stream>>>(rows, cols, X, ldx, accumulate, v);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t starfa_cuda_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, float *R,
+						int64_t ldr, cudaStream_t stream)
+{
+	if (rows <= 0)
+		return cudaSuccess;
+	rowsum_kernel<<<blocks_for(rows * 32), 256, 0, stream>>>(rows, cols, X, ldx, R, ldr);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t starfa_cuda_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op,
+						double *sum, cudaStream_t stream)
+{
+	cudaError_t err = cudaMemsetAsync(sum, 0, sizeof *sum, stream);
+	if (err != cudaSuccess || rows <= 0 || cols <= 0)
+		return err;
+	reduce_kernel<<<starfa_gpu::reduce_blocks(rows * cols), kReduceThreads, 0, stream>>>(rows, cols, X, ldx, op, sum);
+	return cudaGetLastError();
+}

@@ -1,0 +1,26 @@
+/* Element-wise maps, sums and reductions of dense blocks on CUDA (no StarPU here): the contracts of
+ * cpu/dense.h on device pointers, enqueued on a stream. */
+#ifndef STARFA_GPU_DENSE_H
+#define STARFA_GPU_DENSE_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+cudaError_t starfa_cuda_dense_map(int64_t rows, int64_t cols, int op, float a, float b, const float *Z, int64_t ldz,
+				  int zkind, float *Y, int64_t ldy, cudaStream_t stream);
+cudaError_t starfa_cuda_dense_colsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, int accumulate, float *v,
+				     cudaStream_t stream);
+cudaError_t starfa_cuda_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, float *R, int64_t ldr,
+				     cudaStream_t stream);
+/* *sum (one double in device memory) = the reduction (overwritten). */
+cudaError_t starfa_cuda_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op, double *sum,
+				     cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,242 @@
+/* The whole-matrix operations: short loops over the per-tile tasks, at the default priority. A graph
+ * that needs another order, priorities or owners writes its own loop over starfa_task_*. */
+#include "runtime/internal.h"
+
+/* Tiles of a side's grid: rows x columns. */
+static void side_grid(const starfa_tiled *S, starfa_side side, int64_t *nr, int64_t *nc)
+{
+	*nr = side == STARFA_ROWS ? starfa_tiled_row_tiles(S) : starfa_tiled_col_tiles(S);
+	*nc = side == STARFA_ROWS ? starfa_tiled_col_tiles(S) : starfa_tiled_row_tiles(S);
+}
+
+/* Nonzeros of tile (i, j) of a side's grid (tile (j, i) of the forward grid for the transposed one). */
+static int64_t side_tile_nnz(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j)
+{
+	return side == STARFA_ROWS ? starfa_tiled_tile_nnz(S, i, j) : starfa_tiled_tile_nnz(S, j, i);
+}
+
+int starfa_insert_sddmm_ab(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, starfa_sddmm_mode mode,
+			   float alpha, float beta, starfa_sparse_values *P)
+{
+	if (!S || !P)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm: missing operand");
+	int64_t nr, nc;
+	side_grid(S, starfa_sparse_values_side(P), &nr, &nc);
+	for (int64_t i = 0; i < nr; i++)
+		for (int64_t j = 0; j < nc; j++) {
+			int rc = starfa_task_sddmm(S, i, j, A, B, mode, alpha, beta, P, NULL);
+			if (rc)
+				return rc;
+		}
+	return 0;
+}
+
+int starfa_insert_sddmm(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, starfa_sddmm_mode mode,
+			starfa_sparse_values *P)
+{
+	return starfa_insert_sddmm_ab(S, A, B, mode, 1.0f, 0.0f, P);
+}
+
+int starfa_insert_spmm_values(const starfa_tiled *S, starfa_side side, const starfa_sparse_values *V,
+			      const starfa_dense *X, starfa_dense *Y)
+{
+	if (!S)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm: missing operand");
+	if (side == STARFA_COLS && !starfa_tiled_has_transpose(S))
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm: Y = S^T*X needs S's transposed grid "
+						       "(starfa_tiling_options.transposed = 1)");
+	int64_t nr, nc;
+	side_grid(S, side, &nr, &nc);
+	for (int64_t i = 0; i < nr; i++) {
+		/* Tiles j = 0, 1, ... of the band in order: the first with entries overwrites Y's block (an
+		 * all-empty band zeroes it), the others add to it; sequential consistency on the block's
+		 * handle keeps that order whatever the workers, so the sums do not depend on the schedule. */
+		int first = 1;
+		for (int64_t j = 0; j < nc; j++) {
+			if (side_tile_nnz(S, side, i, j) == 0 && !(first && j == nc - 1))
+				continue;
+			int rc = starfa_task_spmm(S, side, i, j, V, X, Y, !first, NULL);
+			if (rc)
+				return rc;
+			first = 0;
+		}
+	}
+	return 0;
+}
+
+int starfa_insert_spmm(const starfa_tiled *S, starfa_side side, const starfa_dense *X, starfa_dense *Y)
+{
+	return starfa_insert_spmm_values(S, side, NULL, X, Y);
+}
+
+/* Calls fn on every tile (i, j) of a values set's grid. */
+#define FOR_EACH_TILE(S, side, call)                                                                     \
+	do {                                                                                             \
+		int64_t nr_, nc_;                                                                        \
+		side_grid(S, side, &nr_, &nc_);                                                          \
+		for (int64_t i = 0; i < nr_; i++)                                                        \
+			for (int64_t j = 0; j < nc_; j++) {                                              \
+				int rc_ = (call);                                                        \
+				if (rc_)                                                                 \
+					return rc_;                                                      \
+			}                                                                                \
+	} while (0)
+
+int starfa_insert_values_transpose(const starfa_sparse_values *src, starfa_sparse_values *dst)
+{
+	if (!src || !dst)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_values_transpose: missing operand");
+	FOR_EACH_TILE(starfa_sparse_values_pattern(src), starfa_sparse_values_side(src),
+		      starfa_task_values_transpose(src, i, j, dst, NULL));
+	return 0;
+}
+
+int starfa_insert_values_map(starfa_sparse_values *Y, starfa_values_op op, float a, float b,
+			     const starfa_sparse_values *X)
+{
+	if (!Y)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_values_map: missing operand");
+	FOR_EACH_TILE(starfa_sparse_values_pattern(Y), starfa_sparse_values_side(Y),
+		      starfa_task_values_map(Y, i, j, op, a, b, X, NULL));
+	return 0;
+}
+
+int starfa_insert_dense_map(starfa_dense *Y, starfa_dense_op op, float a, float b, const starfa_dense *X,
+			    const starfa_vector *v)
+{
+	if (!Y)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_dense_map: missing operand");
+	for (int64_t b_ = 0; b_ < starfa_dense_blocks(Y); b_++) {
+		int rc = starfa_task_dense_map(Y, b_, op, a, b, X, v, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int starfa_insert_dense_colsum(const starfa_dense *X, starfa_vector *v)
+{
+	if (!X)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_dense_colsum: missing operand");
+	for (int64_t b = 0; b < starfa_dense_blocks(X); b++) {
+		int rc = starfa_task_dense_colsum(X, b, b > 0, v, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int starfa_insert_dense_rowsum(const starfa_dense *X, starfa_dense *R)
+{
+	if (!X)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_dense_rowsum: missing operand");
+	for (int64_t b = 0; b < starfa_dense_blocks(X); b++) {
+		int rc = starfa_task_dense_rowsum(X, b, R, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The total of a fresh set of sums once `insert` has filled it. */
+static int total_of(starfa_sums *sums, int rc, double *total)
+{
+	if (!rc)
+		rc = starfa_sums_total(sums, total);
+	else
+		starfa_wait(); /* the tasks inserted before the failure still use the sums */
+	starfa_sums_free(sums);
+	return rc;
+}
+
+int starfa_reduce_values(const starfa_sparse_values *Y, starfa_reduce_op op, float a, const starfa_sparse_values *X,
+			 double *total)
+{
+	if (!Y || !total)
+		return starfa_set_error(STARFA_EINVAL, "starfa_reduce_values: missing operand");
+	const starfa_tiled *S = starfa_sparse_values_pattern(Y);
+	int64_t nr, nc;
+	side_grid(S, starfa_sparse_values_side(Y), &nr, &nc);
+	starfa_sums *sums = NULL;
+	int rc = starfa_sums_create(nr * nc, &sums);
+	if (rc)
+		return rc;
+	for (int64_t i = 0; i < nr && !rc; i++)
+		for (int64_t j = 0; j < nc && !rc; j++)
+			rc = starfa_task_values_reduce(Y, i, j, op, a, X, sums, i * nc + j, NULL);
+	return total_of(sums, rc, total);
+}
+
+int starfa_reduce_dense(const starfa_dense *D, starfa_reduce_op op, double *total)
+{
+	if (!D || !total)
+		return starfa_set_error(STARFA_EINVAL, "starfa_reduce_dense: missing operand");
+	starfa_sums *sums = NULL;
+	int rc = starfa_sums_create(starfa_dense_blocks(D), &sums);
+	if (rc)
+		return rc;
+	for (int64_t b = 0; b < starfa_dense_blocks(D) && !rc; b++)
+		rc = starfa_task_dense_reduce(D, b, op, sums, b, NULL);
+	return total_of(sums, rc, total);
+}
+
+/* ------------------------------------------------------------------ ALS bands */
+
+/* Tiles of band `band` of a side's grid, in order: the first overwrites (an all-empty band zeroes the
+ * band's output), the others add. */
+#define FOR_BAND_TILES(S, side, band, call)                                                              \
+	do {                                                                                             \
+		int64_t nr_, nc_;                                                                        \
+		side_grid(S, side, &nr_, &nc_);                                                          \
+		int first_ = 1;                                                                          \
+		for (int64_t j = 0; j < nc_; j++) {                                                      \
+			if (side_tile_nnz(S, side, band, j) == 0 && !(first_ && j == nc_ - 1))           \
+				continue;                                                                \
+			int accumulate = !first_;                                                        \
+			int rc_ = (call);                                                                \
+			if (rc_)                                                                         \
+				return rc_;                                                              \
+			first_ = 0;                                                                      \
+		}                                                                                        \
+	} while (0)
+
+int starfa_insert_hermitian(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
+			    int64_t col0, starfa_feedback feedback, float alpha, const starfa_dense *info,
+			    starfa_systems *sys)
+{
+	if (!S || (side != STARFA_ROWS && side != STARFA_COLS))
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_hermitian: missing operand or unknown side");
+	if (side == STARFA_COLS && !starfa_tiled_has_transpose(S))
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_hermitian: the column side needs S's transposed grid "
+						       "(starfa_tiling_options.transposed = 1)");
+	FOR_BAND_TILES(S, side, band,
+		       starfa_task_hermitian(S, side, band, j, theta, col0, feedback, alpha, info, sys, accumulate, NULL));
+	return 0;
+}
+
+int starfa_insert_bias(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
+		       int64_t col0, int64_t offset_col, float mu, starfa_feedback feedback, float alpha,
+		       starfa_systems *sys)
+{
+	if (!S || (side != STARFA_ROWS && side != STARFA_COLS))
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_bias: missing operand or unknown side");
+	if (side == STARFA_COLS && !starfa_tiled_has_transpose(S))
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_bias: the column side needs S's transposed grid "
+						       "(starfa_tiling_options.transposed = 1)");
+	FOR_BAND_TILES(S, side, band,
+		       starfa_task_bias(S, side, band, j, theta, col0, offset_col, mu, feedback, alpha, sys, accumulate,
+					NULL));
+	return 0;
+}
+
+int starfa_insert_gram(const starfa_dense *theta, int64_t col0, int64_t k, starfa_gram *G)
+{
+	if (!theta)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_gram: missing operand");
+	for (int64_t b = 0; b < starfa_dense_blocks(theta); b++) {
+		int rc = starfa_task_gram(theta, b, col0, k, b > 0, G, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
