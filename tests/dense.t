@@ -1,0 +1,1 @@
+# runs the 'dense' group of tests/starfa_test

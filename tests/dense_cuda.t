@@ -1,0 +1,1 @@
+# runs the 'dense_cuda' group of tests/starfa_test

@@ -1,0 +1,196 @@
+/* Dense blocks: every element-wise op with each kind of operand, column and row sums, reductions.
+ * The same bodies run on CPU workers alone and on CUDA workers alone, against plain references in
+ * double, on fresh random inputs with outputs poisoned with NaN. */
+#include "testing.h"
+#ifdef STARFA_USE_CUDA
+#include "testing_cuda.h"
+#endif
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int runtime_of(starfa_worker_kind kind)
+{
+	starfa_options opts;
+	starfa_options_default(&opts);
+	if (kind == STARFA_WORKER_CPU)
+		opts.ncuda = 0;
+	else
+		opts.ncpus = 0;
+	return testing_runtime_with(&opts);
+}
+
+/* ψ by its series at a large argument and the recurrence: independent of starfa's code path. */
+static double digamma_ref(double x)
+{
+	double r = 0;
+	while (x < 20) {
+		r -= 1 / x;
+		x += 1;
+	}
+	double f = 1 / (x * x);
+	return r + log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f / 240)));
+}
+
+static double op_ref(starfa_dense_op op, float a, float b, double z, double y)
+{
+	switch (op) {
+	case STARFA_DENSE_SET: return a;
+	case STARFA_DENSE_COPY: return z;
+	case STARFA_DENSE_SCALE: return a * y + b;
+	case STARFA_DENSE_ADD: return y + a * z;
+	case STARFA_DENSE_MUL: return y * z;
+	case STARFA_DENSE_DIV: return y / (a > 0 ? fmax(a, z) : z);
+	case STARFA_DENSE_EXP: return exp(y);
+	case STARFA_DENSE_LOG: return log(fmax(a, y));
+	case STARFA_DENSE_DIGAMMA: return digamma_ref(y);
+	default: return NAN;
+	}
+}
+
+static int dense_ops(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(runtime_of(kind));
+	uint64_t rng = seed;
+	starfa_csr *S = testing_random_csr(400, 300, 3000, 0.5, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {(int64_t)(1 + testing_below(&rng, 6)), 2, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	const int64_t m = S->nrows, k = 1 + (int64_t)testing_below(&rng, 33);
+	float *Y = malloc(sizeof(float) * (size_t)(m * k)), *Y0 = malloc(sizeof(float) * (size_t)(m * k)),
+	      *X = malloc(sizeof(float) * (size_t)(m * k)), *R = malloc(sizeof(float) * (size_t)m),
+	      *v = malloc(sizeof(float) * (size_t)k), *got = malloc(sizeof(float) * (size_t)k);
+	CHECK(Y && Y0 && X && R && v && got);
+	/* Positive values (digamma, log, division) in (0.05, 2.05). */
+	for (int64_t e = 0; e < m * k; e++) {
+		Y0[e] = (float)(0.05 + 2 * testing_uniform(&rng));
+		X[e] = (float)(0.05 + 2 * testing_uniform(&rng));
+	}
+	for (int64_t r = 0; r < m; r++)
+		R[r] = (float)(0.05 + 2 * testing_uniform(&rng));
+	for (int64_t c = 0; c < k; c++)
+		v[c] = (float)(0.05 + 2 * testing_uniform(&rng));
+	starfa_dense *dY = NULL, *dX = NULL, *dR = NULL;
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Y, k, &dY));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, X, k, &dX));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, R, 1, &dR));
+	starfa_vector *dv = NULL;
+	CHECK_OK(starfa_vector_create(k, &dv));
+	CHECK_OK(starfa_vector_write(dv, v));
+	starfa_stats_reset();
+	for (int op = 0; op < STARFA_DENSE_OPS; op++)
+		for (int operand = 0; operand < 3; operand++) { /* X same shape, R per row, v per column */
+			int reads = op == STARFA_DENSE_COPY || op == STARFA_DENSE_ADD || op == STARFA_DENSE_MUL ||
+				    op == STARFA_DENSE_DIV;
+			if (!reads && operand > 0)
+				continue;
+			float a = op == STARFA_DENSE_DIV && operand == 1 ? 0.0f : 0.3f, b = -0.25f;
+			/* Y = Y0 written by the host between graphs (dense_sync brings the blocks home). */
+			CHECK_OK(starfa_dense_sync(dY));
+			starfa_dense_free(dY);
+			if (op == STARFA_DENSE_SET || op == STARFA_DENSE_COPY)
+				testing_poison(Y, (size_t)(m * k)); /* these must not read y */
+			else
+				memcpy(Y, Y0, sizeof(float) * (size_t)(m * k));
+			CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Y, k, &dY));
+			const starfa_dense *Xop = reads && operand == 0 ? dX : reads && operand == 1 ? dR : NULL;
+			const starfa_vector *vop = reads && operand == 2 ? dv : NULL;
+			CHECK_OK(starfa_insert_dense_map(dY, (starfa_dense_op)op, a, b, Xop, vop));
+			CHECK_OK(starfa_dense_sync(dY));
+			for (int64_t r = 0; r < m; r++)
+				for (int64_t c = 0; c < k; c++) {
+					double z = operand == 0 ? X[r * k + c] : operand == 1 ? R[r] : v[c];
+					double ref = op_ref((starfa_dense_op)op, a, b, z, Y0[r * k + c]);
+					double got_e = Y[r * k + c];
+					double tol = (op == STARFA_DENSE_DIGAMMA ? 3e-6 * (1 + 1 / Y0[r * k + c]) : 4 * FLT_EPSILON) *
+						     (fabs(ref) + fabs(a * z) + fabs(Y0[r * k + c]) + 1);
+					CHECK_MSG(isfinite(got_e) && fabs(got_e - ref) <= tol,
+						  "op %d operand %d at (%lld, %lld): y %g z %g gave %g, reference %g", op,
+						  operand, (long long)r, (long long)c, Y0[r * k + c], z, got_e, ref);
+				}
+		}
+	/* Column sums, row sums and reductions of Y0. */
+	CHECK_OK(starfa_dense_sync(dY));
+	starfa_dense_free(dY);
+	memcpy(Y, Y0, sizeof(float) * (size_t)(m * k));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Y, k, &dY));
+	CHECK_OK(starfa_vector_write(dv, v)); /* any content: the first block overwrites */
+	CHECK_OK(starfa_insert_dense_colsum(dY, dv));
+	CHECK_OK(starfa_vector_read(dv, got));
+	double total_ref = 0, squares_ref = 0;
+	for (int64_t c = 0; c < k; c++) {
+		double s = 0;
+		for (int64_t r = 0; r < m; r++) {
+			s += Y0[r * k + c];
+			squares_ref += (double)Y0[r * k + c] * Y0[r * k + c];
+		}
+		total_ref += s;
+		CHECK_MSG(fabs(got[c] - s) <= 2 * FLT_EPSILON * s, "colsum %lld: %g, reference %g", (long long)c, got[c], s);
+	}
+	CHECK_OK(starfa_dense_sync(dR));
+	starfa_dense_free(dR);
+	testing_poison(R, (size_t)m);
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, R, 1, &dR));
+	CHECK_OK(starfa_insert_dense_rowsum(dY, dR));
+	CHECK_OK(starfa_dense_sync(dR));
+	for (int64_t r = 0; r < m; r++) {
+		double s = 0;
+		for (int64_t c = 0; c < k; c++)
+			s += Y0[r * k + c];
+		CHECK_MSG(fabs(R[r] - s) <= 2 * FLT_EPSILON * s, "rowsum %lld: %g, reference %g", (long long)r, R[r], s);
+	}
+	double total = NAN, squares = NAN;
+	CHECK_OK(starfa_reduce_dense(dY, STARFA_REDUCE_SUM, &total));
+	CHECK_OK(starfa_reduce_dense(dY, STARFA_REDUCE_SQUARES, &squares));
+	CHECK(fabs(total - total_ref) <= 1e-12 * total_ref && fabs(squares - squares_ref) <= 1e-12 * squares_ref);
+	CHECK(starfa_reduce_dense(dY, STARFA_REDUCE_KL, &total) == STARFA_EINVAL);
+	starfa_worker_stats st;
+	starfa_stats_get(&st);
+	int other = kind == STARFA_WORKER_CPU ? STARFA_WORKER_CUDA : STARFA_WORKER_CPU;
+	CHECK(st.tasks[kind] > 0 && st.tasks[other] == 0);
+	/* Operand checks. */
+	CHECK(starfa_task_dense_map(dY, 0, STARFA_DENSE_MUL, 0, 0, NULL, NULL, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_dense_map(dY, 0, STARFA_DENSE_MUL, 0, 0, dX, dv, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_dense_map(dY, starfa_dense_blocks(dY), STARFA_DENSE_SET, 0, 0, NULL, NULL, NULL) ==
+	      STARFA_EINVAL);
+	CHECK(starfa_task_dense_map(dY, 0, STARFA_DENSE_MUL, 0, 0, dY, NULL, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_dense_rowsum(dY, 0, dX, NULL) == STARFA_EINVAL);
+	starfa_vector_free(dv);
+	starfa_dense_free(dY);
+	starfa_dense_free(dX);
+	starfa_dense_free(dR);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(Y);
+	free(Y0);
+	free(X);
+	free(R);
+	free(v);
+	free(got);
+	return 0;
+}
+
+TEST(dense, maps_sums_and_reductions_cpu)
+{
+	return dense_ops(STARFA_WORKER_CPU, testing_seed() + 21);
+}
+
+#ifdef STARFA_USE_CUDA
+
+TEST(dense_cuda, maps_sums_and_reductions_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return dense_ops(STARFA_WORKER_CUDA, testing_seed() + 21);
+}
+
+#else
+
+TEST(dense_cuda, not_built)
+{
+	SKIP("starfa was configured without CUDA");
+}
+
+#endif

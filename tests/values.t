@@ -1,0 +1,1 @@
+# runs the 'values' group of tests/starfa_test

@@ -1,0 +1,1 @@
+# runs the 'values_cuda' group of tests/starfa_test
