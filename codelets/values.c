@@ -183,7 +183,8 @@ struct reduce_args {
 
 static int reduce_reads_x(int op)
 {
-	return op == STARFA_REDUCE_SQDIFF || op == STARFA_REDUCE_KL || op == STARFA_REDUCE_XLOGY;
+	return op == STARFA_REDUCE_SQDIFF || op == STARFA_REDUCE_KL || op == STARFA_REDUCE_XLOGY ||
+	       op == STARFA_REDUCE_CONFIDENCE;
 }
 
 /* Buffers: 0 the slot (a double), 1 Y's tile, 2 x when the op reads it. */

@@ -89,6 +89,12 @@ double starfa_cpu_values_reduce(int64_t n, int op, float a, const float *restric
 			if (x[p] != 0.0f)
 				sum += (double)x[p] * log(fmax(a, y[p]));
 		break;
+	case STARFA_REDUCE_CONFIDENCE:
+		for (int64_t p = 0; p < n; p++) {
+			double e = 1.0 - y[p];
+			sum += (1.0 + (double)a * x[p]) * e * e - (double)y[p] * y[p];
+		}
+		break;
 	default:
 		break;
 	}

@@ -62,6 +62,7 @@ __device__ __forceinline__ double reduce_term(int op, float a, float x, float y)
 	}
 	case STARFA_REDUCE_KL: return x != 0.0f ? (double)x * log((double)x / fmax((double)a, (double)y)) - x : 0.0;
 	case STARFA_REDUCE_XLOGY: return x != 0.0f ? (double)x * log(fmax((double)a, (double)y)) : 0.0;
+	case STARFA_REDUCE_CONFIDENCE: return (1.0 + (double)a * x) * (1.0 - y) * (1.0 - y) - (double)y * y;
 	default: return 0.0;
 	}
 }
@@ -69,7 +70,8 @@ __device__ __forceinline__ double reduce_term(int op, float a, float x, float y)
 __global__ void __launch_bounds__(kReduceThreads)
 	reduce_kernel(int64_t n, int op, float a, const float *__restrict__ x, const float *__restrict__ y, double *sum)
 {
-	const bool reads_x = op == STARFA_REDUCE_SQDIFF || op == STARFA_REDUCE_KL || op == STARFA_REDUCE_XLOGY;
+	const bool reads_x = op == STARFA_REDUCE_SQDIFF || op == STARFA_REDUCE_KL || op == STARFA_REDUCE_XLOGY ||
+			     op == STARFA_REDUCE_CONFIDENCE;
 	double v = 0.0;
 	for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < n; p += (int64_t)gridDim.x * blockDim.x)
 		v += reduce_term(op, a, reads_x ? x[p] : 0.0f, y[p]);

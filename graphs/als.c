@@ -20,10 +20,11 @@
  * is added by the solve. */
 #include "runtime/idmap.h"
 #include "runtime/model.h"
+#include "train/algorithms.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
-#include <time.h>
 
 /* One side's sweep: what is solved, from what. */
 struct sweep {
@@ -41,7 +42,8 @@ struct sweep {
 };
 
 struct als {
-	const starfa_als_options *o;
+	starfa_als_options opts;
+	const starfa_als_options *o; /* &opts */
 	int implicit;
 	const starfa_coo *coo;
 	starfa_csr *csr;
@@ -51,19 +53,13 @@ struct als {
 	starfa_dense *dX, *dY;
 	struct sweep users, items;
 	starfa_gram *G, *G2; /* the gram added by the solves; the other side's, for the implicit loss */
-	starfa_sparse_values *P;
-	float *pred;
+	starfa_sparse_values *P; /* predictions at the training entries, for the loss */
 	double mu;
+	double confidence;       /* implicit: the sum of the confidences over every (user, item) */
+	char names[3][16];       /* implicit: "p@K", "map@K", "ndcg@K" */
 	struct starfa_matched test;
 	int has_test;
 };
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void starfa_als_options_default(starfa_als_options *o, starfa_als_algo algo)
 {
@@ -231,18 +227,28 @@ static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 				side_id(s->ids, report.first_bad_row, buf, sizeof buf));
 }
 
-/* Training loss and RMSE from the predictions at the training entries (factors in main memory). */
-static int train_metrics(struct als *a, starfa_als_progress *p)
+/* Training loss and RMSE, reduced in the graph from the predictions at the training entries; the
+ * regularization from the factors (in main memory). */
+static int train_metrics(struct als *a, starfa_train_progress *p)
 {
+	double sum = 0;
 	int rc = starfa_insert_sddmm(a->S, a->dX, a->dY, STARFA_SDDMM_PATTERN, a->P);
-	if (!rc && a->implicit)
-		rc = starfa_insert_gram(a->dY, 0, a->k, a->G2);
-	if (!rc)
-		rc = starfa_sparse_values_gather(a->P, a->pred);
+	if (!a->implicit) {
+		/* The prediction is mu + (c_v + x_u·y_v + b_u): the augmented product plus the mean. */
+		if (!rc)
+			rc = starfa_insert_values_map(a->P, STARFA_VALUES_SCALE, 1.0f, (float)a->mu, NULL);
+		if (!rc)
+			rc = starfa_reduce_values(a->P, STARFA_REDUCE_SQDIFF, 0.0f, NULL, &sum);
+	} else {
+		if (!rc)
+			rc = starfa_insert_gram(a->dY, 0, a->k, a->G2);
+		if (!rc)
+			rc = starfa_reduce_values(a->P, STARFA_REDUCE_CONFIDENCE, (float)a->o->alpha, NULL, &sum);
+	}
 	if (rc)
 		return rc;
 	const starfa_csr *c = a->csr;
-	double loss = 0, sse = 0, reg = 0;
+	double reg = 0;
 	/* The regularization of the unknowns of each row of both sides. */
 	const struct sweep *sides[2] = {&a->users, &a->items};
 	for (int s = 0; s < 2; s++) {
@@ -256,22 +262,14 @@ static int train_metrics(struct als *a, starfa_als_progress *p)
 		}
 	}
 	if (!a->implicit) {
-		for (int64_t e = 0; e < c->nnz; e++) {
-			double d = c->val[e] - a->mu - a->pred[e];
-			sse += d * d;
-		}
-		p->train_rmse = sqrt(sse / (double)c->nnz);
-		p->train_loss = (sse + reg) / (double)c->nnz;
+		p->train_rmse = sqrt(sum / (double)c->nnz);
+		p->train_loss = (sum + reg) / (double)c->nnz;
 		return 0;
 	}
-	/* sum over every (u, v) of c (p - x·y)^2: the observed entries' terms, plus sum over all pairs of
-	 * (x·y)^2 = trace(XᵀX YᵀY), less the observed pairs' (x·y)^2 counted there with confidence 1. */
-	double confidence = 0;
-	for (int64_t e = 0; e < c->nnz; e++) {
-		double cw = 1.0 + a->o->alpha * c->val[e], x = a->pred[e];
-		loss += cw * (1.0 - x) * (1.0 - x) - x * x;
-		confidence += cw;
-	}
+	/* sum over every (u, v) of c (p - x·y)^2: the observed entries' terms (sum's (1 + alpha r)(1 - x)^2
+	 * - x^2), plus sum over all pairs of (x·y)^2 = trace(XᵀX YᵀY), which counts the observed pairs'
+	 * (x·y)^2 with confidence 1. */
+	double loss = sum;
 	float *gx = starfa_malloc((size_t)(a->k * a->k), sizeof *gx), *gy = starfa_malloc((size_t)(a->k * a->k), sizeof *gy);
 	rc = !gx || !gy ? STARFA_ENOMEM : starfa_gram_read(a->G, gx);
 	if (!rc)
@@ -286,7 +284,7 @@ static int train_metrics(struct als *a, starfa_als_progress *p)
 	free(gx);
 	free(gy);
 	p->train_rmse = NAN;
-	p->train_loss = (loss + reg) / (confidence + (double)c->nrows * (double)c->ncols - (double)c->nnz);
+	p->train_loss = (loss + reg) / a->confidence;
 	return 0;
 }
 
@@ -382,7 +380,6 @@ static void free_als(struct als *a)
 	starfa_csr_free(a->csr);
 	free(a->X);
 	free(a->Y);
-	free(a->pred);
 	starfa_matched_free(&a->test);
 }
 
@@ -429,6 +426,11 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 			sum += c->val[e];
 		}
 	a->mu = a->implicit ? 0.0 : sum / (double)c->nnz;
+	/* The implicit loss's denominator: confidence 1 + alpha r where observed, 1 everywhere else. */
+	a->confidence = (double)c->nrows * (double)c->ncols + o->alpha * sum;
+	snprintf(a->names[0], sizeof a->names[0], "p@%lld", (long long)o->eval_k);
+	snprintf(a->names[1], sizeof a->names[1], "map@%lld", (long long)o->eval_k);
+	snprintf(a->names[2], sizeof a->names[2], "ndcg@%lld", (long long)o->eval_k);
 	a->f = o->rank;
 	a->w = !a->implicit && o->biases ? o->rank + 2 : o->rank;
 	a->k = a->w == a->f ? a->f : a->f + 1;
@@ -459,10 +461,9 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 		return rc;
 	a->X = starfa_malloc((size_t)(c->nrows * a->w), sizeof *a->X);
 	a->Y = starfa_malloc((size_t)(c->ncols * a->w), sizeof *a->Y);
-	a->pred = starfa_malloc((size_t)c->nnz, sizeof *a->pred);
 	a->users.info_data = starfa_malloc((size_t)c->nrows * 2, sizeof(float));
 	a->items.info_data = starfa_malloc((size_t)c->ncols * 2, sizeof(float));
-	if (!a->X || !a->Y || !a->pred || !a->users.info_data || !a->items.info_data)
+	if (!a->X || !a->Y || !a->users.info_data || !a->items.info_data)
 		return STARFA_ENOMEM;
 	int64_t *row_n = NULL, *col_n = NULL;
 	double *row_w = NULL, *col_w = NULL;
@@ -509,67 +510,180 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	return rc;
 }
 
+/* ------------------------------------------------------------------ the algorithm interface */
+
+static int als_setup(const starfa_coo *train, const starfa_coo *test, const void *params, void **state)
+{
+	struct als *a = starfa_calloc(1, sizeof *a);
+	if (!a)
+		return STARFA_ENOMEM;
+	a->opts = *(const starfa_als_options *)params;
+	a->o = &a->opts;
+	a->implicit = a->opts.algo == STARFA_ALGO_IALS;
+	a->coo = train;
+	*state = a;
+	return setup(a, train, test);
+}
+
+static int als_iterate(void *state, int64_t iteration)
+{
+	struct als *a = state;
+	int rc = run_sweep(a, &a->users, iteration);
+	return rc ? rc : run_sweep(a, &a->items, iteration);
+}
+
+static void add_column(starfa_train_progress *p, const char *name, int digits, double value)
+{
+	if (p->ncolumns == STARFA_MAX_COLUMNS)
+		return;
+	p->columns[p->ncolumns] = name;
+	p->digits[p->ncolumns] = digits;
+	p->values[p->ncolumns++] = value;
+}
+
+static int als_evaluate(void *state, starfa_train_progress *p)
+{
+	struct als *a = state;
+	p->row_tiles = starfa_tiled_row_tiles(a->S);
+	p->col_tiles = starfa_tiled_col_tiles(a->S);
+	p->systems_bytes = stored_systems(a) ? (int64_t)(starfa_systems_bytes(a->users.sys) + starfa_systems_bytes(a->items.sys))
+					     : 0;
+	int rc = starfa_dense_sync(a->dX);
+	if (!rc)
+		rc = starfa_dense_sync(a->dY);
+	if (!rc)
+		rc = train_metrics(a, p);
+	if (!rc && a->has_test) {
+		struct starfa_factors f;
+		current_factors(a, &f);
+		rc = starfa_factors_metrics(&f, &a->test, a->csr, a->o->eval_k, &p->test);
+		p->has_test = rc == 0;
+	}
+	if (rc)
+		return rc;
+	if (!a->implicit) {
+		add_column(p, "train_rmse", 4, p->train_rmse);
+		add_column(p, "loss", 4, p->train_loss);
+		if (p->has_test)
+			add_column(p, "test_rmse", 4, p->test.rmse);
+	} else {
+		add_column(p, "loss", 6, p->train_loss);
+		if (p->has_test) {
+			add_column(p, a->names[0], 4, p->test.precision);
+			add_column(p, a->names[1], 4, p->test.map);
+			add_column(p, a->names[2], 4, p->test.ndcg);
+		}
+	}
+	return 0;
+}
+
+static int als_model(void *state, starfa_model **out)
+{
+	struct als *a = state;
+	/* The blocks go back to main memory as they are unregistered. */
+	starfa_dense_free(a->dX);
+	starfa_dense_free(a->dY);
+	a->dX = a->dY = NULL;
+	return make_model(a, out);
+}
+
+static void als_free(void *state)
+{
+	free_als(state);
+	free(state);
+}
+
+static int64_t als_iterations(const void *params)
+{
+	return ((const starfa_als_options *)params)->iters;
+}
+
+static int als_check(const void *params)
+{
+	return check_options(params);
+}
+
+static void als_defaults(void *params)
+{
+	starfa_als_options_default(params, STARFA_ALGO_ALS);
+}
+
+static void ials_defaults(void *params)
+{
+	starfa_als_options_default(params, STARFA_ALGO_IALS);
+}
+
+#define ALS_FIELD(f) offsetof(starfa_als_options, f)
+#define ALS_COMMON_PARAMS                                                                                          \
+	{"rank", STARFA_PARAM_INT64, ALS_FIELD(rank), 1, 1024, NULL, "latent factors f"},                          \
+	{"lambda", STARFA_PARAM_DOUBLE, ALS_FIELD(lambda), 1e-12, 1e12, NULL, "regularization"},                    \
+	{"weighted-lambda", STARFA_PARAM_INT, ALS_FIELD(weighted_lambda), 0, 1, NULL,                              \
+	 "1: lambda times the row's entries (ALS-WR)"},                                                             \
+	{"iters", STARFA_PARAM_INT64, ALS_FIELD(iters), 1, 100000, NULL, "iterations, each a user sweep and an item sweep"}, \
+	{"solver", STARFA_PARAM_CHOICE, ALS_FIELD(solver), 0, 0, "chol|cg", "exact Cholesky or conjugate gradient"}, \
+	{"cg-steps", STARFA_PARAM_INT, ALS_FIELD(cg_steps), 1, 1000, NULL, "CG steps per solve"},                  \
+	{"fp16", STARFA_PARAM_FLAG, ALS_FIELD(fp16), 0, 1, NULL, "store the per-row systems in FP16 (implies --stored-systems)"}, \
+	{"stored-systems", STARFA_PARAM_FLAG, ALS_FIELD(stored_systems), 0, 1, NULL,                              \
+	 "build every band's systems in memory, then solve them (default: row by row, no systems stored)"},        \
+	{"row-tiles", STARFA_PARAM_INT64, ALS_FIELD(tiling.row_tiles), 0, 1 << 20, NULL,                            \
+	 "row bands of the tile grid (0: one per worker, two without stored systems)"},                             \
+	{"col-tiles", STARFA_PARAM_INT64, ALS_FIELD(tiling.col_tiles), 0, 1 << 20, NULL, "column bands (0: as rows)"}, \
+	{"slots", STARFA_PARAM_INT64, ALS_FIELD(slots), 0, 1 << 20, NULL,                                         \
+	 "bands of systems held at once per side (0: two per worker)"},                                            \
+	{"seed", STARFA_PARAM_INT64, ALS_FIELD(seed), 0, 9.2e18, NULL, "seed of the initial factors"}
+
+static const starfa_param als_params[] = {
+	ALS_COMMON_PARAMS,
+	{"no-biases", STARFA_PARAM_FLAG, ALS_FIELD(biases), 0, 0, NULL,
+	 "no user and item biases (the global mean is still modelled)"},
+	{NULL, 0, 0, 0, 0, NULL, NULL},
+};
+
+static const starfa_param ials_params[] = {
+	ALS_COMMON_PARAMS,
+	{"alpha", STARFA_PARAM_DOUBLE, ALS_FIELD(alpha), 1e-12, 1e12, NULL, "confidence 1 + alpha * value"},
+	{"k", STARFA_PARAM_INT64, ALS_FIELD(eval_k), 1, 100000, NULL, "the k of precision@k, MAP@k and NDCG@k on the test set"},
+	{NULL, 0, 0, 0, 0, NULL, NULL},
+};
+
+const starfa_algorithm starfa_algorithm_als = {
+	.name = "als",
+	.summary = "ALS on explicit ratings: mean, user and item biases, factors (Cholesky or CG per row)",
+	.kind = STARFA_MODEL_EXPLICIT,
+	.params_size = sizeof(starfa_als_options),
+	.params = als_params,
+	.defaults = als_defaults,
+	.check = als_check,
+	.iterations = als_iterations,
+	.setup = als_setup,
+	.iterate = als_iterate,
+	.evaluate = als_evaluate,
+	.model = als_model,
+	.free = als_free,
+};
+
+const starfa_algorithm starfa_algorithm_ials = {
+	.name = "ials",
+	.summary = "implicit-feedback ALS (Hu, Koren & Volinsky): confidence-weighted preferences, CG per row",
+	.kind = STARFA_MODEL_IMPLICIT,
+	.params_size = sizeof(starfa_als_options),
+	.params = ials_params,
+	.defaults = ials_defaults,
+	.check = als_check,
+	.iterations = als_iterations,
+	.setup = als_setup,
+	.iterate = als_iterate,
+	.evaluate = als_evaluate,
+	.model = als_model,
+	.free = als_free,
+};
+
 int starfa_als_train(const starfa_coo *train, const starfa_coo *test, const starfa_als_options *opts,
 		     starfa_als_callback callback, void *user_data, starfa_model **out)
 {
 	*out = NULL;
 	if (!train || !opts)
 		return starfa_set_error(STARFA_EINVAL, "starfa_als_train: need training entries and options");
-	if (!starfa_runtime_started())
-		return starfa_set_error(STARFA_EINVAL, "starfa_als_train: call starfa_init first");
-	if (train->nnz < 1 || train->nrows < 1 || train->ncols < 1)
-		return starfa_set_error(STARFA_EINVAL, "starfa_als_train: the training matrix has no entries");
-	int rc = check_options(opts);
-	if (rc)
-		return rc;
-	struct als a = {.o = opts, .implicit = opts->algo == STARFA_ALGO_IALS, .coo = train};
-	rc = setup(&a, train, test);
-	starfa_profile profile = {0};
-	for (int64_t it = 1; !rc && it <= opts->iters; it++) {
-		starfa_als_progress p = {.iteration = it};
-		starfa_stats_reset();
-		double t0 = now_seconds();
-		rc = run_sweep(&a, &a.users, it);
-		if (!rc)
-			rc = run_sweep(&a, &a.items, it);
-		if (rc)
-			break;
-		p.seconds = now_seconds() - t0;
-		starfa_stats_get(&p.stats);
-		if ((rc = starfa_profile_get(&profile)) != 0)
-			break;
-		p.profile = &profile;
-		p.row_tiles = starfa_tiled_row_tiles(a.S);
-		p.col_tiles = starfa_tiled_col_tiles(a.S);
-		p.systems_bytes = stored_systems(&a) ? (int64_t)(starfa_systems_bytes(a.users.sys) +
-								 starfa_systems_bytes(a.items.sys))
-						     : 0;
-		rc = starfa_dense_sync(a.dX);
-		if (!rc)
-			rc = starfa_dense_sync(a.dY);
-		if (!rc)
-			rc = train_metrics(&a, &p);
-		if (!rc && a.has_test) {
-			struct starfa_factors f;
-			current_factors(&a, &f);
-			rc = starfa_factors_metrics(&f, &a.test, a.csr, opts->eval_k, &p.test);
-			p.has_test = 1;
-		}
-		int stop = !rc && callback && callback(&p, user_data) != 0;
-		starfa_profile_clear(&profile);
-		if (stop)
-			break;
-	}
-	starfa_profile_clear(&profile); /* when an iteration failed */
-	if (!rc)
-		rc = starfa_wait();
-	if (!rc) {
-		/* The blocks go back to main memory as they are unregistered. */
-		starfa_dense_free(a.dX);
-		starfa_dense_free(a.dY);
-		a.dX = a.dY = NULL;
-		rc = make_model(&a, out);
-	}
-	free_als(&a);
-	return rc;
+	const starfa_algorithm *algo = opts->algo == STARFA_ALGO_IALS ? &starfa_algorithm_ials : &starfa_algorithm_als;
+	return starfa_train(algo, opts, train, test, callback, user_data, out);
 }

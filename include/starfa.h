@@ -306,6 +306,8 @@ typedef enum starfa_reduce_op {
 	STARFA_REDUCE_KL,      /* sum x log(x / max(a, y)) - x    (sparse only, 0 log 0 = 0: the part over the
 				* nonzeros of the generalized KL divergence of x from y) */
 	STARFA_REDUCE_XLOGY,   /* sum x log(max(a, y))            (sparse only: Poisson, multinomial likelihoods) */
+	STARFA_REDUCE_CONFIDENCE, /* sum (1 + a x)(1 - y)^2 - y^2  (sparse only: the observed entries' share of
+				   * implicit ALS's confidence-weighted loss, y the predictions) */
 	STARFA_REDUCE_OPS
 } starfa_reduce_op;
 
@@ -618,24 +620,35 @@ typedef struct starfa_metrics {
 	double precision, map, ndcg;
 } starfa_metrics;
 
-/* What the per-iteration callback gets. */
-typedef struct starfa_als_progress {
+/* What the per-iteration callback of a training run gets (any algorithm). */
+#define STARFA_MAX_COLUMNS 8
+typedef struct starfa_train_progress {
 	int64_t iteration;      /* 1-based */
 	double seconds;         /* of this iteration, metrics excluded */
-	double train_rmse;      /* explicit: on the training entries; implicit: NAN */
-	double train_loss;      /* the objective (squared error or confidence-weighted loss, plus
-				 * regularization) divided by the training entries */
+	/* The algorithm's own quantities, as the progress line and the CSV log print them: names such as
+	 * "train_rmse", "loss", "test_rmse", "p@10", printed with `digits` decimals; NAN when not known. */
+	int ncolumns;
+	const char *columns[STARFA_MAX_COLUMNS];
+	int digits[STARFA_MAX_COLUMNS];
+	double values[STARFA_MAX_COLUMNS];
+	/* The same for the ALS family, by name. */
+	double train_rmse;      /* explicit: on the training entries; NAN otherwise */
+	double train_loss;      /* the objective divided by the training entries (or its terms) */
 	int has_test;
 	starfa_metrics test;
+	int converged;          /* the algorithm's stopping rule is met: training ends after this iteration */
 	starfa_worker_stats stats; /* tasks, kernel seconds and flops per worker kind in this iteration */
-	const starfa_profile *profile; /* the same per worker, and the transfers, over the iteration's sweeps
+	const starfa_profile *profile; /* the same per worker, and the transfers, over the iteration's tasks
 					* (valid during the callback) */
 	int64_t row_tiles, col_tiles;  /* the tile grid training runs on */
-	int64_t systems_bytes;         /* memory of the systems of both sides */
-} starfa_als_progress;
+	int64_t systems_bytes;         /* memory of the ALS systems of both sides (0 for other algorithms) */
+} starfa_train_progress;
+
+typedef starfa_train_progress starfa_als_progress;
 
 /* Returns 0 to go on, anything else to stop after this iteration. */
-typedef int (*starfa_als_callback)(const starfa_als_progress *progress, void *user_data);
+typedef int (*starfa_train_callback)(const starfa_train_progress *progress, void *user_data);
+typedef starfa_train_callback starfa_als_callback;
 
 typedef struct starfa_model {
 	starfa_als_algo algo;
@@ -686,6 +699,80 @@ int starfa_recommend(const starfa_model *m, int64_t user, int64_t k, const starf
 /* Scores the model on test entries, matched as in starfa_als_train; k is the cut-off of the ranking
  * metrics of implicit models (the training items in m->seen are left out of the rankings). */
 int starfa_eval(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out);
+
+#ifndef STARFA_MODEL_KINDS
+/* What a model is, apart from the algorithm that trained it. */
+typedef enum starfa_model_kind {
+	STARFA_MODEL_EXPLICIT = 0, /* ratings: mu + b_u + c_v + x_u·y_v (biases optional) */
+	STARFA_MODEL_IMPLICIT = 1, /* implicit feedback: preference x_u·y_v */
+	STARFA_MODEL_NONNEG = 2,   /* non-negative factors: S ~ W·Hᵀ (KL-NMF, GaP) */
+	STARFA_MODEL_TOPIC = 3,    /* topic model */
+} starfa_model_kind;
+#define STARFA_MODEL_KINDS 4
+#endif
+
+/* ------------------------------------------------------------------ one training driver
+ * Every algorithm is a starfa_algorithm: its parameters (a struct of its own, with a table that names
+ * them for the command line), defaults and checks, and the steps the driver calls: setup on the
+ * training entries, one iteration (a task graph), its objective and metrics, the model out. The
+ * driver times the iterations, collects the workers' profile, calls back, and stops early when the
+ * algorithm says it has converged. starfa_algorithms() lists them; `starfa train --algo NAME`
+ * dispatches through it. */
+
+typedef enum starfa_param_type {
+	STARFA_PARAM_INT64 = 0, /* int64_t field, in [min, max] */
+	STARFA_PARAM_INT,       /* int field, in [min, max] */
+	STARFA_PARAM_DOUBLE,    /* double field, in [min, max] */
+	STARFA_PARAM_FLAG,      /* int field set to (int)max when the option is given (no value) */
+	STARFA_PARAM_CHOICE,    /* int field: the index of the value among `choices` ("chol|cg") */
+} starfa_param_type;
+
+typedef struct starfa_param {
+	const char *name;    /* the option without its dashes, e.g. "cg-steps" */
+	starfa_param_type type;
+	size_t offset;       /* of the field in the algorithm's parameter struct */
+	double min, max;
+	const char *choices; /* STARFA_PARAM_CHOICE: the values, '|'-separated */
+	const char *help;    /* one line */
+} starfa_param;
+
+typedef struct starfa_algorithm {
+	const char *name;             /* "als", "ials", ... */
+	const char *summary;          /* one line for --help */
+	starfa_model_kind kind;       /* what its models are */
+	size_t params_size;           /* sizeof its parameter struct */
+	const starfa_param *params;   /* its options, ended by an entry with a NULL name */
+	void (*defaults)(void *params);
+	int (*check)(const void *params);
+	int64_t (*iterations)(const void *params); /* the most iterations to run */
+	/* Reads the training (and test, may be NULL) entries and builds the state: tiles, factors, handles. */
+	int (*setup)(const starfa_coo *train, const starfa_coo *test, const void *params, void **state);
+	/* Inserts one iteration's task graph and waits for it (or for what it needs to check it). */
+	int (*iterate)(void *state, int64_t iteration);
+	/* The objective and metrics after an iteration, into the progress (columns, train_loss, test, ...). */
+	int (*evaluate)(void *state, starfa_train_progress *progress);
+	/* The trained model (the state gives up what the model keeps). */
+	int (*model)(void *state, starfa_model **out);
+	void (*free)(void *state);
+} starfa_algorithm;
+
+/* The algorithms starfa has, NULL-terminated; and one by name (NULL when unknown). */
+const starfa_algorithm *const *starfa_algorithms(void);
+const starfa_algorithm *starfa_algorithm_find(const char *name);
+
+/* Sets a parameter from its text (as the command line gives it: "3", "cg"; NULL for a flag). Unknown
+ * names, bad numbers, values outside [min, max] and unknown choices give STARFA_EINVAL with a message
+ * naming the option and what it accepts. */
+int starfa_param_set(const starfa_algorithm *algo, void *params, const char *name, const char *value);
+/* The parameter of this name (NULL when the algorithm has none). */
+const starfa_param *starfa_param_find(const starfa_algorithm *algo, const char *name);
+/* Its current value as text ("3", "0.12", "cg", "on"/"off"), for help and logs. */
+void starfa_param_format(const starfa_param *param, const void *params, char *buf, size_t size);
+
+/* Trains with `algo` and its parameters (its defaults when params is NULL); starfa_init first. The test
+ * entries (may be NULL) are scored after every iteration. */
+int starfa_train(const starfa_algorithm *algo, const void *params, const starfa_coo *train, const starfa_coo *test,
+		 starfa_train_callback callback, void *user_data, starfa_model **out);
 
 #ifdef __cplusplus
 }
