@@ -2,7 +2,7 @@
 #include "codelets/band.h"
 #include "cpu/bias.h"
 #ifdef STARFA_USE_CUDA
-#include "gpu/als.h"
+#include "gpu/bias.h"
 #include <starpu_cuda.h>
 #define BIAS_CUDA .cuda_funcs = {bias_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else

@@ -3,7 +3,7 @@
 #include "cpu/hermitian.h"
 #include "codelets/band.h"
 #ifdef STARFA_USE_CUDA
-#include "gpu/als.h"
+#include "gpu/hermitian.h"
 #include <starpu_cuda.h>
 #endif
 
