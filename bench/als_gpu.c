@@ -15,7 +15,10 @@
  * against the measured copy bandwidth. */
 #include "bench.h"
 #include "cpu/solve.h" /* the status words */
-#include "gpu/als.h"
+#include "gpu/bias.h"
+#include "gpu/hermitian.h"
+#include "gpu/rowsolve.h"
+#include "gpu/solve.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

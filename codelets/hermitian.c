@@ -3,7 +3,7 @@
 #include "codelets/zero.h"
 #include "cpu/hermitian.h"
 #ifdef STARFA_USE_CUDA
-#include "gpu/als.h"
+#include "gpu/hermitian.h"
 #include <starpu_cuda.h>
 #endif
 

@@ -3,7 +3,7 @@
 #include "codelets/band.h"
 #include "cpu/rowsolve.h"
 #ifdef STARFA_USE_CUDA
-#include "gpu/als.h"
+#include "gpu/rowsolve.h"
 #include <starpu_cuda.h>
 #endif
 
@@ -62,7 +62,7 @@ static void rowsolve_cpu(void *buffers[], void *cl_arg)
 }
 
 #ifdef STARFA_USE_CUDA
-/* Buffers as rowsolve_cpu's, then the band's work list (gpu/als.h). */
+/* Buffers as rowsolve_cpu's, then the band's work list (gpu/rowsolve.h). */
 static void rowsolve_cuda(void *buffers[], void *cl_arg)
 {
 	const struct rowsolve_args *args = cl_arg;

@@ -3,7 +3,7 @@
 #include "cpu/solve.h"
 #include "runtime/systems.h"
 #ifdef STARFA_USE_CUDA
-#include "gpu/als.h"
+#include "gpu/solve.h"
 #include <starpu_cuda.h>
 #endif
 

@@ -220,6 +220,28 @@ static int check_dimensions(int64_t nrows, int64_t ncols)
 	return 0;
 }
 
+/* Makes room for at least `capacity` entries (0 or STARFA_ENOMEM). Only for matrices
+ * from starfa_coo_new. */
+static int coo_reserve(starfa_coo *coo, int64_t capacity)
+{
+	struct coo_block *block = (struct coo_block *)coo;
+	if (coo->row && capacity <= block->capacity)
+		return 0;
+	/* Each array that did grow is kept: all three stay valid and freeable. */
+	int32_t *row = reallocate(coo->row, (uint64_t)capacity, sizeof *row);
+	if (row)
+		coo->row = row;
+	int32_t *col = row ? reallocate(coo->col, (uint64_t)capacity, sizeof *col) : NULL;
+	if (col)
+		coo->col = col;
+	float *val = col ? reallocate(coo->val, (uint64_t)capacity, sizeof *val) : NULL;
+	if (!val)
+		return STARFA_ENOMEM;
+	coo->val = val;
+	block->capacity = capacity;
+	return 0;
+}
+
 starfa_coo *starfa_coo_new(int64_t nrows, int64_t ncols, int64_t capacity)
 {
 	if (check_dimensions(nrows, ncols))
@@ -264,26 +286,6 @@ static int check_coo(const starfa_coo *coo)
 					      (long long)k, coo->row[k], coo->col[k], (long long)coo->nrows,
 					      (long long)coo->ncols);
 	return rc;
-}
-
-int coo_reserve(starfa_coo *coo, int64_t capacity)
-{
-	struct coo_block *block = (struct coo_block *)coo;
-	if (coo->row && capacity <= block->capacity)
-		return 0;
-	/* Each array that did grow is kept: all three stay valid and freeable. */
-	int32_t *row = reallocate(coo->row, (uint64_t)capacity, sizeof *row);
-	if (row)
-		coo->row = row;
-	int32_t *col = row ? reallocate(coo->col, (uint64_t)capacity, sizeof *col) : NULL;
-	if (col)
-		coo->col = col;
-	float *val = col ? reallocate(coo->val, (uint64_t)capacity, sizeof *val) : NULL;
-	if (!val)
-		return STARFA_ENOMEM;
-	coo->val = val;
-	block->capacity = capacity;
-	return 0;
 }
 
 int coo_grow(starfa_coo *coo)

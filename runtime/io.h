@@ -14,9 +14,6 @@ struct coo_block {
 	int64_t capacity;
 };
 
-/* Makes room for at least `capacity` entries (0 or STARFA_ENOMEM). Only for matrices
- * from starfa_coo_new. */
-int coo_reserve(starfa_coo *coo, int64_t capacity);
 /* Grows the arrays geometrically to hold one more entry. */
 int coo_grow(starfa_coo *coo);
 

@@ -19,7 +19,7 @@ struct starfa_systems {
 	starpu_data_handle_t *status;  /* per band: STARFA_SOLVE_STATUS_WORDS uint32 written by its solve */
 	uint32_t *status_data;
 	/* Per band, built the first time a fused rowsolve task may run on a GPU: the CUDA kernel's work
-	 * list (gpu/als.h) as a read-only handle that stays on the GPUs, its items and segments. */
+	 * list (gpu/rowsolve.h) as a read-only handle that stays on the GPUs, its items and segments. */
 	starpu_data_handle_t *plan;
 	uint32_t **plan_items;
 	int64_t *plan_nitems, *plan_nparts;

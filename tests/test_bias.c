@@ -180,7 +180,7 @@ TEST(bias, task_graph_matches_reference)
 }
 
 #ifdef STARFA_USE_CUDA
-#include "gpu/als.h"
+#include "gpu/bias.h"
 #include "testing_cuda.h"
 
 /* The CUDA kernel against the same reference: explicit, with an offset column, implicit; overwrite and

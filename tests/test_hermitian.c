@@ -309,7 +309,7 @@ TEST(hermitian, insert_rejects_mismatched_operands)
 }
 
 #ifdef STARFA_USE_CUDA
-#include "gpu/als.h"
+#include "gpu/hermitian.h"
 #include "testing_cuda.h"
 
 /* The CUDA kernel against the same reference: ranks to its limit (one and several fragments, every

@@ -392,7 +392,7 @@ TEST(rowsolve, task_graph_matches_reference)
 }
 
 #ifdef STARFA_USE_CUDA
-#include "gpu/als.h"
+#include "gpu/rowsolve.h"
 #include "testing_cuda.h"
 
 /* A band's device copies and the fused kernel's problem over them. */

@@ -311,7 +311,7 @@ TEST(solve, task_graph_matches_reference)
 }
 
 #ifdef STARFA_USE_CUDA
-#include "gpu/als.h"
+#include "gpu/solve.h"
 #include "testing_cuda.h"
 
 /* Device copies of a batch. */

@@ -1,4 +1,6 @@
-/* The ALS kernels on CUDA.
+/* The device code that the ALS kernels on CUDA share (gpu/hermitian.cu, gpu/solve.cu, gpu/rowsolve.cu):
+ * the Gram accumulation on the tensor cores and the per-row solves. Internal: include from .cu files only
+ * (everything here has internal linkage, one copy per kernel file).
  *
  * One thread block per row (or per segment of a long row). The block gathers the row's theta_c in
  * chunks of kChunk entries (the next chunk's loads in flight while the tensor cores work on this one)
@@ -9,26 +11,22 @@
  * chunk: A = the chunk transposed, B = the chunk, weighted for implicit feedback, both stored in
  * shared memory in the order the fragments are read (one vector load per lane). float32 accuracy
  * comes from 3xTF32: x = hi + lo with hi, lo in TF32, and hi·hi + hi·lo + lo·hi. The fused kernel
- * puts each entry's target in B's column k, so the same product gives b_u.
+ * (gpu/rowsolve.cu) puts each entry's target in B's column k, so the same product gives b_u.
  *
- * The fused kernel then mirrors the fragments into a full kp x kp system in shared memory, where the
- * block solves it at once: an LDL^T factorization (right-looking, one sync per column, conflict-free
- * row-wise updates of the upper triangle) and two triangular solves by one warp, or warm-started CG
- * with the system resident (each step reads it from shared memory only). Nothing but x_u is written.
- * Rows longer than STARFA_CUDA_ROWSOLVE_SEGMENT are cut into segments built by separate blocks that
- * write their partial sums; the last of them (a counter per row) adds the parts in order and solves,
- * so the result does not depend on which block ran first. */
-#include "gpu/als.h"
+ * A system held in shared memory is solved by the whole block at once: an LDL^T factorization
+ * (right-looking, one sync per column, conflict-free row-wise updates of the upper triangle) and two
+ * triangular solves by one warp, or warm-started CG with the system resident (each step reads it from
+ * shared memory only). */
+#ifndef STARFA_GPU_ALS_DEVICE_CUH
+#define STARFA_GPU_ALS_DEVICE_CUH
+
+#include "gpu/als_common.h"
 
 #include "cpu/solve.h" /* the status words */
 
-#include <cuda_fp16.h>
 #include <mma.h>
 
 #include <cfloat>
-#include <climits>
-#include <cstdlib>
-#include <cstring>
 
 using namespace nvcuda;
 
@@ -550,169 +548,6 @@ __device__ __noinline__ void solve_and_store(const Shared &s, int k, bool finite
 	}
 }
 
-/* ---- the fused kernel ---- */
-
-struct Partials {
-	float *A;          /* nparts x kp x kp (the upper fragments only are written and read) */
-	unsigned *counter; /* per long row, indexed by its first part */
-};
-
-/* The fused kernel's padded width: one column more than k, for b_u (gram_rows). */
-__host__ __device__ inline int rowsolve_kp(int64_t k)
-{
-	return (int)padded(k + 1);
-}
-
-template <int FPW, int LANES>
-__global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
-							   Partials parts, uint32_t *status)
-{
-	extern __shared__ __align__(16) unsigned char smem[];
-	const int kp = rowsolve_kp(pb.k), k = (int)pb.k, tid = threadIdx.x;
-	const Shared s = carve(smem, kp);
-	const uint32_t *item = pb.items + (int64_t)blockIdx.x * STARFA_ROWSOLVE_ITEM_WORDS;
-	const uint32_t u = item[0], begin = item[1], end = item[2], part = item[3], first = item[4], nparts = item[5];
-	const RowSource src = {pb.ntiles, pb.tiles};
-	row_sources(s, src, u);
-	const Weights wt = {pb.implicit ? 1 : 0, pb.alpha, pb.mu};
-	Acc<FPW> acc;
-	gram_rows<FPW, LANES>(s, src, pb.k, wt, begin, end, pb.precision == STARFA_CUDA_GRAM_3XTF32, acc);
-	if (nparts > 1) {
-		/* A segment: write the partial sums; the row's last segment to finish goes on. */
-		store_blocks<FPW>(acc, kp / 16, parts.A + (size_t)part * kp * kp, kp, false);
-		__threadfence();
-		__syncthreads();
-		if (tid == 0)
-			s.red[kWarps] = atomicAdd(parts.counter + first, 1u) == nparts - 1 ? 1.0f : 0.0f;
-		__syncthreads();
-		if (s.red[kWarps] == 0.0f)
-			return;
-		__threadfence();
-		for (int idx = tid; idx < kp * kp; idx += kThreads) {
-			int r = idx / kp, c = idx % kp;
-			if (r / 16 > c / 16)
-				continue; /* a lower fragment: not written */
-			float sum = 0.0f;
-			for (uint32_t q = 0; q < nparts; q++)
-				sum += __ldcg(parts.A + (size_t)(first + q) * kp * kp + idx);
-			s.U[r * s.lda + c] = sum;
-			if (r / 16 < c / 16)
-				s.U[c * s.lda + r] = sum;
-		}
-	} else {
-		store_blocks<FPW>(acc, kp / 16, s.U, s.lda, true);
-	}
-	__syncthreads();
-	for (int d = tid; d < kp; d += kThreads) /* b_u: column k of the sum */
-		s.b[d] = d < k ? s.U[d * s.lda + k] : 0.0f;
-	__syncthreads();
-	const bool finite_a = finish_system(s, k, __ldg(pb.lambda + (int64_t)u * pb.info_ld), pb.G);
-	solve_and_store<LANES>(s, k, finite_a, u, pb.cholesky != 0, pb.cg_steps, pb.X + (int64_t)u * pb.ldx, status);
-}
-
-/* ---- the stored-systems kernels ---- */
-
-struct HermitianArgs {
-	starfa_cuda_rowsolve_tile tile;
-	int64_t k;
-	int weighted, accumulate, fp16, precise;
-	float alpha;
-	const float *scale;
-	int64_t scale_ld;
-	void *A;
-};
-
-template <int FPW, int LANES>
-__global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) hermitian_kernel(const __grid_constant__ HermitianArgs a)
-{
-	extern __shared__ __align__(16) unsigned char smem[];
-	const int kp = (int)padded(a.k), k = (int)a.k, tid = threadIdx.x;
-	const Shared s = carve(smem, kp);
-	const int64_t u = blockIdx.x;
-	const RowSource src = {1, &a.tile};
-	row_sources(s, src, u);
-	const Weights wt = {a.weighted ? 2 : 3, a.alpha, 0.0f};
-	Acc<FPW> acc;
-	gram_rows<FPW, LANES>(s, src, a.k, wt, 0, s.pre[1], a.precise != 0, acc);
-	store_blocks<FPW>(acc, kp / 16, s.U, s.lda, true);
-	__syncthreads();
-	const float inv = a.scale ? 1.0f / __ldg(a.scale + u * a.scale_ld) : 1.0f;
-	const size_t base = (size_t)u * k * k;
-	for (int idx = tid; idx < k * k; idx += kThreads) {
-		float v = s.U[(idx / k) * s.lda + idx % k] * inv;
-		if (a.fp16) {
-			__half *A = (__half *)a.A + base + idx;
-			if (a.accumulate)
-				v += __half2float(*A);
-			*A = __float2half_rn(v);
-		} else {
-			float *A = (float *)a.A + base + idx;
-			*A = a.accumulate ? *A + v : v;
-		}
-	}
-}
-
-struct SolveArgs {
-	int64_t k;
-	const void *A;
-	int fp16;
-	const float *b;
-	int64_t ldb;
-	const float *lambda, *scale;
-	int64_t info_ld;
-	const float *G;
-	int cholesky, cg_steps;
-	float *X;
-	int64_t ldx;
-	uint32_t *status;
-};
-
-template <int LANES> __global__ void __launch_bounds__(kThreads) solve_kernel(const __grid_constant__ SolveArgs a)
-{
-	extern __shared__ __align__(16) unsigned char smem[];
-	const int kp = (int)padded(a.k), k = (int)a.k, tid = threadIdx.x;
-	const Shared s = carve(smem, kp, false); /* no chunks to gather */
-	const int64_t u = blockIdx.x;
-	const float sc = a.scale ? __ldg(a.scale + u * a.info_ld) : 1.0f;
-	const size_t base = (size_t)u * k * k;
-	for (int idx = tid; idx < k * k; idx += kThreads) {
-		float v = a.fp16 ? __half2float(((const __half *)a.A)[base + idx]) : __ldg((const float *)a.A + base + idx);
-		s.U[(idx / k) * s.lda + idx % k] = sc * v;
-	}
-	for (int d = tid; d < kp; d += kThreads)
-		s.b[d] = d < k ? __ldg(a.b + u * a.ldb + d) : 0.0f;
-	__syncthreads();
-	const bool finite_a = finish_system(s, k, __ldg(a.lambda + u * a.info_ld), a.G);
-	solve_and_store<LANES>(s, k, finite_a, u, a.cholesky != 0, a.cg_steps, a.X + u * a.ldx, a.status);
-}
-
-/* Warp per row, lanes across k: b_u = sum t_p theta_c in CSR order. */
-__global__ void bias_kernel(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
-			    const float *__restrict__ val, const float *__restrict__ theta, int64_t ld, int64_t k,
-			    const float *__restrict__ offset, float mu, int confidence, float alpha, int accumulate,
-			    float *__restrict__ b, int64_t ldb)
-{
-	const int lane = threadIdx.x & 31;
-	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
-	for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; u < nrows; u += warps) {
-		const uint32_t p0 = __ldg(rowptr + u), p1 = __ldg(rowptr + u + 1);
-		for (int64_t d0 = 0; d0 < k; d0 += 32) {
-			const int64_t d = d0 + lane;
-			float sum = 0.0f;
-			for (uint32_t p = p0; p < p1; p++) {
-				const uint32_t c = __ldg(colind + p);
-				const float v = __ldg(val + p);
-				const float t = confidence ? 1.0f + alpha * v
-							   : v - mu - (offset ? __ldg(offset + (int64_t)c * ld) : 0.0f);
-				if (d < k)
-					sum += t * __ldg(theta + (int64_t)c * ld + d);
-			}
-			if (d < k)
-				b[u * ldb + d] = accumulate ? b[u * ldb + d] + sum : sum;
-		}
-	}
-}
-
 template <typename Kernel> cudaError_t prepare(Kernel kernel, size_t bytes)
 {
 	return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
@@ -733,128 +568,6 @@ cudaError_t status_init(uint32_t *status, cudaStream_t stream)
 	return err;
 }
 
-template <int FPW, int LANES>
-cudaError_t launch_rowsolve(const starfa_cuda_rowsolve *pb, Partials parts, uint32_t *status, size_t bytes,
-			    cudaStream_t stream)
-{
-	cudaError_t err = prepare(rowsolve_kernel<FPW, LANES>, bytes);
-	if (err != cudaSuccess)
-		return err;
-	rowsolve_kernel<FPW, LANES><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, status);
-	return cudaGetLastError();
-}
-
-template <int FPW, int LANES> cudaError_t launch_hermitian(const HermitianArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
-{
-	cudaError_t err = prepare(hermitian_kernel<FPW, LANES>, bytes);
-	if (err != cudaSuccess)
-		return err;
-	hermitian_kernel<FPW, LANES><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
-	return cudaGetLastError();
-}
-
-template <int LANES> cudaError_t launch_solve(const SolveArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
-{
-	cudaError_t err = prepare(solve_kernel<LANES>, bytes);
-	if (err != cudaSuccess)
-		return err;
-	solve_kernel<LANES><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
-	return cudaGetLastError();
-}
-
 } // namespace
 
-extern "C" starfa_cuda_gram_precision starfa_cuda_gram_precision_default(void)
-{
-	const char *e = getenv("STARFA_CUDA_GRAM");
-	return e && strcmp(e, "tf32") == 0 ? STARFA_CUDA_GRAM_TF32 : STARFA_CUDA_GRAM_3XTF32;
-}
-
-extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, uint32_t *status, cudaStream_t stream)
-{
-	if (pb->k < 1 || pb->k > STARFA_CUDA_ALS_MAX_K || pb->ntiles < 0 || pb->ntiles > STARFA_CUDA_ROWSOLVE_MAX_TILES ||
-	    pb->nitems < 0 || pb->nitems > INT_MAX || (pb->nparts > 0 && !pb->items))
-		return cudaErrorInvalidValue;
-	cudaError_t err = status_init(status, stream);
-	if (err != cudaSuccess || pb->nitems == 0)
-		return err;
-	const int kp = rowsolve_kp(pb->k);
-	const size_t bytes = layout(kp).bytes;
-	Partials parts = {nullptr, nullptr};
-	void *scratch = nullptr;
-	if (pb->nparts > 0) {
-		size_t a = (size_t)pb->nparts * kp * kp * sizeof(float);
-		err = cudaMallocAsync(&scratch, a + (size_t)pb->nparts * sizeof(unsigned), stream);
-		if (err != cudaSuccess)
-			return err;
-		parts.A = (float *)scratch;
-		parts.counter = (unsigned *)((char *)scratch + a);
-		err = cudaMemsetAsync(parts.counter, 0, (size_t)pb->nparts * sizeof(unsigned), stream);
-	}
-	if (err == cudaSuccess) {
-#define LAUNCH(F, L) launch_rowsolve<F, L>(pb, parts, status, bytes, stream)
-		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
-#undef LAUNCH
-	}
-	if (scratch) {
-		cudaError_t e = cudaFreeAsync(scratch, stream);
-		if (err == cudaSuccess)
-			err = e;
-	}
-	return err;
-}
-
-extern "C" cudaError_t starfa_cuda_hermitian(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind,
-					     const float *val, const float *theta, int64_t ld, int64_t k, int weighted,
-					     float alpha, const float *scale, int64_t scale_ld, int accumulate, int fp16,
-					     void *A, starfa_cuda_gram_precision precision, cudaStream_t stream)
-{
-	if (k < 1 || k > STARFA_CUDA_ALS_MAX_K || nrows < 0 || nrows > INT_MAX)
-		return cudaErrorInvalidValue;
-	if (nrows == 0)
-		return cudaSuccess;
-	HermitianArgs a = {{rowptr, colind, val, theta, nullptr, ld}, k, weighted, accumulate, fp16,
-			   precision == STARFA_CUDA_GRAM_3XTF32, alpha, scale, scale_ld, A};
-	const int kp = (int)padded(k);
-	const size_t bytes = layout(kp).bytes;
-#define LAUNCH(F, L) launch_hermitian<F, L>(a, nrows, bytes, stream)
-	return STARFA_FPW_DISPATCH(kp, LAUNCH);
-#undef LAUNCH
-}
-
-extern "C" cudaError_t starfa_cuda_solve(int64_t nrows, int64_t k, const void *A, int fp16, const float *b,
-					 int64_t ldb, const float *lambda, const float *scale, int64_t info_ld,
-					 const float *G, int cholesky, int cg_steps, float *X, int64_t ldx, uint32_t *status,
-					 cudaStream_t stream)
-{
-	if (k < 1 || k > STARFA_CUDA_ALS_MAX_K || nrows < 0 || nrows > INT_MAX)
-		return cudaErrorInvalidValue;
-	cudaError_t err = status_init(status, stream);
-	if (err != cudaSuccess || nrows == 0)
-		return err;
-	SolveArgs a = {k, A, fp16, b, ldb, lambda, scale, info_ld, G, cholesky, cg_steps, X, ldx, status};
-	const int kp = (int)padded(k);
-	const size_t bytes = layout(kp, false).bytes;
-#define LAUNCH(L) launch_solve<L>(a, nrows, bytes, stream)
-	return kp <= 32 ? LAUNCH(1) : kp <= 64 ? LAUNCH(2) : kp <= 96 ? LAUNCH(3) : kp <= 128 ? LAUNCH(4)
-	       : kp <= 160 ? LAUNCH(5) : LAUNCH(6);
-#undef LAUNCH
-}
-
-extern "C" cudaError_t starfa_cuda_bias(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind,
-					const float *val, const float *theta, int64_t ld, int64_t k, const float *offset,
-					float mu, int confidence, float alpha, int accumulate, float *b, int64_t ldb,
-					cudaStream_t stream)
-{
-	if (k < 1 || nrows < 0)
-		return cudaErrorInvalidValue;
-	if (nrows == 0)
-		return cudaSuccess;
-	const int threads = 256;
-	int64_t blocks = (nrows * 32 + threads - 1) / threads;
-	if (blocks > 65535 * 16)
-		blocks = 65535 * 16;
-	bias_kernel<<<(unsigned)blocks, threads, 0, stream>>>(nrows, rowptr, colind, val, theta, ld, k, offset, mu,
-							      confidence, alpha, accumulate, b, ldb);
-	return cudaGetLastError();
-}
+#endif

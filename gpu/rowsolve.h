@@ -1,0 +1,54 @@
+/* The fused build-and-solve of a band's rows on CUDA (no StarPU here). The contract is
+ * starfa_cpu_rowsolve's, on device pointers, enqueued on a stream. */
+#ifndef STARFA_GPU_ROWSOLVE_H
+#define STARFA_GPU_ROWSOLVE_H
+
+#include "gpu/als_common.h"
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Rows of a band with more entries than this are cut into segments of this many, each built by its
+ * own block; the last block of a row to finish sums the segments in order and solves. */
+#define STARFA_CUDA_ROWSOLVE_SEGMENT 8192
+
+/* The fused kernel's work list for one band, built on the host from the tiles' row pointers once per
+ * band (it depends on the pattern only) and kept on the device with the tiles: one item per row, or
+ * one per segment of a long row, longest rows first so that the last blocks to run are short. */
+enum { STARFA_ROWSOLVE_ITEM_WORDS = 6 }; /* row, begin, end, first part, parts, long-row index */
+
+typedef struct starfa_cuda_rowsolve {
+	int64_t nrows, k;
+	int ntiles;
+	starfa_cuda_rowsolve_tile tiles[STARFA_CUDA_ROWSOLVE_MAX_TILES];
+	int implicit;
+	float alpha, mu;
+	const float *lambda;
+	int64_t info_ld;
+	const float *G;
+	int cholesky, cg_steps;
+	float *X;
+	int64_t ldx;
+	const uint32_t *items; /* nitems x STARFA_ROWSOLVE_ITEM_WORDS */
+	int64_t nitems, nparts;
+	starfa_cuda_gram_precision precision;
+} starfa_cuda_rowsolve;
+
+/* starfa_cpu_rowsolve. Allocates (stream-ordered) and frees the segments' partial sums. */
+cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, uint32_t *status, cudaStream_t stream);
+
+/* Builds the work list of nrows rows over ntiles tiles (host row pointers) with segments of seg
+ * entries (STARFA_CUDA_ROWSOLVE_SEGMENT; smaller in tests): *items is malloc'd, *nitems items of
+ * STARFA_ROWSOLVE_ITEM_WORDS words; *nparts segments of long rows. Returns 0, or -1 out of memory (or a
+ * list past 2^32 words). Host code (codelets/rowsolve.c). */
+int starfa_rowsolve_plan(int64_t nrows, int ntiles, const uint32_t *const *rowptrs, int64_t seg, uint32_t **items,
+			 int64_t *nitems, int64_t *nparts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

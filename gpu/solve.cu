@@ -1,0 +1,74 @@
+/* Batched small SPD solves of stored systems on CUDA, one block per row (the solves: gpu/als_device.cuh). */
+#include "gpu/solve.h"
+
+#include "gpu/als_device.cuh"
+
+#include <cuda_fp16.h>
+
+#include <climits>
+
+namespace {
+
+struct SolveArgs {
+	int64_t k;
+	const void *A;
+	int fp16;
+	const float *b;
+	int64_t ldb;
+	const float *lambda, *scale;
+	int64_t info_ld;
+	const float *G;
+	int cholesky, cg_steps;
+	float *X;
+	int64_t ldx;
+	uint32_t *status;
+};
+
+template <int LANES> __global__ void __launch_bounds__(kThreads) solve_kernel(const __grid_constant__ SolveArgs a)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	const int kp = (int)padded(a.k), k = (int)a.k, tid = threadIdx.x;
+	const Shared s = carve(smem, kp, false); /* no chunks to gather */
+	const int64_t u = blockIdx.x;
+	const float sc = a.scale ? __ldg(a.scale + u * a.info_ld) : 1.0f;
+	const size_t base = (size_t)u * k * k;
+	for (int idx = tid; idx < k * k; idx += kThreads) {
+		float v = a.fp16 ? __half2float(((const __half *)a.A)[base + idx]) : __ldg((const float *)a.A + base + idx);
+		s.U[(idx / k) * s.lda + idx % k] = sc * v;
+	}
+	for (int d = tid; d < kp; d += kThreads)
+		s.b[d] = d < k ? __ldg(a.b + u * a.ldb + d) : 0.0f;
+	__syncthreads();
+	const bool finite_a = finish_system(s, k, __ldg(a.lambda + u * a.info_ld), a.G);
+	solve_and_store<LANES>(s, k, finite_a, u, a.cholesky != 0, a.cg_steps, a.X + u * a.ldx, a.status);
+}
+
+template <int LANES> cudaError_t launch_solve(const SolveArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
+{
+	cudaError_t err = prepare(solve_kernel<LANES>, bytes);
+	if (err != cudaSuccess)
+		return err;
+	solve_kernel<LANES><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
+	return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" cudaError_t starfa_cuda_solve(int64_t nrows, int64_t k, const void *A, int fp16, const float *b,
+					 int64_t ldb, const float *lambda, const float *scale, int64_t info_ld,
+					 const float *G, int cholesky, int cg_steps, float *X, int64_t ldx, uint32_t *status,
+					 cudaStream_t stream)
+{
+	if (k < 1 || k > STARFA_CUDA_ALS_MAX_K || nrows < 0 || nrows > INT_MAX)
+		return cudaErrorInvalidValue;
+	cudaError_t err = status_init(status, stream);
+	if (err != cudaSuccess || nrows == 0)
+		return err;
+	SolveArgs a = {k, A, fp16, b, ldb, lambda, scale, info_ld, G, cholesky, cg_steps, X, ldx, status};
+	const int kp = (int)padded(k);
+	const size_t bytes = layout(kp, false).bytes;
+#define LAUNCH(L) launch_solve<L>(a, nrows, bytes, stream)
+	return kp <= 32 ? LAUNCH(1) : kp <= 64 ? LAUNCH(2) : kp <= 96 ? LAUNCH(3) : kp <= 128 ? LAUNCH(4)
+	       : kp <= 160 ? LAUNCH(5) : LAUNCH(6);
+#undef LAUNCH
+}
