@@ -14,7 +14,7 @@
 #ifndef STARFA_CODELETS_CODELET_H
 #define STARFA_CODELETS_CODELET_H
 
-#include "runtime/tiled.h"
+#include "data/tiled.h"
 
 #include <starpu.h>
 #ifdef STARFA_USE_CUDA

@@ -3,7 +3,7 @@
 #ifndef STARFA_RUNTIME_MODEL_H
 #define STARFA_RUNTIME_MODEL_H
 
-#include "runtime/internal.h"
+#include "core/internal.h"
 
 /* Factors with strides: user u's vector is U[u * ldu + 0 .. rank), its bias ub[u * ub_stride] (ub NULL:
  * none), likewise for items. */

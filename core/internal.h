@@ -1,6 +1,6 @@
 /* Declarations shared inside the library (not installed). */
-#ifndef STARFA_RUNTIME_INTERNAL_H
-#define STARFA_RUNTIME_INTERNAL_H
+#ifndef STARFA_CORE_INTERNAL_H
+#define STARFA_CORE_INTERNAL_H
 
 #include <config.h>
 
@@ -24,6 +24,9 @@ void starfa_clear_error(void);
  * Counts of zero give a valid, freeable pointer. */
 void *starfa_malloc(size_t count, size_t size);
 void *starfa_calloc(size_t count, size_t size);
+/* realloc to count elements of elem bytes, with the overflow check and the error recorded (NULL then;
+ * p stays valid). */
+void *starfa_realloc_array(void *p, uint64_t count, size_t elem);
 
 /* Whether starfa_init has started StarPU (and starfa_shutdown not yet stopped it). */
 int starfa_runtime_started(void);

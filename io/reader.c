@@ -1,7 +1,7 @@
 /* Reading sparse matrices: formats, whole-file input, and the text scanning the parsers share. */
 #define _POSIX_C_SOURCE 200809L
 
-#include "runtime/io.h"
+#include "io/reader.h"
 
 #include <errno.h>
 #include <math.h>

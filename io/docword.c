@@ -1,5 +1,5 @@
 /* The UCI bag-of-words reader: D, W and NNZ on three lines, then "docID wordID count" lines. */
-#include "runtime/io.h"
+#include "io/reader.h"
 
 static int read_header_number(struct text_cursor *c, int64_t max, const char *what, int64_t *out)
 {

@@ -1,35 +1,12 @@
 /* Shared by the file readers: a bounds-checked line cursor, number parsing, error
  * messages and the growable COO the parsers fill. */
-#ifndef STARFA_RUNTIME_IO_H
-#define STARFA_RUNTIME_IO_H
+#ifndef STARFA_IO_READER_H
+#define STARFA_IO_READER_H
 
-#include "runtime/internal.h"
+#include "data/coo.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* A starfa_coo with the capacity of its arrays; every COO the library allocates is one. */
-struct coo_block {
-	starfa_coo coo;
-	int64_t capacity;
-};
-
-/* Grows the arrays geometrically to hold one more entry. */
-int coo_grow(starfa_coo *coo);
-
-static inline int coo_push(starfa_coo *coo, int32_t row, int32_t col, float val)
-{
-	if (coo->nnz == ((struct coo_block *)coo)->capacity) {
-		int rc = coo_grow(coo);
-		if (rc)
-			return rc;
-	}
-	coo->row[coo->nnz] = row;
-	coo->col[coo->nnz] = col;
-	coo->val[coo->nnz] = val;
-	coo->nnz++;
-	return 0;
-}
 
 /* Bytes [start, end) of the input: a line, a field or a token. Never NUL-terminated. */
 struct text_span {

@@ -1,5 +1,5 @@
 /* StarPU start/stop, worker accounting and the `starfa info` report. */
-#include "runtime/internal.h"
+#include "core/internal.h"
 
 #include <dlfcn.h>
 #ifdef STARFA_USE_CUDA

@@ -1,8 +1,8 @@
-/* The insides of tiled matrices and their companions, shared by runtime/ and codelets/. */
-#ifndef STARFA_RUNTIME_TILED_H
-#define STARFA_RUNTIME_TILED_H
+/* The insides of tiled matrices and their companions, shared by data/ and codelets/. */
+#ifndef STARFA_DATA_TILED_H
+#define STARFA_DATA_TILED_H
 
-#include "runtime/internal.h"
+#include "core/internal.h"
 
 #include <starpu.h>
 

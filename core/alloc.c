@@ -1,5 +1,5 @@
 /* Checked allocation: overflow of count * size and failure both become STARFA_ENOMEM. */
-#include "runtime/internal.h"
+#include "core/internal.h"
 
 #include <stdlib.h>
 
@@ -31,4 +31,18 @@ void *starfa_calloc(size_t count, size_t size)
 	if (!p)
 		starfa_set_error(STARFA_ENOMEM, "out of memory allocating %zu x %zu bytes", count, size);
 	return p;
+}
+
+void *starfa_realloc_array(void *p, uint64_t count, size_t elem)
+{
+	if (count > SIZE_MAX / elem) {
+		starfa_set_error(STARFA_ENOMEM, "allocation of %llu x %zu bytes overflows",
+				 (unsigned long long)count, elem);
+		return NULL;
+	}
+	void *grown = realloc(p, count ? (size_t)count * elem : 1);
+	if (!grown)
+		starfa_set_error(STARFA_ENOMEM, "out of memory allocating %llu x %zu bytes",
+				 (unsigned long long)count, elem);
+	return grown;
 }

@@ -1,5 +1,5 @@
 /* The Matrix Market coordinate reader (real, integer, pattern; general, symmetric, skew-symmetric). */
-#include "runtime/io.h"
+#include "io/reader.h"
 
 enum mtx_field { FIELD_REAL, FIELD_INTEGER, FIELD_PATTERN };
 enum mtx_symmetry { SYMMETRY_GENERAL, SYMMETRY_SYMMETRIC, SYMMETRY_SKEW };

@@ -1,6 +1,6 @@
 /* The ratings reader: "user item rating [timestamp]" lines with arbitrary user and item ids. */
-#include "runtime/idmap.h"
-#include "runtime/io.h"
+#include "data/idmap.h"
+#include "io/reader.h"
 
 #include <string.h>
 
