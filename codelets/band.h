@@ -3,7 +3,7 @@
 #define STARFA_CODELETS_BAND_H
 
 #include "codelets/codelet.h"
-#include "data/systems.h"
+#include "storage/systems.h"
 
 /* Checks the operands an ALS band operation shares and returns the side's grid, or NULL (error set). */
 static inline const struct starfa_grid *starfa_band_grid(const char *what, const starfa_tiled *S, starfa_side side,

@@ -14,7 +14,7 @@
 #ifndef STARFA_CODELETS_CODELET_H
 #define STARFA_CODELETS_CODELET_H
 
-#include "data/tiled.h"
+#include "storage/tiled.h"
 
 #include <starpu.h>
 #ifdef STARFA_USE_CUDA

@@ -1,7 +1,7 @@
 /* The gram codelet: G = ThetaᵀTheta over the blocks of a dense matrix (implicit ALS's YᵀY). */
 #include "codelets/codelet.h"
 #include "cpu/gram.h"
-#include "data/systems.h"
+#include "storage/systems.h"
 #ifdef STARFA_USE_CUDA
 #include <cublas_v2.h>
 #include <starpu_cublas_v2.h>

@@ -1,7 +1,7 @@
 /* The solve codelet: one band's batch of small SPD systems, exact or by warm-started CG. */
 #include "codelets/codelet.h"
 #include "cpu/solve.h"
-#include "data/systems.h"
+#include "storage/systems.h"
 #ifdef STARFA_USE_CUDA
 #include "gpu/solve.h"
 #include <starpu_cuda.h>

@@ -18,7 +18,7 @@
  * Implicit ALS (Hu, Koren & Volinsky): A_u = YᵀY + sum (c_uv - 1) y_v y_vᵀ + lambda I and
  * b_u = sum c_uv y_v with c = 1 + alpha r; YᵀY comes from a gram task per block before each sweep and
  * is added by the solve. */
-#include "data/idmap.h"
+#include "storage/idmap.h"
 #include "runtime/model.h"
 #include "train/algorithms.h"
 

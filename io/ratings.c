@@ -1,5 +1,5 @@
 /* The ratings reader: "user item rating [timestamp]" lines with arbitrary user and item ids. */
-#include "data/idmap.h"
+#include "storage/idmap.h"
 #include "io/reader.h"
 
 #include <string.h>

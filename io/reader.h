@@ -3,7 +3,7 @@
 #ifndef STARFA_IO_READER_H
 #define STARFA_IO_READER_H
 
-#include "data/coo.h"
+#include "storage/coo.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -17,7 +17,7 @@
  *           8 (U + 1), 4 N   i64 seen row offsets, i32 item of each seen entry, sorted per user (bit 1)
  *   end-4   4                u32 CRC-32 (IEEE 802.3, as zlib) of every byte before it
  * Load checks every field and the exact size, so a truncated or corrupt file never loads. */
-#include "data/idmap.h"
+#include "storage/idmap.h"
 #include "runtime/model.h"
 
 #include <errno.h>

@@ -577,7 +577,7 @@ static void shuffle_rows(struct one_tile *t, uint64_t *rng)
 		t->colind[p] = (uint32_t)S->colind[p];
 }
 
-/* Rows whose columns are not in order. The tiles data/tiled.c cuts keep the order of the
+/* Rows whose columns are not in order. The tiles storage/tiled.c cuts keep the order of the
  * matrix's rows, which starfa_csr documents as sorted but nothing enforces; no variant may
  * depend on it (the panel variant filters nonzeros by column instead of searching rows). */
 TEST(sddmm_cuda, every_variant_takes_unsorted_rows)

@@ -1,6 +1,6 @@
 /* The id map behind starfa_idmap: original id strings <-> contiguous indices. */
-#ifndef STARFA_DATA_IDMAP_H
-#define STARFA_DATA_IDMAP_H
+#ifndef STARFA_STORAGE_IDMAP_H
+#define STARFA_STORAGE_IDMAP_H
 
 #include "starfa.h"
 

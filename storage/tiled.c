@@ -1,5 +1,5 @@
 /* Tiled sparse matrices, dense row blocks and sparse value sets as StarPU handles. */
-#include "data/tiled.h"
+#include "storage/tiled.h"
 
 #include <string.h>
 

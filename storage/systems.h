@@ -1,8 +1,8 @@
-/* The insides of the ALS systems and Gram matrices, shared by data/ and codelets/. */
-#ifndef STARFA_DATA_SYSTEMS_H
-#define STARFA_DATA_SYSTEMS_H
+/* The insides of the ALS systems and Gram matrices, shared by storage/ and codelets/. */
+#ifndef STARFA_STORAGE_SYSTEMS_H
+#define STARFA_STORAGE_SYSTEMS_H
 
-#include "data/tiled.h"
+#include "storage/tiled.h"
 
 /* Per-row k x k systems and right-hand sides of one side of a tiled matrix. Band b uses slot
  * b % slots: the band after it in the same slot waits (sequential consistency) until b's solve has

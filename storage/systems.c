@@ -1,6 +1,6 @@
 /* ALS workspaces as StarPU handles: per-band pools of systems and right-hand sides, solve status
  * words, and small Gram matrices. */
-#include "data/systems.h"
+#include "storage/systems.h"
 
 #include "cpu/half.h"
 #include "cpu/solve.h"

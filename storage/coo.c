@@ -1,6 +1,6 @@
 /* Sparse matrices in memory: growable COO, the train/test split and CSR. */
-#include "data/coo.h"
-#include "data/idmap.h"
+#include "storage/coo.h"
+#include "storage/idmap.h"
 
 #include <string.h>
 

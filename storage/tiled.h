@@ -1,6 +1,6 @@
-/* The insides of tiled matrices and their companions, shared by data/ and codelets/. */
-#ifndef STARFA_DATA_TILED_H
-#define STARFA_DATA_TILED_H
+/* The insides of tiled matrices and their companions, shared by storage/ and codelets/. */
+#ifndef STARFA_STORAGE_TILED_H
+#define STARFA_STORAGE_TILED_H
 
 #include "core/internal.h"
 
