@@ -19,13 +19,13 @@
  * Load checks every field and the exact size, so a truncated or corrupt file never loads. */
 #include "runtime/idmap.h"
 #include "runtime/model.h"
+#include "runtime/outfile.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the model file is read and written as little-endian memory images: port starfa_model_save/load first"
@@ -148,18 +148,14 @@ static uint32_t crc32_update(const uint32_t table[256], uint32_t crc, const void
 /* ------------------------------------------------------------------ save */
 
 struct writer {
-	FILE *f;
+	struct outfile out;
 	uint32_t table[256], crc;
-	int failed;
 };
 
 static void put(struct writer *w, const void *data, size_t n)
 {
-	if (w->failed || n == 0)
-		return;
 	w->crc = crc32_update(w->table, w->crc, data, n);
-	if (fwrite(data, 1, n, w->f) != n)
-		w->failed = 1;
+	outfile_write(&w->out, data, n);
 }
 
 static void put_u32(struct writer *w, uint32_t v)
@@ -225,36 +221,9 @@ int starfa_model_save(const starfa_model *m, const char *path)
 	int rc = check_model(m);
 	if (rc)
 		return rc;
-	/* A temporary file beside the target, renamed over it once complete: a reader never sees half a
-	 * model, and a failure leaves what was there before. */
-	size_t len = strlen(path);
-	char *tmp = starfa_malloc(len + 16, 1);
-	if (!tmp)
-		return STARFA_ENOMEM;
-	snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = starfa_set_error(STARFA_EIO, "cannot create a temporary file beside %s: %s", path, strerror(errno));
-		free(tmp);
+	struct writer w = {0};
+	if ((rc = outfile_open(&w.out, path)) != 0)
 		return rc;
-	}
-	mode_t mask = umask(0);
-	umask(mask);
-	if (fchmod(fd, 0666 & ~mask) != 0) { /* mkstemp's 0600 would hide the model from others */
-		rc = starfa_set_error(STARFA_EIO, "cannot set the permissions of %s: %s", tmp, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-		return rc;
-	}
-	struct writer w = {.f = fdopen(fd, "wb")};
-	if (!w.f) {
-		rc = starfa_set_error(STARFA_EIO, "cannot write %s: %s", tmp, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-		return rc;
-	}
 	crc32_table(w.table);
 	uint32_t flags = (m->user_bias ? FLAG_BIASES : 0) | (m->seen ? FLAG_SEEN : 0);
 	put(&w, MODEL_MAGIC, 8);
@@ -285,21 +254,7 @@ int starfa_model_save(const starfa_model *m, const char *path)
 	}
 	uint32_t crc = w.crc;
 	put(&w, &crc, sizeof crc);
-	int write_failed = w.failed || fflush(w.f) != 0 || fsync(fileno(w.f)) != 0;
-	int saved_errno = errno;
-	if (fclose(w.f) != 0 && !write_failed) {
-		write_failed = 1;
-		saved_errno = errno;
-	}
-	if (write_failed) {
-		unlink(tmp);
-		rc = starfa_set_error(STARFA_EIO, "cannot write the model to %s: %s", path, strerror(saved_errno));
-	} else if (rename(tmp, path) != 0) {
-		rc = starfa_set_error(STARFA_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		unlink(tmp);
-	}
-	free(tmp);
-	return rc;
+	return outfile_close(&w.out, 1, "the model");
 }
 
 /* ------------------------------------------------------------------ load */
