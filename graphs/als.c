@@ -22,6 +22,7 @@
 #include "runtime/model.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -295,7 +296,7 @@ static void current_factors(const struct als *a, struct starfa_factors *f)
 {
 	int biased = a->w != a->f;
 	*f = (struct starfa_factors){
-		.implicit = a->implicit,
+		.kind = a->implicit ? STARFA_MODEL_IMPLICIT : STARFA_MODEL_EXPLICIT,
 		.nusers = a->csr->nrows,
 		.nitems = a->csr->ncols,
 		.rank = a->f,
@@ -317,7 +318,8 @@ static int make_model(struct als *a, starfa_model **out)
 	starfa_model *m = starfa_calloc(1, sizeof *m);
 	if (!m)
 		return STARFA_ENOMEM;
-	m->algo = a->o->algo;
+	m->kind = a->implicit ? STARFA_MODEL_IMPLICIT : STARFA_MODEL_EXPLICIT;
+	snprintf(m->algorithm, sizeof m->algorithm, "%s", a->implicit ? "ials" : "als");
 	m->nusers = c->nrows;
 	m->nitems = c->ncols;
 	m->rank = a->f;

@@ -33,10 +33,17 @@ expect 0 'iter +4 .*p@10 0\.[0-9]+ +map@10 .*ndcg@10' -- train --algo ials --inp
 	--test-fraction 0.2 --rank 6 --iters 4 --alpha 5 --out "$tmp/ials.model" --row-tiles 2 --col-tiles 3
 
 expect 0 'rmse=0\.[0-9]+' -- eval --model "$tmp/als.model" --test "$tmp/test.csv"
+expect 0 '^model: explicit \(als\), 80 users, 50 items, rank 4, biases$' -- eval --model "$tmp/als.model" \
+	--test "$tmp/test.csv"
+expect 0 '^model: implicit \(ials\), 80 users, 50 items, rank 6$' -- eval --model "$tmp/ials.model" --test "$tmp/test.csv"
 expect 0 'cold=2' -- eval --model "$tmp/als.model" --test "$tmp/test.csv"
 expect 0 'precision@5=0\.[0-9]+ map@5=.* ndcg@5=' -- eval --model "$tmp/ials.model" --test "$tmp/test.csv" --k 5
 
 expect 0 '^3	m[0-9]+	[0-9.-]+$' -- recommend --model "$tmp/als.model" --user u1 --k 3
+# The model's line goes to standard error: standard output is the table alone.
+expect 0 '^model: explicit \(als\), 80 users' -- recommend --model "$tmp/als.model" --user u1 --k 3
+first=$("$starfa" recommend --model "$tmp/als.model" --user u1 --k 3 2>/dev/null | head -n 1)
+[ "$first" = "$(printf 'rank\titem\tscore')" ] || fail "recommend's standard output begins with '$first'"
 # Nothing the user rated in training comes back (the model keeps the training entries): als-cg.model
 # was trained on the whole of ratings.csv.
 "$starfa" recommend --model "$tmp/als-cg.model" --user u7 --k 50 | awk 'NR > 1 { print $2 }' >"$tmp/recs"
