@@ -59,5 +59,6 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_recommend(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -525,6 +525,26 @@ int starfa_model_save(const starfa_model *m, const char *path);
  * unless its tag begins with a lowercase letter (optional: skipped). */
 int starfa_model_load(const char *path, starfa_model **out);
 
+/* What starfa_model_export writes. */
+typedef enum starfa_export_what {
+	STARFA_EXPORT_USER_FACTORS = 0, /* one row per user: its id, then its rank factors */
+	STARFA_EXPORT_ITEM_FACTORS = 1, /* one row per item: its id, then its rank factors */
+	STARFA_EXPORT_USER_BIAS = 2,    /* one row per user: its id, then its bias */
+	STARFA_EXPORT_ITEM_BIAS = 3,    /* one row per item: its id, then its bias */
+} starfa_export_what;
+
+/* Parses "user-factors", "item-factors", "user-bias" or "item-bias"; returns -1 for anything else. */
+int starfa_export_parse(const char *name, starfa_export_what *out);
+/* The name starfa_export_parse reads ("unknown" for anything else). */
+const char *starfa_export_name(starfa_export_what what);
+
+/* Writes one of the model's arrays as tab-separated text: a line per user (or item), its original id
+ * (the index from 1 when the model has no ids) and then its values, each as "%.9g" (a float's exact
+ * value when read back). Written to a temporary file in the same folder, then renamed over path: a
+ * failure leaves no file and whatever was at path. STARFA_EINVAL for biases of a model without them,
+ * and for a model with a non-finite value or an id holding a tab or a line break. */
+int starfa_model_export(const starfa_model *m, starfa_export_what what, const char *path);
+
 typedef struct starfa_recommendation {
 	int64_t item;
 	float score;

@@ -1,4 +1,4 @@
-/* Trained models: scoring, recommendations and the model file.
+/* Trained models: scoring, recommendations, the model file and exports.
  *
  * The model file, version 2, all integers and floats little-endian:
  *   offset  bytes   field
@@ -170,7 +170,7 @@ static uint32_t crc32_update(const uint32_t table[256], uint32_t crc, const void
 	return ~crc;
 }
 
-/* ------------------------------------------------------------------ checks shared by save and load */
+/* ------------------------------------------------------------------ checks shared by save, load and export */
 
 /* A non-empty word of printable ASCII, NUL-terminated within the 16 bytes: it is printed as it is. */
 static int valid_algorithm(const char name[16])
@@ -796,4 +796,67 @@ int starfa_model_load(const char *path, starfa_model **out)
 	int rc = parse_model(&r, out);
 	free(data);
 	return rc;
+}
+
+/* ------------------------------------------------------------------ export */
+
+static const char *const export_names[] = {"user-factors", "item-factors", "user-bias", "item-bias"};
+#define EXPORTS ((int)(sizeof export_names / sizeof export_names[0]))
+
+int starfa_export_parse(const char *name, starfa_export_what *out)
+{
+	for (int i = 0; name && i < EXPORTS; i++)
+		if (strcmp(name, export_names[i]) == 0) {
+			*out = (starfa_export_what)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *starfa_export_name(starfa_export_what what)
+{
+	return (unsigned)what < EXPORTS ? export_names[what] : "unknown";
+}
+
+int starfa_model_export(const starfa_model *m, starfa_export_what what, const char *path)
+{
+	if (!path || (unsigned)what >= EXPORTS)
+		return starfa_set_error(STARFA_EINVAL, "starfa_model_export: need a path and one of user-factors, "
+						       "item-factors, user-bias, item-bias");
+	int rc = check_model(m);
+	if (rc)
+		return rc;
+	const int users = what == STARFA_EXPORT_USER_FACTORS || what == STARFA_EXPORT_USER_BIAS;
+	const int bias = what == STARFA_EXPORT_USER_BIAS || what == STARFA_EXPORT_ITEM_BIAS;
+	const char *side = users ? "user" : "item";
+	const float *v = bias ? (users ? m->user_bias : m->item_bias) : (users ? m->user_factors : m->item_factors);
+	const int64_t rows = users ? m->nusers : m->nitems, cols = bias ? 1 : m->rank;
+	const starfa_idmap *ids = users ? m->user_ids : m->item_ids;
+	if (!v)
+		return starfa_set_error(STARFA_EINVAL, "the model (%s, %s) has no %s biases to export",
+					starfa_model_kind_name(m->kind), m->algorithm, side);
+	/* Everything that could make a bad file is refused before one is created. */
+	char buf[32];
+	for (int64_t i = 0; i < rows; i++) {
+		const char *name = id_name(ids, i, buf);
+		if (strpbrk(name, "\t\r\n"))
+			return starfa_set_error(STARFA_EINVAL, "%s id %lld holds a tab or a line break: it cannot be a "
+							       "field of a tab-separated file", side, (long long)i + 1);
+		for (int64_t d = 0; d < cols; d++)
+			if (!isfinite(v[i * cols + d]))
+				return starfa_set_error(STARFA_EINVAL, "%s '%s' has a non-finite %s: nothing exported",
+							side, name, bias ? "bias" : "factor");
+	}
+	struct outfile o;
+	if ((rc = outfile_open(&o, path)) != 0)
+		return rc;
+	for (int64_t i = 0; i < rows && !ferror(o.f); i++) {
+		fputs(id_name(ids, i, buf), o.f);
+		for (int64_t d = 0; d < cols; d++)
+			fprintf(o.f, "\t%.9g", v[i * cols + d]); /* 9 significant digits: the float exactly */
+		fputc('\n', o.f);
+	}
+	char what_text[32];
+	snprintf(what_text, sizeof what_text, "the %s %s", side, bias ? "biases" : "factors");
+	return outfile_close(&o, 1, what_text);
 }

@@ -1,5 +1,5 @@
 /* Models: the file round trip (version 2, and version 1 files still loading), rejection of truncated and
- * corrupt files, the kinds, recommendations and metrics. */
+ * corrupt files, the kinds, exports, recommendations and metrics. */
 #include "als_testing.h"
 
 #include <dirent.h>
@@ -554,6 +554,109 @@ TEST(model, kinds_decide_scoring_and_evaluation)
 	memset(t.algorithm, 'x', sizeof t.algorithm); /* no NUL */
 	CHECK(starfa_model_save(&t, path) == STARFA_EINVAL);
 	starfa_coo_free(test);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ export */
+
+/* Reads an export back: each line's id must be the side's id of its index, then `cols` values, parsed
+ * into out (rows x cols, poisoned first so that a value missing stays NaN). */
+static int parse_export(const char *path, const starfa_idmap *ids, int64_t rows, int64_t cols, float *out)
+{
+	size_t size = 0;
+	char *text = (char *)read_all(path, &size);
+	CHECK_MSG(text, "cannot read %s", path);
+	testing_poison(out, (size_t)(rows * cols));
+	char *p = text, id[32];
+	for (int64_t r = 0; r < rows; r++) {
+		char *tab = strchr(p, '\t');
+		CHECK_MSG(tab, "line %lld of %s has no tab", (long long)r + 1, path);
+		*tab = '\0';
+		CHECK_MSG(strcmp(p, side_id(ids, r, id)) == 0, "line %lld: id '%s', not '%s'", (long long)r + 1, p, id);
+		*tab = '\t';
+		p = tab;
+		for (int64_t d = 0; d < cols; d++) {
+			CHECK_MSG(*p == '\t', "line %lld: value %lld not after a tab", (long long)r + 1, (long long)d + 1);
+			char *end;
+			out[r * cols + d] = strtof(p + 1, &end);
+			CHECK(end > p + 1);
+			p = end;
+		}
+		CHECK_MSG(*p == '\n', "line %lld has more than %lld values", (long long)r + 1, (long long)cols);
+		p++;
+	}
+	CHECK_MSG(*p == '\0' && (size_t)(p - text) == size, "%s has more than %lld lines", path, (long long)rows);
+	free(text);
+	return 0;
+}
+
+TEST(model, export_round_trip)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 64;
+	char path[1024];
+	snprintf(path, sizeof path, "%s", testing_write_file("export.tsv", "old", 3)); /* replaced */
+	for (int algo = 0; algo < 2; algo++) {
+		starfa_model *m = small_model((starfa_als_algo)algo, &rng);
+		CHECK(m);
+		for (int what = 0; what < 4; what++) {
+			starfa_export_what w = (starfa_export_what)what, parsed;
+			CHECK(starfa_export_parse(starfa_export_name(w), &parsed) == 0 && parsed == w);
+			const int users = what == STARFA_EXPORT_USER_FACTORS || what == STARFA_EXPORT_USER_BIAS;
+			const int bias = what >= STARFA_EXPORT_USER_BIAS;
+			const float *want = bias ? (users ? m->user_bias : m->item_bias)
+						 : (users ? m->user_factors : m->item_factors);
+			const int64_t rows = users ? m->nusers : m->nitems, cols = bias ? 1 : m->rank;
+			if (!want) {
+				/* An implicit model has no biases: refused, and nothing written. */
+				unlink(path);
+				CHECK(starfa_model_export(m, w, path) == STARFA_EINVAL);
+				CHECK_MSG(strstr(starfa_last_error(), users ? "no user biases" : "no item biases"), "message: %s",
+					  starfa_last_error());
+				CHECK(access(path, F_OK) != 0 && errno == ENOENT);
+				continue;
+			}
+			CHECK_OK(starfa_model_export(m, w, path));
+			float *got = malloc(sizeof(float) * (size_t)(rows * cols));
+			CHECK(got);
+			if (parse_export(path, users ? m->user_ids : m->item_ids, rows, cols, got))
+				return 1;
+			/* %.9g gives each float back exactly; NaN (a value not written) never compares equal. */
+			for (int64_t e = 0; e < rows * cols; e++)
+				CHECK_MSG(got[e] == want[e], "%s value %lld: %.9g read back, %.9g in the model",
+					  starfa_export_name(w), (long long)e, got[e], want[e]);
+			free(got);
+		}
+		/* A model holding a NaN exports nothing, and what was there stays. */
+		testing_write_file("export.tsv", "old", 3);
+		float keep = m->item_factors[5];
+		m->item_factors[5] = NAN;
+		CHECK(starfa_model_export(m, STARFA_EXPORT_ITEM_FACTORS, path) == STARFA_EINVAL);
+		CHECK_MSG(strstr(starfa_last_error(), "non-finite"), "message: %s", starfa_last_error());
+		m->item_factors[5] = keep;
+		size_t size = 0;
+		unsigned char *old = read_all(path, &size);
+		CHECK(old && size == 3 && memcmp(old, "old", 3) == 0);
+		free(old);
+		/* Nowhere to write: an I/O error naming the path. */
+		CHECK(starfa_model_export(m, STARFA_EXPORT_USER_FACTORS, "/nonexistent/starfa/x.tsv") == STARFA_EIO);
+		CHECK(strstr(starfa_last_error(), "/nonexistent/starfa/x.tsv"));
+		if (no_temporary_files(path))
+			return 1;
+		starfa_model_free(m);
+	}
+	/* Without ids the lines begin with the index from 1. */
+	float W[4] = {1, 2, 0.5f, 0}, H[6] = {1, 0, 0, 1, 2, 1}, got[6];
+	starfa_model n = {.kind = STARFA_MODEL_NONNEG, .algorithm = "gap", .nusers = 2, .nitems = 3, .rank = 2,
+			  .user_factors = W, .item_factors = H};
+	CHECK_OK(starfa_model_export(&n, STARFA_EXPORT_ITEM_FACTORS, path));
+	if (parse_export(path, NULL, 3, 2, got))
+		return 1;
+	CHECK(memcmp(got, H, sizeof H) == 0);
+	starfa_export_what w;
+	CHECK(starfa_export_parse("factors", &w) == -1 && starfa_export_parse("User-Factors", &w) == -1);
+	CHECK(strcmp(starfa_export_name((starfa_export_what)4), "unknown") == 0);
+	CHECK(starfa_model_export(&n, (starfa_export_what)4, path) == STARFA_EINVAL);
 	return 0;
 }
 
