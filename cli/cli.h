@@ -49,6 +49,9 @@ double cli_now_seconds(void);
 /* The table of --profile: per worker its tasks and where its time went, then the bytes per link. */
 void cli_profile_print(FILE *out, const starfa_profile *p);
 
+/* One line describing a model: "model: explicit (als), 610 users, 9724 items, rank 32, biases". */
+void cli_model_print(FILE *out, const starfa_model *m);
+
 int cmd_info(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_sddmm(int argc, char **argv);
@@ -56,5 +59,6 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_recommend(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -1,4 +1,5 @@
-/* starfa eval: a model's quality on test entries (RMSE, or precision, MAP and NDCG at k). */
+/* starfa eval: a model's quality on test entries (RMSE, or precision, MAP and NDCG at k), as its kind
+ * calls for. */
 #include "cli/cli.h"
 
 #include <stdio.h>
@@ -6,9 +7,10 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: starfa eval --model MODEL --test FILE [--k K] [--format F]\n"
-		     "Scores a model on test entries, matched to its users and items by id. Explicit models: RMSE\n"
-		     "(unknown users and items predicted by the mean and the biases there are). Implicit models:\n"
-		     "precision@k, MAP@k and NDCG@k, each test user's training items left out of its ranking.\n"
+		     "Scores a model on test entries, matched to its users and items by id, as its kind calls for.\n"
+		     "Explicit models: RMSE (unknown users and items predicted by the mean and the biases there\n"
+		     "are). Non-negative models: RMSE of W·Hᵀ. Implicit models: precision@k, MAP@k and NDCG@k, each\n"
+		     "test user's training items left out of its ranking. Topic models: not yet (perplexity).\n"
 		     "  --model MODEL    a model written by starfa train\n"
 		     "  --test FILE      test entries (ratings file or Matrix Market)\n"
 		     "  --format F       mtx, ratings or docword (default: guessed from the name)\n"
@@ -62,6 +64,8 @@ int cmd_eval(int argc, char **argv)
 	starfa_coo *test = NULL;
 	if (starfa_model_load(model_path, &m) != 0)
 		return cli_library_error();
+	cli_model_print(stdout, m);
+	fflush(stdout); /* before an error message on stderr */
 	if (starfa_read(test_path, format, &test) != 0) {
 		starfa_model_free(m);
 		return cli_library_error();
@@ -71,11 +75,8 @@ int cmd_eval(int argc, char **argv)
 	if (rc != 0) {
 		rc = cli_library_error();
 	} else {
-		printf("model: %s, %s, %lld users, %lld items, rank %lld\n", model_path,
-		       m->algo == STARFA_ALGO_IALS ? "implicit ALS" : "ALS", (long long)m->nusers, (long long)m->nitems,
-		       (long long)m->rank);
 		printf("test: %s entries=%lld cold=%lld\n", test_path, (long long)r.entries, (long long)r.cold);
-		if (m->algo == STARFA_ALGO_IALS)
+		if (m->kind == STARFA_MODEL_IMPLICIT)
 			printf("precision@%lld=%.4f map@%lld=%.4f ndcg@%lld=%.4f users=%lld\n", (long long)k, r.precision,
 			       (long long)k, r.map, (long long)k, r.ndcg, (long long)r.users);
 		else

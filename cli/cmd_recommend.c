@@ -10,7 +10,8 @@ static void usage(FILE *out)
 	fprintf(out, "usage: starfa recommend --model MODEL --user ID [--k K] [--min-ratings N] [--exclude FILE]\n"
 		     "Prints the user's k best items (rank, item id, score), leaving out the items the user had in\n"
 		     "training (the model keeps them). A user the model does not know gets the items with the best\n"
-		     "bias (explicit models) or the most popular ones (implicit models).\n"
+		     "bias (explicit models) or the most popular ones (the other kinds). The table goes to standard\n"
+		     "output, a line describing the model (kind, algorithm, dimensions) to standard error.\n"
 		     "  --model MODEL    a model written by starfa train\n"
 		     "  --user ID        the user, as its id in the training file\n"
 		     "  --k K            how many items (default 10)\n"
@@ -147,6 +148,7 @@ int cmd_recommend(int argc, char **argv)
 	starfa_coo *extra = NULL;
 	if (starfa_model_load(model_path, &m) != 0)
 		return cli_library_error();
+	cli_model_print(stderr, m); /* standard output stays the table alone */
 	if (exclude_path && starfa_read(exclude_path, format, &extra) != 0) {
 		starfa_model_free(m);
 		return cli_library_error();
@@ -162,7 +164,7 @@ int cmd_recommend(int argc, char **argv)
 	} else {
 		if (user < 0)
 			fprintf(stderr, "starfa: note: user '%s' is not in the model: recommending by %s\n", user_id,
-				m->algo == STARFA_ALGO_IALS ? "popularity" : "item bias");
+				m->kind == STARFA_MODEL_EXPLICIT ? "item bias" : "popularity");
 		if ((rc = exclusions(m, user, user_id, extra, min_ratings, &ex)) == 0 &&
 		    starfa_recommend(m, user, k, &ex, recs, &n) != 0)
 			rc = cli_library_error();

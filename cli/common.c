@@ -137,3 +137,9 @@ void cli_profile_print(FILE *out, const starfa_profile *p)
 			(long long)q->transfers);
 	}
 }
+
+void cli_model_print(FILE *out, const starfa_model *m)
+{
+	fprintf(out, "model: %s (%s), %lld users, %lld items, rank %lld%s\n", starfa_model_kind_name(m->kind), m->algorithm,
+		(long long)m->nusers, (long long)m->nitems, (long long)m->rank, m->user_bias ? ", biases" : "");
+}

@@ -15,6 +15,7 @@ static const struct command {
 	{"train", cmd_train, "train ALS or implicit ALS on a ratings file, save the model"},
 	{"eval", cmd_eval, "score a model on test entries (RMSE, or precision/MAP/NDCG at k)"},
 	{"recommend", cmd_recommend, "a user's top items from a model"},
+	{"export", cmd_export, "write a model's factors or biases as tab-separated text"},
 	{"calibrate", cmd_calibrate, "calibrate StarPU's performance models of every operation"},
 };
 

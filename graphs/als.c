@@ -19,11 +19,12 @@
  * b_u = sum c_uv y_v with c = 1 + alpha r; YᵀY comes from a gram task per block before each sweep and
  * is added by the solve. */
 #include "storage/idmap.h"
-#include "runtime/model.h"
+#include "model/model.h"
 #include "train/algorithms.h"
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 /* One side's sweep: what is solved, from what. */
@@ -293,7 +294,7 @@ static void current_factors(const struct als *a, struct starfa_factors *f)
 {
 	int biased = a->w != a->f;
 	*f = (struct starfa_factors){
-		.implicit = a->implicit,
+		.kind = a->implicit ? STARFA_MODEL_IMPLICIT : STARFA_MODEL_EXPLICIT,
 		.nusers = a->csr->nrows,
 		.nitems = a->csr->ncols,
 		.rank = a->f,
@@ -315,7 +316,8 @@ static int make_model(struct als *a, starfa_model **out)
 	starfa_model *m = starfa_calloc(1, sizeof *m);
 	if (!m)
 		return STARFA_ENOMEM;
-	m->algo = a->o->algo;
+	m->kind = a->implicit ? STARFA_MODEL_IMPLICIT : STARFA_MODEL_EXPLICIT;
+	snprintf(m->algorithm, sizeof m->algorithm, "%s", a->implicit ? "ials" : "als");
 	m->nusers = c->nrows;
 	m->nitems = c->ncols;
 	m->rank = a->f;

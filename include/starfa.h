@@ -582,6 +582,20 @@ int starfa_task_gram(const starfa_dense *theta, int64_t block, int64_t col0, int
  * implicit ALS models the preference p_uv ~ x_u·y_v. Users are the rows of the training matrix, items
  * its columns. */
 
+/* What a model's factors mean, whichever algorithm trained them: scoring, recommendations and
+ * evaluation follow from the kind. */
+typedef enum starfa_model_kind {
+	STARFA_MODEL_EXPLICIT = 0, /* ratings: mu + b_u + c_v + x_u·y_v (biases optional) */
+	STARFA_MODEL_IMPLICIT = 1, /* implicit feedback: preference x_u·y_v */
+	STARFA_MODEL_NONNEG = 2,   /* non-negative factors: S ~ W·Hᵀ (KL-NMF, GaP) */
+	STARFA_MODEL_TOPIC = 3,    /* topic model: users are documents (mixtures), items are words; factors are
+	                            * per-document topic weights and per-topic word weights (item_factors is
+	                            * items x rank: column t is topic t over the words) */
+} starfa_model_kind;
+#define STARFA_MODEL_KINDS 4
+/* "explicit", "implicit", "nonneg", "topic" ("unknown" otherwise). */
+const char *starfa_model_kind_name(starfa_model_kind kind);
+
 typedef enum starfa_als_algo { STARFA_ALGO_ALS = 0, STARFA_ALGO_IALS = 1 } starfa_als_algo;
 
 typedef struct starfa_als_options {
@@ -612,10 +626,11 @@ void starfa_als_options_default(starfa_als_options *opts, starfa_als_algo algo);
 typedef struct starfa_metrics {
 	int64_t entries;  /* test entries scored */
 	int64_t cold;     /* of those, with a user or item the model has no training data for */
-	double rmse;      /* explicit models; NAN for implicit ones */
+	double rmse;      /* explicit models (with the mean and biases) and non-negative ones (W·Hᵀ alone);
+			   * NAN for implicit ones */
 	/* Implicit models: every test user with training data gets the model's top k items (training items
 	 * left out), compared with its test items (as PyPI implicit's ranking_metrics_at_k does). NAN for
-	 * explicit models. */
+	 * the other kinds. */
 	int64_t k, users;
 	double precision, map, ndcg;
 } starfa_metrics;
@@ -651,11 +666,12 @@ typedef int (*starfa_train_callback)(const starfa_train_progress *progress, void
 typedef starfa_train_callback starfa_als_callback;
 
 typedef struct starfa_model {
-	starfa_als_algo algo;
+	starfa_model_kind kind;
+	char algorithm[16];                 /* the algorithm that trained it, NUL-terminated, e.g. "als", "ials" */
 	int64_t nusers, nitems, rank;
 	float *user_factors, *item_factors; /* nusers x rank and nitems x rank, row-major */
-	float *user_bias, *item_bias;       /* NULL when the model has no biases */
-	double global_mean;                 /* 0 for implicit models */
+	float *user_bias, *item_bias;       /* NULL when the model has no biases (explicit models only) */
+	double global_mean;                 /* explicit models; 0 for the other kinds */
 	starfa_idmap *user_ids, *item_ids;  /* original ids (indices "1", "2", ... for Matrix Market input) */
 	starfa_csr *seen;                   /* the training entries (users x items), or NULL */
 	double lambda, alpha;               /* the training settings, for the record */
@@ -671,45 +687,61 @@ int starfa_als_train(const starfa_coo *train, const starfa_coo *test, const star
 
 void starfa_model_free(starfa_model *m);
 
-/* The model's score of (user, item); -1 for a user or item it does not know: an explicit model then
- * predicts the mean plus the biases it has, never NaN. */
+/* The model's score of (user, item): mu + b_u + c_v + x_u·y_v for explicit models, x_u·y_v for the other
+ * kinds. -1 for a user or item it does not know: an explicit model then predicts the mean plus the
+ * biases it has, the others 0; never NaN. */
 float starfa_model_predict(const starfa_model *m, int64_t user, int64_t item);
 
-/* The model file (little-endian, described in README.md): magic "STARFAMD", version, algorithm,
- * dimensions, rank, original ids, factors, biases, seen entries and a CRC-32 of everything before it.
- * Written to a temporary file in the same folder, then renamed over path. */
+/* The model file (little-endian, described in README.md and model/model.c): magic "STARFAMD", version
+ * 2, then tagged sections (the kind, the algorithm, dimensions and settings; the original ids, factors,
+ * biases, seen entries) and a CRC-32 of everything before it. Written to a temporary file in the same
+ * folder, then renamed over path. */
 int starfa_model_save(const starfa_model *m, const char *path);
-/* Reads and checks every field (sizes, ids, finite factors, seen entries, checksum): a truncated or
- * corrupt file gives STARFA_EFORMAT naming the file and what is wrong. */
+/* Reads version 2 and version 1 files (which hold ALS and implicit ALS models) and checks every field
+ * (sections, sizes, ids, finite factors, seen entries, checksum): a truncated or corrupt file gives
+ * STARFA_EFORMAT naming the file and what is wrong, and so does a section this starfa does not know
+ * unless its tag begins with a lowercase letter (optional: skipped). */
 int starfa_model_load(const char *path, starfa_model **out);
+
+/* What starfa_model_export writes. */
+typedef enum starfa_export_what {
+	STARFA_EXPORT_USER_FACTORS = 0, /* one row per user: its id, then its rank factors */
+	STARFA_EXPORT_ITEM_FACTORS = 1, /* one row per item: its id, then its rank factors */
+	STARFA_EXPORT_USER_BIAS = 2,    /* one row per user: its id, then its bias */
+	STARFA_EXPORT_ITEM_BIAS = 3,    /* one row per item: its id, then its bias */
+} starfa_export_what;
+
+/* Parses "user-factors", "item-factors", "user-bias" or "item-bias"; returns -1 for anything else. */
+int starfa_export_parse(const char *name, starfa_export_what *out);
+/* The name starfa_export_parse reads ("unknown" for anything else). */
+const char *starfa_export_name(starfa_export_what what);
+
+/* Writes one of the model's arrays as tab-separated text: a line per user (or item), its original id
+ * (the index from 1 when the model has no ids) and then its values, each as "%.9g" (a float's exact
+ * value when read back). Written to a temporary file in the same folder, then renamed over path: a
+ * failure leaves no file and whatever was at path. STARFA_EINVAL for biases of a model without them,
+ * and for a model with a non-finite value or an id holding a tab or a line break. */
+int starfa_model_export(const starfa_model *m, starfa_export_what what, const char *path);
 
 typedef struct starfa_recommendation {
 	int64_t item;
 	float score;
 } starfa_recommendation;
 
-/* The k best items for `user` (-1: a user the model does not know, ranked by item bias for explicit
- * models and by popularity in seen for implicit ones), best first, leaving out the items of the
- * user's row of `exclude` (users x items, e.g. m->seen; NULL: none). For user -1, `exclude` may
- * instead have one row (1 x items), whose items are left out; a users x items one leaves out
- * nothing then. *count gets how many were written (fewer than k when fewer items are left). */
+/* The k best items for `user` by starfa_model_predict's score (-1: a user the model does not know,
+ * ranked by item bias for explicit models and by popularity in seen for the other kinds), best first,
+ * leaving out the items of the user's row of `exclude` (users x items, e.g. m->seen; NULL: none). For
+ * user -1, `exclude` may instead have one row (1 x items), whose items are left out; a users x items
+ * one leaves out nothing then. *count gets how many were written (fewer than k when fewer items are
+ * left). */
 int starfa_recommend(const starfa_model *m, int64_t user, int64_t k, const starfa_csr *exclude,
 		     starfa_recommendation *out, int64_t *count);
 
-/* Scores the model on test entries, matched as in starfa_als_train; k is the cut-off of the ranking
- * metrics of implicit models (the training items in m->seen are left out of the rankings). */
+/* Scores the model on test entries, matched as in starfa_als_train: RMSE for explicit and non-negative
+ * models, ranking metrics for implicit ones, whose cut-off is k (the training items in m->seen are left
+ * out of the rankings). Topic models give STARFA_EINVAL: they are evaluated by perplexity, which this
+ * version does not compute yet. */
 int starfa_eval(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out);
-
-#ifndef STARFA_MODEL_KINDS
-/* What a model is, apart from the algorithm that trained it. */
-typedef enum starfa_model_kind {
-	STARFA_MODEL_EXPLICIT = 0, /* ratings: mu + b_u + c_v + x_u·y_v (biases optional) */
-	STARFA_MODEL_IMPLICIT = 1, /* implicit feedback: preference x_u·y_v */
-	STARFA_MODEL_NONNEG = 2,   /* non-negative factors: S ~ W·Hᵀ (KL-NMF, GaP) */
-	STARFA_MODEL_TOPIC = 3,    /* topic model */
-} starfa_model_kind;
-#define STARFA_MODEL_KINDS 4
-#endif
 
 /* ------------------------------------------------------------------ one training driver
  * Every algorithm is a starfa_algorithm: its parameters (a struct of its own, with a table that names

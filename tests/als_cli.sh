@@ -1,6 +1,7 @@
 #!/bin/sh
-# starfa train, eval and recommend end to end on a small generated ratings file: outputs, the model
-# and log files, exit codes and messages on bad input, and nothing half-written after a failure.
+# starfa train, eval, recommend and export end to end on a small generated ratings file: outputs, the
+# model, log and exported files, exit codes and messages on bad input, and nothing half-written after a
+# failure.
 set -u
 . "$(dirname "$0")/cli_lib.sh"
 
@@ -33,10 +34,17 @@ expect 0 'iter +4 .*p@10 0\.[0-9]+ +map@10 .*ndcg@10' -- train --algo ials --inp
 	--test-fraction 0.2 --rank 6 --iters 4 --alpha 5 --out "$tmp/ials.model" --row-tiles 2 --col-tiles 3
 
 expect 0 'rmse=0\.[0-9]+' -- eval --model "$tmp/als.model" --test "$tmp/test.csv"
+expect 0 '^model: explicit \(als\), 80 users, 50 items, rank 4, biases$' -- eval --model "$tmp/als.model" \
+	--test "$tmp/test.csv"
+expect 0 '^model: implicit \(ials\), 80 users, 50 items, rank 6$' -- eval --model "$tmp/ials.model" --test "$tmp/test.csv"
 expect 0 'cold=2' -- eval --model "$tmp/als.model" --test "$tmp/test.csv"
 expect 0 'precision@5=0\.[0-9]+ map@5=.* ndcg@5=' -- eval --model "$tmp/ials.model" --test "$tmp/test.csv" --k 5
 
 expect 0 '^3	m[0-9]+	[0-9.-]+$' -- recommend --model "$tmp/als.model" --user u1 --k 3
+# The model's line goes to standard error: standard output is the table alone.
+expect 0 '^model: explicit \(als\), 80 users' -- recommend --model "$tmp/als.model" --user u1 --k 3
+first=$("$starfa" recommend --model "$tmp/als.model" --user u1 --k 3 2>/dev/null | head -n 1)
+[ "$first" = "$(printf 'rank\titem\tscore')" ] || fail "recommend's standard output begins with '$first'"
 # Nothing the user rated in training comes back (the model keeps the training entries): als-cg.model
 # was trained on the whole of ratings.csv.
 "$starfa" recommend --model "$tmp/als-cg.model" --user u7 --k 50 | awk 'NR > 1 { print $2 }' >"$tmp/recs"
@@ -67,6 +75,30 @@ printf 'userId,movieId,rating\nu1,m1,4\nu2,m1,-3\n' >"$tmp/negative.csv"
 expect 1 'negative' -- train --algo ials --input "$tmp/negative.csv" --out "$tmp/x.model" --log "$tmp/x.csv"
 [ -e "$tmp/x.model" ] && fail "a failed training left a model"
 [ -e "$tmp/x.csv" ] && fail "a failed training left a log"
+ls "$tmp" | grep -q '\.tmp\.' && fail "temporary files left: $(ls "$tmp")"
+
+# export: a model's arrays as tab-separated text, a line per user or item, its id first.
+expect 0 'user-factors: 80 lines of 4 values written' -- export --model "$tmp/als.model" --what user-factors \
+	--out "$tmp/uf.tsv"
+awk -F'\t' 'NF != 5 || $1 !~ /^u[0-9]+$/ || seen[$1]++ { exit 1 } END { exit NR != 80 }' "$tmp/uf.tsv" ||
+	fail "user factors: $(head -n 3 "$tmp/uf.tsv")"
+expect 0 'item-bias: 50 lines of 1 value written' -- export --model "$tmp/als.model" --what item-bias --out "$tmp/ib.tsv"
+awk -F'\t' 'NF != 2 || $1 !~ /^m[0-9]+$/ || $2 !~ /^-?[0-9.e+-]+$/ { exit 1 } END { exit NR != 50 }' "$tmp/ib.tsv" ||
+	fail "item biases: $(head -n 3 "$tmp/ib.tsv")"
+expect 0 'item-factors: 50 lines of 6 values' -- export --model "$tmp/ials.model" --what item-factors \
+	--out "$tmp/if.tsv"
+expect 0 'user-bias or item-bias' -- export --help
+expect 0 'export +write a model' -- --help
+# ... and on errors a message, a non-zero exit and no file.
+expect 1 'no user biases' -- export --model "$tmp/ials.model" --what user-bias --out "$tmp/none.tsv"
+expect 2 '--what must be user-factors, item-factors, user-bias or item-bias' -- export --model "$tmp/als.model" \
+	--what factors --out "$tmp/none.tsv"
+expect 2 'needs --model MODEL, --what WHAT and --out FILE.tsv' -- export --model "$tmp/als.model" --what user-bias
+expect 2 'unexpected argument' -- export --model "$tmp/als.model" --what user-bias --out "$tmp/none.tsv" extra
+expect 1 'missing\.model' -- export --model "$tmp/missing.model" --what user-bias --out "$tmp/none.tsv"
+expect 1 'cannot create a temporary file beside' -- export --model "$tmp/als.model" --what user-bias \
+	--out "$tmp/no/such/folder/none.tsv"
+[ -e "$tmp/none.tsv" ] && fail "a failed export left a file"
 ls "$tmp" | grep -q '\.tmp\.' && fail "temporary files left: $(ls "$tmp")"
 
 head -c 200 "$tmp/als.model" >"$tmp/cut.model"

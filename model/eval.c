@@ -1,6 +1,7 @@
-/* Model quality on test entries: RMSE for explicit models; precision, MAP and NDCG at k for implicit
- * ones, defined as PyPI implicit's ranking_metrics_at_k defines them so the numbers compare. */
-#include "runtime/model.h"
+/* Model quality on test entries: RMSE for explicit and non-negative models; precision, MAP and NDCG at k
+ * for implicit ones, defined as PyPI implicit's ranking_metrics_at_k defines them so the numbers
+ * compare. */
+#include "model/model.h"
 
 #include <math.h>
 #include <omp.h>
@@ -212,6 +213,13 @@ int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_m
 	out->entries = test->n;
 	out->k = k;
 	out->rmse = out->precision = out->map = out->ndcg = NAN;
+	if (f->kind == STARFA_MODEL_TOPIC)
+		return starfa_set_error(STARFA_EINVAL,
+					"topic models are evaluated by perplexity, which this build does not support yet");
+	if ((unsigned)f->kind >= STARFA_MODEL_KINDS)
+		return starfa_set_error(STARFA_EINVAL, "cannot evaluate a model of unknown kind %d", (int)f->kind);
+	if (f->kind == STARFA_MODEL_IMPLICIT && k < 1)
+		return starfa_set_error(STARFA_EINVAL, "ranking metrics need k >= 1");
 	/* Cold: the user or the item is unknown, or had no training entries. */
 	uint8_t *item_seen = seen ? starfa_calloc((size_t)f->nitems, 1) : NULL;
 	if (seen && !item_seen)
@@ -224,7 +232,9 @@ int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_m
 		out->cold += u < 0 || i < 0 || (seen && (seen->rowptr[u + 1] == seen->rowptr[u] || !item_seen[i]));
 	}
 	free(item_seen);
-	if (!f->implicit) {
+	if (f->kind != STARFA_MODEL_IMPLICIT) {
+		/* Explicit: the score holds the mean and the biases; non-negative: W·Hᵀ alone (the view has
+		 * neither, starfa_model_factors). */
 		double sum = 0;
 #pragma omp parallel for reduction(+ : sum)
 		for (int64_t e = 0; e < test->n; e++) {
@@ -234,8 +244,6 @@ int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_m
 		out->rmse = test->n > 0 ? sqrt(sum / (double)test->n) : NAN;
 		return 0;
 	}
-	if (k < 1)
-		return starfa_set_error(STARFA_EINVAL, "ranking metrics need k >= 1");
 	return ranking_metrics(f, test, seen, k, out);
 }
 

@@ -1,14 +1,15 @@
-/* Scoring factors, shared by runtime/model.c, runtime/eval.c and graphs/als.c: a view of the factors
+/* Scoring factors, shared by model/model.c, model/eval.c and graphs/als.c: a view of the factors
  * as they lie (a finished model, or training's augmented blocks), and test entries matched to them. */
-#ifndef STARFA_RUNTIME_MODEL_H
-#define STARFA_RUNTIME_MODEL_H
+#ifndef STARFA_MODEL_MODEL_H
+#define STARFA_MODEL_MODEL_H
 
 #include "core/internal.h"
 
 /* Factors with strides: user u's vector is U[u * ldu + 0 .. rank), its bias ub[u * ub_stride] (ub NULL:
- * none), likewise for items. */
+ * none), likewise for items. The kind decides how they are evaluated (and, for a user they do not know,
+ * recommended from); mu and the biases are an explicit model's only. */
 struct starfa_factors {
-	int implicit;
+	starfa_model_kind kind;
 	int64_t nusers, nitems, rank;
 	const float *U, *V, *ub, *ib;
 	int64_t ldu, ldv, ub_stride, ib_stride;
@@ -60,8 +61,8 @@ int starfa_match_entries(const starfa_coo *test, const starfa_idmap *users, cons
 			 int64_t nusers, int64_t nitems, struct starfa_matched *out);
 void starfa_matched_free(struct starfa_matched *m);
 
-/* RMSE (explicit) or ranking metrics at k (implicit, leaving seen's items out of the rankings; seen
- * may be NULL), as starfa_eval. */
+/* RMSE (explicit and non-negative kinds) or ranking metrics at k (implicit, leaving seen's items out of
+ * the rankings; seen may be NULL), as starfa_eval; STARFA_EINVAL for topic models. */
 int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
 			   int64_t k, starfa_metrics *out);
 
