@@ -3,20 +3,11 @@
 #include "codelets/codelet.h"
 #include "codelets/zero.h"
 #include "cpu/dense.h"
+#include "cpu/elementwise.h"
 #ifdef STARFA_USE_CUDA
 #include "gpu/dense.h"
 #include <starpu_cuda.h>
 #endif
-
-static int dense_reads_operand(int op)
-{
-	return op == STARFA_DENSE_COPY || op == STARFA_DENSE_ADD || op == STARFA_DENSE_MUL || op == STARFA_DENSE_DIV;
-}
-
-static int dense_reads_y(int op)
-{
-	return op != STARFA_DENSE_SET && op != STARFA_DENSE_COPY;
-}
 
 /* Checks a block index of D. */
 static int check_block(const char *what, const starfa_dense *D, int64_t block)
@@ -97,7 +88,7 @@ int starfa_task_dense_map(starfa_dense *Y, int64_t block, starfa_dense_op op, fl
 		return starfa_set_error(STARFA_EINVAL, "%s: unknown op %d", what, (int)op);
 	struct map_args args = {(int)op, STARFA_OPERAND_NONE, a, b};
 	starpu_data_handle_t z = NULL;
-	if (dense_reads_operand(op)) {
+	if (starfa_dense_reads_operand(op)) {
 		if ((X != NULL) == (v != NULL))
 			return starfa_set_error(STARFA_EINVAL, "%s: this op needs one operand, X or v", what);
 		if (X) {
@@ -116,7 +107,7 @@ int starfa_task_dense_map(starfa_dense *Y, int64_t block, starfa_dense_op op, fl
 			z = v->handle;
 		}
 	}
-	enum starpu_data_access_mode ymode = dense_reads_y(op) ? STARPU_RW : STARPU_W;
+	enum starpu_data_access_mode ymode = starfa_dense_reads_y(op) ? STARPU_RW : STARPU_W;
 	double n = (double)(Y->bounds[block + 1] - Y->bounds[block]) * (double)Y->cols;
 	if (z)
 		return starfa_submit(&dense_map_cl, &args, sizeof args, n, attr,

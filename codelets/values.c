@@ -2,6 +2,7 @@
  * values_map (element-wise maps) and values_reduce (sums of a function of the values into a slot). */
 #include "codelets/codelet.h"
 #include "codelets/zero.h"
+#include "cpu/elementwise.h"
 #include "cpu/values.h"
 #ifdef STARFA_USE_CUDA
 #include "gpu/values.h"
@@ -89,17 +90,6 @@ struct map_args {
 	float a, b;
 };
 
-static int map_reads_x(int op)
-{
-	return op == STARFA_VALUES_COPY || op == STARFA_VALUES_AXPBY || op == STARFA_VALUES_MUL ||
-	       op == STARFA_VALUES_QUOTIENT;
-}
-
-static int map_reads_y(int op)
-{
-	return op != STARFA_VALUES_SET && op != STARFA_VALUES_COPY;
-}
-
 /* Buffers: 0 Y's tile, 1 x (values vector or CSR tile) when the op reads it. */
 static void values_map_cpu(void *buffers[], void *cl_arg)
 {
@@ -162,12 +152,12 @@ int starfa_task_values_map(starfa_sparse_values *Y, int64_t i, int64_t j, starfa
 	const struct starfa_tile *tile;
 	starpu_data_handle_t x;
 	int xkind;
-	int rc = values_operands("starfa_task_values_map", Y, i, j, X, map_reads_x(op), &tile, &x, &xkind);
+	int rc = values_operands("starfa_task_values_map", Y, i, j, X, starfa_values_reads_x(op), &tile, &x, &xkind);
 	if (rc || tile->nnz == 0)
 		return rc;
 	struct map_args args = {(int)op, xkind, a, b};
 	starpu_data_handle_t y = Y->handles[i * Y->grid->nc + j];
-	enum starpu_data_access_mode ymode = map_reads_y(op) ? STARPU_RW : STARPU_W;
+	enum starpu_data_access_mode ymode = starfa_values_reads_y(op) ? STARPU_RW : STARPU_W;
 	if (xkind)
 		return starfa_submit(&values_map_cl, &args, sizeof args, (double)tile->nnz, attr,
 				     STARFA_BUFFERS({y, ymode}, {x, STARPU_R}));
@@ -180,12 +170,6 @@ struct reduce_args {
 	int op, xkind;
 	float a;
 };
-
-static int reduce_reads_x(int op)
-{
-	return op == STARFA_REDUCE_SQDIFF || op == STARFA_REDUCE_KL || op == STARFA_REDUCE_XLOGY ||
-	       op == STARFA_REDUCE_CONFIDENCE;
-}
 
 /* Buffers: 0 the slot (a double), 1 Y's tile, 2 x when the op reads it. */
 static void values_reduce_cpu(void *buffers[], void *cl_arg)
@@ -243,7 +227,7 @@ int starfa_task_values_reduce(const starfa_sparse_values *Y, int64_t i, int64_t 
 	starpu_data_handle_t x;
 	int xkind;
 	if (!rc)
-		rc = values_operands(what, Y, i, j, X, reduce_reads_x(op), &tile, &x, &xkind);
+		rc = values_operands(what, Y, i, j, X, starfa_reduce_reads_x(op), &tile, &x, &xkind);
 	if (rc)
 		return rc;
 	if (tile->nnz == 0) /* nothing to add: the slot reads as zero */

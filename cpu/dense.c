@@ -1,8 +1,7 @@
 /* Element-wise maps, sums and reductions of dense blocks on the CPU. */
 #include "cpu/dense.h"
 
-#include "cpu/special.h"
-#include "starfa.h"
+#include "cpu/elementwise.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -17,28 +16,12 @@ static inline float operand(const float *Z, int64_t ldz, int zkind, int64_t r, i
 	}
 }
 
-static inline float apply(int op, float a, float b, float z, float y)
-{
-	switch (op) {
-	case STARFA_DENSE_SET: return a;
-	case STARFA_DENSE_COPY: return z;
-	case STARFA_DENSE_SCALE: return a * y + b;
-	case STARFA_DENSE_ADD: return y + a * z;
-	case STARFA_DENSE_MUL: return y * z;
-	case STARFA_DENSE_DIV: return y / (a > 0.0f ? fmaxf(a, z) : z);
-	case STARFA_DENSE_EXP: return expf(y);
-	case STARFA_DENSE_LOG: return logf(fmaxf(a, y));
-	case STARFA_DENSE_DIGAMMA: return starfa_digammaf(y);
-	default: return y;
-	}
-}
-
 void starfa_cpu_dense_map(int64_t rows, int64_t cols, int op, float a, float b, const float *Z, int64_t ldz,
 			  int zkind, float *Y, int64_t ldy)
 {
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t c = 0; c < cols; c++)
-			Y[r * ldy + c] = apply(op, a, b, operand(Z, ldz, zkind, r, c), Y[r * ldy + c]);
+			Y[r * ldy + c] = starfa_dense_apply(op, a, b, operand(Z, ldz, zkind, r, c), Y[r * ldy + c]);
 }
 
 int starfa_cpu_dense_colsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, int accumulate, float *v)

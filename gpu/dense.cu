@@ -2,7 +2,7 @@
 #include "gpu/dense.h"
 
 #include "cpu/dense.h" /* the operand kinds */
-#include "cpu/special.h"
+#include "cpu/elementwise.h"
 #include "gpu/reduce.cuh"
 #include "starfa.h"
 
@@ -16,26 +16,10 @@ unsigned blocks_for(int64_t n)
 	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
 }
 
-__device__ __forceinline__ float apply(int op, float a, float b, float z, float y)
-{
-	switch (op) {
-	case STARFA_DENSE_SET: return a;
-	case STARFA_DENSE_COPY: return z;
-	case STARFA_DENSE_SCALE: return a * y + b;
-	case STARFA_DENSE_ADD: return y + a * z;
-	case STARFA_DENSE_MUL: return y * z;
-	case STARFA_DENSE_DIV: return y / (a > 0.0f ? fmaxf(a, z) : z);
-	case STARFA_DENSE_EXP: return expf(y);
-	case STARFA_DENSE_LOG: return logf(fmaxf(a, y));
-	case STARFA_DENSE_DIGAMMA: return starfa_digammaf(y);
-	default: return y;
-	}
-}
-
 __global__ void map_kernel(int64_t rows, int64_t cols, int op, float a, float b, const float *__restrict__ Z,
 			   int64_t ldz, int zkind, float *__restrict__ Y, int64_t ldy)
 {
-	const bool reads_y = op != STARFA_DENSE_SET && op != STARFA_DENSE_COPY;
+	const bool reads_y = starfa_dense_reads_y(op);
 	const int64_t n = rows * cols;
 	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
 		const int64_t r = e / cols, c = e - r * cols;
@@ -47,7 +31,7 @@ __global__ void map_kernel(int64_t rows, int64_t cols, int op, float a, float b,
 		else if (zkind == STARFA_OPERAND_PER_COL)
 			z = Z[c];
 		float *y = Y + r * ldy + c;
-		*y = apply(op, a, b, z, reads_y ? *y : 0.0f);
+		*y = starfa_dense_apply(op, a, b, z, reads_y ? *y : 0.0f);
 	}
 }
 

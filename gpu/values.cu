@@ -3,7 +3,7 @@
 #include "gpu/values.h"
 
 #include "gpu/reduce.cuh"
-#include "starfa.h"
+#include "cpu/elementwise.h"
 
 namespace {
 
@@ -26,55 +26,21 @@ __global__ void transpose_kernel(int64_t nnz, const uint32_t *__restrict__ map, 
 	}
 }
 
-__device__ __forceinline__ float map_one(int op, float a, float b, float x, float y)
-{
-	switch (op) {
-	case STARFA_VALUES_SET: return a;
-	case STARFA_VALUES_COPY: return x;
-	case STARFA_VALUES_SCALE: return a * y + b;
-	case STARFA_VALUES_AXPBY: return a * x + b * y;
-	case STARFA_VALUES_MUL: return x * y;
-	case STARFA_VALUES_QUOTIENT: return x / fmaxf(a, y);
-	case STARFA_VALUES_EXP: return expf(y);
-	case STARFA_VALUES_LOG: return logf(fmaxf(a, y));
-	default: return y;
-	}
-}
-
 /* The ops that do not read y must not: y may hold NaN (a fresh output). */
 __global__ void map_kernel(int64_t n, int op, float a, float b, const float *__restrict__ x, float *__restrict__ y)
 {
-	const bool reads_y = op != STARFA_VALUES_SET && op != STARFA_VALUES_COPY;
-	const bool reads_x = op == STARFA_VALUES_COPY || op == STARFA_VALUES_AXPBY || op == STARFA_VALUES_MUL ||
-			     op == STARFA_VALUES_QUOTIENT;
+	const bool reads_y = starfa_values_reads_y(op), reads_x = starfa_values_reads_x(op);
 	for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < n; p += (int64_t)gridDim.x * blockDim.x)
-		y[p] = map_one(op, a, b, reads_x ? x[p] : 0.0f, reads_y ? y[p] : 0.0f);
-}
-
-__device__ __forceinline__ double reduce_term(int op, float a, float x, float y)
-{
-	switch (op) {
-	case STARFA_REDUCE_SUM: return y;
-	case STARFA_REDUCE_SQUARES: return (double)y * y;
-	case STARFA_REDUCE_SQDIFF: {
-		double d = (double)x - y;
-		return d * d;
-	}
-	case STARFA_REDUCE_KL: return x != 0.0f ? (double)x * log((double)x / fmax((double)a, (double)y)) - x : 0.0;
-	case STARFA_REDUCE_XLOGY: return x != 0.0f ? (double)x * log(fmax((double)a, (double)y)) : 0.0;
-	case STARFA_REDUCE_CONFIDENCE: return (1.0 + (double)a * x) * (1.0 - y) * (1.0 - y) - (double)y * y;
-	default: return 0.0;
-	}
+		y[p] = starfa_values_apply(op, a, b, reads_x ? x[p] : 0.0f, reads_y ? y[p] : 0.0f);
 }
 
 __global__ void __launch_bounds__(kReduceThreads)
 	reduce_kernel(int64_t n, int op, float a, const float *__restrict__ x, const float *__restrict__ y, double *sum)
 {
-	const bool reads_x = op == STARFA_REDUCE_SQDIFF || op == STARFA_REDUCE_KL || op == STARFA_REDUCE_XLOGY ||
-			     op == STARFA_REDUCE_CONFIDENCE;
+	const bool reads_x = starfa_reduce_reads_x(op);
 	double v = 0.0;
 	for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < n; p += (int64_t)gridDim.x * blockDim.x)
-		v += reduce_term(op, a, reads_x ? x[p] : 0.0f, y[p]);
+		v += starfa_reduce_term(op, a, reads_x ? x[p] : 0.0f, y[p]);
 	starfa_gpu::block_add(v, sum);
 }
 

@@ -648,37 +648,22 @@ static const starfa_param ials_params[] = {
 	{NULL, 0, 0, 0, 0, NULL, NULL},
 };
 
-const starfa_algorithm starfa_algorithm_als = {
-	.name = "als",
-	.summary = "ALS on explicit ratings: mean, user and item biases, factors (Cholesky or CG per row)",
-	.kind = STARFA_MODEL_EXPLICIT,
-	.params_size = sizeof(starfa_als_options),
-	.params = als_params,
-	.defaults = als_defaults,
-	.check = als_check,
-	.iterations = als_iterations,
-	.setup = als_setup,
-	.iterate = als_iterate,
-	.evaluate = als_evaluate,
-	.model = als_model,
-	.free = als_free,
-};
+/* ALS and implicit ALS share every step; their defaults, options and model kinds differ. */
+#define ALS_ALGORITHM(algo_name, algo_summary, algo_kind, algo_params, algo_defaults)                     \
+	{                                                                                                  \
+		.name = algo_name, .summary = algo_summary, .kind = algo_kind,                             \
+		.params_size = sizeof(starfa_als_options), .params = algo_params, .defaults = algo_defaults, \
+		.check = als_check, .iterations = als_iterations, .setup = als_setup, .iterate = als_iterate, \
+		.evaluate = als_evaluate, .model = als_model, .free = als_free,                            \
+	}
 
-const starfa_algorithm starfa_algorithm_ials = {
-	.name = "ials",
-	.summary = "implicit-feedback ALS (Hu, Koren & Volinsky): confidence-weighted preferences, CG per row",
-	.kind = STARFA_MODEL_IMPLICIT,
-	.params_size = sizeof(starfa_als_options),
-	.params = ials_params,
-	.defaults = ials_defaults,
-	.check = als_check,
-	.iterations = als_iterations,
-	.setup = als_setup,
-	.iterate = als_iterate,
-	.evaluate = als_evaluate,
-	.model = als_model,
-	.free = als_free,
-};
+const starfa_algorithm starfa_algorithm_als =
+	ALS_ALGORITHM("als", "ALS on explicit ratings: mean, user and item biases, factors (Cholesky or CG per row)",
+		      STARFA_MODEL_EXPLICIT, als_params, als_defaults);
+
+const starfa_algorithm starfa_algorithm_ials =
+	ALS_ALGORITHM("ials", "implicit-feedback ALS (Hu, Koren & Volinsky): confidence-weighted preferences, CG per row",
+		      STARFA_MODEL_IMPLICIT, ials_params, ials_defaults);
 
 int starfa_als_train(const starfa_coo *train, const starfa_coo *test, const starfa_als_options *opts,
 		     starfa_als_callback callback, void *user_data, starfa_model **out)

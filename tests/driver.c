@@ -142,6 +142,17 @@ int testing_runtime(void)
 	return testing_runtime_with(&opts);
 }
 
+int testing_runtime_only(starfa_worker_kind kind)
+{
+	starfa_options opts;
+	starfa_options_default(&opts);
+	if (kind == STARFA_WORKER_CPU)
+		opts.ncuda = 0;
+	else
+		opts.ncpus = 0;
+	return testing_runtime_with(&opts);
+}
+
 const char *testing_write_file(const char *name, const char *text, size_t size)
 {
 	static char path[1024];

@@ -10,17 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int runtime_of(starfa_worker_kind kind)
-{
-	starfa_options opts;
-	starfa_options_default(&opts);
-	if (kind == STARFA_WORKER_CPU)
-		opts.ncuda = 0;
-	else
-		opts.ncpus = 0;
-	return testing_runtime_with(&opts);
-}
-
 /* ψ by its series at a large argument and the recurrence: independent of starfa's code path. */
 static double digamma_ref(double x)
 {
@@ -51,7 +40,7 @@ static double op_ref(starfa_dense_op op, float a, float b, double z, double y)
 
 static int dense_ops(starfa_worker_kind kind, uint64_t seed)
 {
-	CHECK_OK(runtime_of(kind));
+	CHECK_OK(testing_runtime_only(kind));
 	uint64_t rng = seed;
 	starfa_csr *S = testing_random_csr(400, 300, 3000, 0.5, &rng);
 	CHECK(S);

@@ -11,18 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Starts StarPU with one kind of worker only. */
-static int runtime_of(starfa_worker_kind kind)
-{
-	starfa_options opts;
-	starfa_options_default(&opts);
-	if (kind == STARFA_WORKER_CPU)
-		opts.ncuda = 0;
-	else
-		opts.ncpus = 0;
-	return testing_runtime_with(&opts);
-}
-
 /* A fixture: S with both grids, factors W (rows x k) and H (cols x k) blocked along both sides. */
 struct fixture {
 	starfa_csr *S, *St;
@@ -88,7 +76,7 @@ static int close_to(double got, double ref, double n, double scale)
  * the column side; the column side's own SDDMM; SpMM with the transposed values. */
 static int sddmm_both_sides(starfa_worker_kind kind, uint64_t seed)
 {
-	CHECK_OK(runtime_of(kind));
+	CHECK_OK(testing_runtime_only(kind));
 	uint64_t rng = seed;
 	struct fixture f;
 	int64_t k = 1 + (int64_t)testing_below(&rng, 40);
@@ -213,7 +201,7 @@ static double reduce_ref(starfa_reduce_op op, float a, float x, float y)
 /* Every map and reduction op on both sides, x from another values set or from S's own values. */
 static int maps_and_reductions(starfa_worker_kind kind, uint64_t seed)
 {
-	CHECK_OK(runtime_of(kind));
+	CHECK_OK(testing_runtime_only(kind));
 	uint64_t rng = seed;
 	struct fixture f;
 	CHECK_OK(fixture_make(&f, 250, 180, 3000, 4, &rng));

@@ -82,6 +82,10 @@ int testing_runtime(void);
  * started with other options, so a test's worker set never depends on the tests before it. */
 int testing_runtime_with(const starfa_options *opts);
 
+/* The same with one kind of worker alone (CPU cores or GPUs), so that a test body checks that kind's
+ * kernels through the task graph. */
+int testing_runtime_only(starfa_worker_kind kind);
+
 /* Writes text to a fresh file in the test scratch folder and returns its path
  * (valid until the next call). */
 const char *testing_write_file(const char *name, const char *text, size_t size);
