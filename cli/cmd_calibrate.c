@@ -12,7 +12,7 @@
  * calibrated on the sizes below it, rowsolve (which stores none) on every size. */
 #define MAX_SYSTEMS_BYTES ((size_t)1 << 30)
 
-enum { GROUP_SDDMM = 1, GROUP_SPMM = 2, GROUP_ALS = 4, GROUP_ALL = 7 };
+enum { GROUP_SDDMM = 1, GROUP_SPMM = 2, GROUP_ALS = 4, GROUP_ELEMENTWISE = 8, GROUP_ALL = 15 };
 
 struct rank_list {
 	int64_t rank[MAX_RANKS];
@@ -33,12 +33,15 @@ static void usage(FILE *out)
 		     "Runs every operation on random tiles of growing size for each rank, on every worker\n"
 		     "type, with StarPU's calibration on, so that later runs schedule from calibrated\n"
 		     "performance models.\n"
-		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als):\n"
+		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als,elementwise):\n"
 		     "                     sddmm  SDDMM plain and scaled\n"
 		     "                     spmm   SpMM S*X and S^T*X\n"
 		     "                     als    gram, hermitian and bias (explicit and implicit), solve\n"
 		     "                            (Cholesky, CG, CG on FP16 systems) and rowsolve (Cholesky,\n"
 		     "                            CG, implicit CG)\n"
+		     "                     elementwise  SDDMM with beta, values transposed, mapped and reduced,\n"
+		     "                            dense maps, column and row sums and reductions, on a\n"
+		     "                            grid with empty tiles (the zero codelet)\n"
 		     "  --ranks LIST     comma-separated ranks of sddmm and spmm (default 32,128,512)\n"
 		     "  --als-ranks LIST ranks of the ALS operations (default 16,64,128)\n"
 		     "  --min-nnz N      smallest tile (default 64)\n"
@@ -83,14 +86,14 @@ static int add_rank(const char *option, const char *value, void *ctx)
 
 static int add_group(const char *option, const char *value, void *ctx)
 {
-	static const char *const names[] = {"sddmm", "spmm", "als"};
-	static const int bits[] = {GROUP_SDDMM, GROUP_SPMM, GROUP_ALS};
-	for (int i = 0; i < 3; i++)
+	static const char *const names[] = {"sddmm", "spmm", "als", "elementwise"};
+	static const int bits[] = {GROUP_SDDMM, GROUP_SPMM, GROUP_ALS, GROUP_ELEMENTWISE};
+	for (int i = 0; i < 4; i++)
 		if (strcmp(value, names[i]) == 0) {
 			*(int *)ctx |= bits[i];
 			return 0;
 		}
-	cli_error("--%s: unknown group '%s' (sddmm, spmm or als)", option, value);
+	cli_error("--%s: unknown group '%s' (sddmm, spmm, als or elementwise)", option, value);
 	return -1;
 }
 
@@ -103,7 +106,7 @@ static int parse_ranks(const char *option, const char *text, struct rank_list *l
 static int parse_ops(const char *text, int *groups)
 {
 	*groups = 0;
-	return parse_list("ops", text, "group (sddmm, spmm or als)", add_group, groups);
+	return parse_list("ops", text, "group (sddmm, spmm, als or elementwise)", add_group, groups);
 }
 
 static int parse(int argc, char **argv, struct calibrate_cli *c)
@@ -168,7 +171,8 @@ static int parse(int argc, char **argv, struct calibrate_cli *c)
 }
 
 /* A random nrows x ncols matrix with about nnz entries of values in [1, 2). */
-static starfa_csr *random_matrix(int64_t nrows, int64_t ncols, int64_t nnz, uint64_t seed)
+/* Entries in the first used_rows of nrows rows (all of them when used_rows is nrows). */
+static starfa_csr *random_matrix(int64_t nrows, int64_t used_rows, int64_t ncols, int64_t nnz, uint64_t seed)
 {
 	starfa_coo *coo = starfa_coo_new(nrows, ncols, nnz);
 	if (!coo)
@@ -178,7 +182,7 @@ static starfa_csr *random_matrix(int64_t nrows, int64_t ncols, int64_t nnz, uint
 		s ^= s << 13;
 		s ^= s >> 7;
 		s ^= s << 17;
-		coo->row[e] = (int32_t)(s % (uint64_t)nrows);
+		coo->row[e] = (int32_t)(s % (uint64_t)used_rows);
 		coo->col[e] = (int32_t)((s >> 32) % (uint64_t)ncols);
 		coo->val[e] = 1.0f + (float)(s >> 40) / 16777216.0f;
 	}
@@ -409,6 +413,80 @@ out:
 	return rc;
 }
 
+/* ---------------------------------------------------------------- element-wise operations */
+
+enum { EW_SDDMM_BETA, EW_TRANSPOSE, EW_QUOTIENT, EW_REDUCE, EW_DENSE_MAP, EW_COLSUM, EW_ROWSUM, EW_DENSE_REDUCE, EW_NOPS };
+static const char *const ew_names[EW_NOPS] = {"sddmm (beta 1)", "values transpose", "values quotient",
+					       "values reduce (KL)", "dense map (mul)", "dense colsum",
+					       "dense rowsum", "dense reduce"};
+
+struct ew_ctx {
+	starfa_tiled *S;
+	starfa_dense *rows, *cols, *rows_out, *sums_out;
+	starfa_sparse_values *P, *PT;
+	starfa_vector *v;
+};
+
+static int insert_ew_op(void *ctx, int op)
+{
+	struct ew_ctx *e = ctx;
+	double total;
+	switch (op) {
+	case EW_SDDMM_BETA: return starfa_insert_sddmm_ab(e->S, e->rows, e->cols, STARFA_SDDMM_PATTERN, -1.0f, 1.0f, e->P);
+	case EW_TRANSPOSE: return starfa_insert_values_transpose(e->P, e->PT);
+	case EW_QUOTIENT: return starfa_insert_values_map(e->P, STARFA_VALUES_QUOTIENT, 1e-12f, 0.0f, NULL);
+	case EW_REDUCE: return starfa_reduce_values(e->P, STARFA_REDUCE_KL, 1e-12f, NULL, &total);
+	case EW_DENSE_MAP: return starfa_insert_dense_map(e->rows_out, STARFA_DENSE_MUL, 0, 0, e->rows, NULL);
+	case EW_COLSUM: return starfa_insert_dense_colsum(e->rows, e->v);
+	case EW_ROWSUM: return starfa_insert_dense_rowsum(e->rows, e->sums_out);
+	default: return starfa_reduce_dense(e->rows, STARFA_REDUCE_SQUARES, &total);
+	}
+}
+
+/* Calibrates the element-wise operations at one rank, on a 2 x 2 grid whose second row band has no
+ * entries (bands cut by rows): its tiles' reductions are the zero codelet's tasks. */
+static int calibrate_elementwise(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
+{
+	int rc = 1;
+	struct ew_ctx e = {0};
+	size_t nr = (size_t)(csr->nrows * k), nc = (size_t)(csr->ncols * k);
+	float *a = malloc(nr * sizeof *a), *b = malloc(nc * sizeof *b), *ya = malloc(nr * sizeof *ya);
+	float *sums = malloc((size_t)csr->nrows * sizeof *sums);
+	if (!a || !b || !ya || !sums) {
+		cli_error("out of memory for rank %lld factors", (long long)k);
+		goto out;
+	}
+	fill(a, nr, 5);
+	fill(b, nc, 6);
+	fill(ya, nr, 7);
+	starfa_tiling_options by_rows = {2, 2, 1, 1e6, 0};
+	if (starfa_tiled_create(csr, &by_rows, &e.S) || starfa_dense_create(e.S, STARFA_ROWS, a, k, &e.rows) ||
+	    starfa_dense_create(e.S, STARFA_COLS, b, k, &e.cols) || starfa_dense_create(e.S, STARFA_ROWS, ya, k, &e.rows_out) ||
+	    starfa_dense_create(e.S, STARFA_ROWS, sums, 1, &e.sums_out) ||
+	    starfa_sparse_values_create(e.S, STARFA_ROWS, &e.P) || starfa_sparse_values_create(e.S, STARFA_COLS, &e.PT) ||
+	    starfa_vector_create(k, &e.v) || starfa_insert_values_map(e.P, STARFA_VALUES_COPY, 0, 0, NULL)) {
+		cli_library_error();
+		goto out;
+	}
+	rc = 0;
+	for (int op = 0; op < EW_NOPS && rc == 0; op++)
+		rc = run_rounds(c, ew_names[op], k, csr->nnz, insert_ew_op, &e, op);
+out:
+	starfa_sparse_values_free(e.P);
+	starfa_sparse_values_free(e.PT);
+	starfa_vector_free(e.v);
+	starfa_dense_free(e.rows);
+	starfa_dense_free(e.cols);
+	starfa_dense_free(e.rows_out);
+	starfa_dense_free(e.sums_out);
+	starfa_tiled_free(e.S);
+	free(a);
+	free(b);
+	free(ya);
+	free(sums);
+	return rc;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	struct calibrate_cli c = {.ranks = {{32, 128, 512}, 3},
@@ -435,17 +513,27 @@ int cmd_calibrate(int argc, char **argv)
 		if (c.groups & (GROUP_SDDMM | GROUP_SPMM)) {
 			/* square, 16 entries per row on average */
 			int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
-			starfa_csr *csr = random_matrix(n, n, nnz, c.seed + (uint64_t)nnz);
+			starfa_csr *csr = random_matrix(n, n, n, nnz, c.seed + (uint64_t)nnz);
 			if (!csr)
 				rc = cli_library_error();
 			for (int r = 0; r < c.ranks.n && rc == 0; r++)
 				rc = calibrate_tiles(&c, csr, c.ranks.rank[r]);
 			starfa_csr_free(csr);
 		}
+		if (rc == 0 && (c.groups & GROUP_ELEMENTWISE)) {
+			/* entries in the first half of the rows only (see calibrate_elementwise) */
+			int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
+			starfa_csr *csr = random_matrix(n, n / 2, n, nnz, c.seed + 5 * (uint64_t)nnz);
+			if (!csr)
+				rc = cli_library_error();
+			for (int r = 0; r < c.ranks.n && rc == 0; r++)
+				rc = calibrate_elementwise(&c, csr, c.ranks.rank[r]);
+			starfa_csr_free(csr);
+		}
 		if (rc == 0 && (c.groups & GROUP_ALS)) {
 			/* ratings-like: 128 entries per row, 16 per column */
 			int64_t rows = nnz / 128 > 64 ? nnz / 128 : 64, cols = nnz / 16 > 64 ? nnz / 16 : 64;
-			starfa_csr *csr = random_matrix(rows, cols, nnz, c.seed + 3 * (uint64_t)nnz);
+			starfa_csr *csr = random_matrix(rows, rows, cols, nnz, c.seed + 3 * (uint64_t)nnz);
 			if (!csr)
 				rc = cli_library_error();
 			for (int r = 0; r < c.als_ranks.n && rc == 0; r++)

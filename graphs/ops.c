@@ -1,6 +1,6 @@
 /* The whole-matrix operations: short loops over the per-tile tasks, at the default priority. A graph
  * that needs another order, priorities or owners writes its own loop over starfa_task_*. */
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 /* Tiles of a side's grid: rows x columns. */
 static void side_grid(const starfa_tiled *S, starfa_side side, int64_t *nr, int64_t *nc)

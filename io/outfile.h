@@ -4,7 +4,7 @@
 #ifndef STARFA_IO_OUTFILE_H
 #define STARFA_IO_OUTFILE_H
 
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 #include <stddef.h>
 #include <stdio.h>

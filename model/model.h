@@ -3,7 +3,7 @@
 #ifndef STARFA_MODEL_MODEL_H
 #define STARFA_MODEL_MODEL_H
 
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 /* Factors with strides: user u's vector is U[u * ldu + 0 .. rank), its bias ub[u * ub_stride] (ub NULL:
  * none), likewise for items. The kind decides how they are evaluated (and, for a user they do not know,

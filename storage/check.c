@@ -1,5 +1,5 @@
 /* Plain sequential references that every kernel is checked against. */
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 #include <float.h>
 #include <math.h>

@@ -2,7 +2,7 @@
 #ifndef STARFA_STORAGE_COO_H
 #define STARFA_STORAGE_COO_H
 
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 /* A starfa_coo with the capacity of its arrays; every COO the library allocates is one. */
 struct coo_block {

@@ -1,6 +1,6 @@
 /* Id maps: the original id strings of a rating file <-> contiguous indices. */
 #include "storage/idmap.h"
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 #include <string.h>
 

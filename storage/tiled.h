@@ -2,7 +2,7 @@
 #ifndef STARFA_STORAGE_TILED_H
 #define STARFA_STORAGE_TILED_H
 
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 #include <starpu.h>
 

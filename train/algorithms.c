@@ -1,6 +1,6 @@
 /* The algorithm table: `starfa train --algo NAME` and starfa_algorithm_find look here. A new
  * algorithm is a file in graphs/ that defines its starfa_algorithm, and one row below. */
-#include "core/internal.h"
+#include "runtime/internal.h"
 #include "train/algorithms.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The one training driver: every algorithm's iterations, timed, profiled and reported the same way. */
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* Declarations shared inside the library (not installed). */
-#ifndef STARFA_CORE_INTERNAL_H
-#define STARFA_CORE_INTERNAL_H
+#ifndef STARFA_RUNTIME_INTERNAL_H
+#define STARFA_RUNTIME_INTERNAL_H
 
 #include <config.h>
 

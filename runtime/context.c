@@ -1,5 +1,5 @@
 /* StarPU start/stop, worker accounting and the `starfa info` report. */
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 #include <dlfcn.h>
 #ifdef STARFA_USE_CUDA

@@ -1,5 +1,5 @@
 /* Checked allocation: overflow of count * size and failure both become STARFA_ENOMEM. */
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* The per-thread last-error message behind starfa_last_error(). */
-#include "core/internal.h"
+#include "runtime/internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
