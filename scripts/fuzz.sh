@@ -30,7 +30,8 @@ mkdir -p "$build/corpus"
 printf '/* empty: the readers need no configuration */\n' >"$build/config.h"
 "$cc" -std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-Wall -Wextra -I "$build" -I "$top/include" -I "$top" \
-	"$top/runtime/error.c" "$top/runtime/alloc.c" "$top/runtime/coo.c" "$top"/runtime/io*.c \
+	"$top/runtime/error.c" "$top/runtime/alloc.c" "$top/storage/coo.c" "$top/storage/idmap.c" "$top"/io/reader.c \
+	"$top/io/mtx.c" "$top/io/ratings.c" "$top/io/docword.c" \
 	"$top/tests/fuzz/fuzz_read.c" -lm -o "$build/fuzz_read"
 
 # A hang is an input taking over 10 s; any single allocation over the 2 GiB memory limit
