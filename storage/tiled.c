@@ -1,4 +1,4 @@
-/* Tiled sparse matrices, dense row blocks and sparse value sets as StarPU handles. */
+/* Tiled sparse matrices as StarPU handles: the forward grid and the transposed one with its map. */
 #include "storage/tiled.h"
 
 #include <string.h>
@@ -33,7 +33,7 @@ void starfa_host_free(void *p, size_t bytes)
  * memory is free there, so that the schedulers' first decisions already find the tiles
  * and factor blocks where the GPUs' share of the work will run: otherwise the transfer
  * cost of the first use tips dmda towards the cores, whose copies then stay the cheapest. */
-static void prefetch_to_gpus(starpu_data_handle_t handle, int64_t gpu)
+void starfa_prefetch_to_gpus(starpu_data_handle_t handle, int64_t gpu)
 {
 	int ids[STARPU_NMAXWORKERS];
 	unsigned n = starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS);
@@ -203,7 +203,7 @@ static int build_grid(const starfa_csr *csr, const int64_t *row_bounds, int64_t 
 				starpu_csr_data_register(&t->handle, STARPU_MAIN_RAM, (uint32_t)t->nnz,
 							 (uint32_t)t->nrows, (uintptr_t)t->val, t->colind,
 							 t->rowptr, 0, sizeof(float));
-				prefetch_to_gpus(t->handle, i * nc + j); /* tiles spread over the GPUs */
+				starfa_prefetch_to_gpus(t->handle, i * nc + j); /* tiles spread over the GPUs */
 			}
 		}
 	}
@@ -264,7 +264,7 @@ static int build_transposed(const struct starfa_grid *g, struct starfa_grid *t)
 						 (uintptr_t)tt->val, tt->colind, tt->rowptr, 0, sizeof(float));
 			starpu_vector_data_register(&tt->map_handle, STARPU_MAIN_RAM, (uintptr_t)tt->map,
 						    (uint32_t)tt->nnz, sizeof(uint32_t));
-			prefetch_to_gpus(tt->handle, j * t->nc + i);
+			starfa_prefetch_to_gpus(tt->handle, j * t->nc + i);
 		}
 	return 0;
 }
@@ -421,281 +421,4 @@ void starfa_tiled_describe(const starfa_tiled *t, FILE *out)
 		(long long)t->grid.nr, (long long)t->grid.nc, (long long)min_nnz, (double)t->nnz / ntiles,
 		(long long)max_nnz, (long long)empty, (long long)band_min, (long long)band_max,
 		starfa_tiled_has_transpose(t) ? " transposed=yes" : "");
-}
-
-/* ------------------------------------------------------------------ dense row blocks */
-
-int starfa_dense_create(const starfa_tiled *t, starfa_side side, float *data, int64_t cols, starfa_dense **out)
-{
-	*out = NULL;
-	if (!data || cols <= 0 || cols > UINT32_MAX)
-		return starfa_set_error(STARFA_EINVAL, "starfa_dense_create: need data and 0 < cols < 2^32");
-	const int64_t *bounds = side == STARFA_ROWS ? t->row_bounds : t->col_bounds;
-	int64_t nblocks = side == STARFA_ROWS ? t->grid.nr : t->grid.nc;
-	starfa_dense *d = starfa_calloc(1, sizeof *d);
-	if (!d)
-		return STARFA_ENOMEM;
-	d->data = data;
-	d->rows = side == STARFA_ROWS ? t->nrows : t->ncols;
-	d->cols = cols;
-	d->nblocks = nblocks;
-	d->bounds = starfa_malloc((size_t)nblocks + 1, sizeof *d->bounds);
-	d->blocks = starfa_calloc((size_t)nblocks, sizeof *d->blocks);
-	if (!d->bounds || !d->blocks) {
-		starfa_dense_free(d);
-		return STARFA_ENOMEM;
-	}
-	memcpy(d->bounds, bounds, ((size_t)nblocks + 1) * sizeof *d->bounds);
-	/* Pinned host memory lets StarPU copy blocks to and from GPUs asynchronously. */
-	if (starpu_cuda_worker_get_count() > 0 &&
-	    starpu_memory_pin(data, (size_t)(d->rows * cols) * sizeof(float)) == 0)
-		d->pinned = 1;
-	for (int64_t b = 0; b < nblocks; b++) {
-		int64_t r0 = d->bounds[b], r1 = d->bounds[b + 1];
-		if ((r1 - r0) * cols > UINT32_MAX) {
-			starfa_dense_free(d);
-			return starfa_set_error(STARFA_EINVAL, "row block %lld holds more than 2^32 elements: "
-							      "ask for more tiles", (long long)b);
-		}
-		starpu_matrix_data_register(&d->blocks[b], STARPU_MAIN_RAM, (uintptr_t)(data + r0 * cols),
-					    (uint32_t)cols, (uint32_t)cols, (uint32_t)(r1 - r0), sizeof(float));
-		prefetch_to_gpus(d->blocks[b], -1); /* read by tasks on every GPU */
-	}
-	*out = d;
-	return 0;
-}
-
-void starfa_dense_free(starfa_dense *d)
-{
-	if (!d)
-		return;
-	if (d->blocks)
-		for (int64_t b = 0; b < d->nblocks; b++)
-			if (d->blocks[b])
-				starpu_data_unregister(d->blocks[b]);
-	if (d->pinned)
-		starpu_memory_unpin(d->data, (size_t)(d->rows * d->cols) * sizeof(float));
-	free(d->blocks);
-	free(d->bounds);
-	free(d);
-}
-
-int64_t starfa_dense_blocks(const starfa_dense *d) { return d->nblocks; }
-int64_t starfa_dense_rows(const starfa_dense *d) { return d->rows; }
-int64_t starfa_dense_cols(const starfa_dense *d) { return d->cols; }
-
-int starfa_dense_blocked_along(const starfa_dense *d, const int64_t *bounds, int64_t nblocks)
-{
-	return d->nblocks == nblocks && memcmp(d->bounds, bounds, (size_t)(nblocks + 1) * sizeof *bounds) == 0;
-}
-
-int starfa_dense_sync(starfa_dense *d)
-{
-	for (int64_t b = 0; b < d->nblocks; b++) {
-		int ret = starpu_data_acquire(d->blocks[b], STARPU_R);
-		if (ret != 0)
-			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on block %lld",
-						(long long)b);
-		starpu_data_release(d->blocks[b]);
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------ sparse value sets */
-
-int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_side side, starfa_sparse_values **out)
-{
-	*out = NULL;
-	if (!pattern || (side != STARFA_ROWS && side != STARFA_COLS))
-		return starfa_set_error(STARFA_EINVAL, "starfa_sparse_values_create: missing pattern or unknown side");
-	if (side == STARFA_COLS && !starfa_tiled_has_transpose(pattern))
-		return starfa_set_error(STARFA_EINVAL, "starfa_sparse_values_create: values on the column side need the "
-						       "transposed grid (starfa_tiling_options.transposed = 1)");
-	const struct starfa_grid *g = starfa_side_grid(pattern, side);
-	int64_t ntiles = g->nr * g->nc;
-	starfa_sparse_values *v = starfa_calloc(1, sizeof *v);
-	if (!v)
-		return STARFA_ENOMEM;
-	v->pattern = pattern;
-	v->side = side;
-	v->grid = g;
-	v->handles = starfa_calloc((size_t)ntiles, sizeof *v->handles);
-	v->values = starfa_calloc((size_t)ntiles, sizeof *v->values);
-	if (!v->handles || !v->values) {
-		starfa_sparse_values_free(v);
-		return STARFA_ENOMEM;
-	}
-	for (int64_t k = 0; k < ntiles; k++) {
-		int64_t nnz = g->tiles[k].nnz;
-		if (nnz == 0)
-			continue;
-		v->values[k] = starfa_host_alloc((size_t)nnz * sizeof(float));
-		if (!v->values[k]) {
-			starfa_sparse_values_free(v);
-			return STARFA_ENOMEM;
-		}
-		starpu_vector_data_register(&v->handles[k], STARPU_MAIN_RAM, (uintptr_t)v->values[k],
-					    (uint32_t)nnz, sizeof(float));
-	}
-	*out = v;
-	return 0;
-}
-
-void starfa_sparse_values_free(starfa_sparse_values *v)
-{
-	if (!v)
-		return;
-	int64_t ntiles = v->grid->nr * v->grid->nc;
-	for (int64_t k = 0; k < ntiles; k++) {
-		if (v->handles && v->handles[k])
-			starpu_data_unregister(v->handles[k]);
-		if (v->values)
-			starfa_host_free(v->values[k], (size_t)v->grid->tiles[k].nnz * sizeof(float));
-	}
-	free(v->handles);
-	free(v->values);
-	free(v);
-}
-
-starfa_side starfa_sparse_values_side(const starfa_sparse_values *v) { return v->side; }
-const starfa_tiled *starfa_sparse_values_pattern(const starfa_sparse_values *v) { return v->pattern; }
-
-int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
-{
-	const struct starfa_grid *g = v->grid;
-	const int64_t *bounds = starfa_side_bounds(v->pattern, v->side);
-	int64_t ntiles = g->nr * g->nc;
-	for (int64_t k = 0; k < ntiles; k++)
-		if (v->handles[k] && starpu_data_acquire(v->handles[k], STARPU_R) != 0) {
-			for (int64_t m = 0; m < k; m++)
-				if (v->handles[m])
-					starpu_data_release(v->handles[m]);
-			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on tile %lld",
-						(long long)k);
-		}
-	/* Within a row, the nonzeros of tiles (i, 0), (i, 1), ... follow each other in
-	 * column order, which is the source CSR's (or its transpose's) order. */
-	int64_t pos = 0;
-	for (int64_t i = 0; i < g->nr; i++) {
-		int64_t nrows = bounds[i + 1] - bounds[i];
-		for (int64_t r = 0; r < nrows; r++)
-			for (int64_t j = 0; j < g->nc; j++) {
-				const struct starfa_tile *t = starfa_grid_tile(g, i, j);
-				if (t->nnz == 0)
-					continue;
-				uint32_t p0 = t->rowptr[r], p1 = t->rowptr[r + 1];
-				memcpy(out + pos, v->values[i * g->nc + j] + p0, (size_t)(p1 - p0) * sizeof(float));
-				pos += p1 - p0;
-			}
-	}
-	for (int64_t k = 0; k < ntiles; k++)
-		if (v->handles[k])
-			starpu_data_release(v->handles[k]);
-	return 0;
-}
-
-/* ------------------------------------------------------------------ small vectors */
-
-int starfa_vector_create(int64_t n, starfa_vector **out)
-{
-	*out = NULL;
-	if (!starfa_runtime_started())
-		return starfa_set_error(STARFA_EINVAL, "starfa_vector_create: call starfa_init first");
-	if (n < 1 || n > (int64_t)UINT32_MAX)
-		return starfa_set_error(STARFA_EINVAL, "starfa_vector_create: size %lld outside [1, 2^32)", (long long)n);
-	starfa_vector *v = starfa_calloc(1, sizeof *v);
-	if (!v)
-		return STARFA_ENOMEM;
-	v->n = n;
-	v->data = starfa_host_alloc((size_t)n * sizeof *v->data);
-	if (!v->data) {
-		free(v);
-		return STARFA_ENOMEM;
-	}
-	memset(v->data, 0, (size_t)n * sizeof *v->data);
-	starpu_vector_data_register(&v->handle, STARPU_MAIN_RAM, (uintptr_t)v->data, (uint32_t)n, sizeof(float));
-	*out = v;
-	return 0;
-}
-
-void starfa_vector_free(starfa_vector *v)
-{
-	if (!v)
-		return;
-	starpu_data_unregister(v->handle);
-	starfa_host_free(v->data, (size_t)v->n * sizeof *v->data);
-	free(v);
-}
-
-int64_t starfa_vector_size(const starfa_vector *v) { return v->n; }
-
-static int vector_access(starfa_vector *v, float *buf, int write)
-{
-	int ret = starpu_data_acquire(v->handle, write ? STARPU_W : STARPU_R);
-	if (ret != 0)
-		return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on a vector");
-	if (write)
-		memcpy(v->data, buf, (size_t)v->n * sizeof *buf);
-	else
-		memcpy(buf, v->data, (size_t)v->n * sizeof *buf);
-	starpu_data_release(v->handle);
-	return 0;
-}
-
-int starfa_vector_read(starfa_vector *v, float *out) { return vector_access(v, out, 0); }
-int starfa_vector_write(starfa_vector *v, const float *in) { return vector_access(v, (float *)in, 1); }
-
-/* ------------------------------------------------------------------ partial sums */
-
-int starfa_sums_create(int64_t n, starfa_sums **out)
-{
-	*out = NULL;
-	if (!starfa_runtime_started())
-		return starfa_set_error(STARFA_EINVAL, "starfa_sums_create: call starfa_init first");
-	if (n < 1 || n > (1 << 24))
-		return starfa_set_error(STARFA_EINVAL, "starfa_sums_create: %lld slots outside [1, 2^24]", (long long)n);
-	starfa_sums *s = starfa_calloc(1, sizeof *s);
-	if (!s)
-		return STARFA_ENOMEM;
-	s->n = n;
-	s->slots = starfa_host_alloc((size_t)n * sizeof *s->slots);
-	s->handles = starfa_calloc((size_t)n, sizeof *s->handles);
-	if (!s->slots || !s->handles) {
-		starfa_host_free(s->slots, (size_t)n * sizeof *s->slots);
-		free(s->handles);
-		free(s);
-		return STARFA_ENOMEM;
-	}
-	for (int64_t k = 0; k < n; k++) {
-		s->slots[k] = 0.0;
-		starpu_variable_data_register(&s->handles[k], STARPU_MAIN_RAM, (uintptr_t)&s->slots[k], sizeof(double));
-	}
-	*out = s;
-	return 0;
-}
-
-void starfa_sums_free(starfa_sums *s)
-{
-	if (!s)
-		return;
-	for (int64_t k = 0; k < s->n; k++)
-		starpu_data_unregister(s->handles[k]);
-	starfa_host_free(s->slots, (size_t)s->n * sizeof *s->slots);
-	free(s->handles);
-	free(s);
-}
-
-int64_t starfa_sums_count(const starfa_sums *s) { return s->n; }
-
-int starfa_sums_total(starfa_sums *s, double *total)
-{
-	double sum = 0.0;
-	for (int64_t k = 0; k < s->n; k++) {
-		if (starpu_data_acquire(s->handles[k], STARPU_R) != 0)
-			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on sum slot %lld", (long long)k);
-		sum += s->slots[k];
-		starpu_data_release(s->handles[k]);
-	}
-	*total = sum;
-	return 0;
 }

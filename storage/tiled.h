@@ -81,6 +81,10 @@ static inline const int64_t *starfa_side_bounds(const struct starfa_tiled *S, st
 /* Whether a dense matrix is blocked exactly along these boundaries. */
 int starfa_dense_blocked_along(const struct starfa_dense *d, const int64_t *bounds, int64_t nblocks);
 
+/* Starts copying a handle to GPU `gpu` (modulo the GPU count; -1: every GPU) while memory is free
+ * there (storage/tiled.c says why). */
+void starfa_prefetch_to_gpus(starpu_data_handle_t handle, int64_t gpu);
+
 /* Memory that StarPU can move to GPUs fast (pinned when CUDA workers exist). */
 void *starfa_host_alloc(size_t bytes);
 void starfa_host_free(void *p, size_t bytes);

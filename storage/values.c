@@ -1,0 +1,152 @@
+/* Sparse values on either grid of a tiled matrix, and partial sums, as StarPU handles. */
+#include "storage/tiled.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ sparse value sets */
+
+int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_side side, starfa_sparse_values **out)
+{
+	*out = NULL;
+	if (!pattern || (side != STARFA_ROWS && side != STARFA_COLS))
+		return starfa_set_error(STARFA_EINVAL, "starfa_sparse_values_create: missing pattern or unknown side");
+	if (side == STARFA_COLS && !starfa_tiled_has_transpose(pattern))
+		return starfa_set_error(STARFA_EINVAL, "starfa_sparse_values_create: values on the column side need the "
+						       "transposed grid (starfa_tiling_options.transposed = 1)");
+	const struct starfa_grid *g = starfa_side_grid(pattern, side);
+	int64_t ntiles = g->nr * g->nc;
+	starfa_sparse_values *v = starfa_calloc(1, sizeof *v);
+	if (!v)
+		return STARFA_ENOMEM;
+	v->pattern = pattern;
+	v->side = side;
+	v->grid = g;
+	v->handles = starfa_calloc((size_t)ntiles, sizeof *v->handles);
+	v->values = starfa_calloc((size_t)ntiles, sizeof *v->values);
+	if (!v->handles || !v->values) {
+		starfa_sparse_values_free(v);
+		return STARFA_ENOMEM;
+	}
+	for (int64_t k = 0; k < ntiles; k++) {
+		int64_t nnz = g->tiles[k].nnz;
+		if (nnz == 0)
+			continue;
+		v->values[k] = starfa_host_alloc((size_t)nnz * sizeof(float));
+		if (!v->values[k]) {
+			starfa_sparse_values_free(v);
+			return STARFA_ENOMEM;
+		}
+		starpu_vector_data_register(&v->handles[k], STARPU_MAIN_RAM, (uintptr_t)v->values[k],
+					    (uint32_t)nnz, sizeof(float));
+	}
+	*out = v;
+	return 0;
+}
+
+void starfa_sparse_values_free(starfa_sparse_values *v)
+{
+	if (!v)
+		return;
+	int64_t ntiles = v->grid->nr * v->grid->nc;
+	for (int64_t k = 0; k < ntiles; k++) {
+		if (v->handles && v->handles[k])
+			starpu_data_unregister(v->handles[k]);
+		if (v->values)
+			starfa_host_free(v->values[k], (size_t)v->grid->tiles[k].nnz * sizeof(float));
+	}
+	free(v->handles);
+	free(v->values);
+	free(v);
+}
+
+starfa_side starfa_sparse_values_side(const starfa_sparse_values *v) { return v->side; }
+const starfa_tiled *starfa_sparse_values_pattern(const starfa_sparse_values *v) { return v->pattern; }
+
+int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
+{
+	const struct starfa_grid *g = v->grid;
+	const int64_t *bounds = starfa_side_bounds(v->pattern, v->side);
+	int64_t ntiles = g->nr * g->nc;
+	for (int64_t k = 0; k < ntiles; k++)
+		if (v->handles[k] && starpu_data_acquire(v->handles[k], STARPU_R) != 0) {
+			for (int64_t m = 0; m < k; m++)
+				if (v->handles[m])
+					starpu_data_release(v->handles[m]);
+			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on tile %lld",
+						(long long)k);
+		}
+	/* Within a row, the nonzeros of tiles (i, 0), (i, 1), ... follow each other in
+	 * column order, which is the source CSR's (or its transpose's) order. */
+	int64_t pos = 0;
+	for (int64_t i = 0; i < g->nr; i++) {
+		int64_t nrows = bounds[i + 1] - bounds[i];
+		for (int64_t r = 0; r < nrows; r++)
+			for (int64_t j = 0; j < g->nc; j++) {
+				const struct starfa_tile *t = starfa_grid_tile(g, i, j);
+				if (t->nnz == 0)
+					continue;
+				uint32_t p0 = t->rowptr[r], p1 = t->rowptr[r + 1];
+				memcpy(out + pos, v->values[i * g->nc + j] + p0, (size_t)(p1 - p0) * sizeof(float));
+				pos += p1 - p0;
+			}
+	}
+	for (int64_t k = 0; k < ntiles; k++)
+		if (v->handles[k])
+			starpu_data_release(v->handles[k]);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ partial sums */
+
+int starfa_sums_create(int64_t n, starfa_sums **out)
+{
+	*out = NULL;
+	if (!starfa_runtime_started())
+		return starfa_set_error(STARFA_EINVAL, "starfa_sums_create: call starfa_init first");
+	if (n < 1 || n > (1 << 24))
+		return starfa_set_error(STARFA_EINVAL, "starfa_sums_create: %lld slots outside [1, 2^24]", (long long)n);
+	starfa_sums *s = starfa_calloc(1, sizeof *s);
+	if (!s)
+		return STARFA_ENOMEM;
+	s->n = n;
+	s->slots = starfa_host_alloc((size_t)n * sizeof *s->slots);
+	s->handles = starfa_calloc((size_t)n, sizeof *s->handles);
+	if (!s->slots || !s->handles) {
+		starfa_host_free(s->slots, (size_t)n * sizeof *s->slots);
+		free(s->handles);
+		free(s);
+		return STARFA_ENOMEM;
+	}
+	for (int64_t k = 0; k < n; k++) {
+		s->slots[k] = 0.0;
+		starpu_variable_data_register(&s->handles[k], STARPU_MAIN_RAM, (uintptr_t)&s->slots[k], sizeof(double));
+	}
+	*out = s;
+	return 0;
+}
+
+void starfa_sums_free(starfa_sums *s)
+{
+	if (!s)
+		return;
+	for (int64_t k = 0; k < s->n; k++)
+		starpu_data_unregister(s->handles[k]);
+	starfa_host_free(s->slots, (size_t)s->n * sizeof *s->slots);
+	free(s->handles);
+	free(s);
+}
+
+int64_t starfa_sums_count(const starfa_sums *s) { return s->n; }
+
+int starfa_sums_total(starfa_sums *s, double *total)
+{
+	double sum = 0.0;
+	for (int64_t k = 0; k < s->n; k++) {
+		if (starpu_data_acquire(s->handles[k], STARPU_R) != 0)
+			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on sum slot %lld", (long long)k);
+		sum += s->slots[k];
+		starpu_data_release(s->handles[k]);
+	}
+	*total = sum;
+	return 0;
+}
