@@ -331,54 +331,11 @@ static void current_factors(const struct als *a, struct starfa_factors *f)
 
 static int make_model(struct als *a, starfa_model **out)
 {
-	const starfa_csr *c = a->csr;
-	starfa_model *m = starfa_calloc(1, sizeof *m);
-	if (!m)
-		return STARFA_ENOMEM;
-	m->kind = a->implicit ? STARFA_MODEL_IMPLICIT : STARFA_MODEL_EXPLICIT;
-	snprintf(m->algorithm, sizeof m->algorithm, "%s", a->implicit ? "ials" : "als");
-	m->nusers = c->nrows;
-	m->nitems = c->ncols;
-	m->rank = a->f;
-	m->global_mean = a->mu;
-	m->lambda = a->o->lambda;
-	m->alpha = a->implicit ? a->o->alpha : 0.0;
 	struct starfa_factors f;
 	current_factors(a, &f);
-	m->user_factors = starfa_malloc((size_t)(m->nusers * a->f), sizeof(float));
-	m->item_factors = starfa_malloc((size_t)(m->nitems * a->f), sizeof(float));
-	int rc = !m->user_factors || !m->item_factors ? STARFA_ENOMEM : 0;
-	if (!rc && f.ub) {
-		m->user_bias = starfa_malloc((size_t)m->nusers, sizeof(float));
-		m->item_bias = starfa_malloc((size_t)m->nitems, sizeof(float));
-		rc = !m->user_bias || !m->item_bias ? STARFA_ENOMEM : 0;
-	}
-	if (!rc) {
-		for (int64_t u = 0; u < m->nusers; u++) {
-			memcpy(m->user_factors + u * a->f, f.U + u * f.ldu, (size_t)a->f * sizeof(float));
-			if (f.ub)
-				m->user_bias[u] = f.ub[u * f.ub_stride];
-		}
-		for (int64_t i = 0; i < m->nitems; i++) {
-			memcpy(m->item_factors + i * a->f, f.V + i * f.ldv, (size_t)a->f * sizeof(float));
-			if (f.ib)
-				m->item_bias[i] = f.ib[i * f.ib_stride];
-		}
-		/* The model owns copies of the ids (or none: indices) and of the training entries. */
-		rc = idmap_copy(a->coo->row_ids, &m->user_ids);
-		if (!rc)
-			rc = idmap_copy(a->coo->col_ids, &m->item_ids);
-	}
-	if (!rc) {
-		m->seen = a->csr;
-		a->csr = NULL;
-	}
-	if (rc) {
-		starfa_model_free(m);
-		return rc;
-	}
-	*out = m;
-	return 0;
+	int rc = starfa_model_from_factors(&f, a->implicit ? "ials" : "als", a->coo, &a->csr, a->o->lambda,
+					   a->implicit ? a->o->alpha : 0.0, out);
+	return rc;
 }
 
 static void free_sweep(struct sweep *s)

@@ -239,6 +239,8 @@ void starfa_sums_free(starfa_sums *s);
 int64_t starfa_sums_count(const starfa_sums *s);
 /* Waits for the slots' tasks and adds them up in slot order (the same total whatever the schedule). */
 int starfa_sums_total(starfa_sums *s, double *total);
+/* Waits for the slots' tasks and copies them to out (n doubles). */
+int starfa_sums_read(starfa_sums *s, double *out);
 
 /* ------------------------------------------------------------------ per-tile tasks
  * Each inserts one task on one tile (or one band, one block) and returns as soon as it is submitted;
@@ -343,6 +345,24 @@ int starfa_task_dense_colsum(const starfa_dense *X, int64_t block, int accumulat
 			     const starfa_task_attr *attr);
 /* Row sums of one block into R's block (R: one column, blocked like X). */
 int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense *R, const starfa_task_attr *attr);
+
+/* SGD matrix factorization: one pass of updates over tile (i, j) of S (its ratings), reading and writing
+ * block i of U (S's rows) and block j of V (its columns), so that the tiles of a stratum (no two sharing
+ * a row or column band) run at once and the others in order. Rows are augmented: a user row holds
+ * [p_u (rank), b_u, 1], an item row [q_i (rank), 1, c_i]. For each entry r_ui, e = r - mu - p_u·q_i - b_u
+ * - c_i, then the biases (when biases) and factors move by lr times the error's gradient less their L2
+ * terms (lambda_bias, lambda). Entries are visited in chunks of 256 (CSR order), each chunk in an order
+ * drawn from (seed, epoch, tile, chunk); a GPU runs chunks at once (Hogwild within the tile). The sum
+ * of the squared errors met is written into slot `slot` of sse. */
+typedef struct starfa_sgd_step {
+	int64_t rank;
+	float lr, lambda, lambda_bias, mu;
+	int biases;
+	uint64_t seed, epoch;
+} starfa_sgd_step;
+
+int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U, starfa_dense *V,
+		    const starfa_sgd_step *step, starfa_sums *sse, int64_t slot, const starfa_task_attr *attr);
 
 /* ------------------------------------------------------------------ whole-matrix operations
  * Short loops over the per-tile tasks (graphs/ops.c): one task per non-empty tile (or block), at the

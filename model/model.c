@@ -860,3 +860,52 @@ int starfa_model_export(const starfa_model *m, starfa_export_what what, const ch
 	snprintf(what_text, sizeof what_text, "the %s %s", side, bias ? "biases" : "factors");
 	return outfile_close(&o, 1, what_text);
 }
+
+int starfa_model_from_factors(const struct starfa_factors *f, const char *algorithm, const starfa_coo *train,
+			      starfa_csr **seen, double lambda, double alpha, starfa_model **out)
+{
+	starfa_model *m = starfa_calloc(1, sizeof *m);
+	if (!m)
+		return STARFA_ENOMEM;
+	m->kind = f->kind;
+	snprintf(m->algorithm, sizeof m->algorithm, "%s", algorithm);
+	m->nusers = f->nusers;
+	m->nitems = f->nitems;
+	m->rank = f->rank;
+	m->global_mean = f->mu;
+	m->lambda = lambda;
+	m->alpha = alpha;
+	const int64_t k = f->rank;
+	m->user_factors = starfa_malloc((size_t)(m->nusers * k), sizeof(float));
+	m->item_factors = starfa_malloc((size_t)(m->nitems * k), sizeof(float));
+	int rc = !m->user_factors || !m->item_factors ? STARFA_ENOMEM : 0;
+	if (!rc && f->ub) {
+		m->user_bias = starfa_malloc((size_t)m->nusers, sizeof(float));
+		m->item_bias = starfa_malloc((size_t)m->nitems, sizeof(float));
+		rc = !m->user_bias || !m->item_bias ? STARFA_ENOMEM : 0;
+	}
+	if (!rc) {
+		for (int64_t u = 0; u < m->nusers; u++) {
+			memcpy(m->user_factors + u * k, f->U + u * f->ldu, (size_t)k * sizeof(float));
+			if (f->ub)
+				m->user_bias[u] = f->ub[u * f->ub_stride];
+		}
+		for (int64_t i = 0; i < m->nitems; i++) {
+			memcpy(m->item_factors + i * k, f->V + i * f->ldv, (size_t)k * sizeof(float));
+			if (f->ib)
+				m->item_bias[i] = f->ib[i * f->ib_stride];
+		}
+		/* The model owns copies of the ids (or none: indices) and the training entries. */
+		rc = idmap_copy(train->row_ids, &m->user_ids);
+		if (!rc)
+			rc = idmap_copy(train->col_ids, &m->item_ids);
+	}
+	if (rc) {
+		starfa_model_free(m);
+		return rc;
+	}
+	m->seen = *seen;
+	*seen = NULL;
+	*out = m;
+	return 0;
+}

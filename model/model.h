@@ -18,6 +18,12 @@ struct starfa_factors {
 
 void starfa_model_factors(const starfa_model *m, struct starfa_factors *f);
 
+/* A model holding copies of the factors (and biases, when f has them) as they lie in f, of f's kind,
+ * trained by `algorithm`, with copies of the training matrix's ids; it takes *seen (the training entries,
+ * set to NULL). lambda and alpha are recorded. */
+int starfa_model_from_factors(const struct starfa_factors *f, const char *algorithm, const starfa_coo *train,
+			      starfa_csr **seen, double lambda, double alpha, starfa_model **out);
+
 /* The score of (u, i), u or i -1 when unknown (then the mean and the biases there are). */
 static inline float starfa_factors_score(const struct starfa_factors *f, int64_t u, int64_t i)
 {

@@ -138,6 +138,17 @@ void starfa_sums_free(starfa_sums *s)
 
 int64_t starfa_sums_count(const starfa_sums *s) { return s->n; }
 
+int starfa_sums_read(starfa_sums *s, double *out)
+{
+	for (int64_t k = 0; k < s->n; k++) {
+		if (starpu_data_acquire(s->handles[k], STARPU_R) != 0)
+			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on sum slot %lld", (long long)k);
+		out[k] = s->slots[k];
+		starpu_data_release(s->handles[k]);
+	}
+	return 0;
+}
+
 int starfa_sums_total(starfa_sums *s, double *total)
 {
 	double sum = 0.0;

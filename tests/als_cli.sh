@@ -67,7 +67,7 @@ expect 2 '--min-ratings expects an integer' -- recommend --model "$tmp/als.model
 expect 2 'needs --input FILE and --out MODEL' -- train --input "$tmp/ratings.csv"
 expect 2 '--rank expects an integer' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --rank 0
 expect 2 '--solver must be one of chol\|cg' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --solver lu
-expect 2 '--algo must be als or ials' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
+expect 2 '--algo must be als, ials or sgd' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
 expect 2 'not both' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --test "$tmp/test.csv" --test-fraction 0.2
 expect 1 'missing\.csv' -- train --input "$tmp/missing.csv" --out "$tmp/x.model" --log "$tmp/x.csv"
 expect 1 'cannot write the model' -- train --input "$tmp/ratings.csv" --out "$tmp/no/such/folder/x.model"
@@ -118,4 +118,13 @@ printf 'u,i,r\na,x,5\na,y,2\nb,x,4\nb,y,3\na,x,1\n' >"$tmp/again.csv"
 expect 0 'note: 1 repeated \(user, item\) ratings' -- train --input "$tmp/again.csv" --rank 1 --iters 2 \
 	--out "$tmp/again.model"
 
+# SGD through the same driver: progress columns, the explicit model, eval; bad rates are usage errors.
+expect 0 'iter +[0-9]+ .*epoch [0-9]+ +lr 0\.[0-9]+ +train_rmse .*test_rmse 0\.[0-9]+' -- train --algo sgd \
+	--input "$tmp/ratings.csv" --test-fraction 0.2 --rank 4 --iters 5 --out "$tmp/sgd.model" --strata 2
+expect 0 'model: explicit \(sgd\)' -- eval --model "$tmp/sgd.model" --test "$tmp/test.csv"
+expect 2 '--lr expects a number' -- train --algo sgd --input "$tmp/ratings.csv" --out "$tmp/x.model" --lr 0
+expect 2 '--schedule must be one of bolddriver\|invtime' -- train --algo sgd --input "$tmp/ratings.csv" \
+	--out "$tmp/x.model" --schedule adam
+expect 1 '1000 strata need' -- train --algo sgd --input "$tmp/ratings.csv" --out "$tmp/x.model" --strata 1000
+[ -e "$tmp/x.model" ] && fail "a failed sgd run left a model"
 finish

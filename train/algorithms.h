@@ -6,5 +6,6 @@
 
 extern const starfa_algorithm starfa_algorithm_als;  /* graphs/als.c: explicit ALS */
 extern const starfa_algorithm starfa_algorithm_ials; /* graphs/als.c: implicit ALS */
+extern const starfa_algorithm starfa_algorithm_sgd;  /* graphs/sgd.c: SGD matrix factorization */
 
 #endif

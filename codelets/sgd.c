@@ -1,0 +1,74 @@
+/* The SGD codelet: one pass of matrix-factorization updates over one tile, reading and writing the
+ * tile's user block and item block (so that StarPU runs the tiles of a stratum, which share no block,
+ * at once, and orders the others). */
+#include "codelets/codelet.h"
+#include "codelets/zero.h"
+#include "cpu/sgd.h"
+#ifdef STARFA_USE_CUDA
+#include "gpu/sgd.h"
+#include <starpu_cuda.h>
+#endif
+
+/* Buffers: 0 S tile (CSR), 1 U block (RW), 2 V block (RW), 3 the slot of the squared errors (W). */
+static void sgd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct starfa_sgd_pass *pass = cl_arg;
+	*(double *)STARPU_VARIABLE_GET_PTR(buffers[3]) = starfa_cpu_sgd(
+		STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
+		(const float *)STARPU_CSR_GET_NZVAL(buffers[0]), (float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+		STARPU_MATRIX_GET_LD(buffers[1]), (float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]),
+		pass);
+}
+
+#ifdef STARFA_USE_CUDA
+static void sgd_cuda(void *buffers[], void *cl_arg)
+{
+	const struct starfa_sgd_pass *pass = cl_arg;
+	STARFA_CUDA_CHECK("sgd", starfa_cuda_sgd(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_NNZ(buffers[0]),
+						 STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
+						 (const float *)STARPU_CSR_GET_NZVAL(buffers[0]),
+						 (float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]),
+						 (float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]),
+						 pass, 0, (double *)STARPU_VARIABLE_GET_PTR(buffers[3]),
+						 starpu_cuda_get_local_stream()));
+}
+#endif
+
+/* The real cost: two k-long updates per nonzero. */
+static uint64_t sgd_cost(const struct starpu_task *task)
+{
+	return (uint64_t)starpu_csr_get_nnz(task->handles[0]) * (uint64_t)((const struct starfa_sgd_pass *)task->cl_arg)->k;
+}
+
+STARFA_CODELET(sgd, sgd_cost, starfa_no_variant, sgd_cpu, STARFA_CUDA_FUNC(sgd_cuda));
+
+int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U, starfa_dense *V,
+		    const starfa_sgd_step *step, starfa_sums *sse, int64_t slot, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_sgd";
+	if (!S || !U || !V || !step)
+		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
+	int rc = starfa_check_slot(what, sse, slot);
+	if (rc)
+		return rc;
+	if (i < 0 || j < 0 || i >= S->grid.nr || j >= S->grid.nc)
+		return starfa_index_error(what, "tile", i, j, S->grid.nr, S->grid.nc);
+	if (step->rank < 1 || U->cols != step->rank + 2 || V->cols != step->rank + 2 || U->rows != S->nrows ||
+	    V->rows != S->ncols)
+		return starfa_set_error(STARFA_EINVAL, "%s: U and V must be S's row and column factors with rank + 2 "
+						       "columns ([p, b, 1] and [q, 1, c])", what);
+	if (!starfa_dense_blocked_along(U, S->row_bounds, S->grid.nr) ||
+	    !starfa_dense_blocked_along(V, S->col_bounds, S->grid.nc))
+		return starfa_set_error(STARFA_EINVAL, "%s: U and V must be blocked along S's rows and columns", what);
+	if (!(step->lr > 0) || !(step->lambda >= 0) || !(step->lambda_bias >= 0))
+		return starfa_set_error(STARFA_EINVAL, "%s: the rate must be > 0 and the regularizations >= 0", what);
+	const struct starfa_tile *tile = starfa_grid_tile(&S->grid, i, j);
+	if (tile->nnz == 0)
+		return starfa_submit_zero(sse->handles[slot], STARFA_ZERO_VARIABLE, attr);
+	struct starfa_sgd_pass pass = {step->rank, step->lr,  step->lambda, step->lambda_bias, step->mu, step->biases,
+				       step->seed, step->epoch, (uint64_t)(i * S->grid.nc + j)};
+	double flops = 8.0 * (double)step->rank * (double)tile->nnz;
+	return starfa_submit(&sgd_cl, &pass, sizeof pass, flops, attr,
+			     STARFA_BUFFERS({tile->handle, STARPU_R}, {U->blocks[i], STARPU_RW}, {V->blocks[j], STARPU_RW},
+					    {sse->handles[slot], STARPU_W}));
+}

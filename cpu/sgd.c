@@ -1,0 +1,62 @@
+/* SGD matrix-factorization updates on one CSR tile, on the CPU: one worker per tile, entries in the
+ * chunk-shuffled order of cpu/sgd.h, SIMD over k. */
+#include "cpu/sgd.h"
+
+#include "cpu/clones.h"
+
+#include <stdlib.h>
+
+/* The row of entry p: the rows are walked forward with the chunk, so a search from the chunk's row. */
+static int64_t row_of(const uint32_t *rowptr, int64_t nrows, int64_t from, uint32_t p)
+{
+	int64_t lo = from, hi = nrows - 1;
+	while (lo < hi) { /* the last row whose start is <= p */
+		int64_t mid = (lo + hi + 1) / 2;
+		if (rowptr[mid] <= p)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+STARFA_CPU_CLONES
+static float update(float *restrict u, float *restrict v, int64_t k, float r, const struct starfa_sgd_pass *s)
+{
+	float dot = u[k] + v[k + 1];
+#pragma omp simd reduction(+ : dot)
+	for (int64_t d = 0; d < k; d++)
+		dot += u[d] * v[d];
+	const float e = r - s->mu - dot, lr = s->lr;
+	if (s->biases) {
+		u[k] += lr * (e - s->lambda_bias * u[k]);
+		v[k + 1] += lr * (e - s->lambda_bias * v[k + 1]);
+	}
+#pragma omp simd
+	for (int64_t d = 0; d < k; d++) {
+		float p = u[d], q = v[d];
+		u[d] = p + lr * (e * q - s->lambda * p);
+		v[d] = q + lr * (e * p - s->lambda * q);
+	}
+	return e;
+}
+
+double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val,
+		      float *U, int64_t ldu, float *V, int64_t ldv, const struct starfa_sgd_pass *s)
+{
+	const uint32_t nnz = rowptr[nrows];
+	double sse = 0.0;
+	int64_t row = 0;
+	for (uint32_t c0 = 0, chunk = 0; c0 < nnz; c0 += STARFA_SGD_CHUNK, chunk++) {
+		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
+		const uint32_t key = starfa_sgd_key(s->seed, s->epoch, s->tile, chunk);
+		row = row_of(rowptr, nrows, row, c0);
+		for (uint32_t q = 0; q < n; q++) {
+			const uint32_t p = c0 + starfa_sgd_order(q, n, key);
+			const int64_t r = row_of(rowptr, nrows, row, p);
+			const float e = update(U + r * ldu, V + (int64_t)colind[p] * ldv, s->k, val[p], s);
+			sse += (double)e * e;
+		}
+	}
+	return sse;
+}

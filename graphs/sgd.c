@@ -1,0 +1,418 @@
+/* SGD matrix factorization as a task graph: the ratings in a P x P grid of tiles; an epoch is P strata,
+ * stratum s the P tiles (i, (i + shift_s) mod P), which share no row band and no column band. A task on
+ * tile (i, j) reads and writes user block i and item block j, so StarPU runs a stratum's tiles at once
+ * and the tiles of different strata that share a block in order: no locks. The strata's order is drawn
+ * afresh every epoch from the seed, and so is the order of the entries inside each tile's chunks
+ * (partial randomization, cpu/sgd.h).
+ *
+ * The model is the explicit model ALS fits: r ~ mu + b_u + c_i + p_u·q_i, with L2 regularization on the
+ * factors (lambda) and the biases (lambda_bias). Rows are augmented as ALS's: users [p_u, b_u, 1], items
+ * [q_i, 1, c_i], so that SDDMM of the two gives the prediction less mu for the loss, reduced in the graph.
+ *
+ * Learning rates: the bold driver (default) grows the rate 5% after an epoch whose training loss fell,
+ * and halves it and redoes the epoch from the factors saved before it when the loss rose or stopped being
+ * finite; invtime sets lr_t = lr / (1 + decay t^1.5) (cuMF_SGD's schedule). Training stops once the loss's
+ * relative change stays under tol. */
+#include "model/model.h"
+#include "storage/idmap.h"
+#include "train/algorithms.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { SCHEDULE_BOLDDRIVER = 0, SCHEDULE_INVTIME = 1 };
+
+/* The parameters (names and ranges in sgd_params below). */
+struct sgd_options {
+	int64_t rank, iters, strata, seed, eval_k;
+	double lambda, lambda_bias, lr, decay, tol;
+	int schedule, biases;
+};
+
+/* A bold driver that keeps halving without an epoch that lowers the loss has diverged. */
+#define MAX_HALVINGS 30
+
+struct sgd {
+	struct sgd_options o;
+	const starfa_coo *coo;
+	starfa_csr *csr;
+	starfa_tiled *S;
+	int64_t k, w, P;          /* rank, row width (k + 2), strata */
+	float *U, *V, *saved_U, *saved_V;
+	starfa_dense *dU, *dV, *dsU, *dsV;
+	starfa_sparse_values *pred;
+	starfa_sums *sse;         /* per tile: the squared errors its last pass met */
+	double *slots;
+	double mu, lr, prev_loss;
+	int64_t epoch;            /* epochs accepted so far */
+	int halvings;             /* bold driver: halvings since the last accepted epoch */
+	int rejected;             /* the last iteration's epoch was undone */
+	struct starfa_matched test;
+	int has_test;
+};
+
+static void sgd_defaults(void *params)
+{
+	struct sgd_options *o = params;
+	/* MovieLens latest-small, 80/20: test RMSE 0.877 at these (lambda 0.05: 0.898, 0.15: 0.88-0.90). */
+	*o = (struct sgd_options){.rank = 32,
+				  .iters = 60,
+				  .strata = 0,
+				  .seed = 1,
+				  .eval_k = 10,
+				  .lambda = 0.1,
+				  .lambda_bias = 0.1,
+				  .lr = 0.01,
+				  .decay = 0.1,
+				  .tol = 1e-4,
+				  .schedule = SCHEDULE_BOLDDRIVER,
+				  .biases = 1};
+}
+
+static int sgd_check(const void *params)
+{
+	const struct sgd_options *o = params;
+	if (o->rank < 1 || o->rank > 1024)
+		return starfa_set_error(STARFA_EINVAL, "rank %lld outside [1, 1024]", (long long)o->rank);
+	if (!(o->lr > 0) || !isfinite(o->lr))
+		return starfa_set_error(STARFA_EINVAL, "the learning rate must be a positive number, not %g", o->lr);
+	if (!(o->lambda >= 0) || !(o->lambda_bias >= 0) || !isfinite(o->lambda) || !isfinite(o->lambda_bias))
+		return starfa_set_error(STARFA_EINVAL, "the regularizations must be numbers >= 0");
+	if (o->iters < 1 || o->strata < 0 || !(o->tol >= 0) || !(o->decay >= 0))
+		return starfa_set_error(STARFA_EINVAL, "iters must be >= 1, strata, tol and decay >= 0");
+	if (o->schedule != SCHEDULE_BOLDDRIVER && o->schedule != SCHEDULE_INVTIME)
+		return starfa_set_error(STARFA_EINVAL, "unknown schedule %d", o->schedule);
+	return 0;
+}
+
+static int64_t sgd_iterations(const void *params)
+{
+	const struct sgd_options *o = params;
+	/* The bold driver may redo epochs: room for them, the stopping rule ends it. */
+	return o->schedule == SCHEDULE_BOLDDRIVER ? o->iters + MAX_HALVINGS : o->iters;
+}
+
+/* Uniform in [-1, 1) from a splitmix64 stream. */
+static float uniform(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+/* Small random factors, zero biases, the constant columns. */
+static void init_rows(float *F, int64_t rows, int64_t k, int user_side, uint64_t seed)
+{
+	uint64_t state = seed * 0x2545f4914f6cdd1dull + (user_side ? 11 : 12);
+	const float scale = 0.1f;
+	for (int64_t r = 0; r < rows; r++) {
+		float *row = F + r * (k + 2);
+		for (int64_t d = 0; d < k; d++)
+			row[d] = scale * uniform(&state);
+		row[k] = user_side ? 0.0f : 1.0f;
+		row[k + 1] = user_side ? 1.0f : 0.0f;
+	}
+}
+
+static void current_factors(const struct sgd *g, struct starfa_factors *f)
+{
+	*f = (struct starfa_factors){
+		.kind = STARFA_MODEL_EXPLICIT,
+		.nusers = g->csr->nrows,
+		.nitems = g->csr->ncols,
+		.rank = g->k,
+		.U = g->U,
+		.V = g->V,
+		.ub = g->o.biases ? g->U + g->k : NULL,
+		.ib = g->o.biases ? g->V + g->k + 1 : NULL,
+		.ldu = g->w,
+		.ldv = g->w,
+		.ub_stride = g->w,
+		.ib_stride = g->w,
+		.mu = g->mu,
+	};
+}
+
+static void sgd_free(void *state)
+{
+	struct sgd *g = state;
+	starfa_sums_free(g->sse);
+	starfa_sparse_values_free(g->pred);
+	starfa_dense_free(g->dU);
+	starfa_dense_free(g->dV);
+	starfa_dense_free(g->dsU);
+	starfa_dense_free(g->dsV);
+	starfa_tiled_free(g->S);
+	starfa_csr_free(g->csr);
+	free(g->U);
+	free(g->V);
+	free(g->saved_U);
+	free(g->saved_V);
+	free(g->slots);
+	starfa_matched_free(&g->test);
+	free(g);
+}
+
+static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void *params, void **state)
+{
+	struct sgd *g = starfa_calloc(1, sizeof *g);
+	if (!g)
+		return STARFA_ENOMEM;
+	*state = g;
+	g->o = *(const struct sgd_options *)params;
+	g->coo = train;
+	g->k = g->o.rank;
+	g->w = g->k + 2;
+	g->lr = g->o.lr;
+	g->prev_loss = INFINITY;
+	int rc = starfa_csr_from_coo(train, &g->csr);
+	if (rc)
+		return rc;
+	const starfa_csr *c = g->csr;
+	double sum = 0;
+	for (int64_t e = 0; e < c->nnz; e++) {
+		if (!isfinite(c->val[e]))
+			return starfa_set_error(STARFA_EINVAL, "training value %lld is not finite", (long long)e);
+		sum += c->val[e];
+	}
+	g->mu = sum / (double)c->nnz;
+	/* P strata: twice the workers, so that a stratum's P tiles keep every worker busy while their
+	 * sizes differ; no more than the rows or columns allow. */
+	int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
+	int64_t P = g->o.strata > 0 ? g->o.strata : 2 * (workers > 0 ? workers : 1);
+	if (P > c->nrows || P > c->ncols) {
+		if (g->o.strata > 0)
+			return starfa_set_error(STARFA_EINVAL, "%lld strata need at least %lld rows and columns; the matrix "
+							       "has %lld x %lld", (long long)P, (long long)P,
+						(long long)c->nrows, (long long)c->ncols);
+		P = c->nrows < c->ncols ? c->nrows : c->ncols;
+	}
+	g->P = P;
+	starfa_tiling_options tiling = {P, P, 0, 0, 0};
+	if ((rc = starfa_tiled_create(c, &tiling, &g->S)))
+		return rc;
+	size_t nu = (size_t)(c->nrows * g->w), ni = (size_t)(c->ncols * g->w);
+	g->U = starfa_malloc(nu, sizeof *g->U);
+	g->V = starfa_malloc(ni, sizeof *g->V);
+	g->saved_U = starfa_malloc(nu, sizeof *g->U);
+	g->saved_V = starfa_malloc(ni, sizeof *g->V);
+	g->slots = starfa_malloc((size_t)(P * P), sizeof *g->slots);
+	if (!g->U || !g->V || !g->saved_U || !g->saved_V || !g->slots)
+		return STARFA_ENOMEM;
+	init_rows(g->U, c->nrows, g->k, 1, (uint64_t)g->o.seed);
+	init_rows(g->V, c->ncols, g->k, 0, (uint64_t)g->o.seed);
+	memcpy(g->saved_U, g->U, nu * sizeof *g->U);
+	memcpy(g->saved_V, g->V, ni * sizeof *g->V);
+	if ((rc = starfa_dense_create(g->S, STARFA_ROWS, g->U, g->w, &g->dU)) ||
+	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->V, g->w, &g->dV)) ||
+	    (rc = starfa_dense_create(g->S, STARFA_ROWS, g->saved_U, g->w, &g->dsU)) ||
+	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->saved_V, g->w, &g->dsV)) ||
+	    (rc = starfa_sparse_values_create(g->S, STARFA_ROWS, &g->pred)) || (rc = starfa_sums_create(P * P, &g->sse)))
+		return rc;
+	if (test) {
+		rc = starfa_match_entries(test, train->row_ids, train->col_ids, c->nrows, c->ncols, &g->test);
+		g->has_test = rc == 0;
+	}
+	return rc;
+}
+
+/* A random permutation of [0, n) from (seed, epoch): the order of the strata's shifts. */
+static void shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
+{
+	uint64_t state = seed * 0x9e3779b97f4a7c15ull + (uint64_t)epoch * 0xbf58476d1ce4e5b9ull + 3;
+	for (int64_t i = 0; i < n; i++)
+		perm[i] = i;
+	for (int64_t i = n - 1; i > 0; i--) {
+		int64_t j = (int64_t)((uniform(&state) + 1.0f) * 0.5f * (float)(i + 1));
+		j = j > i ? i : j;
+		int64_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+}
+
+static int sgd_iterate(void *state, int64_t iteration)
+{
+	struct sgd *g = state;
+	const int64_t P = g->P;
+	if (g->o.schedule == SCHEDULE_INVTIME)
+		g->lr = g->o.lr / (1.0 + g->o.decay * pow((double)g->epoch, 1.5));
+	int64_t *shifts = starfa_malloc((size_t)P, sizeof *shifts);
+	if (!shifts)
+		return STARFA_ENOMEM;
+	/* Every attempt draws its own orders, a redone epoch too. */
+	shuffle(shifts, P, (uint64_t)g->o.seed, iteration);
+	starfa_sgd_step step = {g->k,	    (float)g->lr, (float)g->o.lambda, (float)g->o.lambda_bias,
+				(float)g->mu, g->o.biases, (uint64_t)g->o.seed, (uint64_t)iteration};
+	int rc = 0;
+	for (int64_t s = 0; s < P && !rc; s++)
+		for (int64_t i = 0; i < P && !rc; i++) {
+			int64_t j = (i + shifts[s]) % P;
+			rc = starfa_task_sgd(g->S, i, j, g->dU, g->dV, &step, g->sse, i * P + j, NULL);
+		}
+	free(shifts);
+	int wrc = starfa_wait();
+	return rc ? rc : wrc;
+}
+
+/* The first tile whose pass met a non-finite error, for the message of a diverged epoch. */
+static void first_bad_tile(struct sgd *g, int64_t *ti, int64_t *tj)
+{
+	*ti = *tj = -1;
+	if (starfa_sums_read(g->sse, g->slots) != 0)
+		return;
+	for (int64_t t = 0; t < g->P * g->P; t++)
+		if (!isfinite(g->slots[t])) {
+			*ti = t / g->P;
+			*tj = t % g->P;
+			return;
+		}
+}
+
+/* Copies src's blocks into dst's, by tasks. */
+static int copy_factors(starfa_dense *dst_u, starfa_dense *dst_v, const starfa_dense *src_u, const starfa_dense *src_v)
+{
+	int rc = starfa_insert_dense_map(dst_u, STARFA_DENSE_COPY, 0, 0, src_u, NULL);
+	return rc ? rc : starfa_insert_dense_map(dst_v, STARFA_DENSE_COPY, 0, 0, src_v, NULL);
+}
+
+static void add_column(starfa_train_progress *p, const char *name, int digits, double value)
+{
+	if (p->ncolumns == STARFA_MAX_COLUMNS)
+		return;
+	p->columns[p->ncolumns] = name;
+	p->digits[p->ncolumns] = digits;
+	p->values[p->ncolumns++] = value;
+}
+
+static int sgd_evaluate(void *state, starfa_train_progress *p)
+{
+	struct sgd *g = state;
+	const starfa_csr *c = g->csr;
+	p->row_tiles = p->col_tiles = g->P;
+	/* The squared error at the training entries, in the graph: predictions less mu by SDDMM, plus mu. */
+	double sse = NAN;
+	int rc = starfa_insert_sddmm(g->S, g->dU, g->dV, STARFA_SDDMM_PATTERN, g->pred);
+	if (!rc)
+		rc = starfa_insert_values_map(g->pred, STARFA_VALUES_SCALE, 1.0f, (float)g->mu, NULL);
+	if (!rc)
+		rc = starfa_reduce_values(g->pred, STARFA_REDUCE_SQDIFF, 0.0f, NULL, &sse);
+	if (!rc)
+		rc = starfa_dense_sync(g->dU);
+	if (!rc)
+		rc = starfa_dense_sync(g->dV);
+	if (rc)
+		return rc;
+	double reg = 0;
+	for (int s = 0; s < 2; s++) {
+		const float *F = s ? g->V : g->U;
+		int64_t rows = s ? c->ncols : c->nrows, bias = s ? g->k + 1 : g->k;
+		for (int64_t r = 0; r < rows; r++) {
+			const float *row = F + r * g->w;
+			for (int64_t d = 0; d < g->k; d++)
+				reg += g->o.lambda * (double)row[d] * row[d];
+			reg += g->o.lambda_bias * (double)row[bias] * row[bias];
+		}
+	}
+	double loss = (sse + reg) / (double)c->nnz;
+	const double used_lr = g->lr;
+	int finite = isfinite(loss);
+	g->rejected = 0;
+	if (g->o.schedule == SCHEDULE_BOLDDRIVER && (!finite || loss > g->prev_loss)) {
+		/* Undo the epoch and try it again at half the rate. */
+		if (++g->halvings > MAX_HALVINGS)
+			return starfa_set_error(STARFA_ERUNTIME, "SGD diverged: %d halvings of the learning rate (now %g) "
+								 "did not lower the training loss; try a smaller --lr",
+						MAX_HALVINGS, g->lr);
+		g->lr *= 0.5;
+		g->rejected = 1;
+		if ((rc = copy_factors(g->dU, g->dV, g->dsU, g->dsV)) || (rc = starfa_dense_sync(g->dU)) ||
+		    (rc = starfa_dense_sync(g->dV)))
+			return rc;
+	} else if (!finite) {
+		int64_t ti, tj;
+		first_bad_tile(g, &ti, &tj);
+		return starfa_set_error(STARFA_ERUNTIME, "SGD diverged in epoch %lld: non-finite factors%s (tile %lld, "
+							 "%lld; learning rate %g); try a smaller --lr", (long long)g->epoch + 1,
+					ti >= 0 ? " after its pass" : "", (long long)ti, (long long)tj, used_lr);
+	} else {
+		/* Accepted: the factors to come back to, the bold driver's reward, the stopping rule. */
+		double change = fabs(g->prev_loss - loss) / loss;
+		if (g->o.schedule == SCHEDULE_BOLDDRIVER)
+			g->lr *= 1.05;
+		g->halvings = 0;
+		g->epoch++;
+		g->prev_loss = loss;
+		if ((rc = copy_factors(g->dsU, g->dsV, g->dU, g->dV)))
+			return rc;
+		p->converged = (isfinite(change) && change < g->o.tol) || g->epoch >= g->o.iters;
+	}
+	p->train_rmse = sqrt(sse / (double)c->nnz);
+	p->train_loss = loss;
+	if (g->has_test && !g->rejected) {
+		struct starfa_factors f;
+		current_factors(g, &f);
+		rc = starfa_factors_metrics(&f, &g->test, g->csr, g->o.eval_k, &p->test);
+		p->has_test = rc == 0;
+		if (rc)
+			return rc;
+	}
+	add_column(p, "epoch", 0, (double)g->epoch);
+	add_column(p, "lr", 5, used_lr);
+	add_column(p, "train_rmse", 4, p->train_rmse);
+	add_column(p, "loss", 4, p->train_loss);
+	add_column(p, "test_rmse", 4, p->has_test ? p->test.rmse : NAN);
+	add_column(p, "redone", 0, g->rejected ? 1.0 : 0.0);
+	return 0;
+}
+
+static int sgd_model(void *state, starfa_model **out)
+{
+	struct sgd *g = state;
+	if (g->rejected) /* the last attempt was undone: its factors are the saved ones, already back */
+		starfa_wait();
+	starfa_dense_free(g->dU);
+	starfa_dense_free(g->dV);
+	g->dU = g->dV = NULL;
+	struct starfa_factors f;
+	current_factors(g, &f);
+	return starfa_model_from_factors(&f, "sgd", g->coo, &g->csr, g->o.lambda, 0.0, out);
+}
+
+#define SGD_FIELD(f) offsetof(struct sgd_options, f)
+static const starfa_param sgd_params[] = {
+	{"rank", STARFA_PARAM_INT64, SGD_FIELD(rank), 1, 1024, NULL, "latent factors"},
+	{"lambda", STARFA_PARAM_DOUBLE, SGD_FIELD(lambda), 0, 1e6, NULL, "L2 regularization of the factors"},
+	{"lambda-bias", STARFA_PARAM_DOUBLE, SGD_FIELD(lambda_bias), 0, 1e6, NULL, "L2 regularization of the biases"},
+	{"iters", STARFA_PARAM_INT64, SGD_FIELD(iters), 1, 100000, NULL, "epochs (the bold driver's redone ones not counted)"},
+	{"lr", STARFA_PARAM_DOUBLE, SGD_FIELD(lr), 1e-12, 1e6, NULL, "the (starting) learning rate"},
+	{"schedule", STARFA_PARAM_CHOICE, SGD_FIELD(schedule), 0, 0, "bolddriver|invtime",
+	 "bold driver (x1.05 after a better epoch, x0.5 and redo after a worse one) or lr / (1 + decay t^1.5)"},
+	{"decay", STARFA_PARAM_DOUBLE, SGD_FIELD(decay), 0, 1e6, NULL, "invtime: the decay of the rate"},
+	{"strata", STARFA_PARAM_INT64, SGD_FIELD(strata), 0, 1 << 16, NULL,
+	 "P: the P x P grid of tiles, P strata per epoch (0: twice the workers)"},
+	{"tol", STARFA_PARAM_DOUBLE, SGD_FIELD(tol), 0, 1, NULL, "stop when the loss's relative change is under this"},
+	{"no-biases", STARFA_PARAM_FLAG, SGD_FIELD(biases), 0, 0, NULL, "no user and item biases (the mean stays)"},
+	{"seed", STARFA_PARAM_INT64, SGD_FIELD(seed), 0, 9.2e18, NULL, "seed of the initial factors and the orders"},
+	{NULL, 0, 0, 0, 0, NULL, NULL},
+};
+
+const starfa_algorithm starfa_algorithm_sgd = {
+	.name = "sgd",
+	.summary = "SGD matrix factorization on explicit ratings: strata of tiles as StarPU dependencies, no locks",
+	.kind = STARFA_MODEL_EXPLICIT,
+	.params_size = sizeof(struct sgd_options),
+	.params = sgd_params,
+	.defaults = sgd_defaults,
+	.check = sgd_check,
+	.iterations = sgd_iterations,
+	.setup = sgd_setup,
+	.iterate = sgd_iterate,
+	.evaluate = sgd_evaluate,
+	.model = sgd_model,
+	.free = sgd_free,
+};

@@ -1,0 +1,1 @@
+# runs the 'sgd' group of tests/starfa_test

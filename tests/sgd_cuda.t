@@ -1,0 +1,1 @@
+# runs the 'sgd_cuda' group of tests/starfa_test

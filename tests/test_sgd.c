@@ -1,0 +1,331 @@
+/* SGD: the tile kernel against a sequential reference in double, the CUDA kernel (one warp) against the
+ * CPU kernel, one epoch of the task graph with one worker against the reference tile by tile in the
+ * same order, the bold driver's recovery from a rate far too high, and bad parameters. */
+#include "testing.h"
+#include "cpu/sgd.h"
+#ifdef STARFA_USE_CUDA
+#include "gpu/sgd.h"
+#include "testing_cuda.h"
+#endif
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The reference: one pass over a CSR block (rows r0.., columns c0.. of the whole factors), the same
+ * order and updates as cpu/sgd.h, in double. */
+static void reference_pass(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val, double *U,
+			   double *V, int64_t w, const struct starfa_sgd_pass *s)
+{
+	const uint32_t nnz = rowptr[nrows];
+	const int64_t k = s->k;
+	for (uint32_t c0 = 0, chunk = 0; c0 < nnz; c0 += STARFA_SGD_CHUNK, chunk++) {
+		uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
+		uint32_t key = starfa_sgd_key(s->seed, s->epoch, s->tile, chunk);
+		for (uint32_t q = 0; q < n; q++) {
+			uint32_t p = c0 + starfa_sgd_order(q, n, key);
+			int64_t r = 0;
+			while (rowptr[r + 1] <= p)
+				r++;
+			double *u = U + r * w, *v = V + (int64_t)colind[p] * w;
+			double dot = u[k] + v[k + 1];
+			for (int64_t d = 0; d < k; d++)
+				dot += u[d] * v[d];
+			double e = val[p] - s->mu - dot;
+			if (s->biases) {
+				u[k] += s->lr * (e - s->lambda_bias * u[k]);
+				v[k + 1] += s->lr * (e - s->lambda_bias * v[k + 1]);
+			}
+			for (int64_t d = 0; d < k; d++) {
+				double pu = u[d], qv = v[d];
+				u[d] = pu + s->lr * (e * qv - s->lambda * pu);
+				v[d] = qv + s->lr * (e * pu - s->lambda * qv);
+			}
+		}
+	}
+}
+
+/* Augmented rows: small factors, random biases, the constant columns. */
+static void fill_rows(float *F, int64_t rows, int64_t k, int user_side, uint64_t *rng)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		float *row = F + r * (k + 2);
+		for (int64_t d = 0; d < k; d++)
+			row[d] = 0.3f * (float)(2 * testing_uniform(rng) - 1);
+		row[user_side ? k : k + 1] = 0.2f * (float)(2 * testing_uniform(rng) - 1);
+		row[user_side ? k + 1 : k] = 1.0f;
+	}
+}
+
+static int close_arrays(const float *got, const double *want, size_t n, double tol, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK_MSG(isfinite(got[i]) && fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i])),
+			  "%s[%zu] = %.9g, reference %.9g", what, i, got[i], want[i]);
+	return 0;
+}
+
+/* Ratings 1..5 on a random pattern. */
+static starfa_csr *ratings(int64_t m, int64_t n, int64_t nnz, uint64_t *rng)
+{
+	starfa_csr *S = testing_random_csr(m, n, nnz, 0.5, rng);
+	if (S)
+		for (int64_t e = 0; e < S->nnz; e++)
+			S->val[e] = (float)(1 + (int)(5 * testing_uniform(rng)));
+	return S;
+}
+
+TEST(sgd, tile_kernel_matches_sequential_reference)
+{
+	uint64_t rng = testing_seed() + 31;
+	const int64_t m = 60, n = 50, k = 1 + (int64_t)testing_below(&rng, 40), w = k + 2;
+	starfa_csr *S = ratings(m, n, 1500, &rng); /* several chunks, rows across their borders */
+	CHECK(S);
+	uint32_t *rowptr = malloc(sizeof(uint32_t) * (size_t)(m + 1)), *colind = malloc(sizeof(uint32_t) * (size_t)S->nnz);
+	float *U = malloc(sizeof(float) * (size_t)(m * w)), *V = malloc(sizeof(float) * (size_t)(n * w));
+	double *RU = malloc(sizeof(double) * (size_t)(m * w)), *RV = malloc(sizeof(double) * (size_t)(n * w));
+	CHECK(rowptr && colind && U && V && RU && RV);
+	for (int64_t r = 0; r <= m; r++)
+		rowptr[r] = (uint32_t)S->rowptr[r];
+	for (int64_t e = 0; e < S->nnz; e++)
+		colind[e] = (uint32_t)S->colind[e];
+	fill_rows(U, m, k, 1, &rng);
+	fill_rows(V, n, k, 0, &rng);
+	for (int64_t i = 0; i < m * w; i++)
+		RU[i] = U[i];
+	for (int64_t i = 0; i < n * w; i++)
+		RV[i] = V[i];
+	for (int biases = 0; biases < 2; biases++) {
+		struct starfa_sgd_pass pass = {k, 0.01f, 0.05f, 0.02f, 3.0f, biases, testing_seed(), (uint64_t)biases, 7};
+		double sse = starfa_cpu_sgd(m, rowptr, colind, S->val, U, w, V, w, &pass);
+		reference_pass(m, rowptr, colind, S->val, RU, RV, w, &pass);
+		CHECK(isfinite(sse) && sse > 0);
+		if (close_arrays(U, RU, (size_t)(m * w), 1e-4, "U") || close_arrays(V, RV, (size_t)(n * w), 1e-4, "V"))
+			return 1;
+	}
+	/* The constant columns stay. */
+	for (int64_t r = 0; r < m; r++)
+		CHECK(U[r * w + k + 1] == 1.0f);
+	/* starfa_sgd_order is a permutation of every chunk size. */
+	for (uint32_t size = 1; size <= STARFA_SGD_CHUNK; size++) {
+		unsigned char seen[STARFA_SGD_CHUNK] = {0};
+		uint32_t key = (uint32_t)testing_below(&rng, 1u << 31);
+		for (uint32_t q = 0; q < size; q++) {
+			uint32_t x = starfa_sgd_order(q, size, key);
+			CHECK(x < size && !seen[x]);
+			seen[x] = 1;
+		}
+	}
+	free(rowptr);
+	free(colind);
+	free(U);
+	free(V);
+	free(RU);
+	free(RV);
+	starfa_csr_free(S);
+	return 0;
+}
+
+/* One epoch through the task graph on one CPU worker, strata in a fixed order, against the reference
+ * run tile by tile in the same order on the whole factors. */
+TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
+{
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncpus = 1;
+	opts.ncuda = 0;
+	CHECK_OK(testing_runtime_with(&opts));
+	uint64_t rng = testing_seed() + 32;
+	const int64_t m = 90, n = 70, k = 8, w = k + 2, P = 3;
+	starfa_csr *S = ratings(m, n, 2000, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {P, P, 0, 0, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	float *U = malloc(sizeof(float) * (size_t)(m * w)), *V = malloc(sizeof(float) * (size_t)(n * w));
+	double *RU = malloc(sizeof(double) * (size_t)(m * w)), *RV = malloc(sizeof(double) * (size_t)(n * w));
+	CHECK(U && V && RU && RV);
+	fill_rows(U, m, k, 1, &rng);
+	fill_rows(V, n, k, 0, &rng);
+	for (int64_t i = 0; i < m * w; i++)
+		RU[i] = U[i];
+	for (int64_t i = 0; i < n * w; i++)
+		RV[i] = V[i];
+	starfa_dense *dU = NULL, *dV = NULL;
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, U, w, &dU));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, V, w, &dV));
+	starfa_sums *sse = NULL;
+	CHECK_OK(starfa_sums_create(P * P, &sse));
+	starfa_sgd_step step = {k, 0.02f, 0.05f, 0.05f, 3.0f, 1, testing_seed(), 4};
+	const int64_t shifts[3] = {2, 0, 1};
+	const int64_t *rb = starfa_tiled_row_bounds(t), *cb = starfa_tiled_col_bounds(t);
+	for (int64_t s = 0; s < P; s++)
+		for (int64_t i = 0; i < P; i++) {
+			int64_t j = (i + shifts[s]) % P;
+			CHECK_OK(starfa_task_sgd(t, i, j, dU, dV, &step, sse, i * P + j, NULL));
+			/* the reference on the same tile, its rows and columns offset into the whole factors */
+			int64_t nr, nc, nz;
+			const uint32_t *rp, *ci;
+			const float *val;
+			starfa_tiled_tile_csr(t, i, j, &nr, &nc, &nz, &rp, &ci, &val);
+			if (nz == 0)
+				continue;
+			struct starfa_sgd_pass pass = {k, step.lr, step.lambda, step.lambda_bias, step.mu, 1, step.seed,
+						       step.epoch, (uint64_t)(i * P + j)};
+			reference_pass(nr, rp, ci, val, RU + rb[i] * w, RV + cb[j] * w, w, &pass);
+		}
+	CHECK_OK(starfa_dense_sync(dU));
+	CHECK_OK(starfa_dense_sync(dV));
+	if (close_arrays(U, RU, (size_t)(m * w), 1e-4, "U") || close_arrays(V, RV, (size_t)(n * w), 1e-4, "V"))
+		return 1;
+	double total = 0;
+	CHECK_OK(starfa_sums_total(sse, &total));
+	CHECK(isfinite(total) && total > 0);
+	/* operands checked */
+	CHECK(starfa_task_sgd(t, P, 0, dU, dV, &step, sse, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_sgd(t, 0, 0, dV, dU, &step, sse, 0, NULL) == STARFA_EINVAL);
+	starfa_sgd_step bad = step;
+	bad.lr = 0;
+	CHECK(starfa_task_sgd(t, 0, 0, dU, dV, &bad, sse, 0, NULL) == STARFA_EINVAL);
+	starfa_sums_free(sse);
+	starfa_dense_free(dU);
+	starfa_dense_free(dV);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(U);
+	free(V);
+	free(RU);
+	free(RV);
+	return 0;
+}
+
+struct history {
+	int64_t iterations, redone;
+	double first_rmse, last_rmse;
+	int finite;
+};
+
+static int record(const starfa_train_progress *p, void *user_data)
+{
+	struct history *h = user_data;
+	for (int c = 0; c < p->ncolumns; c++)
+		if (strcmp(p->columns[c], "redone") == 0 && p->values[c] > 0)
+			h->redone++;
+	if (p->iteration == 1)
+		h->first_rmse = p->train_rmse;
+	h->last_rmse = p->train_rmse;
+	h->finite = isfinite(p->train_loss);
+	h->iterations = p->iteration;
+	return 0;
+}
+
+/* Too high a starting rate: the bold driver halves and redoes until epochs improve, and trains. */
+TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 33;
+	starfa_csr *S = ratings(200, 150, 4000, &rng);
+	CHECK(S);
+	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);
+	CHECK(coo);
+	for (int64_t r = 0; r < S->nrows; r++)
+		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++) {
+			coo->row[coo->nnz] = (int32_t)r;
+			coo->col[coo->nnz] = S->colind[e];
+			coo->val[coo->nnz++] = S->val[e];
+		}
+	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
+	CHECK(sgd);
+	void *params = calloc(1, sgd->params_size);
+	CHECK(params);
+	sgd->defaults(params);
+	CHECK_OK(starfa_param_set(sgd, params, "lr", "20"));
+	CHECK_OK(starfa_param_set(sgd, params, "iters", "15"));
+	CHECK_OK(starfa_param_set(sgd, params, "rank", "6"));
+	struct history h = {0};
+	starfa_model *m = NULL;
+	CHECK_OK(starfa_train(sgd, params, coo, NULL, record, &h, &m));
+	CHECK_MSG(h.redone > 0 && h.finite && h.last_rmse < 1.5, "redone %lld, rmse %g -> %g", (long long)h.redone,
+		  h.first_rmse, h.last_rmse);
+	CHECK(m && m->kind == STARFA_MODEL_EXPLICIT && strcmp(m->algorithm, "sgd") == 0 && m->user_bias);
+	for (int64_t i = 0; i < m->nusers * m->rank; i++)
+		CHECK(isfinite(m->user_factors[i]));
+	starfa_model_free(m);
+	/* Bad parameters. */
+	CHECK(starfa_param_set(sgd, params, "lr", "0") == STARFA_EINVAL);
+	CHECK(starfa_param_set(sgd, params, "schedule", "adam") == STARFA_EINVAL);
+	CHECK_OK(starfa_param_set(sgd, params, "strata", "1000"));
+	CHECK(starfa_train(sgd, params, coo, NULL, NULL, NULL, &m) == STARFA_EINVAL && m == NULL);
+	CHECK(strstr(starfa_last_error(), "strata") != NULL);
+	free(params);
+	starfa_coo_free(coo);
+	starfa_csr_free(S);
+	return 0;
+}
+
+#ifdef STARFA_USE_CUDA
+
+/* One warp visits the chunks in the CPU kernel's order: the two agree to rounding. */
+TEST(sgd_cuda, one_warp_matches_cpu_kernel)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 34;
+	const int64_t m = 300, n = 200, k = 1 + (int64_t)testing_below(&rng, 128), w = k + 2;
+	starfa_csr *S = ratings(m, n, 9000, &rng);
+	CHECK(S);
+	uint32_t *rowptr = malloc(sizeof(uint32_t) * (size_t)(m + 1)), *colind = malloc(sizeof(uint32_t) * (size_t)S->nnz);
+	float *U = malloc(sizeof(float) * (size_t)(m * w)), *V = malloc(sizeof(float) * (size_t)(n * w));
+	float *GU = malloc(sizeof(float) * (size_t)(m * w)), *GV = malloc(sizeof(float) * (size_t)(n * w));
+	CHECK(rowptr && colind && U && V && GU && GV);
+	for (int64_t r = 0; r <= m; r++)
+		rowptr[r] = (uint32_t)S->rowptr[r];
+	for (int64_t e = 0; e < S->nnz; e++)
+		colind[e] = (uint32_t)S->colind[e];
+	fill_rows(U, m, k, 1, &rng);
+	fill_rows(V, n, k, 0, &rng);
+	uint32_t *d_rowptr = to_device(rowptr, sizeof(uint32_t) * (size_t)(m + 1));
+	uint32_t *d_colind = to_device(colind, sizeof(uint32_t) * (size_t)S->nnz);
+	float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
+	float *d_U = to_device(U, sizeof(float) * (size_t)(m * w)), *d_V = to_device(V, sizeof(float) * (size_t)(n * w));
+	double *d_sse = to_device(NULL, sizeof(double));
+	CHECK(d_rowptr && d_colind && d_val && d_U && d_V && d_sse);
+	struct starfa_sgd_pass pass = {k, 0.01f, 0.05f, 0.02f, 3.0f, 1, testing_seed(), 2, 5};
+	CUDA_OK(starfa_cuda_sgd(m, S->nnz, d_rowptr, d_colind, d_val, d_U, w, d_V, w, &pass, 1, d_sse, 0));
+	double sse_gpu = 0, sse_cpu = starfa_cpu_sgd(m, rowptr, colind, S->val, U, w, V, w, &pass);
+	CUDA_OK(cudaMemcpy(GU, d_U, sizeof(float) * (size_t)(m * w), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(GV, d_V, sizeof(float) * (size_t)(n * w), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
+	for (int64_t i = 0; i < m * w; i++)
+		CHECK_MSG(fabs(GU[i] - U[i]) <= 1e-4 * (1 + fabs(U[i])), "U[%lld]: gpu %g cpu %g", (long long)i, GU[i], U[i]);
+	for (int64_t i = 0; i < n * w; i++)
+		CHECK_MSG(fabs(GV[i] - V[i]) <= 1e-4 * (1 + fabs(V[i])), "V[%lld]: gpu %g cpu %g", (long long)i, GV[i], V[i]);
+	CHECK(fabs(sse_gpu - sse_cpu) <= 1e-4 * sse_cpu);
+	/* Many warps (Hogwild across chunks): finite, and the error of the next pass falls. */
+	CUDA_OK(starfa_cuda_sgd(m, S->nnz, d_rowptr, d_colind, d_val, d_U, w, d_V, w, &pass, 0, d_sse, 0));
+	CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
+	CHECK(isfinite(sse_gpu) && sse_gpu < sse_cpu);
+	cudaFree(d_rowptr);
+	cudaFree(d_colind);
+	cudaFree(d_val);
+	cudaFree(d_U);
+	cudaFree(d_V);
+	cudaFree(d_sse);
+	free(rowptr);
+	free(colind);
+	free(U);
+	free(V);
+	free(GU);
+	free(GV);
+	starfa_csr_free(S);
+	return 0;
+}
+
+#else
+
+TEST(sgd_cuda, not_built)
+{
+	SKIP("starfa was configured without CUDA");
+}
+
+#endif
