@@ -21,15 +21,15 @@ run() {
 }
 run "$starfa" info
 # The CUDA groups, then the groups whose task graphs now have CUDA workers to run on.
-run "$test_bin" sddmm_cuda spmm_cuda als_cuda values_cuda dense_cuda
-run "$test_bin" sddmm spmm tiling values dense hermitian bias solve gram rowsolve als model
+run "$test_bin" sddmm_cuda spmm_cuda als_cuda values_cuda dense_cuda sgd_cuda
+run "$test_bin" sddmm spmm tiling values dense hermitian bias solve gram rowsolve als model sgd
 # KL-NMF written with the public API, on every worker (CPU and GPU), against its dense reference.
 run env STARFA_SRCDIR="$top" KLNMF="$klnmf" sh "$top/tests/klnmf.sh"
 if command -v compute-sanitizer >/dev/null; then
 	for tool in memcheck racecheck initcheck synccheck; do
 		run timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$test_bin" \
 			sddmm_cuda/every_variant_matches_reference_and_cpu sddmm_cuda/edge_shapes \
-			als_cuda/rowsolve_status_names_bad_rows als_cuda/solve_status_names_bad_rows values_cuda dense_cuda
+			als_cuda/rowsolve_status_names_bad_rows als_cuda/solve_status_names_bad_rows values_cuda dense_cuda sgd_cuda
 	done
 	# The ALS kernels' full sweeps under memcheck (racecheck and initcheck on them take too long).
 	run timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 "$test_bin" als_cuda
