@@ -12,7 +12,7 @@
  * calibrated on the sizes below it, rowsolve (which stores none) on every size. */
 #define MAX_SYSTEMS_BYTES ((size_t)1 << 30)
 
-enum { GROUP_SDDMM = 1, GROUP_SPMM = 2, GROUP_ALS = 4, GROUP_ELEMENTWISE = 8, GROUP_ALL = 15 };
+enum { GROUP_SDDMM = 1, GROUP_SPMM = 2, GROUP_ALS = 4, GROUP_ELEMENTWISE = 8, GROUP_SGD = 16, GROUP_ALL = 31 };
 
 struct rank_list {
 	int64_t rank[MAX_RANKS];
@@ -33,7 +33,7 @@ static void usage(FILE *out)
 		     "Runs every operation on random tiles of growing size for each rank, on every worker\n"
 		     "type, with StarPU's calibration on, so that later runs schedule from calibrated\n"
 		     "performance models.\n"
-		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als,elementwise):\n"
+		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als,elementwise,sgd):\n"
 		     "                     sddmm  SDDMM plain and scaled\n"
 		     "                     spmm   SpMM S*X and S^T*X\n"
 		     "                     als    gram, hermitian and bias (explicit and implicit), solve\n"
@@ -42,6 +42,7 @@ static void usage(FILE *out)
 		     "                     elementwise  SDDMM with beta, values transposed, mapped and reduced,\n"
 		     "                            dense maps, column and row sums and reductions, on a\n"
 		     "                            grid with empty tiles (the zero codelet)\n"
+		     "                     sgd    SGD passes over tiles, at the ALS ranks\n"
 		     "  --ranks LIST     comma-separated ranks of sddmm and spmm (default 32,128,512)\n"
 		     "  --als-ranks LIST ranks of the ALS operations (default 16,64,128)\n"
 		     "  --min-nnz N      smallest tile (default 64)\n"
@@ -86,14 +87,14 @@ static int add_rank(const char *option, const char *value, void *ctx)
 
 static int add_group(const char *option, const char *value, void *ctx)
 {
-	static const char *const names[] = {"sddmm", "spmm", "als", "elementwise"};
-	static const int bits[] = {GROUP_SDDMM, GROUP_SPMM, GROUP_ALS, GROUP_ELEMENTWISE};
-	for (int i = 0; i < 4; i++)
+	static const char *const names[] = {"sddmm", "spmm", "als", "elementwise", "sgd"};
+	static const int bits[] = {GROUP_SDDMM, GROUP_SPMM, GROUP_ALS, GROUP_ELEMENTWISE, GROUP_SGD};
+	for (int i = 0; i < 5; i++)
 		if (strcmp(value, names[i]) == 0) {
 			*(int *)ctx |= bits[i];
 			return 0;
 		}
-	cli_error("--%s: unknown group '%s' (sddmm, spmm, als or elementwise)", option, value);
+	cli_error("--%s: unknown group '%s' (sddmm, spmm, als, elementwise or sgd)", option, value);
 	return -1;
 }
 
@@ -106,7 +107,7 @@ static int parse_ranks(const char *option, const char *text, struct rank_list *l
 static int parse_ops(const char *text, int *groups)
 {
 	*groups = 0;
-	return parse_list("ops", text, "group (sddmm, spmm, als or elementwise)", add_group, groups);
+	return parse_list("ops", text, "group (sddmm, spmm, als, elementwise or sgd)", add_group, groups);
 }
 
 static int parse(int argc, char **argv, struct calibrate_cli *c)
@@ -487,6 +488,53 @@ out:
 	return rc;
 }
 
+/* ---------------------------------------------------------------- SGD */
+
+struct sgd_ctx {
+	starfa_tiled *S;
+	starfa_dense *U, *V;
+	starfa_sums *sse;
+	starfa_sgd_step step;
+};
+
+static int insert_sgd_op(void *ctx, int op)
+{
+	struct sgd_ctx *g = ctx;
+	(void)op;
+	g->step.epoch++;
+	return starfa_task_sgd(g->S, 0, 0, g->U, g->V, &g->step, g->sse, 0, NULL);
+}
+
+/* Calibrates the SGD pass on one tile at one rank: ratings-like values, a small rate. */
+static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
+{
+	int rc = 1;
+	struct sgd_ctx g = {.step = {k, 0.001f, 0.05f, 0.05f, 1.5f, 1, 1, 0}};
+	size_t nu = (size_t)(csr->nrows * (k + 2)), nv = (size_t)(csr->ncols * (k + 2));
+	float *U = malloc(nu * sizeof *U), *V = malloc(nv * sizeof *V);
+	if (!U || !V) {
+		cli_error("out of memory for rank %lld factors", (long long)k);
+		goto out;
+	}
+	fill(U, nu, 8);
+	fill(V, nv, 9);
+	starfa_tiling_options one_tile = {1, 1, 0, 0, 0};
+	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_dense_create(g.S, STARFA_ROWS, U, k + 2, &g.U) ||
+	    starfa_dense_create(g.S, STARFA_COLS, V, k + 2, &g.V) || starfa_sums_create(1, &g.sse)) {
+		cli_library_error();
+		goto out;
+	}
+	rc = run_rounds(c, "sgd", k, csr->nnz, insert_sgd_op, &g, 0);
+out:
+	starfa_sums_free(g.sse);
+	starfa_dense_free(g.U);
+	starfa_dense_free(g.V);
+	starfa_tiled_free(g.S);
+	free(U);
+	free(V);
+	return rc;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	struct calibrate_cli c = {.ranks = {{32, 128, 512}, 3},
@@ -528,6 +576,15 @@ int cmd_calibrate(int argc, char **argv)
 				rc = cli_library_error();
 			for (int r = 0; r < c.ranks.n && rc == 0; r++)
 				rc = calibrate_elementwise(&c, csr, c.ranks.rank[r]);
+			starfa_csr_free(csr);
+		}
+		if (rc == 0 && (c.groups & GROUP_SGD)) {
+			int64_t rows = nnz / 128 > 64 ? nnz / 128 : 64, cols = nnz / 16 > 64 ? nnz / 16 : 64;
+			starfa_csr *csr = random_matrix(rows, rows, cols, nnz, c.seed + 7 * (uint64_t)nnz);
+			if (!csr)
+				rc = cli_library_error();
+			for (int r = 0; r < c.als_ranks.n && rc == 0; r++)
+				rc = calibrate_sgd(&c, csr, c.als_ranks.rank[r]);
 			starfa_csr_free(csr);
 		}
 		if (rc == 0 && (c.groups & GROUP_ALS)) {

@@ -31,6 +31,9 @@ struct sgd_options {
 	int schedule, biases;
 };
 
+/* The smallest automatic tile, in entries on average. */
+#define MIN_TILE_NNZ 4096
+
 /* A bold driver that keeps halving without an epoch that lowers the loss has diverged. */
 #define MAX_HALVINGS 30
 
@@ -181,9 +184,15 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	}
 	g->mu = sum / (double)c->nnz;
 	/* P strata: twice the workers, so that a stratum's P tiles keep every worker busy while their
-	 * sizes differ; no more than the rows or columns allow. */
+	 * sizes differ, but no tile under MIN_TILE_NNZ entries on average (a task's own cost, tens of
+	 * microseconds, would outweigh its updates); no more than the rows or columns allow. */
 	int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
-	int64_t P = g->o.strata > 0 ? g->o.strata : 2 * (workers > 0 ? workers : 1);
+	int64_t P = g->o.strata;
+	if (P == 0) {
+		P = 2 * (workers > 0 ? workers : 1);
+		while (P > 1 && c->nnz / (P * P) < MIN_TILE_NNZ)
+			P--;
+	}
 	if (P > c->nrows || P > c->ncols) {
 		if (g->o.strata > 0)
 			return starfa_set_error(STARFA_EINVAL, "%lld strata need at least %lld rows and columns; the matrix "
@@ -394,7 +403,7 @@ static const starfa_param sgd_params[] = {
 	 "bold driver (x1.05 after a better epoch, x0.5 and redo after a worse one) or lr / (1 + decay t^1.5)"},
 	{"decay", STARFA_PARAM_DOUBLE, SGD_FIELD(decay), 0, 1e6, NULL, "invtime: the decay of the rate"},
 	{"strata", STARFA_PARAM_INT64, SGD_FIELD(strata), 0, 1 << 16, NULL,
-	 "P: the P x P grid of tiles, P strata per epoch (0: twice the workers)"},
+	 "P: the P x P grid of tiles, P strata per epoch (0: twice the workers, tiles of 4096+ entries)"},
 	{"tol", STARFA_PARAM_DOUBLE, SGD_FIELD(tol), 0, 1, NULL, "stop when the loss's relative change is under this"},
 	{"no-biases", STARFA_PARAM_FLAG, SGD_FIELD(biases), 0, 0, NULL, "no user and item biases (the mean stays)"},
 	{"seed", STARFA_PARAM_INT64, SGD_FIELD(seed), 0, 9.2e18, NULL, "seed of the initial factors and the orders"},
