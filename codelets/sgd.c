@@ -53,10 +53,10 @@ int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U
 		return rc;
 	if (i < 0 || j < 0 || i >= S->grid.nr || j >= S->grid.nc)
 		return starfa_index_error(what, "tile", i, j, S->grid.nr, S->grid.nc);
-	if (step->rank < 1 || U->cols != step->rank + 2 || V->cols != step->rank + 2 || U->rows != S->nrows ||
+	if (step->rank < 1 || U->cols < step->rank + 2 || V->cols != U->cols || U->rows != S->nrows ||
 	    V->rows != S->ncols)
 		return starfa_set_error(STARFA_EINVAL, "%s: U and V must be S's row and column factors with rank + 2 "
-						       "columns ([p, b, 1] and [q, 1, c])", what);
+						       "columns or more ([p, b, 1, 0...] and [q, 1, c, 0...])", what);
 	if (!starfa_dense_blocked_along(U, S->row_bounds, S->grid.nr) ||
 	    !starfa_dense_blocked_along(V, S->col_bounds, S->grid.nc))
 		return starfa_set_error(STARFA_EINVAL, "%s: U and V must be blocked along S's rows and columns", what);

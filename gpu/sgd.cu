@@ -26,44 +26,82 @@ __device__ __forceinline__ float warp_sum(float v)
 	return v;
 }
 
+/* One update: the warp's lanes share the k dimensions (float4 at a time when kVec). */
+template <bool kVec>
+__device__ __forceinline__ float update(float *u, float *v, float r, const starfa_sgd_pass &s, int lane)
+{
+	const int64_t k = s.k;
+	float dot = 0.0f;
+	if (kVec) {
+		float4 *u4 = reinterpret_cast<float4 *>(u), *v4 = reinterpret_cast<float4 *>(v);
+		for (int64_t d = lane; d < k / 4; d += kWarp) {
+			const float4 a = u4[d], b = v4[d];
+			dot += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+		}
+	} else {
+		for (int64_t d = lane; d < k; d += kWarp)
+			dot += u[d] * v[d];
+	}
+	dot = warp_sum(dot) + u[k] + v[k + 1];
+	const float e = r - s.mu - dot, lr = s.lr, lambda = s.lambda;
+	if (kVec) {
+		float4 *u4 = reinterpret_cast<float4 *>(u), *v4 = reinterpret_cast<float4 *>(v);
+		for (int64_t d = lane; d < k / 4; d += kWarp) {
+			const float4 a = u4[d], b = v4[d];
+			u4[d] = make_float4(a.x + lr * (e * b.x - lambda * a.x), a.y + lr * (e * b.y - lambda * a.y),
+					    a.z + lr * (e * b.z - lambda * a.z), a.w + lr * (e * b.w - lambda * a.w));
+			v4[d] = make_float4(b.x + lr * (e * a.x - lambda * b.x), b.y + lr * (e * a.y - lambda * b.y),
+					    b.z + lr * (e * a.z - lambda * b.z), b.w + lr * (e * a.w - lambda * b.w));
+		}
+	} else {
+		for (int64_t d = lane; d < k; d += kWarp) {
+			const float pu = u[d], qv = v[d];
+			u[d] = pu + lr * (e * qv - lambda * pu);
+			v[d] = qv + lr * (e * pu - lambda * qv);
+		}
+	}
+	if (lane == 0 && s.biases) {
+		u[k] += lr * (e - s.lambda_bias * u[k]);
+		v[k + 1] += lr * (e - s.lambda_bias * v[k + 1]);
+	}
+	return e;
+}
+
+/* Each warp stages a chunk's rows, columns and values in shared memory (coalesced reads, one row search
+ * per lane and step), then runs its updates in the chunk's order. */
+template <bool kVec>
 __global__ void __launch_bounds__(kThreads) sgd_kernel(int64_t nrows, uint32_t nnz, const uint32_t *__restrict__ rowptr,
 							  const uint32_t *__restrict__ colind, const float *__restrict__ val,
 							  float *U, int64_t ldu, float *V, int64_t ldv,
 							  const starfa_sgd_pass s, int64_t nwarps, double *sse)
 {
-	const int lane = threadIdx.x % kWarp;
+	constexpr int kWarps = kThreads / kWarp;
+	__shared__ uint32_t s_row[kWarps][STARFA_SGD_CHUNK], s_col[kWarps][STARFA_SGD_CHUNK];
+	__shared__ float s_val[kWarps][STARFA_SGD_CHUNK];
+	const int lane = threadIdx.x % kWarp, wib = threadIdx.x / kWarp;
 	const int64_t warp = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp;
 	if (warp >= nwarps)
 		return;
-	const int64_t k = s.k;
 	double local = 0.0;
 	const uint32_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
 	for (uint32_t chunk = (uint32_t)warp; chunk < nchunks; chunk += (uint32_t)nwarps) {
 		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
 		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, s.tile, chunk);
-		const int64_t first_row = row_of(rowptr, nrows, 0, c0);
+		int64_t row = row_of(rowptr, nrows, 0, c0);
+		for (uint32_t q = lane; q < n; q += kWarp) {
+			row = row_of(rowptr, nrows, row, c0 + q); /* rows only grow with q */
+			s_row[wib][q] = (uint32_t)row;
+			s_col[wib][q] = __ldg(colind + c0 + q);
+			s_val[wib][q] = __ldg(val + c0 + q);
+		}
+		__syncwarp();
 		for (uint32_t q = 0; q < n; q++) {
-			const uint32_t p = c0 + starfa_sgd_order(q, n, key);
-			float *u = U + row_of(rowptr, nrows, first_row, p) * ldu;
-			float *v = V + (int64_t)__ldg(colind + p) * ldv;
-			float dot = 0.0f;
-			for (int64_t d = lane; d < k; d += kWarp)
-				dot += u[d] * v[d];
-			dot = warp_sum(dot) + u[k] + v[k + 1];
-			const float e = __ldg(val + p) - s.mu - dot, lr = s.lr;
-			for (int64_t d = lane; d < k; d += kWarp) {
-				const float pu = u[d], qv = v[d];
-				u[d] = pu + lr * (e * qv - s.lambda * pu);
-				v[d] = qv + lr * (e * pu - s.lambda * qv);
-			}
-			if (lane == 0) {
-				if (s.biases) {
-					u[k] += lr * (e - s.lambda_bias * u[k]);
-					v[k + 1] += lr * (e - s.lambda_bias * v[k + 1]);
-				}
+			const uint32_t i = starfa_sgd_order(q, n, key);
+			const float e = update<kVec>(U + (int64_t)s_row[wib][i] * ldu, V + (int64_t)s_col[wib][i] * ldv,
+						     s_val[wib][i], s, lane);
+			if (lane == 0)
 				local += (double)e * e;
-			}
 			__syncwarp(); /* the next update may read the row this one wrote */
 		}
 	}
@@ -94,12 +132,18 @@ extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_
 			err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
 		if (err != cudaSuccess)
 			return err;
-		nwarps = (int64_t)sms * 64; /* as many as the SMs hold resident */
+		nwarps = (int64_t)sms * 32; /* about what the SMs hold resident (registers, 24 KB of staging a block) */
 	}
 	if (nwarps > nchunks)
 		nwarps = nchunks;
 	unsigned blocks = (unsigned)((nwarps * kWarp + kThreads - 1) / kThreads);
-	sgd_kernel<<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val, U, ldu, V, ldv, *pass,
-						       nwarps, sse);
+	/* 16-byte loads when the rows allow them */
+	const bool vec = pass->k % 4 == 0 && ldu % 4 == 0 && ldv % 4 == 0 && ((uintptr_t)U | (uintptr_t)V) % 16 == 0;
+	if (vec)
+		sgd_kernel<true><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val, U, ldu, V, ldv,
+								  *pass, nwarps, sse);
+	else
+		sgd_kernel<false><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val, U, ldu, V,
+								   ldv, *pass, nwarps, sse);
 	return cudaGetLastError();
 }

@@ -42,7 +42,7 @@ struct sgd {
 	const starfa_coo *coo;
 	starfa_csr *csr;
 	starfa_tiled *S;
-	int64_t k, w, P;          /* rank, row width (k + 2), strata */
+	int64_t k, w, P;          /* rank, row width (k + 2, padded to a multiple of 4), strata */
 	float *U, *V, *saved_U, *saved_V;
 	starfa_dense *dU, *dV, *dsU, *dsV;
 	starfa_sparse_values *pred;
@@ -107,13 +107,14 @@ static float uniform(uint64_t *state)
 	return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
 }
 
-/* Small random factors, zero biases, the constant columns. */
-static void init_rows(float *F, int64_t rows, int64_t k, int user_side, uint64_t seed)
+/* Small random factors, zero biases, the constant columns, zero padding. */
+static void init_rows(float *F, int64_t rows, int64_t k, int64_t w, int user_side, uint64_t seed)
 {
 	uint64_t state = seed * 0x2545f4914f6cdd1dull + (user_side ? 11 : 12);
 	const float scale = 0.1f;
 	for (int64_t r = 0; r < rows; r++) {
-		float *row = F + r * (k + 2);
+		float *row = F + r * w;
+		memset(row, 0, (size_t)w * sizeof *row);
 		for (int64_t d = 0; d < k; d++)
 			row[d] = scale * uniform(&state);
 		row[k] = user_side ? 0.0f : 1.0f;
@@ -169,7 +170,7 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	g->o = *(const struct sgd_options *)params;
 	g->coo = train;
 	g->k = g->o.rank;
-	g->w = g->k + 2;
+	g->w = (g->k + 2 + 3) / 4 * 4; /* rows padded with zeros to 16 bytes: the kernels' vector loads */
 	g->lr = g->o.lr;
 	g->prev_loss = INFINITY;
 	int rc = starfa_csr_from_coo(train, &g->csr);
@@ -212,8 +213,8 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	g->slots = starfa_malloc((size_t)(P * P), sizeof *g->slots);
 	if (!g->U || !g->V || !g->saved_U || !g->saved_V || !g->slots)
 		return STARFA_ENOMEM;
-	init_rows(g->U, c->nrows, g->k, 1, (uint64_t)g->o.seed);
-	init_rows(g->V, c->ncols, g->k, 0, (uint64_t)g->o.seed);
+	init_rows(g->U, c->nrows, g->k, g->w, 1, (uint64_t)g->o.seed);
+	init_rows(g->V, c->ncols, g->k, g->w, 0, (uint64_t)g->o.seed);
 	memcpy(g->saved_U, g->U, nu * sizeof *g->U);
 	memcpy(g->saved_V, g->V, ni * sizeof *g->V);
 	if ((rc = starfa_dense_create(g->S, STARFA_ROWS, g->U, g->w, &g->dU)) ||

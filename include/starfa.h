@@ -349,7 +349,8 @@ int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense 
 /* SGD matrix factorization: one pass of updates over tile (i, j) of S (its ratings), reading and writing
  * block i of U (S's rows) and block j of V (its columns), so that the tiles of a stratum (no two sharing
  * a row or column band) run at once and the others in order. Rows are augmented: a user row holds
- * [p_u (rank), b_u, 1], an item row [q_i (rank), 1, c_i]. For each entry r_ui, e = r - mu - p_u·q_i - b_u
+ * [p_u (rank), b_u, 1], an item row [q_i (rank), 1, c_i], then zeros up to the blocks' width (a multiple of 4
+ * lets the CUDA kernel load 16 bytes at a time). For each entry r_ui, e = r - mu - p_u·q_i - b_u
  * - c_i, then the biases (when biases) and factors move by lr times the error's gradient less their L2
  * terms (lambda_bias, lambda). Entries are visited in chunks of 256 (CSR order), each chunk in an order
  * drawn from (seed, epoch, tile, chunk); a GPU runs chunks at once (Hogwild within the tile). The sum

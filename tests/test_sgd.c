@@ -45,11 +45,12 @@ static void reference_pass(int64_t nrows, const uint32_t *rowptr, const uint32_t
 	}
 }
 
-/* Augmented rows: small factors, random biases, the constant columns. */
-static void fill_rows(float *F, int64_t rows, int64_t k, int user_side, uint64_t *rng)
+/* Augmented rows of width w: small factors, random biases, the constant columns, zero padding. */
+static void fill_rows(float *F, int64_t rows, int64_t k, int64_t w, int user_side, uint64_t *rng)
 {
 	for (int64_t r = 0; r < rows; r++) {
-		float *row = F + r * (k + 2);
+		float *row = F + r * w;
+		memset(row, 0, sizeof(float) * (size_t)w);
 		for (int64_t d = 0; d < k; d++)
 			row[d] = 0.3f * (float)(2 * testing_uniform(rng) - 1);
 		row[user_side ? k : k + 1] = 0.2f * (float)(2 * testing_uniform(rng) - 1);
@@ -89,8 +90,8 @@ TEST(sgd, tile_kernel_matches_sequential_reference)
 		rowptr[r] = (uint32_t)S->rowptr[r];
 	for (int64_t e = 0; e < S->nnz; e++)
 		colind[e] = (uint32_t)S->colind[e];
-	fill_rows(U, m, k, 1, &rng);
-	fill_rows(V, n, k, 0, &rng);
+	fill_rows(U, m, k, w, 1, &rng);
+	fill_rows(V, n, k, w, 0, &rng);
 	for (int64_t i = 0; i < m * w; i++)
 		RU[i] = U[i];
 	for (int64_t i = 0; i < n * w; i++)
@@ -145,8 +146,8 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	float *U = malloc(sizeof(float) * (size_t)(m * w)), *V = malloc(sizeof(float) * (size_t)(n * w));
 	double *RU = malloc(sizeof(double) * (size_t)(m * w)), *RV = malloc(sizeof(double) * (size_t)(n * w));
 	CHECK(U && V && RU && RV);
-	fill_rows(U, m, k, 1, &rng);
-	fill_rows(V, n, k, 0, &rng);
+	fill_rows(U, m, k, w, 1, &rng);
+	fill_rows(V, n, k, w, 0, &rng);
 	for (int64_t i = 0; i < m * w; i++)
 		RU[i] = U[i];
 	for (int64_t i = 0; i < n * w; i++)
@@ -266,12 +267,25 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 #ifdef STARFA_USE_CUDA
 
 /* One warp visits the chunks in the CPU kernel's order: the two agree to rounding. */
+static int one_warp_case(int64_t k, int padded, uint64_t *rngp);
+
 TEST(sgd_cuda, one_warp_matches_cpu_kernel)
 {
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	uint64_t rng = testing_seed() + 34;
-	const int64_t m = 300, n = 200, k = 1 + (int64_t)testing_below(&rng, 128), w = k + 2;
+	for (int shape = 0; shape < 2; shape++)
+		if (one_warp_case(shape ? 4 * (1 + (int64_t)testing_below(&rng, 32)) : 1 + 2 * (int64_t)testing_below(&rng, 60),
+				  shape, &rng))
+			return 1;
+	return 0;
+}
+
+/* k and the rows' width: a multiple of 4 with padding (16-byte loads) or k + 2 (scalar loads). */
+static int one_warp_case(int64_t k, int padded, uint64_t *rngp)
+{
+	uint64_t rng = *rngp;
+	const int64_t m = 300, n = 200, w = padded ? (k + 2 + 3) / 4 * 4 : k + 2;
 	starfa_csr *S = ratings(m, n, 9000, &rng);
 	CHECK(S);
 	uint32_t *rowptr = malloc(sizeof(uint32_t) * (size_t)(m + 1)), *colind = malloc(sizeof(uint32_t) * (size_t)S->nnz);
@@ -282,8 +296,8 @@ TEST(sgd_cuda, one_warp_matches_cpu_kernel)
 		rowptr[r] = (uint32_t)S->rowptr[r];
 	for (int64_t e = 0; e < S->nnz; e++)
 		colind[e] = (uint32_t)S->colind[e];
-	fill_rows(U, m, k, 1, &rng);
-	fill_rows(V, n, k, 0, &rng);
+	fill_rows(U, m, k, w, 1, &rng);
+	fill_rows(V, n, k, w, 0, &rng);
 	uint32_t *d_rowptr = to_device(rowptr, sizeof(uint32_t) * (size_t)(m + 1));
 	uint32_t *d_colind = to_device(colind, sizeof(uint32_t) * (size_t)S->nnz);
 	float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
