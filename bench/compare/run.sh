@@ -46,7 +46,7 @@ for run in $(seq "$runs"); do
 	echo "starfa_als $(last_log "$work/m.csv" test_rmse)"
 	"$starfa" train --input "$work/train_bin.csv" --test "$work/test_bin.csv" --out "$work/i" \
 		--log "$work/i.csv" "${ials[@]}" >/dev/null
-	echo "starfa_ials $(last_log "$work/i.csv" precision_at_k map_at_k ndcg_at_k)"
+	echo "starfa_ials $(last_log "$work/i.csv" p@10 map@10 ndcg@10)"
 	(cd "$here" && "$python" implicit_run.py "$work/train_bin.csv" "$work/test_bin.csv" 64 0.01 40 15 \
 		"$threads") | awk '{print "implicit", $8, $2, $4, $6}'
 	(cd "$here" && "$python" libmf_run.py "$work/train.csv" "$work/test.csv" 32 0.1 100 0.05 "$threads") 2>/dev/null |
