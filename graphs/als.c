@@ -111,15 +111,6 @@ static int check_options(const starfa_als_options *o)
 	return 0;
 }
 
-/* Uniform in [-1, 1) from a splitmix64 stream: the same factors for a seed on any machine. */
-static float uniform(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
-}
 
 /* Initial factors: small random values for rows with training entries, zeros (and the constant
  * columns) elsewhere, so that rows never seen stay exactly at zero under CG as under Cholesky. */
@@ -133,7 +124,7 @@ static void init_factors(struct als *a, float *F, int64_t rows, const int64_t *c
 		float *row = F + r * w;
 		memset(row, 0, (size_t)w * sizeof *row);
 		for (int64_t d = 0; d < f; d++) {
-			float u = uniform(&state); /* drawn for every row, so a row's values do not depend on others */
+			float u = starfa_uniform_pm1(&state); /* drawn for every row, so a row's values do not depend on others */
 			if (count[r] > 0)
 				row[first + d] = scale * (a->implicit ? 0.5f * (u + 1.0f) : u);
 		}
@@ -510,14 +501,6 @@ static int als_iterate(void *state, int64_t iteration)
 	return rc ? rc : run_sweep(a, &a->items, iteration);
 }
 
-static void add_column(starfa_train_progress *p, const char *name, int digits, double value)
-{
-	if (p->ncolumns == STARFA_MAX_COLUMNS)
-		return;
-	p->columns[p->ncolumns] = name;
-	p->digits[p->ncolumns] = digits;
-	p->values[p->ncolumns++] = value;
-}
 
 static int als_evaluate(void *state, starfa_train_progress *p)
 {
@@ -540,16 +523,16 @@ static int als_evaluate(void *state, starfa_train_progress *p)
 	if (rc)
 		return rc;
 	if (!a->implicit) {
-		add_column(p, "train_rmse", 4, p->train_rmse);
-		add_column(p, "loss", 4, p->train_loss);
+		starfa_progress_column(p, "train_rmse", 4, p->train_rmse);
+		starfa_progress_column(p, "loss", 4, p->train_loss);
 		if (p->has_test)
-			add_column(p, "test_rmse", 4, p->test.rmse);
+			starfa_progress_column(p, "test_rmse", 4, p->test.rmse);
 	} else {
-		add_column(p, "loss", 6, p->train_loss);
+		starfa_progress_column(p, "loss", 6, p->train_loss);
 		if (p->has_test) {
-			add_column(p, a->names[0], 4, p->test.precision);
-			add_column(p, a->names[1], 4, p->test.map);
-			add_column(p, a->names[2], 4, p->test.ndcg);
+			starfa_progress_column(p, a->names[0], 4, p->test.precision);
+			starfa_progress_column(p, a->names[1], 4, p->test.map);
+			starfa_progress_column(p, a->names[2], 4, p->test.ndcg);
 		}
 	}
 	return 0;

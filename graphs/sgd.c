@@ -97,15 +97,6 @@ static int64_t sgd_iterations(const void *params)
 	return o->schedule == SCHEDULE_BOLDDRIVER ? o->iters + MAX_HALVINGS : o->iters;
 }
 
-/* Uniform in [-1, 1) from a splitmix64 stream. */
-static float uniform(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
-}
 
 /* Small random factors, zero biases, the constant columns, zero padding. */
 static void init_rows(float *F, int64_t rows, int64_t k, int64_t w, int user_side, uint64_t seed)
@@ -116,7 +107,7 @@ static void init_rows(float *F, int64_t rows, int64_t k, int64_t w, int user_sid
 		float *row = F + r * w;
 		memset(row, 0, (size_t)w * sizeof *row);
 		for (int64_t d = 0; d < k; d++)
-			row[d] = scale * uniform(&state);
+			row[d] = scale * starfa_uniform_pm1(&state);
 		row[k] = user_side ? 0.0f : 1.0f;
 		row[k + 1] = user_side ? 1.0f : 0.0f;
 	}
@@ -237,7 +228,7 @@ static void shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
 	for (int64_t i = 0; i < n; i++)
 		perm[i] = i;
 	for (int64_t i = n - 1; i > 0; i--) {
-		int64_t j = (int64_t)((uniform(&state) + 1.0f) * 0.5f * (float)(i + 1));
+		int64_t j = (int64_t)((starfa_uniform_pm1(&state) + 1.0f) * 0.5f * (float)(i + 1));
 		j = j > i ? i : j;
 		int64_t t = perm[i];
 		perm[i] = perm[j];
@@ -290,14 +281,6 @@ static int copy_factors(starfa_dense *dst_u, starfa_dense *dst_v, const starfa_d
 	return rc ? rc : starfa_insert_dense_map(dst_v, STARFA_DENSE_COPY, 0, 0, src_v, NULL);
 }
 
-static void add_column(starfa_train_progress *p, const char *name, int digits, double value)
-{
-	if (p->ncolumns == STARFA_MAX_COLUMNS)
-		return;
-	p->columns[p->ncolumns] = name;
-	p->digits[p->ncolumns] = digits;
-	p->values[p->ncolumns++] = value;
-}
 
 static int sgd_evaluate(void *state, starfa_train_progress *p)
 {
@@ -371,12 +354,12 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 		if (rc)
 			return rc;
 	}
-	add_column(p, "epoch", 0, (double)g->epoch);
-	add_column(p, "lr", 5, used_lr);
-	add_column(p, "train_rmse", 4, p->train_rmse);
-	add_column(p, "loss", 4, p->train_loss);
-	add_column(p, "test_rmse", 4, p->has_test ? p->test.rmse : NAN);
-	add_column(p, "redone", 0, g->rejected ? 1.0 : 0.0);
+	starfa_progress_column(p, "epoch", 0, (double)g->epoch);
+	starfa_progress_column(p, "lr", 5, used_lr);
+	starfa_progress_column(p, "train_rmse", 4, p->train_rmse);
+	starfa_progress_column(p, "loss", 4, p->train_loss);
+	starfa_progress_column(p, "test_rmse", 4, p->has_test ? p->test.rmse : NAN);
+	starfa_progress_column(p, "redone", 0, g->rejected ? 1.0 : 0.0);
 	return 0;
 }
 
