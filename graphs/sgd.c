@@ -152,6 +152,8 @@ static void sgd_free(void *state)
 	free(g);
 }
 
+static int objective(struct sgd *g, double *sse_out, double *loss_out);
+
 static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void *params, void **state)
 {
 	struct sgd *g = starfa_calloc(1, sizeof *g);
@@ -163,7 +165,6 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	g->k = g->o.rank;
 	g->w = (g->k + 2 + 3) / 4 * 4; /* rows padded with zeros to 16 bytes: the kernels' vector loads */
 	g->lr = g->o.lr;
-	g->prev_loss = INFINITY;
 	int rc = starfa_csr_from_coo(train, &g->csr);
 	if (rc)
 		return rc;
@@ -213,6 +214,10 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	    (rc = starfa_dense_create(g->S, STARFA_ROWS, g->saved_U, g->w, &g->dsU)) ||
 	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->saved_V, g->w, &g->dsV)) ||
 	    (rc = starfa_sparse_values_create(g->S, STARFA_ROWS, &g->pred)) || (rc = starfa_sums_create(P * P, &g->sse)))
+		return rc;
+	/* The bold driver compares every epoch with the loss before it: the first with the start's. */
+	double sse;
+	if ((rc = objective(g, &sse, &g->prev_loss)))
 		return rc;
 	if (test) {
 		rc = starfa_match_entries(test, train->row_ids, train->col_ids, c->nrows, c->ncols, &g->test);
@@ -282,12 +287,11 @@ static int copy_factors(starfa_dense *dst_u, starfa_dense *dst_v, const starfa_d
 }
 
 
-static int sgd_evaluate(void *state, starfa_train_progress *p)
+/* The training objective of the current factors: the squared error at the training entries, in the
+ * graph (predictions less mu by SDDMM, plus mu), and the regularization from the factors (synced). */
+static int objective(struct sgd *g, double *sse_out, double *loss_out)
 {
-	struct sgd *g = state;
 	const starfa_csr *c = g->csr;
-	p->row_tiles = p->col_tiles = g->P;
-	/* The squared error at the training entries, in the graph: predictions less mu by SDDMM, plus mu. */
 	double sse = NAN;
 	int rc = starfa_insert_sddmm(g->S, g->dU, g->dV, STARFA_SDDMM_PATTERN, g->pred);
 	if (!rc)
@@ -311,11 +315,25 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 			reg += g->o.lambda_bias * (double)row[bias] * row[bias];
 		}
 	}
-	double loss = (sse + reg) / (double)c->nnz;
+	*sse_out = sse;
+	*loss_out = (sse + reg) / (double)c->nnz;
+	return 0;
+}
+
+static int sgd_evaluate(void *state, starfa_train_progress *p)
+{
+	struct sgd *g = state;
+	const starfa_csr *c = g->csr;
+	p->row_tiles = p->col_tiles = g->P;
+	double sse, loss;
+	int rc = objective(g, &sse, &loss);
+	if (rc)
+		return rc;
 	const double used_lr = g->lr;
 	int finite = isfinite(loss);
 	g->rejected = 0;
-	if (g->o.schedule == SCHEDULE_BOLDDRIVER && (!finite || loss > g->prev_loss)) {
+	/* A rise within float32 rounding of the predictions is no rise: at tiny rates the loss stalls there. */
+	if (g->o.schedule == SCHEDULE_BOLDDRIVER && (!finite || loss > g->prev_loss * (1 + 1e-6))) {
 		/* Undo the epoch and try it again at half the rate. */
 		if (++g->halvings > MAX_HALVINGS)
 			return starfa_set_error(STARFA_ERUNTIME, "SGD diverged: %d halvings of the learning rate (now %g) "
