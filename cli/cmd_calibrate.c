@@ -502,14 +502,14 @@ static int insert_sgd_op(void *ctx, int op)
 	struct sgd_ctx *g = ctx;
 	(void)op;
 	g->step.epoch++;
-	return starfa_task_sgd(g->S, 0, 0, g->U, g->V, &g->step, g->sse, 0, NULL);
+	return starfa_task_sgd(g->S, 0, 0, g->U, g->V, NULL, NULL, &g->step, g->sse, 0, NULL);
 }
 
 /* Calibrates the SGD pass on one tile at one rank: ratings-like values, a small rate. */
 static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
 {
 	int rc = 1;
-	struct sgd_ctx g = {.step = {k, 0.001f, 0.05f, 0.05f, 1.5f, 1, 1, 0}};
+	struct sgd_ctx g = {.step = {k, 0.001f, 0.05f, 0.05f, 1.5f, 1, 0, 1, 0}};
 	size_t nu = (size_t)(csr->nrows * (k + 2)), nv = (size_t)(csr->ncols * (k + 2));
 	float *U = malloc(nu * sizeof *U), *V = malloc(nv * sizeof *V);
 	if (!U || !V) {

@@ -20,30 +20,48 @@ static int64_t row_of(const uint32_t *rowptr, int64_t nrows, int64_t from, uint3
 	return lo;
 }
 
+/* One update; gu and gv: the rows' AdaGrad accumulators (NULL without). */
 STARFA_CPU_CLONES
-static float update(float *restrict u, float *restrict v, int64_t k, float r, const struct starfa_sgd_pass *s)
+static float update(float *restrict u, float *restrict v, int64_t k, float r, const struct starfa_sgd_pass *s,
+		    float *gu, float *gv)
 {
 	float dot = u[k] + v[k + 1];
 #pragma omp simd reduction(+ : dot)
 	for (int64_t d = 0; d < k; d++)
 		dot += u[d] * v[d];
-	const float e = r - s->mu - dot, lr = s->lr;
+	const float e = r - s->mu - dot, lambda = s->lambda;
+	float lr_u = s->lr, lr_v = s->lr;
+	if (gu) {
+		float su = 0.0f, sv = 0.0f;
+#pragma omp simd reduction(+ : su, sv)
+		for (int64_t d = 0; d < k; d++) {
+			float a = e * v[d] - lambda * u[d], b = e * u[d] - lambda * v[d];
+			su += a * a;
+			sv += b * b;
+		}
+		*gu += su / (float)k;
+		*gv += sv / (float)k;
+		lr_u = s->lr / sqrtf(*gu);
+		lr_v = s->lr / sqrtf(*gv);
+	}
 	if (s->biases) {
-		u[k] += lr * (e - s->lambda_bias * u[k]);
-		v[k + 1] += lr * (e - s->lambda_bias * v[k + 1]);
+		u[k] += lr_u * (e - s->lambda_bias * u[k]);
+		v[k + 1] += lr_v * (e - s->lambda_bias * v[k + 1]);
 	}
 #pragma omp simd
 	for (int64_t d = 0; d < k; d++) {
 		float p = u[d], q = v[d];
-		u[d] = p + lr * (e * q - s->lambda * p);
-		v[d] = q + lr * (e * p - s->lambda * q);
+		u[d] = p + lr_u * (e * q - lambda * p);
+		v[d] = q + lr_v * (e * p - lambda * q);
 	}
 	return e;
 }
 
 double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val,
-		      float *U, int64_t ldu, float *V, int64_t ldv, const struct starfa_sgd_pass *s)
+		      float *U, int64_t ldu, float *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
+		      const struct starfa_sgd_pass *s)
 {
+	const int ada = s->adagrad && Gu && Gv;
 	const uint32_t nnz = rowptr[nrows];
 	double sse = 0.0;
 	int64_t row = 0;
@@ -54,7 +72,9 @@ double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *col
 		for (uint32_t q = 0; q < n; q++) {
 			const uint32_t p = c0 + starfa_sgd_order(q, n, key);
 			const int64_t r = row_of(rowptr, nrows, row, p);
-			const float e = update(U + r * ldu, V + (int64_t)colind[p] * ldv, s->k, val[p], s);
+			const int64_t c = colind[p];
+			const float e = update(U + r * ldu, V + c * ldv, s->k, val[p], s, ada ? Gu + r * ldgu : NULL,
+					       ada ? Gv + c * ldgv : NULL);
 			sse += (double)e * e;
 		}
 	}

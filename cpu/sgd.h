@@ -6,6 +6,9 @@
  * e = r - mu - (p_u·q_i + b_u + c_i):
  *   b_u += lr (e - lambda_b b_u)     c_i += lr (e - lambda_b c_i)          (when biases)
  *   p_u += lr (e q_i - lambda p_u)   q_i += lr (e p_u - lambda q_i)        (both from the old values)
+ * With AdaGrad (Duchi et al.; per row, as LIBMF: Chin et al., PAKDD 2015) each row has an accumulator G
+ * (starting at 1) to which the update adds the mean square of its factor gradient, and its rate is
+ * lr / sqrt(G) after that.
  * Entries are visited in chunks of STARFA_SGD_CHUNK consecutive entries (CSR order), the chunks in order
  * and the entries of each chunk in the order of starfa_sgd_order: partial randomization that keeps a
  * chunk's rows in cache. */
@@ -51,12 +54,15 @@ struct starfa_sgd_pass {
 	int64_t k;             /* latent factors (the rows are k + 2 wide, leading dimensions ldu, ldv) */
 	float lr, lambda, lambda_bias, mu;
 	int biases;            /* 0: b_u and c_i stay as they are (zero) */
+	int adagrad;           /* per-row rates from the accumulators Gu, Gv */
 	uint64_t seed, epoch, tile;
 };
 
-/* One pass over the tile's entries. U: the tile's user rows (nrows), V: its item rows. Returns the
+/* One pass over the tile's entries. U: the tile's user rows (nrows), V: its item rows; with adagrad, Gu
+ * and Gv their accumulators (one float per row, leading dimensions ldgu, ldgv; else NULL). Returns the
  * sum of squared errors met before each update (a running estimate of the training loss). */
 double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val,
-		      float *U, int64_t ldu, float *V, int64_t ldv, const struct starfa_sgd_pass *pass);
+		      float *U, int64_t ldu, float *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
+		      const struct starfa_sgd_pass *pass);
 
 #endif

@@ -11,8 +11,9 @@
  *
  * Learning rates: the bold driver (default) grows the rate 5% after an epoch whose training loss fell,
  * and halves it and redoes the epoch from the factors saved before it when the loss rose or stopped being
- * finite; invtime sets lr_t = lr / (1 + decay t^1.5) (cuMF_SGD's schedule). Training stops once the loss's
- * relative change stays under tol. */
+ * finite; invtime sets lr_t = lr / (1 + decay t^1.5) (cuMF_SGD's schedule); adagrad gives every row its
+ * own rate lr / sqrt(G), G accumulating its gradients' mean squares (LIBMF's). Training stops once the
+ * loss's relative change stays under tol. */
 #include "model/model.h"
 #include "storage/idmap.h"
 #include "train/algorithms.h"
@@ -22,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { SCHEDULE_BOLDDRIVER = 0, SCHEDULE_INVTIME = 1 };
+enum { SCHEDULE_BOLDDRIVER = 0, SCHEDULE_INVTIME = 1, SCHEDULE_ADAGRAD = 2 };
 
 /* The parameters (names and ranges in sgd_params below). */
 struct sgd_options {
@@ -43,8 +44,8 @@ struct sgd {
 	starfa_csr *csr;
 	starfa_tiled *S;
 	int64_t k, w, P;          /* rank, row width (k + 2, padded to a multiple of 4), strata */
-	float *U, *V, *saved_U, *saved_V;
-	starfa_dense *dU, *dV, *dsU, *dsV;
+	float *U, *V, *saved_U, *saved_V, *GU, *GV;
+	starfa_dense *dU, *dV, *dsU, *dsV, *dGU, *dGV; /* factors, the bold driver's copies, AdaGrad's accumulators */
 	starfa_sparse_values *pred;
 	starfa_sums *sse;         /* per tile: the squared errors its last pass met */
 	double *slots;
@@ -85,7 +86,7 @@ static int sgd_check(const void *params)
 		return starfa_set_error(STARFA_EINVAL, "the regularizations must be numbers >= 0");
 	if (o->iters < 1 || o->strata < 0 || !(o->tol >= 0) || !(o->decay >= 0))
 		return starfa_set_error(STARFA_EINVAL, "iters must be >= 1, strata, tol and decay >= 0");
-	if (o->schedule != SCHEDULE_BOLDDRIVER && o->schedule != SCHEDULE_INVTIME)
+	if (o->schedule != SCHEDULE_BOLDDRIVER && o->schedule != SCHEDULE_INVTIME && o->schedule != SCHEDULE_ADAGRAD)
 		return starfa_set_error(STARFA_EINVAL, "unknown schedule %d", o->schedule);
 	return 0;
 }
@@ -141,12 +142,16 @@ static void sgd_free(void *state)
 	starfa_dense_free(g->dV);
 	starfa_dense_free(g->dsU);
 	starfa_dense_free(g->dsV);
+	starfa_dense_free(g->dGU);
+	starfa_dense_free(g->dGV);
 	starfa_tiled_free(g->S);
 	starfa_csr_free(g->csr);
 	free(g->U);
 	free(g->V);
 	free(g->saved_U);
 	free(g->saved_V);
+	free(g->GU);
+	free(g->GV);
 	free(g->slots);
 	starfa_matched_free(&g->test);
 	free(g);
@@ -215,6 +220,19 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->saved_V, g->w, &g->dsV)) ||
 	    (rc = starfa_sparse_values_create(g->S, STARFA_ROWS, &g->pred)) || (rc = starfa_sums_create(P * P, &g->sse)))
 		return rc;
+	if (g->o.schedule == SCHEDULE_ADAGRAD) {
+		g->GU = starfa_malloc((size_t)c->nrows, sizeof *g->GU);
+		g->GV = starfa_malloc((size_t)c->ncols, sizeof *g->GV);
+		if (!g->GU || !g->GV)
+			return STARFA_ENOMEM;
+		for (int64_t r = 0; r < c->nrows; r++)
+			g->GU[r] = 1.0f;
+		for (int64_t r = 0; r < c->ncols; r++)
+			g->GV[r] = 1.0f;
+		if ((rc = starfa_dense_create(g->S, STARFA_ROWS, g->GU, 1, &g->dGU)) ||
+		    (rc = starfa_dense_create(g->S, STARFA_COLS, g->GV, 1, &g->dGV)))
+			return rc;
+	}
 	/* The bold driver compares every epoch with the loss before it: the first with the start's. */
 	double sse;
 	if ((rc = objective(g, &sse, &g->prev_loss)))
@@ -252,13 +270,20 @@ static int sgd_iterate(void *state, int64_t iteration)
 		return STARFA_ENOMEM;
 	/* Every attempt draws its own orders, a redone epoch too. */
 	shuffle(shifts, P, (uint64_t)g->o.seed, iteration);
-	starfa_sgd_step step = {g->k,	    (float)g->lr, (float)g->o.lambda, (float)g->o.lambda_bias,
-				(float)g->mu, g->o.biases, (uint64_t)g->o.seed, (uint64_t)iteration};
+	starfa_sgd_step step = {g->k,
+				(float)g->lr,
+				(float)g->o.lambda,
+				(float)g->o.lambda_bias,
+				(float)g->mu,
+				g->o.biases,
+				g->o.schedule == SCHEDULE_ADAGRAD,
+				(uint64_t)g->o.seed,
+				(uint64_t)iteration};
 	int rc = 0;
 	for (int64_t s = 0; s < P && !rc; s++)
 		for (int64_t i = 0; i < P && !rc; i++) {
 			int64_t j = (i + shifts[s]) % P;
-			rc = starfa_task_sgd(g->S, i, j, g->dU, g->dV, &step, g->sse, i * P + j, NULL);
+			rc = starfa_task_sgd(g->S, i, j, g->dU, g->dV, g->dGU, g->dGV, &step, g->sse, i * P + j, NULL);
 		}
 	free(shifts);
 	int wrc = starfa_wait();
@@ -401,8 +426,9 @@ static const starfa_param sgd_params[] = {
 	{"lambda-bias", STARFA_PARAM_DOUBLE, SGD_FIELD(lambda_bias), 0, 1e6, NULL, "L2 regularization of the biases"},
 	{"iters", STARFA_PARAM_INT64, SGD_FIELD(iters), 1, 100000, NULL, "epochs (the bold driver's redone ones not counted)"},
 	{"lr", STARFA_PARAM_DOUBLE, SGD_FIELD(lr), 1e-12, 1e6, NULL, "the (starting) learning rate"},
-	{"schedule", STARFA_PARAM_CHOICE, SGD_FIELD(schedule), 0, 0, "bolddriver|invtime",
-	 "bold driver (x1.05 after a better epoch, x0.5 and redo after a worse one) or lr / (1 + decay t^1.5)"},
+	{"schedule", STARFA_PARAM_CHOICE, SGD_FIELD(schedule), 0, 0, "bolddriver|invtime|adagrad",
+	 "bold driver (x1.05 after a better epoch, x0.5 and redo after a worse one), lr / (1 + decay t^1.5), or "
+	 "per-row AdaGrad (lr / sqrt of the row's summed mean square gradients, as LIBMF)"},
 	{"decay", STARFA_PARAM_DOUBLE, SGD_FIELD(decay), 0, 1e6, NULL, "invtime: the decay of the rate"},
 	{"strata", STARFA_PARAM_INT64, SGD_FIELD(strata), 0, 1 << 16, NULL,
 	 "P: the P x P grid of tiles, P strata per epoch (0: twice the workers, tiles of 4096+ entries)"},

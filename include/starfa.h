@@ -354,16 +354,20 @@ int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense 
  * - c_i, then the biases (when biases) and factors move by lr times the error's gradient less their L2
  * terms (lambda_bias, lambda). Entries are visited in chunks of 256 (CSR order), each chunk in an order
  * drawn from (seed, epoch, tile, chunk); a GPU runs chunks at once (Hogwild within the tile). The sum
- * of the squared errors met is written into slot `slot` of sse. */
+ * of the squared errors met is written into slot `slot` of sse. With adagrad, Gu and Gv (one column,
+ * blocked like U and V, starting at 1) are each row's AdaGrad accumulators: a row's rate is lr / sqrt(G)
+ * once its update has added the mean square of its factor gradient to G (LIBMF's per-row AdaGrad);
+ * without, they may be NULL. */
 typedef struct starfa_sgd_step {
 	int64_t rank;
 	float lr, lambda, lambda_bias, mu;
-	int biases;
+	int biases, adagrad;
 	uint64_t seed, epoch;
 } starfa_sgd_step;
 
-int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U, starfa_dense *V,
-		    const starfa_sgd_step *step, starfa_sums *sse, int64_t slot, const starfa_task_attr *attr);
+int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U, starfa_dense *V, starfa_dense *Gu,
+		    starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
+		    const starfa_task_attr *attr);
 
 /* ------------------------------------------------------------------ whole-matrix operations
  * Short loops over the per-tile tasks (graphs/ops.c): one task per non-empty tile (or block), at the

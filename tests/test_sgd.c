@@ -15,7 +15,7 @@
 /* The reference: one pass over a CSR block (rows r0.., columns c0.. of the whole factors), the same
  * order and updates as cpu/sgd.h, in double. */
 static void reference_pass(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val, double *U,
-			   double *V, int64_t w, const struct starfa_sgd_pass *s)
+			   double *V, int64_t w, double *GU, double *GV, const struct starfa_sgd_pass *s)
 {
 	const uint32_t nnz = rowptr[nrows];
 	const int64_t k = s->k;
@@ -31,15 +31,27 @@ static void reference_pass(int64_t nrows, const uint32_t *rowptr, const uint32_t
 			double dot = u[k] + v[k + 1];
 			for (int64_t d = 0; d < k; d++)
 				dot += u[d] * v[d];
-			double e = val[p] - s->mu - dot;
+			double e = val[p] - s->mu - dot, lr_u = s->lr, lr_v = s->lr;
+			if (s->adagrad) {
+				double su = 0, sv = 0;
+				for (int64_t d = 0; d < k; d++) {
+					double a = e * v[d] - s->lambda * u[d], b = e * u[d] - s->lambda * v[d];
+					su += a * a;
+					sv += b * b;
+				}
+				GU[r] += su / k;
+				GV[colind[p]] += sv / k;
+				lr_u = s->lr / sqrt(GU[r]);
+				lr_v = s->lr / sqrt(GV[colind[p]]);
+			}
 			if (s->biases) {
-				u[k] += s->lr * (e - s->lambda_bias * u[k]);
-				v[k + 1] += s->lr * (e - s->lambda_bias * v[k + 1]);
+				u[k] += lr_u * (e - s->lambda_bias * u[k]);
+				v[k + 1] += lr_v * (e - s->lambda_bias * v[k + 1]);
 			}
 			for (int64_t d = 0; d < k; d++) {
 				double pu = u[d], qv = v[d];
-				u[d] = pu + s->lr * (e * qv - s->lambda * pu);
-				v[d] = qv + s->lr * (e * pu - s->lambda * qv);
+				u[d] = pu + lr_u * (e * qv - s->lambda * pu);
+				v[d] = qv + lr_v * (e * pu - s->lambda * qv);
 			}
 		}
 	}
@@ -96,12 +108,21 @@ TEST(sgd, tile_kernel_matches_sequential_reference)
 		RU[i] = U[i];
 	for (int64_t i = 0; i < n * w; i++)
 		RV[i] = V[i];
-	for (int biases = 0; biases < 2; biases++) {
-		struct starfa_sgd_pass pass = {k, 0.01f, 0.05f, 0.02f, 3.0f, biases, testing_seed(), (uint64_t)biases, 7};
-		double sse = starfa_cpu_sgd(m, rowptr, colind, S->val, U, w, V, w, &pass);
-		reference_pass(m, rowptr, colind, S->val, RU, RV, w, &pass);
+	float GU[60], GV[50];
+	double RGU[60], RGV[50];
+	for (int64_t r = 0; r < m; r++)
+		GU[r] = 1.0f, RGU[r] = 1.0;
+	for (int64_t r = 0; r < n; r++)
+		GV[r] = 1.0f, RGV[r] = 1.0;
+	for (int variant = 0; variant < 4; variant++) { /* biases or not, AdaGrad or not */
+		int biases = variant & 1, adagrad = variant >> 1;
+		struct starfa_sgd_pass pass = {k,	  adagrad ? 0.1f : 0.01f, 0.05f, 0.02f, 3.0f, biases, adagrad,
+					       testing_seed(), (uint64_t)variant, 7};
+		double sse = starfa_cpu_sgd(m, rowptr, colind, S->val, U, w, V, w, GU, 1, GV, 1, &pass);
+		reference_pass(m, rowptr, colind, S->val, RU, RV, w, RGU, RGV, &pass);
 		CHECK(isfinite(sse) && sse > 0);
-		if (close_arrays(U, RU, (size_t)(m * w), 1e-4, "U") || close_arrays(V, RV, (size_t)(n * w), 1e-4, "V"))
+		if (close_arrays(U, RU, (size_t)(m * w), 1e-4, "U") || close_arrays(V, RV, (size_t)(n * w), 1e-4, "V") ||
+		    close_arrays(GU, RGU, (size_t)m, 1e-4, "Gu") || close_arrays(GV, RGV, (size_t)n, 1e-4, "Gv"))
 			return 1;
 	}
 	/* The constant columns stay. */
@@ -157,13 +178,13 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	CHECK_OK(starfa_dense_create(t, STARFA_COLS, V, w, &dV));
 	starfa_sums *sse = NULL;
 	CHECK_OK(starfa_sums_create(P * P, &sse));
-	starfa_sgd_step step = {k, 0.02f, 0.05f, 0.05f, 3.0f, 1, testing_seed(), 4};
+	starfa_sgd_step step = {k, 0.02f, 0.05f, 0.05f, 3.0f, 1, 0, testing_seed(), 4};
 	const int64_t shifts[3] = {2, 0, 1};
 	const int64_t *rb = starfa_tiled_row_bounds(t), *cb = starfa_tiled_col_bounds(t);
 	for (int64_t s = 0; s < P; s++)
 		for (int64_t i = 0; i < P; i++) {
 			int64_t j = (i + shifts[s]) % P;
-			CHECK_OK(starfa_task_sgd(t, i, j, dU, dV, &step, sse, i * P + j, NULL));
+			CHECK_OK(starfa_task_sgd(t, i, j, dU, dV, NULL, NULL, &step, sse, i * P + j, NULL));
 			/* the reference on the same tile, its rows and columns offset into the whole factors */
 			int64_t nr, nc, nz;
 			const uint32_t *rp, *ci;
@@ -171,9 +192,9 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 			starfa_tiled_tile_csr(t, i, j, &nr, &nc, &nz, &rp, &ci, &val);
 			if (nz == 0)
 				continue;
-			struct starfa_sgd_pass pass = {k, step.lr, step.lambda, step.lambda_bias, step.mu, 1, step.seed,
+			struct starfa_sgd_pass pass = {k, step.lr, step.lambda, step.lambda_bias, step.mu, 1, 0, step.seed,
 						       step.epoch, (uint64_t)(i * P + j)};
-			reference_pass(nr, rp, ci, val, RU + rb[i] * w, RV + cb[j] * w, w, &pass);
+			reference_pass(nr, rp, ci, val, RU + rb[i] * w, RV + cb[j] * w, w, NULL, NULL, &pass);
 		}
 	CHECK_OK(starfa_dense_sync(dU));
 	CHECK_OK(starfa_dense_sync(dV));
@@ -183,11 +204,14 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	CHECK_OK(starfa_sums_total(sse, &total));
 	CHECK(isfinite(total) && total > 0);
 	/* operands checked */
-	CHECK(starfa_task_sgd(t, P, 0, dU, dV, &step, sse, 0, NULL) == STARFA_EINVAL);
-	CHECK(starfa_task_sgd(t, 0, 0, dV, dU, &step, sse, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_sgd(t, P, 0, dU, dV, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_sgd(t, 0, 0, dV, dU, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
+	starfa_sgd_step ada = step;
+	ada.adagrad = 1; /* without its accumulators */
+	CHECK(starfa_task_sgd(t, 0, 0, dU, dV, NULL, NULL, &ada, sse, 0, NULL) == STARFA_EINVAL);
 	starfa_sgd_step bad = step;
 	bad.lr = 0;
-	CHECK(starfa_task_sgd(t, 0, 0, dU, dV, &bad, sse, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_sgd(t, 0, 0, dU, dV, NULL, NULL, &bad, sse, 0, NULL) == STARFA_EINVAL);
 	starfa_sums_free(sse);
 	starfa_dense_free(dU);
 	starfa_dense_free(dV);
@@ -267,22 +291,24 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 #ifdef STARFA_USE_CUDA
 
 /* One warp visits the chunks in the CPU kernel's order: the two agree to rounding. */
-static int one_warp_case(int64_t k, int padded, uint64_t *rngp);
+static int one_warp_case(int64_t k, int padded, int adagrad, uint64_t *rngp);
 
 TEST(sgd_cuda, one_warp_matches_cpu_kernel)
 {
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	uint64_t rng = testing_seed() + 34;
-	for (int shape = 0; shape < 2; shape++)
-		if (one_warp_case(shape ? 4 * (1 + (int64_t)testing_below(&rng, 32)) : 1 + 2 * (int64_t)testing_below(&rng, 60),
-				  shape, &rng))
+	for (int shape = 0; shape < 4; shape++) /* padded or not, AdaGrad or not */
+		if (one_warp_case((shape & 1) ? 4 * (1 + (int64_t)testing_below(&rng, 32))
+					      : 1 + 2 * (int64_t)testing_below(&rng, 60),
+				  shape & 1, shape >> 1, &rng))
 			return 1;
 	return 0;
 }
 
-/* k and the rows' width: a multiple of 4 with padding (16-byte loads) or k + 2 (scalar loads). */
-static int one_warp_case(int64_t k, int padded, uint64_t *rngp)
+/* k and the rows' width: a multiple of 4 with padding (16-byte loads) or k + 2 (scalar loads); with or
+ * without AdaGrad's accumulators. */
+static int one_warp_case(int64_t k, int padded, int adagrad, uint64_t *rngp)
 {
 	uint64_t rng = *rngp;
 	const int64_t m = 300, n = 200, w = padded ? (k + 2 + 3) / 4 * 4 : k + 2;
@@ -303,10 +329,25 @@ static int one_warp_case(int64_t k, int padded, uint64_t *rngp)
 	float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
 	float *d_U = to_device(U, sizeof(float) * (size_t)(m * w)), *d_V = to_device(V, sizeof(float) * (size_t)(n * w));
 	double *d_sse = to_device(NULL, sizeof(double));
-	CHECK(d_rowptr && d_colind && d_val && d_U && d_V && d_sse);
-	struct starfa_sgd_pass pass = {k, 0.01f, 0.05f, 0.02f, 3.0f, 1, testing_seed(), 2, 5};
-	CUDA_OK(starfa_cuda_sgd(m, S->nnz, d_rowptr, d_colind, d_val, d_U, w, d_V, w, &pass, 1, d_sse, 0));
-	double sse_gpu = 0, sse_cpu = starfa_cpu_sgd(m, rowptr, colind, S->val, U, w, V, w, &pass);
+	float *acc_u = malloc(sizeof(float) * (size_t)m), *acc_v = malloc(sizeof(float) * (size_t)n);
+	CHECK(acc_u && acc_v);
+	for (int64_t r = 0; r < m; r++)
+		acc_u[r] = 1.0f;
+	for (int64_t r = 0; r < n; r++)
+		acc_v[r] = 1.0f;
+	float *d_acc_u = to_device(acc_u, sizeof(float) * (size_t)m), *d_acc_v = to_device(acc_v, sizeof(float) * (size_t)n);
+	CHECK(d_rowptr && d_colind && d_val && d_U && d_V && d_sse && d_acc_u && d_acc_v);
+	struct starfa_sgd_pass pass = {k, adagrad ? 0.1f : 0.01f, 0.05f, 0.02f, 3.0f, 1, adagrad, testing_seed(), 2, 5};
+	CUDA_OK(starfa_cuda_sgd(m, S->nnz, d_rowptr, d_colind, d_val, d_U, w, d_V, w, d_acc_u, 1, d_acc_v, 1, &pass, 1,
+				d_sse, 0));
+	double sse_gpu = 0, sse_cpu = starfa_cpu_sgd(m, rowptr, colind, S->val, U, w, V, w, acc_u, 1, acc_v, 1, &pass);
+	float *got_acc = malloc(sizeof(float) * (size_t)(m > n ? m : n));
+	CHECK(got_acc);
+	CUDA_OK(cudaMemcpy(got_acc, d_acc_u, sizeof(float) * (size_t)m, cudaMemcpyDeviceToHost));
+	for (int64_t r = 0; r < m; r++)
+		CHECK_MSG(fabs(got_acc[r] - acc_u[r]) <= 1e-4 * acc_u[r], "Gu[%lld]: gpu %g cpu %g", (long long)r, got_acc[r],
+			  acc_u[r]);
+	free(got_acc);
 	CUDA_OK(cudaMemcpy(GU, d_U, sizeof(float) * (size_t)(m * w), cudaMemcpyDeviceToHost));
 	CUDA_OK(cudaMemcpy(GV, d_V, sizeof(float) * (size_t)(n * w), cudaMemcpyDeviceToHost));
 	CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
@@ -316,7 +357,8 @@ static int one_warp_case(int64_t k, int padded, uint64_t *rngp)
 		CHECK_MSG(fabs(GV[i] - V[i]) <= 1e-4 * (1 + fabs(V[i])), "V[%lld]: gpu %g cpu %g", (long long)i, GV[i], V[i]);
 	CHECK(fabs(sse_gpu - sse_cpu) <= 1e-4 * sse_cpu);
 	/* Many warps (Hogwild across chunks): finite, and the error of the next pass falls. */
-	CUDA_OK(starfa_cuda_sgd(m, S->nnz, d_rowptr, d_colind, d_val, d_U, w, d_V, w, &pass, 0, d_sse, 0));
+	CUDA_OK(starfa_cuda_sgd(m, S->nnz, d_rowptr, d_colind, d_val, d_U, w, d_V, w, d_acc_u, 1, d_acc_v, 1, &pass, 0,
+				d_sse, 0));
 	CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
 	CHECK(isfinite(sse_gpu) && sse_gpu < sse_cpu);
 	cudaFree(d_rowptr);
@@ -325,6 +367,10 @@ static int one_warp_case(int64_t k, int padded, uint64_t *rngp)
 	cudaFree(d_U);
 	cudaFree(d_V);
 	cudaFree(d_sse);
+	cudaFree(d_acc_u);
+	cudaFree(d_acc_v);
+	free(acc_u);
+	free(acc_v);
 	free(rowptr);
 	free(colind);
 	free(U);
