@@ -8,8 +8,9 @@
  *
  *   starfa_sgd_bench [--matrix NAME] [--ranks 32,64,128] [--planted-rank R] [--sigma S] [--epochs N]
  *                    [--lr R] [--lambda L] [--strata P] [--test-fraction F] [--ncpus N] [--ncuda N]
- *                    [--seed S] [--md FILE]
- * Exit status: 0, 1 on an error, 2 on a usage error. */
+ *                    [--seed S] [--md FILE] [--write PREFIX] [--no-train]
+ * --write PREFIX also writes the split as PREFIX.train.csv and PREFIX.test.csv (user,item,rating), for the
+ * libraries run beside starfa on the same ratings. Exit status: 0, 1 on an error, 2 on a usage error. */
 #include "bench.h"
 
 #include <errno.h>
@@ -129,7 +130,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: starfa_sgd_bench [--matrix NAME] [--ranks 32,64,128] [--planted-rank R] [--sigma S]\n"
 		   "                        [--epochs N] [--lr R] [--lambda L] [--strata P] [--test-fraction F]\n"
-		   "                        [--ncpus N] [--ncuda N] [--seed S] [--md FILE]\n"
+		   "                        [--ncpus N] [--ncuda N] [--seed S] [--md FILE] [--write PREFIX] [--no-train]\n"
 		   "  NAME: %s\n",
 		bench_matrix_names());
 }
@@ -149,7 +150,8 @@ static int parse_number(const char *opt, const char *text, double lo, double hi,
 
 int main(int argc, char **argv)
 {
-	const char *matrix = "netflix", *md_path = NULL, *lr = NULL, *lambda = NULL, *strata = NULL;
+	const char *matrix = "netflix", *md_path = NULL, *lr = NULL, *lambda = NULL, *strata = NULL, *write = NULL;
+	int no_train = 0;
 	int64_t ranks[MAX_RANKS] = {32, 64, 128};
 	int nranks = 3;
 	double planted_rank = 10, sigma = 0.8, epochs = 20, fraction = 0.1, ncpus = -1, ncuda = -1, seed = 1;
@@ -160,6 +162,10 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
+		if (strcmp(a, "--no-train") == 0) {
+			no_train = 1;
+			continue;
+		}
 		if (!v) {
 			fprintf(stderr, "starfa_sgd_bench: %s needs a value\n", a);
 			return 2;
@@ -169,6 +175,8 @@ int main(int argc, char **argv)
 			matrix = v;
 		else if (strcmp(a, "--md") == 0)
 			md_path = v;
+		else if (strcmp(a, "--write") == 0)
+			write = v;
 		else if (strcmp(a, "--lr") == 0)
 			lr = v;
 		else if (strcmp(a, "--lambda") == 0)
@@ -231,6 +239,26 @@ int main(int argc, char **argv)
 	}
 	starfa_coo_free(all);
 	double gen_seconds = seconds() - t0;
+	for (int part = 0; write && part < 2; part++) {
+		char path[1024];
+		snprintf(path, sizeof path, "%s.%s.csv", write, part ? "test" : "train");
+		const starfa_coo *c = part ? test : train;
+		FILE *f = fopen(path, "w");
+		int bad = !f;
+		if (f) {
+			fprintf(f, "user,item,rating\n");
+			for (int64_t e = 0; e < c->nnz; e++)
+				fprintf(f, "%d,%d,%.4f\n", c->row[e] + 1, c->col[e] + 1, c->val[e]);
+			bad = ferror(f) | (fclose(f) != 0);
+		}
+		if (bad) {
+			fprintf(stderr, "starfa_sgd_bench: cannot write %s\n", path);
+			return 1;
+		}
+		printf("wrote %s (%lld ratings)\n", path, (long long)c->nnz);
+	}
+	if (no_train)
+		return 0;
 	starfa_options opts;
 	starfa_options_default(&opts);
 	opts.ncpus = (int)ncpus;
