@@ -427,8 +427,7 @@ static const starfa_param sgd_params[] = {
 	{"iters", STARFA_PARAM_INT64, SGD_FIELD(iters), 1, 100000, NULL, "epochs (the bold driver's redone ones not counted)"},
 	{"lr", STARFA_PARAM_DOUBLE, SGD_FIELD(lr), 1e-12, 1e6, NULL, "the (starting) learning rate"},
 	{"schedule", STARFA_PARAM_CHOICE, SGD_FIELD(schedule), 0, 0, "bolddriver|invtime|adagrad",
-	 "bold driver (x1.05 after a better epoch, x0.5 and redo after a worse one), lr / (1 + decay t^1.5), or "
-	 "per-row AdaGrad (lr / sqrt of the row's summed mean square gradients, as LIBMF)"},
+	 "bold driver (x1.05, or x0.5 and redo), lr / (1 + decay t^1.5), or per-row AdaGrad (LIBMF's)"},
 	{"decay", STARFA_PARAM_DOUBLE, SGD_FIELD(decay), 0, 1e6, NULL, "invtime: the decay of the rate"},
 	{"strata", STARFA_PARAM_INT64, SGD_FIELD(strata), 0, 1 << 16, NULL,
 	 "P: the P x P grid of tiles, P strata per epoch (0: twice the workers, tiles of 4096+ entries)"},
