@@ -535,6 +535,21 @@ out:
 	return rc;
 }
 
+/* One group at one size: a random matrix of its shape, then its calibration at each of its ranks. */
+static int calibrate_group(const struct calibrate_cli *c, int64_t nrows, int64_t used_rows, int64_t ncols, int64_t nnz,
+			   uint64_t seed, const struct rank_list *ranks,
+			   int (*calibrate)(const struct calibrate_cli *, const starfa_csr *, int64_t))
+{
+	starfa_csr *csr = random_matrix(nrows, used_rows, ncols, nnz, seed);
+	if (!csr)
+		return cli_library_error();
+	int rc = 0;
+	for (int r = 0; r < ranks->n && rc == 0; r++)
+		rc = calibrate(c, csr, ranks->rank[r]);
+	starfa_csr_free(csr);
+	return rc;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	struct calibrate_cli c = {.ranks = {{32, 128, 512}, 3},
@@ -558,45 +573,19 @@ int cmd_calibrate(int argc, char **argv)
 	       starfa_worker_count(STARFA_WORKER_CUDA), starfa_scheduler_name());
 	rc = 0;
 	for (int64_t nnz = c.min_nnz; nnz <= c.max_nnz && rc == 0; nnz *= 4) {
-		if (c.groups & (GROUP_SDDMM | GROUP_SPMM)) {
-			/* square, 16 entries per row on average */
-			int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
-			starfa_csr *csr = random_matrix(n, n, n, nnz, c.seed + (uint64_t)nnz);
-			if (!csr)
-				rc = cli_library_error();
-			for (int r = 0; r < c.ranks.n && rc == 0; r++)
-				rc = calibrate_tiles(&c, csr, c.ranks.rank[r]);
-			starfa_csr_free(csr);
-		}
-		if (rc == 0 && (c.groups & GROUP_ELEMENTWISE)) {
-			/* entries in the first half of the rows only (see calibrate_elementwise) */
-			int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
-			starfa_csr *csr = random_matrix(n, n / 2, n, nnz, c.seed + 5 * (uint64_t)nnz);
-			if (!csr)
-				rc = cli_library_error();
-			for (int r = 0; r < c.ranks.n && rc == 0; r++)
-				rc = calibrate_elementwise(&c, csr, c.ranks.rank[r]);
-			starfa_csr_free(csr);
-		}
-		if (rc == 0 && (c.groups & GROUP_SGD)) {
-			int64_t rows = nnz / 128 > 64 ? nnz / 128 : 64, cols = nnz / 16 > 64 ? nnz / 16 : 64;
-			starfa_csr *csr = random_matrix(rows, rows, cols, nnz, c.seed + 7 * (uint64_t)nnz);
-			if (!csr)
-				rc = cli_library_error();
-			for (int r = 0; r < c.als_ranks.n && rc == 0; r++)
-				rc = calibrate_sgd(&c, csr, c.als_ranks.rank[r]);
-			starfa_csr_free(csr);
-		}
-		if (rc == 0 && (c.groups & GROUP_ALS)) {
-			/* ratings-like: 128 entries per row, 16 per column */
-			int64_t rows = nnz / 128 > 64 ? nnz / 128 : 64, cols = nnz / 16 > 64 ? nnz / 16 : 64;
-			starfa_csr *csr = random_matrix(rows, rows, cols, nnz, c.seed + 3 * (uint64_t)nnz);
-			if (!csr)
-				rc = cli_library_error();
-			for (int r = 0; r < c.als_ranks.n && rc == 0; r++)
-				rc = calibrate_als(&c, csr, c.als_ranks.rank[r]);
-			starfa_csr_free(csr);
-		}
+		/* square, 16 entries per row on average */
+		int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
+		/* ratings-like: 128 entries per row, 16 per column */
+		int64_t rows = nnz / 128 > 64 ? nnz / 128 : 64, cols = nnz / 16 > 64 ? nnz / 16 : 64;
+		if (c.groups & (GROUP_SDDMM | GROUP_SPMM))
+			rc = calibrate_group(&c, n, n, n, nnz, c.seed + (uint64_t)nnz, &c.ranks, calibrate_tiles);
+		/* entries in the first half of the rows only (see calibrate_elementwise) */
+		if (rc == 0 && (c.groups & GROUP_ELEMENTWISE))
+			rc = calibrate_group(&c, n, n / 2, n, nnz, c.seed + 5 * (uint64_t)nnz, &c.ranks, calibrate_elementwise);
+		if (rc == 0 && (c.groups & GROUP_SGD))
+			rc = calibrate_group(&c, rows, rows, cols, nnz, c.seed + 7 * (uint64_t)nnz, &c.als_ranks, calibrate_sgd);
+		if (rc == 0 && (c.groups & GROUP_ALS))
+			rc = calibrate_group(&c, rows, rows, cols, nnz, c.seed + 3 * (uint64_t)nnz, &c.als_ranks, calibrate_als);
 	}
 	starfa_shutdown(); /* StarPU writes the models here */
 	if (rc == 0) {
