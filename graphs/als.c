@@ -168,47 +168,32 @@ static int stored_systems(const struct als *a)
 	return a->o->stored_systems || a->o->fp16;
 }
 
-/* Nonzeros of tile (band, j) of a side's grid. */
-static int64_t side_tile_nnz(const starfa_tiled *S, starfa_side side, int64_t band, int64_t j)
-{
-	return side == STARFA_ROWS ? starfa_tiled_tile_nnz(S, band, j) : starfa_tiled_tile_nnz(S, j, band);
-}
-
-/* Inserts one sweep, waits for it and checks what its solves met. The graph owns the order: with stored
- * systems, per band the hermitian and bias tasks of its tiles (the first with entries writes the band's
- * slot, the others add to it), then its solve. Every task at the default priority: raising the solves'
- * (band b + slots reuses band b's slot once its solve has read it) made iterations 5% slower under
- * dmdas, the priority-aware scheduler, in every one of 6 paired runs (bench/ALS.md). */
+/* Inserts one sweep, waits for it and checks what its solves met: per band, with stored systems, the
+ * hermitian and bias tasks of its tiles (the first with entries writes the band's slot, the others add to
+ * it) then its solve; else one rowsolve. Every task at the default priority: raising the solves' (band
+ * b + slots reuses band b's slot once its solve has read it) made iterations 5% slower under dmdas, the
+ * priority-aware scheduler, in every one of 6 paired runs (bench/ALS.md). */
 static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 {
 	const starfa_als_options *o = a->o;
 	starfa_feedback feedback = a->implicit ? STARFA_IMPLICIT : STARFA_EXPLICIT;
-	const starfa_task_attr *sums = NULL, *solve = NULL;
 	int rc = 0;
 	if (a->implicit)
 		rc = starfa_insert_gram(s->theta, s->theta_col0, a->k, a->G);
 	int64_t bands = starfa_systems_bands(s->sys);
-	int64_t tiles = s->side == STARFA_ROWS ? starfa_tiled_col_tiles(a->S) : starfa_tiled_row_tiles(a->S);
 	for (int64_t b = 0; b < bands && !rc && !stored_systems(a); b++)
-		rc = starfa_task_rowsolve(a->S, s->side, b, s->theta, s->theta_col0, s->offset_col, (float)a->mu, feedback,
-					  (float)o->alpha, s->info, a->implicit ? a->G : NULL, o->solver, o->cg_steps, s->x,
-					  s->x_col0, s->sys, solve);
+		rc = starfa_insert_rowsolve(a->S, s->side, b, s->theta, s->theta_col0, s->offset_col, (float)a->mu, feedback,
+					    (float)o->alpha, s->info, a->implicit ? a->G : NULL, o->solver, o->cg_steps, s->x,
+					    s->x_col0, s->sys);
 	for (int64_t b = 0; b < bands && !rc && stored_systems(a); b++) {
-		int first = 1;
-		for (int64_t j = 0; j < tiles && !rc; j++) {
-			/* An all-empty band still writes its (zero) systems through its last tile. */
-			if (side_tile_nnz(a->S, s->side, b, j) == 0 && !(first && j == tiles - 1))
-				continue;
-			rc = starfa_task_hermitian(a->S, s->side, b, j, s->theta, s->theta_col0, feedback, (float)o->alpha,
-						   s->info, s->sys, !first, sums);
-			if (!rc)
-				rc = starfa_task_bias(a->S, s->side, b, j, s->theta, s->theta_col0, s->offset_col, (float)a->mu,
-						      feedback, (float)o->alpha, s->sys, !first, sums);
-			first = 0;
-		}
+		rc = starfa_insert_hermitian(a->S, s->side, b, s->theta, s->theta_col0, feedback, (float)o->alpha, s->info,
+					     s->sys);
 		if (!rc)
-			rc = starfa_task_solve(s->sys, b, s->info, a->implicit ? a->G : NULL, o->solver, o->cg_steps, s->x,
-					       s->x_col0, solve);
+			rc = starfa_insert_bias(a->S, s->side, b, s->theta, s->theta_col0, s->offset_col, (float)a->mu, feedback,
+						(float)o->alpha, s->sys);
+		if (!rc)
+			rc = starfa_insert_solve(s->sys, b, s->info, a->implicit ? a->G : NULL, o->solver, o->cg_steps, s->x,
+						 s->x_col0);
 	}
 	if (rc) {
 		starfa_wait();
