@@ -92,3 +92,12 @@ int starfa_index_error(const char *what, const char *kind, int64_t i, int64_t j,
 	return starfa_set_error(STARFA_EINVAL, "%s: %s (%lld, %lld) outside the %lldx%lld grid", what, kind, (long long)i,
 				(long long)j, (long long)ni, (long long)nj);
 }
+
+int starfa_check_slot(const char *what, const starfa_sums *sums, int64_t slot)
+{
+	if (!sums)
+		return starfa_set_error(STARFA_EINVAL, "%s: missing sums", what);
+	if (slot < 0 || slot >= sums->n)
+		return starfa_index_error(what, "slot", slot, -1, sums->n, -1);
+	return 0;
+}

@@ -112,4 +112,7 @@ void starfa_cpu_fail(const char *codelet) __attribute__((noreturn));
 /* Error for a tile or block index outside its grid (returns STARFA_EINVAL). */
 int starfa_index_error(const char *what, const char *kind, int64_t i, int64_t j, int64_t ni, int64_t nj);
 
+/* Checks that slot is a slot of sums (STARFA_EINVAL naming `what` otherwise). */
+int starfa_check_slot(const char *what, const starfa_sums *sums, int64_t slot);
+
 #endif

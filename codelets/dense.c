@@ -1,7 +1,6 @@
 /* The dense-block codelets: dense_map (element-wise maps with an operand per element, per row or per
  * column), dense_colsum, dense_rowsum and dense_reduce. */
 #include "codelets/codelet.h"
-#include "codelets/zero.h"
 #include "cpu/dense.h"
 #include "cpu/elementwise.h"
 #ifdef STARFA_USE_CUDA

@@ -206,15 +206,6 @@ static uint32_t values_reduce_variant(const struct starpu_task *task)
 STARFA_CODELET(values_reduce, values_reduce_cost, values_reduce_variant, values_reduce_cpu,
 	       STARFA_CUDA_FUNC(values_reduce_cuda));
 
-int starfa_check_slot(const char *what, const starfa_sums *sums, int64_t slot)
-{
-	if (!sums)
-		return starfa_set_error(STARFA_EINVAL, "%s: missing sums", what);
-	if (slot < 0 || slot >= sums->n)
-		return starfa_index_error(what, "slot", slot, -1, sums->n, -1);
-	return 0;
-}
-
 int starfa_task_values_reduce(const starfa_sparse_values *Y, int64_t i, int64_t j, starfa_reduce_op op, float a,
 			      const starfa_sparse_values *X, starfa_sums *sums, int64_t slot,
 			      const starfa_task_attr *attr)

@@ -9,7 +9,4 @@ enum { STARFA_ZERO_VECTOR = 0, STARFA_ZERO_MATRIX = 1, STARFA_ZERO_VARIABLE = 2 
 /* Zeroes a vector handle (any element size), a float matrix block or a variable. */
 int starfa_submit_zero(starpu_data_handle_t handle, int kind, const starfa_task_attr *attr);
 
-/* Checks that slot is a slot of sums (STARFA_EINVAL naming `what` otherwise). */
-int starfa_check_slot(const char *what, const starfa_sums *sums, int64_t slot);
-
 #endif

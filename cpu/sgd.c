@@ -4,21 +4,7 @@
 
 #include "cpu/clones.h"
 
-#include <stdlib.h>
-
-/* The row of entry p: the rows are walked forward with the chunk, so a search from the chunk's row. */
-static int64_t row_of(const uint32_t *rowptr, int64_t nrows, int64_t from, uint32_t p)
-{
-	int64_t lo = from, hi = nrows - 1;
-	while (lo < hi) { /* the last row whose start is <= p */
-		int64_t mid = (lo + hi + 1) / 2;
-		if (rowptr[mid] <= p)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return lo;
-}
+#include <stddef.h>
 
 /* One update; gu and gv: the rows' AdaGrad accumulators (NULL without). */
 STARFA_CPU_CLONES
@@ -68,10 +54,10 @@ double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *col
 	for (uint32_t c0 = 0, chunk = 0; c0 < nnz; c0 += STARFA_SGD_CHUNK, chunk++) {
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
 		const uint32_t key = starfa_sgd_key(s->seed, s->epoch, s->tile, chunk);
-		row = row_of(rowptr, nrows, row, c0);
+		row = starfa_sgd_row_of(rowptr, nrows, row, c0);
 		for (uint32_t q = 0; q < n; q++) {
 			const uint32_t p = c0 + starfa_sgd_order(q, n, key);
-			const int64_t r = row_of(rowptr, nrows, row, p);
+			const int64_t r = starfa_sgd_row_of(rowptr, nrows, row, p);
 			const int64_t c = colind[p];
 			const float e = update(U + r * ldu, V + c * ldv, s->k, val[p], s, ada ? Gu + r * ldgu : NULL,
 					       ada ? Gv + c * ldgv : NULL);

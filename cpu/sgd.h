@@ -49,6 +49,21 @@ STARFA_HD uint32_t starfa_sgd_key(uint64_t seed, uint64_t epoch, uint64_t tile, 
 	return (uint32_t)(z >> 32);
 }
 
+/* The row holding entry p of a CSR tile: the last row r >= from with rowptr[r] <= p (from: the row of an
+ * earlier entry, or 0). */
+STARFA_HD int64_t starfa_sgd_row_of(const uint32_t *rowptr, int64_t nrows, int64_t from, uint32_t p)
+{
+	int64_t lo = from, hi = nrows - 1;
+	while (lo < hi) {
+		int64_t mid = (lo + hi + 1) / 2;
+		if (rowptr[mid] <= p)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 /* The parameters of one tile's pass. */
 struct starfa_sgd_pass {
 	int64_t k;             /* latent factors (the rows are k + 2 wide, leading dimensions ldu, ldv) */

@@ -6,19 +6,6 @@ namespace {
 
 constexpr int kThreads = 256, kWarp = 32;
 
-__device__ __forceinline__ int64_t row_of(const uint32_t *__restrict__ rowptr, int64_t nrows, int64_t from, uint32_t p)
-{
-	int64_t lo = from, hi = nrows - 1;
-	while (lo < hi) {
-		int64_t mid = (lo + hi + 1) / 2;
-		if (__ldg(rowptr + mid) <= p)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return lo;
-}
-
 __device__ __forceinline__ float warp_sum(float v)
 {
 	for (int offset = kWarp / 2; offset > 0; offset /= 2)
@@ -109,9 +96,9 @@ __global__ void __launch_bounds__(kThreads) sgd_kernel(int64_t nrows, uint32_t n
 		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
 		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, s.tile, chunk);
-		int64_t row = row_of(rowptr, nrows, 0, c0);
+		int64_t row = starfa_sgd_row_of(rowptr, nrows, 0, c0);
 		for (uint32_t q = lane; q < n; q += kWarp) {
-			row = row_of(rowptr, nrows, row, c0 + q); /* rows only grow with q */
+			row = starfa_sgd_row_of(rowptr, nrows, row, c0 + q); /* rows only grow with q */
 			s_row[wib][q] = (uint32_t)row;
 			s_col[wib][q] = __ldg(colind + c0 + q);
 			s_val[wib][q] = __ldg(val + c0 + q);

@@ -409,8 +409,7 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 static int sgd_model(void *state, starfa_model **out)
 {
 	struct sgd *g = state;
-	if (g->rejected) /* the last attempt was undone: its factors are the saved ones, already back */
-		starfa_wait();
+	/* An undone last attempt copied the saved factors back and synced them in sgd_evaluate. */
 	starfa_dense_free(g->dU);
 	starfa_dense_free(g->dV);
 	g->dU = g->dV = NULL;

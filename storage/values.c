@@ -151,13 +151,13 @@ int starfa_sums_read(starfa_sums *s, double *out)
 
 int starfa_sums_total(starfa_sums *s, double *total)
 {
+	double *slots = starfa_malloc((size_t)s->n, sizeof *slots);
+	int rc = slots ? starfa_sums_read(s, slots) : STARFA_ENOMEM;
 	double sum = 0.0;
-	for (int64_t k = 0; k < s->n; k++) {
-		if (starpu_data_acquire(s->handles[k], STARPU_R) != 0)
-			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on sum slot %lld", (long long)k);
-		sum += s->slots[k];
-		starpu_data_release(s->handles[k]);
-	}
-	*total = sum;
-	return 0;
+	for (int64_t k = 0; !rc && k < s->n; k++)
+		sum += slots[k];
+	free(slots);
+	if (!rc)
+		*total = sum;
+	return rc;
 }

@@ -70,6 +70,20 @@ static void fill_rows(float *F, int64_t rows, int64_t k, int64_t w, int user_sid
 	}
 }
 
+/* S's row offsets and columns as a tile holds them (32-bit); 0, or -1 out of memory. */
+static int tile_arrays(const starfa_csr *S, uint32_t **rowptr, uint32_t **colind)
+{
+	*rowptr = malloc(sizeof(uint32_t) * (size_t)(S->nrows + 1));
+	*colind = malloc(sizeof(uint32_t) * (size_t)(S->nnz > 0 ? S->nnz : 1));
+	if (!*rowptr || !*colind)
+		return -1;
+	for (int64_t r = 0; r <= S->nrows; r++)
+		(*rowptr)[r] = (uint32_t)S->rowptr[r];
+	for (int64_t e = 0; e < S->nnz; e++)
+		(*colind)[e] = (uint32_t)S->colind[e];
+	return 0;
+}
+
 static int close_arrays(const float *got, const double *want, size_t n, double tol, const char *what)
 {
 	for (size_t i = 0; i < n; i++)
@@ -94,14 +108,10 @@ TEST(sgd, tile_kernel_matches_sequential_reference)
 	const int64_t m = 60, n = 50, k = 1 + (int64_t)testing_below(&rng, 40), w = k + 2;
 	starfa_csr *S = ratings(m, n, 1500, &rng); /* several chunks, rows across their borders */
 	CHECK(S);
-	uint32_t *rowptr = malloc(sizeof(uint32_t) * (size_t)(m + 1)), *colind = malloc(sizeof(uint32_t) * (size_t)S->nnz);
+	uint32_t *rowptr, *colind;
 	float *U = malloc(sizeof(float) * (size_t)(m * w)), *V = malloc(sizeof(float) * (size_t)(n * w));
 	double *RU = malloc(sizeof(double) * (size_t)(m * w)), *RV = malloc(sizeof(double) * (size_t)(n * w));
-	CHECK(rowptr && colind && U && V && RU && RV);
-	for (int64_t r = 0; r <= m; r++)
-		rowptr[r] = (uint32_t)S->rowptr[r];
-	for (int64_t e = 0; e < S->nnz; e++)
-		colind[e] = (uint32_t)S->colind[e];
+	CHECK(tile_arrays(S, &rowptr, &colind) == 0 && U && V && RU && RV);
 	fill_rows(U, m, k, w, 1, &rng);
 	fill_rows(V, n, k, w, 0, &rng);
 	for (int64_t i = 0; i < m * w; i++)
@@ -314,14 +324,10 @@ static int one_warp_case(int64_t k, int padded, int adagrad, uint64_t *rngp)
 	const int64_t m = 300, n = 200, w = padded ? (k + 2 + 3) / 4 * 4 : k + 2;
 	starfa_csr *S = ratings(m, n, 9000, &rng);
 	CHECK(S);
-	uint32_t *rowptr = malloc(sizeof(uint32_t) * (size_t)(m + 1)), *colind = malloc(sizeof(uint32_t) * (size_t)S->nnz);
+	uint32_t *rowptr, *colind;
 	float *U = malloc(sizeof(float) * (size_t)(m * w)), *V = malloc(sizeof(float) * (size_t)(n * w));
 	float *GU = malloc(sizeof(float) * (size_t)(m * w)), *GV = malloc(sizeof(float) * (size_t)(n * w));
-	CHECK(rowptr && colind && U && V && GU && GV);
-	for (int64_t r = 0; r <= m; r++)
-		rowptr[r] = (uint32_t)S->rowptr[r];
-	for (int64_t e = 0; e < S->nnz; e++)
-		colind[e] = (uint32_t)S->colind[e];
+	CHECK(tile_arrays(S, &rowptr, &colind) == 0 && U && V && GU && GV);
 	fill_rows(U, m, k, w, 1, &rng);
 	fill_rows(V, n, k, w, 0, &rng);
 	uint32_t *d_rowptr = to_device(rowptr, sizeof(uint32_t) * (size_t)(m + 1));
