@@ -15,6 +15,26 @@ static int64_t side_tile_nnz(const starfa_tiled *S, starfa_side side, int64_t i,
 	return side == STARFA_ROWS ? starfa_tiled_tile_nnz(S, i, j) : starfa_tiled_tile_nnz(S, j, i);
 }
 
+/* Tiles j = 0, 1, ... of band `band` of a side's grid, in order: the first with entries overwrites the
+ * band's output (an all-empty band zeroes it through its last tile), the others add to it; sequential
+ * consistency on the output's handle keeps that order whatever the workers, so the sums do not depend
+ * on the schedule. `call` sees j and accumulate. */
+#define FOR_BAND_TILES(S, side, band, call)                                                              \
+	do {                                                                                             \
+		int64_t nr_, nc_;                                                                        \
+		side_grid(S, side, &nr_, &nc_);                                                          \
+		int first_ = 1;                                                                          \
+		for (int64_t j = 0; j < nc_; j++) {                                                      \
+			if (side_tile_nnz(S, side, band, j) == 0 && !(first_ && j == nc_ - 1))           \
+				continue;                                                                \
+			int accumulate = !first_;                                                        \
+			int rc_ = (call);                                                                \
+			if (rc_)                                                                         \
+				return rc_;                                                              \
+			first_ = 0;                                                                      \
+		}                                                                                        \
+	} while (0)
+
 int starfa_insert_sddmm_ab(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, starfa_sddmm_mode mode,
 			   float alpha, float beta, starfa_sparse_values *P)
 {
@@ -47,20 +67,8 @@ int starfa_insert_spmm_values(const starfa_tiled *S, starfa_side side, const sta
 						       "(starfa_tiling_options.transposed = 1)");
 	int64_t nr, nc;
 	side_grid(S, side, &nr, &nc);
-	for (int64_t i = 0; i < nr; i++) {
-		/* Tiles j = 0, 1, ... of the band in order: the first with entries overwrites Y's block (an
-		 * all-empty band zeroes it), the others add to it; sequential consistency on the block's
-		 * handle keeps that order whatever the workers, so the sums do not depend on the schedule. */
-		int first = 1;
-		for (int64_t j = 0; j < nc; j++) {
-			if (side_tile_nnz(S, side, i, j) == 0 && !(first && j == nc - 1))
-				continue;
-			int rc = starfa_task_spmm(S, side, i, j, V, X, Y, !first, NULL);
-			if (rc)
-				return rc;
-			first = 0;
-		}
-	}
+	for (int64_t i = 0; i < nr; i++)
+		FOR_BAND_TILES(S, side, i, starfa_task_spmm(S, side, i, j, V, X, Y, accumulate, NULL));
 	return 0;
 }
 
@@ -182,23 +190,6 @@ int starfa_reduce_dense(const starfa_dense *D, starfa_reduce_op op, double *tota
 
 /* ------------------------------------------------------------------ ALS bands */
 
-/* Tiles of band `band` of a side's grid, in order: the first overwrites (an all-empty band zeroes the
- * band's output), the others add. */
-#define FOR_BAND_TILES(S, side, band, call)                                                              \
-	do {                                                                                             \
-		int64_t nr_, nc_;                                                                        \
-		side_grid(S, side, &nr_, &nc_);                                                          \
-		int first_ = 1;                                                                          \
-		for (int64_t j = 0; j < nc_; j++) {                                                      \
-			if (side_tile_nnz(S, side, band, j) == 0 && !(first_ && j == nc_ - 1))           \
-				continue;                                                                \
-			int accumulate = !first_;                                                        \
-			int rc_ = (call);                                                                \
-			if (rc_)                                                                         \
-				return rc_;                                                              \
-			first_ = 0;                                                                      \
-		}                                                                                        \
-	} while (0)
 
 int starfa_insert_hermitian(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *theta,
 			    int64_t col0, starfa_feedback feedback, float alpha, const starfa_dense *info,
