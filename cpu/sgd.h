@@ -56,7 +56,12 @@ STARFA_HD int64_t starfa_sgd_row_of(const uint32_t *rowptr, int64_t nrows, int64
 	int64_t lo = from, hi = nrows - 1;
 	while (lo < hi) {
 		int64_t mid = (lo + hi + 1) / 2;
-		if (rowptr[mid] <= p)
+#ifdef __CUDA_ARCH__
+		const uint32_t start = __ldg(rowptr + mid); /* through the read-only cache on a GPU */
+#else
+		const uint32_t start = rowptr[mid];
+#endif
+		if (start <= p)
 			lo = mid;
 		else
 			hi = mid - 1;
