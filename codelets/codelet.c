@@ -12,7 +12,6 @@ uint32_t starfa_cost_footprint(uint64_t cost, uint32_t variant)
 
 /* Filled by constructors before main(), read-only afterwards. */
 static struct starfa_codelet_entry *registry;
-static int registered;
 
 #define MAX_CODELETS 64
 
@@ -24,7 +23,6 @@ void starfa_codelet_register(struct starfa_codelet_entry *entry)
 		at = &(*at)->next;
 	entry->next = *at;
 	*at = entry;
-	registered++;
 }
 
 const char *const *starfa_perfmodel_symbols(void)
