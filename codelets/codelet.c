@@ -1,6 +1,8 @@
 /* Helpers shared by the codelets: the registry, the insert wrapper, errors. */
 #include "codelets/codelet.h"
 
+#include <pthread.h>
+#include <starpu_profiling.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,94 @@ const char *const *starfa_perfmodel_symbols(void)
 	return symbols;
 }
 
+/* ------------------------------------------------------------------ the task log */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static int log_on;                       /* read without the lock at insert: set between graphs */
+static starfa_task_record *log_records;
+static int64_t log_n, log_cap, log_lost; /* log_lost: records that found no memory */
+
+/* A task's callback (StarPU's profiling is on, see runtime/context.c): its times and worker. */
+static void log_task(void *arg)
+{
+	starfa_task_record *r = arg;
+	struct starpu_task *task = starpu_task_get_current();
+	struct starpu_profiling_task_info *info = task ? task->profiling_info : NULL;
+	if (info) {
+		r->worker = info->workerid + 1;
+		r->start_us = starpu_timing_timespec_to_us(&info->start_time);
+		r->end_us = starpu_timing_timespec_to_us(&info->end_time);
+	}
+	pthread_mutex_lock(&log_lock);
+	if (log_n == log_cap) {
+		int64_t cap = log_cap ? 2 * log_cap : 1024;
+		starfa_task_record *grown = realloc(log_records, (size_t)cap * sizeof *grown);
+		if (grown) {
+			log_records = grown;
+			log_cap = cap;
+		}
+	}
+	if (log_n < log_cap)
+		log_records[log_n++] = *r;
+	else
+		log_lost++;
+	pthread_mutex_unlock(&log_lock);
+	free(r);
+}
+
+int starfa_task_log_begin(void)
+{
+	int rc = starfa_wait(); /* the tasks already in flight are not part of it */
+	pthread_mutex_lock(&log_lock);
+	log_n = log_lost = 0;
+	log_on = 1;
+	pthread_mutex_unlock(&log_lock);
+	return rc;
+}
+
+int starfa_task_log_end(starfa_task_record **records, int64_t *n)
+{
+	*records = NULL;
+	*n = 0;
+	int rc = starfa_wait();
+	pthread_mutex_lock(&log_lock);
+	log_on = 0;
+	int64_t lost = log_lost;
+	if (!rc && !lost && log_n > 0) {
+		*records = log_records;
+		*n = log_n;
+		log_records = NULL;
+		log_cap = 0;
+	}
+	log_n = 0;
+	pthread_mutex_unlock(&log_lock);
+	if (rc)
+		return rc;
+	if (lost)
+		return starfa_set_error(STARFA_ENOMEM, "the task log ran out of memory (%lld records lost)", (long long)lost);
+	return 0;
+}
+
+/* A record to fill when the task has run, or NULL when the log is off. */
+static starfa_task_record *log_record(const struct starpu_codelet *cl, int nbuffers,
+				      const struct starpu_data_descr *buffers)
+{
+	if (!__atomic_load_n(&log_on, __ATOMIC_RELAXED))
+		return NULL;
+	starfa_task_record *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->codelet = cl->name + 7; /* without "starfa_" */
+	r->nbuffers = nbuffers;
+	for (int b = 0; b < nbuffers && b < STARFA_TASK_LOG_BUFFERS; b++) {
+		r->data[b] = buffers[b].handle;
+		r->writes[b] = (buffers[b].mode & (STARPU_W | STARPU_REDUX)) != 0;
+	}
+	return r;
+}
+
+/* ------------------------------------------------------------------ inserting tasks */
+
 int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
 		  const starfa_task_attr *attr, int nbuffers, const struct starpu_data_descr *buffers)
 {
@@ -46,20 +136,25 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 		memcpy(copy, args, args_size);
 	}
 	int priority = attr ? attr->priority : 0;
+	if (attr && attr->worker > (int)starpu_worker_get_count()) {
+		free(copy);
+		return starfa_set_error(STARFA_EINVAL, "%s: worker %d asked for, but there are %u workers", cl->name,
+					attr->worker, starpu_worker_get_count());
+	}
+	starfa_task_record *record = log_record(cl, nbuffers, buffers);
+	void (*callback)(void *) = record ? log_task : NULL;
 	int ret;
-	if (attr && attr->worker > 0) {
-		if (attr->worker > (int)starpu_worker_get_count()) {
-			free(copy);
-			return starfa_set_error(STARFA_EINVAL, "%s: worker %d asked for, but there are %u workers", cl->name,
-						attr->worker, starpu_worker_get_count());
-		}
+	if (attr && attr->worker > 0)
 		ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, buffers, nbuffers, STARPU_CL_ARGS, copy, args_size,
 					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_EXECUTE_ON_WORKER,
-					 attr->worker - 1, STARPU_NAME, cl->name + 7 /* without "starfa_" */, 0);
-	} else {
+					 attr->worker - 1, STARPU_CALLBACK_WITH_ARG_NFREE, callback, record, STARPU_NAME,
+					 cl->name + 7 /* without "starfa_" */, 0);
+	else
 		ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, buffers, nbuffers, STARPU_CL_ARGS, copy, args_size,
-					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_NAME, cl->name + 7, 0);
-	}
+					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_CALLBACK_WITH_ARG_NFREE, callback,
+					 record, STARPU_NAME, cl->name + 7, 0);
+	if (ret != 0)
+		free(record);
 	if (ret == -ENODEV)
 		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s", cl->name);
 	if (ret != 0)

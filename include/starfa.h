@@ -218,6 +218,8 @@ int64_t starfa_dense_rows(const starfa_dense *d);
 int64_t starfa_dense_cols(const starfa_dense *d);
 /* Waits for pending tasks and makes the data in main memory up to date. */
 int starfa_dense_sync(starfa_dense *d);
+/* The identity of block b's data, as the task log records it (NULL when b is out of range). */
+const void *starfa_dense_block_id(const starfa_dense *d, int64_t b);
 
 /* A small dense vector of n floats in one handle (column sums, scales per column). */
 typedef struct starfa_vector starfa_vector;
@@ -412,6 +414,24 @@ const char *const *starfa_perfmodel_symbols(void);
 
 /* Waits for every submitted task. */
 int starfa_wait(void);
+
+/* The task log: while it is on, every task starfa inserts leaves a record of where and when it ran and
+ * which data it read and wrote (identities as starfa_dense_block_id gives them), for checking a graph's
+ * concurrency or drawing its schedule. starfa_task_log_begin clears and starts it; starfa_task_log_end
+ * waits for every task, stops it and hands over the records in order of completion (free them with
+ * free()). */
+#define STARFA_TASK_LOG_BUFFERS 8
+typedef struct starfa_task_record {
+	const char *codelet;     /* the codelet's name without "starfa_" (static storage) */
+	int worker;              /* StarPU's worker number + 1, as starfa_task_attr.worker */
+	double start_us, end_us; /* StarPU's clock, microseconds */
+	int nbuffers;            /* the first STARFA_TASK_LOG_BUFFERS are recorded */
+	const void *data[STARFA_TASK_LOG_BUFFERS];
+	int writes[STARFA_TASK_LOG_BUFFERS]; /* 1 when the task writes data[b] (W, RW or a reduction) */
+} starfa_task_record;
+
+int starfa_task_log_begin(void);
+int starfa_task_log_end(starfa_task_record **records, int64_t *n);
 
 /* Per-worker-kind accounting of the tasks run since the last reset (needs StarPU's
  * profiling, which starfa_init turns on). */

@@ -64,6 +64,11 @@ int64_t starfa_dense_blocks(const starfa_dense *d) { return d->nblocks; }
 int64_t starfa_dense_rows(const starfa_dense *d) { return d->rows; }
 int64_t starfa_dense_cols(const starfa_dense *d) { return d->cols; }
 
+const void *starfa_dense_block_id(const starfa_dense *d, int64_t b)
+{
+	return d && b >= 0 && b < d->nblocks ? (const void *)d->blocks[b] : NULL;
+}
+
 int starfa_dense_blocked_along(const starfa_dense *d, const int64_t *bounds, int64_t nblocks)
 {
 	return d->nblocks == nblocks && memcmp(d->bounds, bounds, (size_t)(nblocks + 1) * sizeof *bounds) == 0;

@@ -298,6 +298,78 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	return 0;
 }
 
+/* The task log of a training run on 4 CPU workers: every epoch's P x P tile tasks ran, and no two sgd
+ * tasks that overlapped in time wrote the same data (a user block, an item block or a loss slot). */
+TEST(sgd, concurrent_tasks_share_no_block)
+{
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncpus = 4;
+	opts.ncuda = 0;
+	CHECK_OK(testing_runtime_with(&opts));
+	uint64_t rng = testing_seed() + 77;
+	starfa_csr *S = ratings(400, 300, 40000, &rng);
+	CHECK(S);
+	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);
+	CHECK(coo);
+	for (int64_t r = 0; r < S->nrows; r++)
+		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++) {
+			coo->row[coo->nnz] = (int32_t)r;
+			coo->col[coo->nnz] = S->colind[e];
+			coo->val[coo->nnz++] = S->val[e];
+		}
+	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
+	CHECK(sgd);
+	void *params = calloc(1, sgd->params_size);
+	CHECK(params);
+	sgd->defaults(params);
+	const int64_t P = 4, epochs = 6;
+	CHECK_OK(starfa_param_set(sgd, params, "strata", "4"));
+	CHECK_OK(starfa_param_set(sgd, params, "iters", "6"));
+	CHECK_OK(starfa_param_set(sgd, params, "schedule", "invtime")); /* no redone epochs: a fixed count */
+	CHECK_OK(starfa_param_set(sgd, params, "tol", "0"));
+	CHECK_OK(starfa_param_set(sgd, params, "rank", "16"));
+	starfa_model *m = NULL;
+	CHECK_OK(starfa_task_log_begin());
+	int trained = starfa_train(sgd, params, coo, NULL, NULL, NULL, &m);
+	starfa_task_record *log = NULL;
+	int64_t n = 0;
+	CHECK_OK(starfa_task_log_end(&log, &n));
+	CHECK_OK(trained);
+	int64_t nsgd = 0, overlapping = 0;
+	for (int64_t a = 0; a < n; a++) {
+		if (strcmp(log[a].codelet, "sgd") != 0)
+			continue;
+		nsgd++;
+		int written = 0;
+		for (int b = 0; b < log[a].nbuffers; b++)
+			written += log[a].writes[b];
+		CHECK_MSG(written == 3 && log[a].worker >= 1 && log[a].end_us >= log[a].start_us,
+			  "sgd task %lld: %d written buffers, worker %d", (long long)a, written, log[a].worker);
+		for (int64_t c = a + 1; c < n; c++) {
+			if (strcmp(log[c].codelet, "sgd") != 0 || log[a].end_us <= log[c].start_us ||
+			    log[c].end_us <= log[a].start_us)
+				continue;
+			overlapping++;
+			CHECK(log[a].worker != log[c].worker);
+			for (int x = 0; x < log[a].nbuffers; x++)
+				for (int y = 0; y < log[c].nbuffers; y++)
+					CHECK_MSG(!(log[a].data[x] == log[c].data[y] && (log[a].writes[x] || log[c].writes[y])),
+						  "concurrent sgd tasks %lld and %lld share data", (long long)a, (long long)c);
+		}
+	}
+	CHECK_MSG(nsgd == epochs * P * P, "%lld sgd tasks logged, %lld expected", (long long)nsgd,
+		  (long long)(epochs * P * P));
+	/* Four workers on a 4 x 4 grid run strata's tiles side by side. */
+	CHECK_MSG(overlapping > 0, "no two sgd tasks ran at once");
+	free(log);
+	starfa_model_free(m);
+	free(params);
+	starfa_coo_free(coo);
+	starfa_csr_free(S);
+	return 0;
+}
+
 #ifdef STARFA_USE_CUDA
 
 /* One warp visits the chunks in the CPU kernel's order: the two agree to rounding. */
