@@ -234,6 +234,21 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	return 0;
 }
 
+/* The same entries as a coordinate list, for starfa_train. */
+static starfa_coo *coo_of(const starfa_csr *S)
+{
+	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);
+	if (!coo)
+		return NULL;
+	for (int64_t r = 0; r < S->nrows; r++)
+		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++) {
+			coo->row[coo->nnz] = (int32_t)r;
+			coo->col[coo->nnz] = S->colind[e];
+			coo->val[coo->nnz++] = S->val[e];
+		}
+	return coo;
+}
+
 struct history {
 	int64_t iterations, redone;
 	double first_rmse, last_rmse;
@@ -261,14 +276,8 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	uint64_t rng = testing_seed() + 33;
 	starfa_csr *S = ratings(200, 150, 4000, &rng);
 	CHECK(S);
-	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);
+	starfa_coo *coo = coo_of(S);
 	CHECK(coo);
-	for (int64_t r = 0; r < S->nrows; r++)
-		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++) {
-			coo->row[coo->nnz] = (int32_t)r;
-			coo->col[coo->nnz] = S->colind[e];
-			coo->val[coo->nnz++] = S->val[e];
-		}
 	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
 	CHECK(sgd);
 	void *params = calloc(1, sgd->params_size);
@@ -310,14 +319,8 @@ TEST(sgd, concurrent_tasks_share_no_block)
 	uint64_t rng = testing_seed() + 77;
 	starfa_csr *S = ratings(400, 300, 40000, &rng);
 	CHECK(S);
-	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);
+	starfa_coo *coo = coo_of(S);
 	CHECK(coo);
-	for (int64_t r = 0; r < S->nrows; r++)
-		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++) {
-			coo->row[coo->nnz] = (int32_t)r;
-			coo->col[coo->nnz] = S->colind[e];
-			coo->val[coo->nnz++] = S->val[e];
-		}
 	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
 	CHECK(sgd);
 	void *params = calloc(1, sgd->params_size);
