@@ -1,5 +1,5 @@
 /* The dense-block codelets: dense_map (element-wise maps with an operand per element, per row or per
- * column), dense_colsum, dense_rowsum and dense_reduce. */
+ * column), dense_colsum, dense_rowsum, dense_convert (FP32 <-> packed FP16) and dense_reduce. */
 #include "codelets/codelet.h"
 #include "cpu/dense.h"
 #include "cpu/elementwise.h"
@@ -200,6 +200,76 @@ int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense 
 	double n = (double)(X->bounds[block + 1] - X->bounds[block]) * (double)X->cols;
 	return starfa_submit(&dense_rowsum_cl, NULL, 0, n, attr,
 			     STARFA_BUFFERS({X->blocks[block], STARPU_R}, {R->blocks[block], STARPU_W}));
+}
+
+/* ------------------------------------------------------------------ dense_convert */
+
+struct convert_args {
+	int dir;
+};
+
+/* Buffers: 0 Y's block (W), 1 X's block (R). The values per row: the float side's columns; the half
+ * side's leading dimension in halves is twice its leading dimension in floats. */
+#define CONVERT_SHAPE(buffers, dir)                                                                           \
+	const int64_t rows = STARPU_MATRIX_GET_NY(buffers[0]);                                                \
+	const int64_t cols = (dir) == STARFA_TO_HALF ? STARPU_MATRIX_GET_NX(buffers[1]) : STARPU_MATRIX_GET_NX(buffers[0]); \
+	const int64_t ldy = STARPU_MATRIX_GET_LD(buffers[0]) * ((dir) == STARFA_TO_HALF ? 2 : 1);            \
+	const int64_t ldx = STARPU_MATRIX_GET_LD(buffers[1]) * ((dir) == STARFA_TO_HALF ? 1 : 2)
+
+static void dense_convert_cpu(void *buffers[], void *cl_arg)
+{
+	const struct convert_args *args = cl_arg;
+	CONVERT_SHAPE(buffers, args->dir);
+	void *Y = (void *)STARPU_MATRIX_GET_PTR(buffers[0]);
+	const void *X = (const void *)STARPU_MATRIX_GET_PTR(buffers[1]);
+	if (args->dir == STARFA_TO_HALF)
+		starfa_cpu_dense_to_half(rows, cols, X, ldx, Y, ldy);
+	else
+		starfa_cpu_dense_from_half(rows, cols, X, ldx, Y, ldy);
+}
+
+#ifdef STARFA_USE_CUDA
+static void dense_convert_cuda(void *buffers[], void *cl_arg)
+{
+	const struct convert_args *args = cl_arg;
+	CONVERT_SHAPE(buffers, args->dir);
+	void *Y = (void *)STARPU_MATRIX_GET_PTR(buffers[0]);
+	const void *X = (const void *)STARPU_MATRIX_GET_PTR(buffers[1]);
+	cudaStream_t stream = starpu_cuda_get_local_stream();
+	STARFA_CUDA_CHECK("dense_convert", args->dir == STARFA_TO_HALF
+						   ? starfa_cuda_dense_to_half(rows, cols, X, ldx, Y, ldy, stream)
+						   : starfa_cuda_dense_from_half(rows, cols, X, ldx, Y, ldy, stream));
+}
+#endif
+
+static uint32_t dense_convert_variant(const struct starpu_task *task)
+{
+	return (uint32_t)((const struct convert_args *)task->cl_arg)->dir;
+}
+
+STARFA_CODELET(dense_convert, block_elements, dense_convert_variant, dense_convert_cpu,
+	       STARFA_CUDA_FUNC(dense_convert_cuda));
+
+int starfa_task_dense_convert(starfa_dense *Y, int64_t block, starfa_convert dir, const starfa_dense *X,
+			      const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_dense_convert";
+	int rc = check_block(what, Y, block);
+	if (!rc)
+		rc = check_block(what, X, block);
+	if (rc)
+		return rc;
+	if (dir != STARFA_TO_HALF && dir != STARFA_FROM_HALF)
+		return starfa_set_error(STARFA_EINVAL, "%s: unknown direction %d", what, (int)dir);
+	const int64_t halves = dir == STARFA_TO_HALF ? Y->cols : X->cols, floats = dir == STARFA_TO_HALF ? X->cols : Y->cols;
+	if (!starfa_dense_blocked_along(X, Y->bounds, Y->nblocks) || floats != 2 * halves)
+		return starfa_set_error(STARFA_EINVAL, "%s: X and Y must be blocked alike, the FP32 side with twice the "
+						       "columns of the FP16 side (%lld and %lld given)",
+					what, (long long)floats, (long long)halves);
+	struct convert_args args = {(int)dir};
+	double n = (double)(Y->bounds[block + 1] - Y->bounds[block]) * (double)floats;
+	return starfa_submit(&dense_convert_cl, &args, sizeof args, n, attr,
+			     STARFA_BUFFERS({Y->blocks[block], STARPU_W}, {X->blocks[block], STARPU_R}));
 }
 
 /* ------------------------------------------------------------------ dense_reduce */

@@ -2,6 +2,7 @@
 #include "cpu/dense.h"
 
 #include "cpu/elementwise.h"
+#include "cpu/half.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -57,4 +58,16 @@ double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64
 			s += op == STARFA_REDUCE_SQUARES ? y * y : y;
 		}
 	return s;
+}
+
+void starfa_cpu_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y, int64_t ldy)
+{
+	for (int64_t r = 0; r < rows; r++)
+		starfa_half_store(X + r * ldx, Y + r * ldy, cols);
+}
+
+void starfa_cpu_dense_from_half(int64_t rows, int64_t cols, const uint16_t *X, int64_t ldx, float *Y, int64_t ldy)
+{
+	for (int64_t r = 0; r < rows; r++)
+		starfa_half_load(X + r * ldx, Y + r * ldy, cols);
 }

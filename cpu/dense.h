@@ -21,6 +21,9 @@ void starfa_cpu_dense_map(int64_t rows, int64_t cols, int op, float a, float b, 
 int starfa_cpu_dense_colsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, int accumulate, float *v);
 /* R[r * ldr] = sum over c of X[r, c]. */
 void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, float *R, int64_t ldr);
+/* FP32 to FP16 (cpu/half.h) and back: rows x cols values, leading dimensions in elements of each. */
+void starfa_cpu_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y, int64_t ldy);
+void starfa_cpu_dense_from_half(int64_t rows, int64_t cols, const uint16_t *X, int64_t ldx, float *Y, int64_t ldy);
 /* The sum of op's term (SUM or SQUARES) over the block, in double. */
 double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op);
 

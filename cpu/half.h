@@ -1,23 +1,34 @@
-/* FP16 storage for the per-row systems: conversions on raw uint16 words (no StarPU here). */
+/* FP16 storage (the per-row systems, half-precision factors): conversions on raw uint16 words, round
+ * to nearest even (no StarPU here). The two scalar conversions are host and device inline: on a GPU they
+ * are the hardware's (__float2half_rn), which rounds the same way, so CPU and CUDA kernels store the
+ * same halves. */
 #ifndef STARFA_CPU_HALF_H
 #define STARFA_CPU_HALF_H
+
+#include "cpu/special.h" /* STARFA_HD */
 
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#endif
+
 /* gcc 12 and clang 15 have _Float16 on x86-64 (F16C turns the conversions into one instruction);
  * elsewhere the conversions are done by hand, with the same rounding (to nearest even). */
-#if defined(__x86_64__) && defined(__FLT16_MAX__)
+#if defined(__x86_64__) && defined(__FLT16_MAX__) && !defined(__CUDACC__)
 #define STARFA_HAVE_FLOAT16 1
 #endif
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
 #define STARFA_HAVE_F16C_PATH 1
 #include <immintrin.h>
 #endif
 
-static inline float starfa_half_to_float(uint16_t h)
+STARFA_HD float starfa_half_to_float(uint16_t h)
 {
-#ifdef STARFA_HAVE_FLOAT16
+#ifdef __CUDA_ARCH__
+	return __half2float(__ushort_as_half(h));
+#elif defined(STARFA_HAVE_FLOAT16)
 	_Float16 f;
 	memcpy(&f, &h, sizeof f);
 	return (float)f;
@@ -45,9 +56,11 @@ static inline float starfa_half_to_float(uint16_t h)
 #endif
 }
 
-static inline uint16_t starfa_float_to_half(float x)
+STARFA_HD uint16_t starfa_float_to_half(float x)
 {
-#ifdef STARFA_HAVE_FLOAT16
+#ifdef __CUDA_ARCH__
+	return __half_as_ushort(__float2half_rn(x));
+#elif defined(STARFA_HAVE_FLOAT16)
 	_Float16 f = (_Float16)x;
 	uint16_t h;
 	memcpy(&h, &f, sizeof h);

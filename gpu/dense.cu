@@ -3,6 +3,7 @@
 
 #include "cpu/dense.h" /* the operand kinds */
 #include "cpu/elementwise.h"
+#include "cpu/half.h"
 #include "gpu/reduce.cuh"
 #include "starfa.h"
 
@@ -32,6 +33,21 @@ __global__ void map_kernel(int64_t rows, int64_t cols, int op, float a, float b,
 			z = Z[c];
 		float *y = Y + r * ldy + c;
 		*y = starfa_dense_apply(op, a, b, z, reads_y ? *y : 0.0f);
+	}
+}
+
+/* One thread per value; the same rounding as the CPU's (cpu/half.h). */
+template <bool kToHalf>
+__global__ void convert_kernel(int64_t rows, int64_t cols, const void *__restrict__ X, int64_t ldx, void *__restrict__ Y,
+			       int64_t ldy)
+{
+	const int64_t n = rows * cols;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t r = e / cols, c = e - r * cols;
+		if (kToHalf)
+			static_cast<uint16_t *>(Y)[r * ldy + c] = starfa_float_to_half(static_cast<const float *>(X)[r * ldx + c]);
+		else
+			static_cast<float *>(Y)[r * ldy + c] = starfa_half_to_float(static_cast<const uint16_t *>(X)[r * ldx + c]);
 	}
 }
 
@@ -113,5 +129,23 @@ extern "C" cudaError_t starfa_cuda_dense_reduce(int64_t rows, int64_t cols, cons
 	if (err != cudaSuccess || rows <= 0 || cols <= 0)
 		return err;
 	reduce_kernel<<<starfa_gpu::reduce_blocks(rows * cols), kReduceThreads, 0, stream>>>(rows, cols, X, ldx, op, sum);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t starfa_cuda_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y,
+						 int64_t ldy, cudaStream_t stream)
+{
+	if (rows <= 0 || cols <= 0)
+		return cudaSuccess;
+	convert_kernel<true><<<blocks_for(rows * cols), 256, 0, stream>>>(rows, cols, X, ldx, Y, ldy);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t starfa_cuda_dense_from_half(int64_t rows, int64_t cols, const uint16_t *X, int64_t ldx, float *Y,
+						   int64_t ldy, cudaStream_t stream)
+{
+	if (rows <= 0 || cols <= 0)
+		return cudaSuccess;
+	convert_kernel<false><<<blocks_for(rows * cols), 256, 0, stream>>>(rows, cols, X, ldx, Y, ldy);
 	return cudaGetLastError();
 }

@@ -16,6 +16,11 @@ cudaError_t starfa_cuda_dense_colsum(int64_t rows, int64_t cols, const float *X,
 				     cudaStream_t stream);
 cudaError_t starfa_cuda_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, float *R, int64_t ldr,
 				     cudaStream_t stream);
+/* FP32 to FP16 and back (cpu/half.h): leading dimensions in elements of each side. */
+cudaError_t starfa_cuda_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y, int64_t ldy,
+				      cudaStream_t stream);
+cudaError_t starfa_cuda_dense_from_half(int64_t rows, int64_t cols, const uint16_t *X, int64_t ldx, float *Y,
+					int64_t ldy, cudaStream_t stream);
 /* *sum (one double in device memory) = the reduction (overwritten). */
 cudaError_t starfa_cuda_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op, double *sum,
 				     cudaStream_t stream);

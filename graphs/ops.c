@@ -122,6 +122,18 @@ int starfa_insert_dense_map(starfa_dense *Y, starfa_dense_op op, float a, float 
 	return 0;
 }
 
+int starfa_insert_dense_convert(starfa_dense *Y, starfa_convert dir, const starfa_dense *X)
+{
+	if (!Y)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_dense_convert: missing operand");
+	for (int64_t b = 0; b < starfa_dense_blocks(Y); b++) {
+		int rc = starfa_task_dense_convert(Y, b, dir, X, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int starfa_insert_dense_colsum(const starfa_dense *X, starfa_vector *v)
 {
 	if (!X)

@@ -348,6 +348,16 @@ int starfa_task_dense_colsum(const starfa_dense *X, int64_t block, int accumulat
 /* Row sums of one block into R's block (R: one column, blocked like X). */
 int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense *R, const starfa_task_attr *attr);
 
+/* FP32 rows to FP16 rows and back, for factors kept in half precision. A half-precision dense holds its
+ * rows' values as IEEE binary16 packed two to a float: c columns of floats store 2c halves, the half of
+ * column q in the low 16 bits of float column q/2 when q is even (little-endian memory order, as CUDA's
+ * __half arrays). STARFA_TO_HALF: Y (c columns) from X (2c columns of floats), rounded to nearest even,
+ * ±inf beyond FP16's range; STARFA_FROM_HALF: Y (2c columns of floats) from X (c columns), exact. X and
+ * Y are blocked alike. */
+typedef enum starfa_convert { STARFA_TO_HALF = 0, STARFA_FROM_HALF = 1 } starfa_convert;
+int starfa_task_dense_convert(starfa_dense *Y, int64_t block, starfa_convert dir, const starfa_dense *X,
+			      const starfa_task_attr *attr);
+
 /* SGD matrix factorization: one pass of updates over tile (i, j) of S (its ratings), reading and writing
  * block i of U (S's rows) and block j of V (its columns), so that the tiles of a stratum (no two sharing
  * a row or column band) run at once and the others in order. Rows are augmented: a user row holds
@@ -401,6 +411,7 @@ int starfa_insert_dense_map(starfa_dense *Y, starfa_dense_op op, float a, float 
 			    const starfa_vector *v);
 /* Column sums of the whole matrix into v (blocks added in order). */
 int starfa_insert_dense_colsum(const starfa_dense *X, starfa_vector *v);
+int starfa_insert_dense_convert(starfa_dense *Y, starfa_convert dir, const starfa_dense *X);
 /* Row sums of every block into R. */
 int starfa_insert_dense_rowsum(const starfa_dense *X, starfa_dense *R);
 /* A reduction of every tile (block), one slot each, and its total (this waits for the tasks). */

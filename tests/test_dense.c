@@ -161,6 +161,96 @@ static int dense_ops(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
+/* The value of FP16 bits, from the format's definition. */
+static double half_value(uint16_t h)
+{
+	int e = (h >> 10) & 31, m = h & 1023;
+	double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+	return h & 0x8000 ? -v : v;
+}
+
+/* The FP16 value nearest to f (ties to even), in double: an independent statement of the rounding. */
+static double nearest_half(float f)
+{
+	double a = fabs((double)f);
+	if (isnan(f))
+		return NAN;
+	if (a >= 65520.0)
+		return copysign(INFINITY, f);
+	int e = a > 0 ? ilogb(a) : -14;
+	e = e < -14 ? -14 : e;
+	double q = nearbyint(ldexp(a, 10 - e)); /* the default rounding: to nearest, ties to even */
+	return copysign(ldexp(q, e - 10), f);
+}
+
+/* FP32 -> packed FP16 -> FP32 over values of every magnitude (normal, subnormal, overflowing, inf, NaN,
+ * signed zeros), outputs poisoned. */
+static int half_conversion(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	starfa_csr *S = testing_random_csr(300, 200, 2000, 0.5, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {(int64_t)(1 + testing_below(&rng, 5)), 2, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	const int64_t m = S->nrows, c = 1 + (int64_t)testing_below(&rng, 20), w = 2 * c;
+	float *X = malloc(sizeof(float) * (size_t)(m * w)), *H = malloc(sizeof(float) * (size_t)(m * c)),
+	      *Z = malloc(sizeof(float) * (size_t)(m * w));
+	CHECK(X && H && Z);
+	for (int64_t e = 0; e < m * w; e++) {
+		double u = testing_uniform(&rng);
+		X[e] = (float)ldexp(1.0 + testing_uniform(&rng), (int)testing_below(&rng, 50) - 30) * (u < 0.5 ? -1.0f : 1.0f);
+		if (e % 97 == 1)
+			/* halfway between two halves (12 significant bits, the last one set): ties to even */
+			X[e] = (float)ldexp(2049 + 2 * (double)testing_below(&rng, 1000), (int)testing_below(&rng, 20) - 20);
+	}
+	X[0] = INFINITY;
+	X[1] = -0.0f;
+	X[2] = NAN;
+	X[3] = 65519.0f;
+	X[4] = 65520.0f;
+	X[5] = 5.96046448e-8f / 2; /* half of the smallest subnormal: a tie, to zero */
+	memset(H, 0xff, sizeof(float) * (size_t)(m * c)); /* NaN in both halves */
+	testing_poison(Z, (size_t)(m * w));
+	starfa_dense *dX = NULL, *dH = NULL, *dZ = NULL;
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, X, w, &dX));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, H, c, &dH));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Z, w, &dZ));
+	CHECK(starfa_insert_dense_convert(dX, STARFA_TO_HALF, dZ) == STARFA_EINVAL); /* 2c floats into 2c */
+	CHECK(starfa_insert_dense_convert(dX, STARFA_FROM_HALF, dZ) == STARFA_EINVAL);
+	starfa_stats_reset();
+	CHECK_OK(starfa_insert_dense_convert(dH, STARFA_TO_HALF, dX));
+	CHECK_OK(starfa_insert_dense_convert(dZ, STARFA_FROM_HALF, dH));
+	CHECK_OK(starfa_dense_sync(dH));
+	CHECK_OK(starfa_dense_sync(dZ));
+	starfa_worker_stats st;
+	starfa_stats_get(&st);
+	CHECK(st.tasks[kind] == 2 * starfa_dense_blocks(dH) && st.tasks[1 - kind] == 0);
+	const uint16_t *halves = (const uint16_t *)H;
+	for (int64_t e = 0; e < m * w; e++) {
+		double want = nearest_half(X[e]), got = half_value(halves[e]);
+		CHECK_MSG((isnan(want) && isnan(got)) || (want == got && signbit(want) == signbit(got)),
+			  "element %lld: %a to FP16 gave %a, not %a", (long long)e, (double)X[e], got, want);
+		CHECK_MSG((isnan(got) && isnan(Z[e])) || (double)Z[e] == got, "element %lld back: %a, not %a", (long long)e,
+			  (double)Z[e], got);
+	}
+	starfa_dense_free(dX);
+	starfa_dense_free(dH);
+	starfa_dense_free(dZ);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(X);
+	free(H);
+	free(Z);
+	return 0;
+}
+
+TEST(dense, half_conversion_cpu)
+{
+	return half_conversion(STARFA_WORKER_CPU, testing_seed() + 22);
+}
+
 TEST(dense, maps_sums_and_reductions_cpu)
 {
 	return dense_ops(STARFA_WORKER_CPU, testing_seed() + 21);
@@ -173,6 +263,13 @@ TEST(dense_cuda, maps_sums_and_reductions_cuda)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	return dense_ops(STARFA_WORKER_CUDA, testing_seed() + 21);
+}
+
+TEST(dense_cuda, half_conversion_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return half_conversion(STARFA_WORKER_CUDA, testing_seed() + 22);
 }
 
 #else
