@@ -40,9 +40,10 @@ static void usage(FILE *out)
 		     "                            (Cholesky, CG, CG on FP16 systems) and rowsolve (Cholesky,\n"
 		     "                            CG, implicit CG)\n"
 		     "                     elementwise  SDDMM with beta, values transposed, mapped and reduced,\n"
-		     "                            dense maps, column and row sums and reductions, on a\n"
-		     "                            grid with empty tiles (the zero codelet)\n"
-		     "                     sgd    SGD passes over tiles, at the ALS ranks\n"
+		     "                            dense maps, column and row sums and reductions, FP16\n"
+		     "                            conversions (even ranks), on a grid with empty tiles\n"
+		     "                            (the zero codelet)\n"
+		     "                     sgd    SGD passes over tiles, FP32 and FP16 rows, at the ALS ranks\n"
 		     "  --ranks LIST     comma-separated ranks of sddmm and spmm (default 32,128,512)\n"
 		     "  --als-ranks LIST ranks of the ALS operations (default 16,64,128)\n"
 		     "  --min-nnz N      smallest tile (default 64)\n"
@@ -416,14 +417,26 @@ out:
 
 /* ---------------------------------------------------------------- element-wise operations */
 
-enum { EW_SDDMM_BETA, EW_TRANSPOSE, EW_QUOTIENT, EW_REDUCE, EW_DENSE_MAP, EW_COLSUM, EW_ROWSUM, EW_DENSE_REDUCE, EW_NOPS };
+enum {
+	EW_SDDMM_BETA,
+	EW_TRANSPOSE,
+	EW_QUOTIENT,
+	EW_REDUCE,
+	EW_DENSE_MAP,
+	EW_COLSUM,
+	EW_ROWSUM,
+	EW_DENSE_REDUCE,
+	EW_TO_HALF,
+	EW_FROM_HALF,
+	EW_NOPS
+};
 static const char *const ew_names[EW_NOPS] = {"sddmm (beta 1)", "values transpose", "values quotient",
 					       "values reduce (KL)", "dense map (mul)", "dense colsum",
-					       "dense rowsum", "dense reduce"};
+					       "dense rowsum", "dense reduce", "dense to FP16", "dense from FP16"};
 
 struct ew_ctx {
 	starfa_tiled *S;
-	starfa_dense *rows, *cols, *rows_out, *sums_out;
+	starfa_dense *rows, *cols, *rows_out, *sums_out, *halves; /* halves: rows in FP16, even ranks */
 	starfa_sparse_values *P, *PT;
 	starfa_vector *v;
 };
@@ -440,6 +453,8 @@ static int insert_ew_op(void *ctx, int op)
 	case EW_DENSE_MAP: return starfa_insert_dense_map(e->rows_out, STARFA_DENSE_MUL, 0, 0, e->rows, NULL);
 	case EW_COLSUM: return starfa_insert_dense_colsum(e->rows, e->v);
 	case EW_ROWSUM: return starfa_insert_dense_rowsum(e->rows, e->sums_out);
+	case EW_TO_HALF: return starfa_insert_dense_convert(e->halves, STARFA_TO_HALF, e->rows);
+	case EW_FROM_HALF: return starfa_insert_dense_convert(e->rows_out, STARFA_FROM_HALF, e->halves);
 	default: return starfa_reduce_dense(e->rows, STARFA_REDUCE_SQUARES, &total);
 	}
 }
@@ -452,8 +467,8 @@ static int calibrate_elementwise(const struct calibrate_cli *c, const starfa_csr
 	struct ew_ctx e = {0};
 	size_t nr = (size_t)(csr->nrows * k), nc = (size_t)(csr->ncols * k);
 	float *a = malloc(nr * sizeof *a), *b = malloc(nc * sizeof *b), *ya = malloc(nr * sizeof *ya);
-	float *sums = malloc((size_t)csr->nrows * sizeof *sums);
-	if (!a || !b || !ya || !sums) {
+	float *sums = malloc((size_t)csr->nrows * sizeof *sums), *halves = malloc((nr / 2 + 1) * sizeof *halves);
+	if (!a || !b || !ya || !sums || !halves) {
 		cli_error("out of memory for rank %lld factors", (long long)k);
 		goto out;
 	}
@@ -464,6 +479,7 @@ static int calibrate_elementwise(const struct calibrate_cli *c, const starfa_csr
 	if (starfa_tiled_create(csr, &by_rows, &e.S) || starfa_dense_create(e.S, STARFA_ROWS, a, k, &e.rows) ||
 	    starfa_dense_create(e.S, STARFA_COLS, b, k, &e.cols) || starfa_dense_create(e.S, STARFA_ROWS, ya, k, &e.rows_out) ||
 	    starfa_dense_create(e.S, STARFA_ROWS, sums, 1, &e.sums_out) ||
+	    (k % 2 == 0 && starfa_dense_create(e.S, STARFA_ROWS, halves, k / 2, &e.halves)) ||
 	    starfa_sparse_values_create(e.S, STARFA_ROWS, &e.P) || starfa_sparse_values_create(e.S, STARFA_COLS, &e.PT) ||
 	    starfa_vector_create(k, &e.v) || starfa_insert_values_map(e.P, STARFA_VALUES_COPY, 0, 0, NULL)) {
 		cli_library_error();
@@ -471,8 +487,10 @@ static int calibrate_elementwise(const struct calibrate_cli *c, const starfa_csr
 	}
 	rc = 0;
 	for (int op = 0; op < EW_NOPS && rc == 0; op++)
-		rc = run_rounds(c, ew_names[op], k, csr->nnz, insert_ew_op, &e, op);
+		if (e.halves || (op != EW_TO_HALF && op != EW_FROM_HALF))
+			rc = run_rounds(c, ew_names[op], k, csr->nnz, insert_ew_op, &e, op);
 out:
+	starfa_dense_free(e.halves);
 	starfa_sparse_values_free(e.P);
 	starfa_sparse_values_free(e.PT);
 	starfa_vector_free(e.v);
@@ -485,6 +503,7 @@ out:
 	free(b);
 	free(ya);
 	free(sums);
+	free(halves);
 	return rc;
 }
 
@@ -492,46 +511,58 @@ out:
 
 struct sgd_ctx {
 	starfa_tiled *S;
-	starfa_dense *U, *V;
+	starfa_dense *U, *V, *HU, *HV; /* FP32 rows, and the same rows in FP16 */
 	starfa_sums *sse;
 	starfa_sgd_step step;
 };
 
-static int insert_sgd_op(void *ctx, int op)
+static int insert_sgd_op(void *ctx, int half)
 {
 	struct sgd_ctx *g = ctx;
-	(void)op;
 	g->step.epoch++;
-	return starfa_task_sgd(g->S, 0, 0, g->U, g->V, NULL, NULL, &g->step, g->sse, 0, NULL);
+	g->step.half = half;
+	return starfa_task_sgd(g->S, 0, 0, half ? g->HU : g->U, half ? g->HV : g->V, NULL, NULL, &g->step, g->sse, 0,
+			       NULL);
 }
 
-/* Calibrates the SGD pass on one tile at one rank: ratings-like values, a small rate. */
+/* Calibrates the SGD pass on one tile at one rank, FP32 and FP16 rows: ratings-like values, a small
+ * rate. */
 static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
 {
 	int rc = 1;
-	struct sgd_ctx g = {.step = {k, 0.001f, 0.05f, 0.05f, 1.5f, 1, 0, 1, 0}};
-	size_t nu = (size_t)(csr->nrows * (k + 2)), nv = (size_t)(csr->ncols * (k + 2));
+	struct sgd_ctx g = {.step = {k, 0.001f, 0.05f, 0.05f, 1.5f, 1, 0, 1, 0, 0}};
+	const int64_t w = (k + 2 + 1) / 2 * 2; /* even: the FP16 rows pack two to a float */
+	size_t nu = (size_t)(csr->nrows * w), nv = (size_t)(csr->ncols * w);
 	float *U = malloc(nu * sizeof *U), *V = malloc(nv * sizeof *V);
-	if (!U || !V) {
+	float *HU = malloc(nu / 2 * sizeof *HU), *HV = malloc(nv / 2 * sizeof *HV);
+	if (!U || !V || !HU || !HV) {
 		cli_error("out of memory for rank %lld factors", (long long)k);
 		goto out;
 	}
 	fill(U, nu, 8);
 	fill(V, nv, 9);
 	starfa_tiling_options one_tile = {1, 1, 0, 0, 0};
-	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_dense_create(g.S, STARFA_ROWS, U, k + 2, &g.U) ||
-	    starfa_dense_create(g.S, STARFA_COLS, V, k + 2, &g.V) || starfa_sums_create(1, &g.sse)) {
+	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_dense_create(g.S, STARFA_ROWS, U, w, &g.U) ||
+	    starfa_dense_create(g.S, STARFA_COLS, V, w, &g.V) || starfa_dense_create(g.S, STARFA_ROWS, HU, w / 2, &g.HU) ||
+	    starfa_dense_create(g.S, STARFA_COLS, HV, w / 2, &g.HV) || starfa_sums_create(1, &g.sse) ||
+	    starfa_insert_dense_convert(g.HU, STARFA_TO_HALF, g.U) || starfa_insert_dense_convert(g.HV, STARFA_TO_HALF, g.V)) {
 		cli_library_error();
 		goto out;
 	}
 	rc = run_rounds(c, "sgd", k, csr->nnz, insert_sgd_op, &g, 0);
+	if (rc == 0)
+		rc = run_rounds(c, "sgd (FP16 rows)", k, csr->nnz, insert_sgd_op, &g, 1);
 out:
 	starfa_sums_free(g.sse);
 	starfa_dense_free(g.U);
 	starfa_dense_free(g.V);
+	starfa_dense_free(g.HU);
+	starfa_dense_free(g.HV);
 	starfa_tiled_free(g.S);
 	free(U);
 	free(V);
+	free(HU);
+	free(HV);
 	return rc;
 }
 

@@ -16,6 +16,12 @@ static float *accumulator(void *buffers[], const struct starfa_sgd_pass *pass, i
 	return pass->adagrad ? (float *)STARPU_MATRIX_GET_PTR(buffers[b]) : NULL;
 }
 
+/* A factor block's leading dimension in its elements: FP16 rows are packed two to a float. */
+static int64_t factor_ld(void *buffers[], const struct starfa_sgd_pass *pass, int b)
+{
+	return (int64_t)STARPU_MATRIX_GET_LD(buffers[b]) * (pass->half ? 2 : 1);
+}
+
 /* Buffers: 0 S tile (CSR), 1 U block (RW), 2 V block (RW), 3 the slot of the squared errors (W), and with
  * AdaGrad 4 and 5 the blocks' accumulators (RW). */
 static void sgd_cpu(void *buffers[], void *cl_arg)
@@ -25,9 +31,9 @@ static void sgd_cpu(void *buffers[], void *cl_arg)
 	float *Gu = accumulator(buffers, pass, 4, &ldgu), *Gv = accumulator(buffers, pass, 5, &ldgv);
 	*(double *)STARPU_VARIABLE_GET_PTR(buffers[3]) = starfa_cpu_sgd(
 		STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
-		(const float *)STARPU_CSR_GET_NZVAL(buffers[0]), (float *)STARPU_MATRIX_GET_PTR(buffers[1]),
-		STARPU_MATRIX_GET_LD(buffers[1]), (float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]),
-		Gu, ldgu, Gv, ldgv, pass);
+		(const float *)STARPU_CSR_GET_NZVAL(buffers[0]), (void *)STARPU_MATRIX_GET_PTR(buffers[1]),
+		factor_ld(buffers, pass, 1), (void *)STARPU_MATRIX_GET_PTR(buffers[2]), factor_ld(buffers, pass, 2), Gu, ldgu,
+		Gv, ldgv, pass);
 }
 
 #ifdef STARFA_USE_CUDA
@@ -39,8 +45,8 @@ static void sgd_cuda(void *buffers[], void *cl_arg)
 	STARFA_CUDA_CHECK("sgd", starfa_cuda_sgd(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_NNZ(buffers[0]),
 						 STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
 						 (const float *)STARPU_CSR_GET_NZVAL(buffers[0]),
-						 (float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]),
-						 (float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]),
+						 (void *)STARPU_MATRIX_GET_PTR(buffers[1]), factor_ld(buffers, pass, 1),
+						 (void *)STARPU_MATRIX_GET_PTR(buffers[2]), factor_ld(buffers, pass, 2),
 						 Gu, ldgu, Gv, ldgv, pass, 0, (double *)STARPU_VARIABLE_GET_PTR(buffers[3]),
 						 starpu_cuda_get_local_stream()));
 }
@@ -54,7 +60,8 @@ static uint64_t sgd_cost(const struct starpu_task *task)
 
 static uint32_t sgd_variant(const struct starpu_task *task)
 {
-	return (uint32_t)((const struct starfa_sgd_pass *)task->cl_arg)->adagrad;
+	const struct starfa_sgd_pass *pass = task->cl_arg;
+	return (uint32_t)(pass->adagrad | pass->half << 1);
 }
 
 STARFA_CODELET(sgd, sgd_cost, sgd_variant, sgd_cpu, STARFA_CUDA_FUNC(sgd_cuda));
@@ -71,10 +78,12 @@ int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U
 		return rc;
 	if (i < 0 || j < 0 || i >= S->grid.nr || j >= S->grid.nc)
 		return starfa_index_error(what, "tile", i, j, S->grid.nr, S->grid.nc);
-	if (step->rank < 1 || U->cols < step->rank + 2 || V->cols != U->cols || U->rows != S->nrows ||
-	    V->rows != S->ncols)
+	const int64_t width = U->cols * (step->half ? 2 : 1); /* the rows' elements */
+	if (step->rank < 1 || step->rank > STARFA_SGD_MAX_RANK || width < step->rank + 2 || V->cols != U->cols ||
+	    U->rows != S->nrows || V->rows != S->ncols)
 		return starfa_set_error(STARFA_EINVAL, "%s: U and V must be S's row and column factors with rank + 2 "
-						       "columns or more ([p, b, 1, 0...] and [q, 1, c, 0...])", what);
+						       "%s or more ([p, b, 1, 0...] and [q, 1, c, 0...]), rank in 1..%d",
+					what, step->half ? "halves" : "columns", STARFA_SGD_MAX_RANK);
 	if (!starfa_dense_blocked_along(U, S->row_bounds, S->grid.nr) ||
 	    !starfa_dense_blocked_along(V, S->col_bounds, S->grid.nc))
 		return starfa_set_error(STARFA_EINVAL, "%s: U and V must be blocked along S's rows and columns", what);
@@ -91,7 +100,7 @@ int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U
 	struct starfa_sgd_pass pass = {step->rank,   step->lr,	 step->lambda,
 				       step->lambda_bias, step->mu, step->biases,
 				       step->adagrad != 0, step->seed, step->epoch,
-				       (uint64_t)(i * S->grid.nc + j)};
+				       (uint64_t)(i * S->grid.nc + j), step->half != 0};
 	double flops = (step->adagrad ? 12.0 : 8.0) * (double)step->rank * (double)tile->nnz;
 	if (step->adagrad)
 		return starfa_submit(&sgd_cl, &pass, sizeof pass, flops, attr,

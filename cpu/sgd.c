@@ -3,6 +3,7 @@
 #include "cpu/sgd.h"
 
 #include "cpu/clones.h"
+#include "cpu/half.h"
 
 #include <stddef.h>
 
@@ -43,10 +44,12 @@ static float update(float *restrict u, float *restrict v, int64_t k, float r, co
 	return e;
 }
 
-double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val,
-		      float *U, int64_t ldu, float *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
+double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
+		      int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
 		      const struct starfa_sgd_pass *s)
 {
+	float u[STARFA_SGD_MAX_RANK + 2], v[STARFA_SGD_MAX_RANK + 2]; /* FP16 rows, widened */
+	const int64_t w = s->k + 2;
 	const int ada = s->adagrad && Gu && Gv;
 	const uint32_t nnz = rowptr[nrows];
 	double sse = 0.0;
@@ -59,8 +62,18 @@ double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *col
 			const uint32_t p = c0 + starfa_sgd_order(q, n, key);
 			const int64_t r = starfa_sgd_row_of(rowptr, nrows, row, p);
 			const int64_t c = colind[p];
-			const float e = update(U + r * ldu, V + c * ldv, s->k, val[p], s, ada ? Gu + r * ldgu : NULL,
-					       ada ? Gv + c * ldgv : NULL);
+			float *gu = ada ? Gu + r * ldgu : NULL, *gv = ada ? Gv + c * ldgv : NULL;
+			float e;
+			if (s->half) {
+				uint16_t *hu = (uint16_t *)U + r * ldu, *hv = (uint16_t *)V + c * ldv;
+				starfa_half_load(hu, u, w);
+				starfa_half_load(hv, v, w);
+				e = update(u, v, s->k, val[p], s, gu, gv);
+				starfa_half_store(u, hu, w);
+				starfa_half_store(v, hv, w);
+			} else {
+				e = update((float *)U + r * ldu, (float *)V + c * ldv, s->k, val[p], s, gu, gv);
+			}
 			sse += (double)e * e;
 		}
 	}

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #define STARFA_SGD_CHUNK 256
+#define STARFA_SGD_MAX_RANK 1024
 
 /* The q-th entry visited within a chunk of n <= STARFA_SGD_CHUNK entries: a bijection of [0, n) drawn
  * from `key` (an odd multiplier and an offset modulo the next power of two, skipping values past n). */
@@ -76,13 +77,15 @@ struct starfa_sgd_pass {
 	int biases;            /* 0: b_u and c_i stay as they are (zero) */
 	int adagrad;           /* per-row rates from the accumulators Gu, Gv */
 	uint64_t seed, epoch, tile;
+	int half;              /* the factor rows are FP16 (cpu/half.h), read into FP32 for each update */
 };
 
-/* One pass over the tile's entries. U: the tile's user rows (nrows), V: its item rows; with adagrad, Gu
- * and Gv their accumulators (one float per row, leading dimensions ldgu, ldgv; else NULL). Returns the
- * sum of squared errors met before each update (a running estimate of the training loss). */
-double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val,
-		      float *U, int64_t ldu, float *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
+/* One pass over the tile's entries. U: the tile's user rows (nrows), V: its item rows, floats or, with
+ * pass->half, FP16 words (leading dimensions in elements); with adagrad, Gu and Gv their accumulators
+ * (one float per row, leading dimensions ldgu, ldgv; else NULL). Returns the sum of squared errors met
+ * before each update (a running estimate of the training loss). */
+double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
+		      int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
 		      const struct starfa_sgd_pass *pass);
 
 #endif

@@ -1,129 +1,232 @@
-/* SGD matrix-factorization updates on one CSR tile on CUDA: a warp per update (its lanes share the k
- * dimensions), the tile's chunks of entries dealt round-robin to the warps in flight. */
+/* SGD matrix-factorization updates on one CSR tile on CUDA. An update is run by a group of kLanes lanes
+ * (8, 16 or 32: as many as the rank needs for one 16-byte load each), so a warp runs 32 / kLanes updates
+ * at once; the tile's chunks are dealt round-robin to the groups in flight, and each group runs its
+ * chunk's updates in the chunk's order. Factor rows are FP32 or FP16 (converted to FP32 in registers). */
 #include "gpu/sgd.h"
+
+#include "cpu/half.h"
+
+#include <cuda_fp16.h>
 
 namespace {
 
-constexpr int kThreads = 256, kWarp = 32;
+constexpr int kThreads = 256;
 
-__device__ __forceinline__ float warp_sum(float v)
+/* 16 bytes of a factor row: 4 floats or 8 halves, as floats. */
+template <typename T>
+struct Pack;
+
+template <>
+struct Pack<float> {
+	static constexpr int N = 4;
+	__device__ static void load(const float *p, float (&x)[N])
+	{
+		const float4 a = *reinterpret_cast<const float4 *>(p);
+		x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
+	}
+	__device__ static void store(float *p, const float (&x)[N])
+	{
+		*reinterpret_cast<float4 *>(p) = make_float4(x[0], x[1], x[2], x[3]);
+	}
+	__device__ static float get(const float *p) { return *p; }
+	__device__ static void put(float *p, float x) { *p = x; }
+};
+
+template <>
+struct Pack<uint16_t> {
+	static constexpr int N = 8;
+	__device__ static void load(const uint16_t *p, float (&x)[N])
+	{
+		const uint4 a = *reinterpret_cast<const uint4 *>(p);
+		const unsigned w[4] = {a.x, a.y, a.z, a.w};
+		for (int i = 0; i < 4; i++) {
+			const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w[i]));
+			x[2 * i] = f.x;
+			x[2 * i + 1] = f.y;
+		}
+	}
+	__device__ static void store(uint16_t *p, const float (&x)[N])
+	{
+		unsigned w[4];
+		for (int i = 0; i < 4; i++) {
+			const __half2 h = __floats2half2_rn(x[2 * i], x[2 * i + 1]); /* to nearest even, as the CPU */
+			w[i] = *reinterpret_cast<const unsigned *>(&h);
+		}
+		*reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+	}
+	__device__ static float get(const uint16_t *p) { return starfa_half_to_float(*p); }
+	__device__ static void put(uint16_t *p, float x) { *p = starfa_float_to_half(x); }
+};
+
+/* The sum over a group's kLanes lanes (mask: the group's lanes). */
+template <int kLanes>
+__device__ __forceinline__ float group_sum(float v, unsigned mask)
 {
-	for (int offset = kWarp / 2; offset > 0; offset /= 2)
-		v += __shfl_xor_sync(0xffffffffu, v, offset);
+	for (int offset = kLanes / 2; offset > 0; offset /= 2)
+		v += __shfl_xor_sync(mask, v, offset);
 	return v;
 }
 
-/* One update: the warp's lanes share the k dimensions (float4 at a time when kVec). */
-template <bool kVec>
-__device__ __forceinline__ float update(float *u, float *v, float r, const starfa_sgd_pass &s, int lane, float *gu,
+/* One update by a group: its lanes share the k dimensions (16 bytes at a time when kVec). */
+template <typename T, int kLanes, bool kVec>
+__device__ __forceinline__ float update(T *u, T *v, float r, const starfa_sgd_pass &s, int lane, unsigned mask, float *gu,
 					float *gv)
 {
+	using P = Pack<T>;
+	constexpr int N = P::N;
 	const int64_t k = s.k;
 	float dot = 0.0f;
 	if (kVec) {
-		float4 *u4 = reinterpret_cast<float4 *>(u), *v4 = reinterpret_cast<float4 *>(v);
-		for (int64_t d = lane; d < k / 4; d += kWarp) {
-			const float4 a = u4[d], b = v4[d];
-			dot += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+		for (int64_t d = lane; d < k / N; d += kLanes) {
+			float a[N], b[N];
+			P::load(u + d * N, a);
+			P::load(v + d * N, b);
+			for (int i = 0; i < N; i++)
+				dot += a[i] * b[i];
 		}
 	} else {
-		for (int64_t d = lane; d < k; d += kWarp)
-			dot += u[d] * v[d];
+		for (int64_t d = lane; d < k; d += kLanes)
+			dot += P::get(u + d) * P::get(v + d);
 	}
-	dot = warp_sum(dot) + u[k] + v[k + 1];
+	dot = group_sum<kLanes>(dot, mask) + P::get(u + k) + P::get(v + k + 1);
 	const float e = r - s.mu - dot, lambda = s.lambda;
 	float lr = s.lr, lr_v = s.lr;
 	if (gu) { /* AdaGrad: every lane reads the row's accumulator before lane 0 moves it */
 		float su = 0.0f, sv = 0.0f;
-		for (int64_t d = lane; d < k; d += kWarp) {
-			const float a = e * v[d] - lambda * u[d], b = e * u[d] - lambda * v[d];
+		for (int64_t d = lane; d < k; d += kLanes) {
+			const float pu = P::get(u + d), qv = P::get(v + d);
+			const float a = e * qv - lambda * pu, b = e * pu - lambda * qv;
 			su += a * a;
 			sv += b * b;
 		}
-		su = warp_sum(su);
-		sv = warp_sum(sv);
+		su = group_sum<kLanes>(su, mask);
+		sv = group_sum<kLanes>(sv, mask);
 		const float g_u = *gu + su / (float)k, g_v = *gv + sv / (float)k;
 		lr = s.lr / sqrtf(g_u);
 		lr_v = s.lr / sqrtf(g_v);
-		__syncwarp();
+		__syncwarp(mask);
 		if (lane == 0) {
 			*gu = g_u;
 			*gv = g_v;
 		}
 	}
 	if (kVec) {
-		float4 *u4 = reinterpret_cast<float4 *>(u), *v4 = reinterpret_cast<float4 *>(v);
-		for (int64_t d = lane; d < k / 4; d += kWarp) {
-			const float4 a = u4[d], b = v4[d];
-			u4[d] = make_float4(a.x + lr * (e * b.x - lambda * a.x), a.y + lr * (e * b.y - lambda * a.y),
-					    a.z + lr * (e * b.z - lambda * a.z), a.w + lr * (e * b.w - lambda * a.w));
-			v4[d] = make_float4(b.x + lr_v * (e * a.x - lambda * b.x), b.y + lr_v * (e * a.y - lambda * b.y),
-					    b.z + lr_v * (e * a.z - lambda * b.z), b.w + lr_v * (e * a.w - lambda * b.w));
+		for (int64_t d = lane; d < k / N; d += kLanes) {
+			float a[N], b[N], na[N], nb[N];
+			P::load(u + d * N, a);
+			P::load(v + d * N, b);
+			for (int i = 0; i < N; i++) {
+				na[i] = a[i] + lr * (e * b[i] - lambda * a[i]);
+				nb[i] = b[i] + lr_v * (e * a[i] - lambda * b[i]);
+			}
+			P::store(u + d * N, na);
+			P::store(v + d * N, nb);
 		}
 	} else {
-		for (int64_t d = lane; d < k; d += kWarp) {
-			const float pu = u[d], qv = v[d];
-			u[d] = pu + lr * (e * qv - lambda * pu);
-			v[d] = qv + lr_v * (e * pu - lambda * qv);
+		for (int64_t d = lane; d < k; d += kLanes) {
+			const float pu = P::get(u + d), qv = P::get(v + d);
+			P::put(u + d, pu + lr * (e * qv - lambda * pu));
+			P::put(v + d, qv + lr_v * (e * pu - lambda * qv));
 		}
 	}
 	if (lane == 0 && s.biases) {
-		u[k] += lr * (e - s.lambda_bias * u[k]);
-		v[k + 1] += lr_v * (e - s.lambda_bias * v[k + 1]);
+		const float bu = P::get(u + k), cv = P::get(v + k + 1);
+		P::put(u + k, bu + lr * (e - s.lambda_bias * bu));
+		P::put(v + k + 1, cv + lr_v * (e - s.lambda_bias * cv));
 	}
 	return e;
 }
 
-/* Each warp stages a chunk's rows, columns and values in shared memory (coalesced reads, one row search
- * per lane and step), then runs its updates in the chunk's order. */
-template <bool kVec>
-__global__ void __launch_bounds__(kThreads) sgd_kernel(int64_t nrows, uint32_t nnz, const uint32_t *__restrict__ rowptr,
-							  const uint32_t *__restrict__ colind, const float *__restrict__ val,
-							  float *U, int64_t ldu, float *V, int64_t ldv, float *Gu,
-							  int64_t ldgu, float *Gv, int64_t ldgv, const starfa_sgd_pass s,
-							  int64_t nwarps, double *sse)
+/* Each group stages its chunk's rows in shared memory (one row search per entry, in a pass across the
+ * group's lanes), then runs its updates in the chunk's order. */
+template <typename T, int kLanes, bool kVec>
+__global__ void __launch_bounds__(kThreads)
+	sgd_kernel(int64_t nrows, uint32_t nnz, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+		   const float *__restrict__ val, T *U, int64_t ldu, T *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv,
+		   int64_t ldgv, const starfa_sgd_pass s, int64_t nupdaters, double *sse)
 {
-	constexpr int kWarps = kThreads / kWarp;
-	__shared__ uint32_t s_row[kWarps][STARFA_SGD_CHUNK], s_col[kWarps][STARFA_SGD_CHUNK];
-	__shared__ float s_val[kWarps][STARFA_SGD_CHUNK];
-	const int lane = threadIdx.x % kWarp, wib = threadIdx.x / kWarp;
-	const int64_t warp = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp;
-	if (warp >= nwarps)
-		return;
+	constexpr int kGroups = kThreads / kLanes;
+	__shared__ uint32_t s_row[kGroups][STARFA_SGD_CHUNK];
+	const int lane = threadIdx.x % kLanes, gib = threadIdx.x / kLanes;
+	const unsigned mask = kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << (threadIdx.x % 32 / kLanes * kLanes);
+	const int64_t updater = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes;
+	if (updater >= nupdaters)
+		return; /* a whole group */
 	double local = 0.0;
 	const uint32_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
-	for (uint32_t chunk = (uint32_t)warp; chunk < nchunks; chunk += (uint32_t)nwarps) {
+	for (uint32_t chunk = (uint32_t)updater; chunk < nchunks; chunk += (uint32_t)nupdaters) {
 		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
 		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, s.tile, chunk);
 		int64_t row = starfa_sgd_row_of(rowptr, nrows, 0, c0);
-		for (uint32_t q = lane; q < n; q += kWarp) {
+		for (uint32_t q = lane; q < n; q += kLanes) {
 			row = starfa_sgd_row_of(rowptr, nrows, row, c0 + q); /* rows only grow with q */
-			s_row[wib][q] = (uint32_t)row;
-			s_col[wib][q] = __ldg(colind + c0 + q);
-			s_val[wib][q] = __ldg(val + c0 + q);
+			s_row[gib][q] = (uint32_t)row;
 		}
-		__syncwarp();
+		__syncwarp(mask);
 		for (uint32_t q = 0; q < n; q++) {
 			const uint32_t i = starfa_sgd_order(q, n, key);
-			const int64_t r = s_row[wib][i], c = s_col[wib][i];
-			const float e = update<kVec>(U + r * ldu, V + c * ldv, s_val[wib][i], s, lane, Gu ? Gu + r * ldgu : nullptr,
-						     Gv ? Gv + c * ldgv : nullptr);
+			const int64_t r = s_row[gib][i], c = __ldg(colind + c0 + i);
+			const float e = update<T, kLanes, kVec>(U + r * ldu, V + c * ldv, __ldg(val + c0 + i), s, lane, mask,
+								Gu ? Gu + r * ldgu : nullptr, Gv ? Gv + c * ldgv : nullptr);
 			if (lane == 0)
 				local += (double)e * e;
-			__syncwarp(); /* the next update may read the row this one wrote */
+			__syncwarp(mask); /* the next update may read the row this one wrote */
 		}
+		__syncwarp(mask); /* the staged rows are read before the next chunk overwrites them */
 	}
 	if (lane == 0 && sse)
 		atomicAdd(sse, local);
 }
 
+template <typename T, int kLanes, bool kVec>
+void launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
+	    int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv, const starfa_sgd_pass &s,
+	    int64_t nupdaters, double *sse, cudaStream_t stream)
+{
+	const unsigned blocks = (unsigned)((nupdaters * kLanes + kThreads - 1) / kThreads);
+	sgd_kernel<T, kLanes, kVec><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val,
+								      static_cast<T *>(U), ldu, static_cast<T *>(V), ldv, Gu,
+								      ldgu, Gv, ldgv, s, nupdaters, sse);
+}
+
+template <typename T>
+void dispatch(int lanes, bool vec, int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+	      const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
+	      const starfa_sgd_pass &s, int64_t nupdaters, double *sse, cudaStream_t stream)
+{
+#define STARFA_SGD_LAUNCH(L, VEC)                                                                                   \
+	launch<T, L, VEC>(nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, s, nupdaters, sse, stream)
+	if (vec) {
+		if (lanes == 8)
+			STARFA_SGD_LAUNCH(8, true);
+		else if (lanes == 16)
+			STARFA_SGD_LAUNCH(16, true);
+		else
+			STARFA_SGD_LAUNCH(32, true);
+	} else {
+		if (lanes == 8)
+			STARFA_SGD_LAUNCH(8, false);
+		else if (lanes == 16)
+			STARFA_SGD_LAUNCH(16, false);
+		else
+			STARFA_SGD_LAUNCH(32, false);
+	}
+#undef STARFA_SGD_LAUNCH
+}
+
 } // namespace
 
+extern "C" int starfa_cuda_sgd_lanes(int64_t k, int half, int vec)
+{
+	const int64_t per_lane = vec ? (half ? 8 : 4) : 1, need = (k + per_lane - 1) / per_lane;
+	return need <= 8 ? 8 : need <= 16 ? 16 : 32;
+}
+
 extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
-				       const float *val, float *U, int64_t ldu, float *V, int64_t ldv, float *Gu,
-				       int64_t ldgu, float *Gv, int64_t ldgv, const struct starfa_sgd_pass *pass, int warps,
-				       double *sse, cudaStream_t stream)
+				       const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu,
+				       int64_t ldgu, float *Gv, int64_t ldgv, const struct starfa_sgd_pass *pass,
+				       int updaters, double *sse, cudaStream_t stream)
 {
 	if (!pass->adagrad)
 		Gu = Gv = nullptr;
@@ -134,28 +237,31 @@ extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_
 	}
 	if (nrows <= 0 || nnz <= 0)
 		return cudaSuccess;
-	if (nnz > (int64_t)UINT32_MAX || pass->k < 1 || warps < 0)
+	if (nnz > (int64_t)UINT32_MAX || pass->k < 1 || updaters < 0)
 		return cudaErrorInvalidValue;
-	int64_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK, nwarps = warps;
-	if (nwarps == 0) {
+	/* 16-byte loads when the rows allow them */
+	const int64_t per16 = pass->half ? 8 : 4;
+	const bool vec = pass->k % per16 == 0 && ldu % per16 == 0 && ldv % per16 == 0 &&
+			 ((uintptr_t)U | (uintptr_t)V) % 16 == 0;
+	const int lanes = starfa_cuda_sgd_lanes(pass->k, pass->half, vec);
+	int64_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK, nupdaters = updaters;
+	if (nupdaters == 0) {
 		int device = 0, sms = 0;
 		cudaError_t err = cudaGetDevice(&device);
 		if (err == cudaSuccess)
 			err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
 		if (err != cudaSuccess)
 			return err;
-		nwarps = (int64_t)sms * 32; /* about what the SMs hold resident (registers, 24 KB of staging a block) */
+		/* 32 warps an SM (what the registers and 32 KB of staging a block leave resident) */
+		nupdaters = (int64_t)sms * 32 * (32 / lanes);
 	}
-	if (nwarps > nchunks)
-		nwarps = nchunks;
-	unsigned blocks = (unsigned)((nwarps * kWarp + kThreads - 1) / kThreads);
-	/* 16-byte loads when the rows allow them */
-	const bool vec = pass->k % 4 == 0 && ldu % 4 == 0 && ldv % 4 == 0 && ((uintptr_t)U | (uintptr_t)V) % 16 == 0;
-	if (vec)
-		sgd_kernel<true><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val, U, ldu, V, ldv,
-								  Gu, ldgu, Gv, ldgv, *pass, nwarps, sse);
+	if (nupdaters > nchunks)
+		nupdaters = nchunks;
+	if (pass->half)
+		dispatch<uint16_t>(lanes, vec, nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, *pass,
+				   nupdaters, sse, stream);
 	else
-		sgd_kernel<false><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val, U, ldu, V,
-								   ldv, Gu, ldgu, Gv, ldgv, *pass, nwarps, sse);
+		dispatch<float>(lanes, vec, nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, *pass,
+				nupdaters, sse, stream);
 	return cudaGetLastError();
 }

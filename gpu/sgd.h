@@ -12,15 +12,20 @@
 extern "C" {
 #endif
 
-/* One pass over the tile's entries: a warp per update, the tile's chunks dealt to `warps` warps that run
- * at once (0: enough to fill the device; 1: the chunks one after the other, in the CPU kernel's order),
- * so that concurrent warps update rows of different chunks without locks (Hogwild within the tile, as
- * cuMF_SGD). Gu and Gv: the AdaGrad accumulators (used when pass->adagrad). The factor rows are 16-byte aligned when ldu and ldv are multiples of 4. *sse (one double
- * in device memory, zeroed here) gets the sum of squared errors met before each update. */
+/* One pass over the tile's entries: a group of lanes per update (starfa_cuda_sgd_lanes: 8, 16 or 32),
+ * the tile's chunks dealt to `updaters` groups that run at once (0: enough to fill the device; 1: the
+ * chunks one after the other, in the CPU kernel's order), so that concurrent groups update rows of
+ * different chunks without locks (Hogwild within the tile, as cuMF_SGD). U and V: floats, or FP16 words
+ * with pass->half (leading dimensions in elements); 16-byte loads when the rows are 16-byte aligned and
+ * the rank and leading dimensions multiples of 4 floats or 8 halves. Gu and Gv: the AdaGrad accumulators
+ * (used when pass->adagrad). *sse (one double in device memory, zeroed here) gets the sum of squared
+ * errors met before each update. */
 cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
-			    const float *val, float *U, int64_t ldu, float *V, int64_t ldv, float *Gu, int64_t ldgu,
-			    float *Gv, int64_t ldgv, const struct starfa_sgd_pass *pass, int warps, double *sse,
+			    const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu,
+			    float *Gv, int64_t ldgv, const struct starfa_sgd_pass *pass, int updaters, double *sse,
 			    cudaStream_t stream);
+/* The lanes an update takes: one 16-byte load each (vec) or one element each, rounded up to 8, 16, 32. */
+int starfa_cuda_sgd_lanes(int64_t k, int half, int vec);
 
 #ifdef __cplusplus
 }

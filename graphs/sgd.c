@@ -13,7 +13,12 @@
  * and halves it and redoes the epoch from the factors saved before it when the loss rose or stopped being
  * finite; invtime sets lr_t = lr / (1 + decay t^1.5) (cuMF_SGD's schedule); adagrad gives every row its
  * own rate lr / sqrt(G), G accumulating its gradients' mean squares (LIBMF's). Training stops once the
- * loss's relative change stays under tol. */
+ * loss's relative change stays under tol.
+ *
+ * With fp16 the tasks update FP16 copies of the factor rows (half the bytes a GPU moves per update, the
+ * arithmetic in FP32); the FP32 factors are converted from them, in the graph, before every evaluation,
+ * and the bold driver's saved factors go back through the same conversion. */
+#include "cpu/half.h"
 #include "model/model.h"
 #include "storage/idmap.h"
 #include "train/algorithms.h"
@@ -29,7 +34,7 @@ enum { SCHEDULE_BOLDDRIVER = 0, SCHEDULE_INVTIME = 1, SCHEDULE_ADAGRAD = 2 };
 struct sgd_options {
 	int64_t rank, iters, strata, seed, eval_k;
 	double lambda, lambda_bias, lr, decay, tol;
-	int schedule, biases;
+	int schedule, biases, fp16;
 };
 
 /* The smallest automatic tile, in entries on average. */
@@ -46,6 +51,8 @@ struct sgd {
 	int64_t k, w, P;          /* rank, row width (k + 2, padded to a multiple of 4), strata */
 	float *U, *V, *saved_U, *saved_V, *GU, *GV;
 	starfa_dense *dU, *dV, *dsU, *dsV, *dGU, *dGV; /* factors, the bold driver's copies, AdaGrad's accumulators */
+	uint16_t *hU, *hV;        /* fp16: the rows the tasks update, as FP16 (w halves a row) */
+	starfa_dense *dhU, *dhV;  /* their blocks, w / 2 floats wide */
 	starfa_sparse_values *pred;
 	starfa_sums *sse;         /* per tile: the squared errors its last pass met */
 	double *slots;
@@ -144,6 +151,8 @@ static void sgd_free(void *state)
 	starfa_dense_free(g->dsV);
 	starfa_dense_free(g->dGU);
 	starfa_dense_free(g->dGV);
+	starfa_dense_free(g->dhU);
+	starfa_dense_free(g->dhV);
 	starfa_tiled_free(g->S);
 	starfa_csr_free(g->csr);
 	free(g->U);
@@ -152,6 +161,8 @@ static void sgd_free(void *state)
 	free(g->saved_V);
 	free(g->GU);
 	free(g->GV);
+	free(g->hU);
+	free(g->hV);
 	free(g->slots);
 	starfa_matched_free(&g->test);
 	free(g);
@@ -168,7 +179,8 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	g->o = *(const struct sgd_options *)params;
 	g->coo = train;
 	g->k = g->o.rank;
-	g->w = (g->k + 2 + 3) / 4 * 4; /* rows padded with zeros to 16 bytes: the kernels' vector loads */
+	/* rows padded with zeros to 16 bytes: the kernels' vector loads */
+	g->w = g->o.fp16 ? (g->k + 2 + 7) / 8 * 8 : (g->k + 2 + 3) / 4 * 4;
 	g->lr = g->o.lr;
 	int rc = starfa_csr_from_coo(train, &g->csr);
 	if (rc)
@@ -214,6 +226,17 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	init_rows(g->V, c->ncols, g->k, g->w, 0, (uint64_t)g->o.seed);
 	memcpy(g->saved_U, g->U, nu * sizeof *g->U);
 	memcpy(g->saved_V, g->V, ni * sizeof *g->V);
+	if (g->o.fp16) {
+		g->hU = starfa_malloc(nu, sizeof *g->hU);
+		g->hV = starfa_malloc(ni, sizeof *g->hV);
+		if (!g->hU || !g->hV)
+			return STARFA_ENOMEM;
+		starfa_half_store(g->U, g->hU, (int64_t)nu);
+		starfa_half_store(g->V, g->hV, (int64_t)ni);
+		if ((rc = starfa_dense_create(g->S, STARFA_ROWS, (float *)g->hU, g->w / 2, &g->dhU)) ||
+		    (rc = starfa_dense_create(g->S, STARFA_COLS, (float *)g->hV, g->w / 2, &g->dhV)))
+			return rc;
+	}
 	if ((rc = starfa_dense_create(g->S, STARFA_ROWS, g->U, g->w, &g->dU)) ||
 	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->V, g->w, &g->dV)) ||
 	    (rc = starfa_dense_create(g->S, STARFA_ROWS, g->saved_U, g->w, &g->dsU)) ||
@@ -278,12 +301,14 @@ static int sgd_iterate(void *state, int64_t iteration)
 				g->o.biases,
 				g->o.schedule == SCHEDULE_ADAGRAD,
 				(uint64_t)g->o.seed,
-				(uint64_t)iteration};
+				(uint64_t)iteration,
+				g->o.fp16};
+	starfa_dense *U = g->o.fp16 ? g->dhU : g->dU, *V = g->o.fp16 ? g->dhV : g->dV;
 	int rc = 0;
 	for (int64_t s = 0; s < P && !rc; s++)
 		for (int64_t i = 0; i < P && !rc; i++) {
 			int64_t j = (i + shifts[s]) % P;
-			rc = starfa_task_sgd(g->S, i, j, g->dU, g->dV, g->dGU, g->dGV, &step, g->sse, i * P + j, NULL);
+			rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * P + j, NULL);
 		}
 	free(shifts);
 	int wrc = starfa_wait();
@@ -318,7 +343,11 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
 {
 	const starfa_csr *c = g->csr;
 	double sse = NAN;
-	int rc = starfa_insert_sddmm(g->S, g->dU, g->dV, STARFA_SDDMM_PATTERN, g->pred);
+	int rc = 0;
+	if (g->o.fp16 && !(rc = starfa_insert_dense_convert(g->dU, STARFA_FROM_HALF, g->dhU)))
+		rc = starfa_insert_dense_convert(g->dV, STARFA_FROM_HALF, g->dhV);
+	if (!rc)
+		rc = starfa_insert_sddmm(g->S, g->dU, g->dV, STARFA_SDDMM_PATTERN, g->pred);
 	if (!rc)
 		rc = starfa_insert_values_map(g->pred, STARFA_VALUES_SCALE, 1.0f, (float)g->mu, NULL);
 	if (!rc)
@@ -368,6 +397,9 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 		g->rejected = 1;
 		if ((rc = copy_factors(g->dU, g->dV, g->dsU, g->dsV)) || (rc = starfa_dense_sync(g->dU)) ||
 		    (rc = starfa_dense_sync(g->dV)))
+			return rc;
+		if (g->o.fp16 && ((rc = starfa_insert_dense_convert(g->dhU, STARFA_TO_HALF, g->dU)) ||
+				  (rc = starfa_insert_dense_convert(g->dhV, STARFA_TO_HALF, g->dV))))
 			return rc;
 	} else if (!finite) {
 		int64_t ti, tj;
@@ -432,6 +464,8 @@ static const starfa_param sgd_params[] = {
 	 "P: the P x P grid of tiles, P strata per epoch (0: twice the workers, tiles of 4096+ entries)"},
 	{"tol", STARFA_PARAM_DOUBLE, SGD_FIELD(tol), 0, 1, NULL, "stop when the loss's relative change is under this"},
 	{"no-biases", STARFA_PARAM_FLAG, SGD_FIELD(biases), 0, 0, NULL, "no user and item biases (the mean stays)"},
+	{"fp16", STARFA_PARAM_FLAG, SGD_FIELD(fp16), 0, 1, NULL,
+	 "keep the factors the updates read and write in FP16 (half the memory traffic; FP32 arithmetic)"},
 	{"seed", STARFA_PARAM_INT64, SGD_FIELD(seed), 0, 9.2e18, NULL, "seed of the initial factors and the orders"},
 	{NULL, 0, 0, 0, 0, NULL, NULL},
 };

@@ -375,6 +375,8 @@ typedef struct starfa_sgd_step {
 	float lr, lambda, lambda_bias, mu;
 	int biases, adagrad;
 	uint64_t seed, epoch;
+	int half; /* 1: U and V hold FP16 rows, packed two to a float (starfa_task_dense_convert): rank + 2
+		   * halves or more a row, a multiple of 8 for 16-byte loads; the arithmetic stays FP32 */
 } starfa_sgd_step;
 
 int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U, starfa_dense *V, starfa_dense *Gu,

@@ -2,6 +2,7 @@
  * CPU kernel, one epoch of the task graph with one worker against the reference tile by tile in the
  * same order, the bold driver's recovery from a rate far too high, and bad parameters. */
 #include "testing.h"
+#include "cpu/half.h"
 #include "cpu/sgd.h"
 #ifdef STARFA_USE_CUDA
 #include "gpu/sgd.h"
@@ -52,6 +53,10 @@ static void reference_pass(int64_t nrows, const uint32_t *rowptr, const uint32_t
 				double pu = u[d], qv = v[d];
 				u[d] = pu + lr_u * (e * qv - s->lambda * pu);
 				v[d] = qv + lr_v * (e * pu - s->lambda * qv);
+			}
+			for (int64_t d = 0; s->half && d < k + 2; d++) { /* FP16 storage: rounded after each update */
+				u[d] = starfa_half_to_float(starfa_float_to_half((float)u[d]));
+				v[d] = starfa_half_to_float(starfa_float_to_half((float)v[d]));
 			}
 		}
 	}
@@ -118,23 +123,48 @@ TEST(sgd, tile_kernel_matches_sequential_reference)
 		RU[i] = U[i];
 	for (int64_t i = 0; i < n * w; i++)
 		RV[i] = V[i];
+	uint16_t *HU = malloc(sizeof(uint16_t) * (size_t)(m * w)), *HV = malloc(sizeof(uint16_t) * (size_t)(n * w));
+	CHECK(HU && HV);
 	float GU[60], GV[50];
 	double RGU[60], RGV[50];
 	for (int64_t r = 0; r < m; r++)
 		GU[r] = 1.0f, RGU[r] = 1.0;
 	for (int64_t r = 0; r < n; r++)
 		GV[r] = 1.0f, RGV[r] = 1.0;
-	for (int variant = 0; variant < 4; variant++) { /* biases or not, AdaGrad or not */
-		int biases = variant & 1, adagrad = variant >> 1;
+	for (int variant = 0; variant < 8; variant++) { /* biases or not, AdaGrad or not, FP32 or FP16 rows */
+		int biases = variant & 1, adagrad = (variant >> 1) & 1, half = variant >> 2;
 		struct starfa_sgd_pass pass = {k,	  adagrad ? 0.1f : 0.01f, 0.05f, 0.02f, 3.0f, biases, adagrad,
-					       testing_seed(), (uint64_t)variant, 7};
-		double sse = starfa_cpu_sgd(m, rowptr, colind, S->val, U, w, V, w, GU, 1, GV, 1, &pass);
+					       testing_seed(), (uint64_t)variant, 7, half};
+		if (half) { /* the FP16 rows, and the reference's start rounded alike */
+			starfa_half_store(U, HU, m * w);
+			starfa_half_store(V, HV, n * w);
+			for (int64_t i = 0; i < m * w; i++)
+				RU[i] = starfa_half_to_float(HU[i]);
+			for (int64_t i = 0; i < n * w; i++)
+				RV[i] = starfa_half_to_float(HV[i]);
+		}
+		double sse = starfa_cpu_sgd(m, rowptr, colind, S->val, half ? (void *)HU : U, w, half ? (void *)HV : V, w,
+					    GU, 1, GV, 1, &pass);
 		reference_pass(m, rowptr, colind, S->val, RU, RV, w, RGU, RGV, &pass);
+		if (half) {
+			starfa_half_load(HU, U, m * w);
+			starfa_half_load(HV, V, n * w);
+		}
+		/* FP16: a product rounded differently in FP32 than in double may land on the neighbouring half
+		 * (and carry on from there), but nearly every stored half is the reference's own */
+		const double tol = half ? 1e-3 : 1e-4;
 		CHECK(isfinite(sse) && sse > 0);
-		if (close_arrays(U, RU, (size_t)(m * w), 1e-4, "U") || close_arrays(V, RV, (size_t)(n * w), 1e-4, "V") ||
-		    close_arrays(GU, RGU, (size_t)m, 1e-4, "Gu") || close_arrays(GV, RGV, (size_t)n, 1e-4, "Gv"))
+		int64_t differ = 0;
+		for (int64_t i = 0; half && i < m * w; i++)
+			differ += U[i] != (float)RU[i];
+		CHECK_MSG(differ <= m * w / 50, "%lld of %lld FP16 values differ from the reference", (long long)differ,
+			  (long long)(m * w));
+		if (close_arrays(U, RU, (size_t)(m * w), tol, "U") || close_arrays(V, RV, (size_t)(n * w), tol, "V") ||
+		    close_arrays(GU, RGU, (size_t)m, tol, "Gu") || close_arrays(GV, RGV, (size_t)n, tol, "Gv"))
 			return 1;
 	}
+	free(HU);
+	free(HV);
 	/* The constant columns stay. */
 	for (int64_t r = 0; r < m; r++)
 		CHECK(U[r * w + k + 1] == 1.0f);
@@ -269,7 +299,8 @@ static int record(const starfa_train_progress *p, void *user_data)
 	return 0;
 }
 
-/* Too high a starting rate: the bold driver halves and redoes until epochs improve, and trains. */
+/* Too high a starting rate: the bold driver halves and redoes until epochs improve, and trains, with
+ * FP32 and with FP16 factors (whose redone epochs start from the saved FP32 factors, rounded again). */
 TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 {
 	CHECK_OK(testing_runtime());
@@ -286,15 +317,23 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	CHECK_OK(starfa_param_set(sgd, params, "lr", "20"));
 	CHECK_OK(starfa_param_set(sgd, params, "iters", "15"));
 	CHECK_OK(starfa_param_set(sgd, params, "rank", "6"));
-	struct history h = {0};
+	double rmse[2];
 	starfa_model *m = NULL;
-	CHECK_OK(starfa_train(sgd, params, coo, NULL, record, &h, &m));
-	CHECK_MSG(h.redone > 0 && h.finite && h.last_rmse < 1.5, "redone %lld, rmse %g -> %g", (long long)h.redone,
-		  h.first_rmse, h.last_rmse);
-	CHECK(m && m->kind == STARFA_MODEL_EXPLICIT && strcmp(m->algorithm, "sgd") == 0 && m->user_bias);
-	for (int64_t i = 0; i < m->nusers * m->rank; i++)
-		CHECK(isfinite(m->user_factors[i]));
-	starfa_model_free(m);
+	for (int half = 0; half < 2; half++) {
+		if (half)
+			CHECK_OK(starfa_param_set(sgd, params, "fp16", NULL));
+		struct history h = {0};
+		CHECK_OK(starfa_train(sgd, params, coo, NULL, record, &h, &m));
+		CHECK_MSG(h.redone > 0 && h.finite && h.last_rmse < 1.5, "fp16 %d: redone %lld, rmse %g -> %g", half,
+			  (long long)h.redone, h.first_rmse, h.last_rmse);
+		CHECK(m && m->kind == STARFA_MODEL_EXPLICIT && strcmp(m->algorithm, "sgd") == 0 && m->user_bias);
+		for (int64_t i = 0; i < m->nusers * m->rank; i++)
+			CHECK(isfinite(m->user_factors[i]));
+		starfa_model_free(m);
+		rmse[half] = h.last_rmse;
+	}
+	CHECK_MSG(fabs(rmse[1] - rmse[0]) <= 0.05 * rmse[0], "training RMSE %g with FP16 factors, %g with FP32", rmse[1],
+		  rmse[0]);
 	/* Bad parameters. */
 	CHECK(starfa_param_set(sgd, params, "lr", "0") == STARFA_EINVAL);
 	CHECK(starfa_param_set(sgd, params, "schedule", "adam") == STARFA_EINVAL);
@@ -376,39 +415,52 @@ TEST(sgd, concurrent_tasks_share_no_block)
 #ifdef STARFA_USE_CUDA
 
 /* One warp visits the chunks in the CPU kernel's order: the two agree to rounding. */
-static int one_warp_case(int64_t k, int padded, int adagrad, uint64_t *rngp);
+static int one_warp_case(int64_t k, int padded, int adagrad, int half, uint64_t *rngp);
 
 TEST(sgd_cuda, one_warp_matches_cpu_kernel)
 {
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	uint64_t rng = testing_seed() + 34;
-	for (int shape = 0; shape < 4; shape++) /* padded or not, AdaGrad or not */
-		if (one_warp_case((shape & 1) ? 4 * (1 + (int64_t)testing_below(&rng, 32))
-					      : 1 + 2 * (int64_t)testing_below(&rng, 60),
-				  shape & 1, shape >> 1, &rng))
+	for (int shape = 0; shape < 10; shape++) { /* padded or not, AdaGrad or not, FP16 or not; two large ranks */
+		int padded = shape & 1, adagrad = (shape >> 1) & 1, half = (shape >> 2) & 1;
+		int64_t k = padded ? 8 * (1 + (int64_t)testing_below(&rng, 16)) : 1 + 2 * (int64_t)testing_below(&rng, 60);
+		if (shape >= 8)
+			k = 300 + (shape & 1) * 4; /* several loads a lane */
+		if (one_warp_case(k, padded, adagrad, half, &rng))
 			return 1;
+	}
 	return 0;
 }
 
-/* k and the rows' width: a multiple of 4 with padding (16-byte loads) or k + 2 (scalar loads); with or
- * without AdaGrad's accumulators. */
-static int one_warp_case(int64_t k, int padded, int adagrad, uint64_t *rngp)
+/* k and the rows' width: a multiple of 8 with padding (16-byte loads) or k + 2 (element loads); with or
+ * without AdaGrad's accumulators; FP32 or FP16 rows. One group of lanes visits the chunks in the CPU
+ * kernel's order: the two agree to rounding (FP16: nearly every stored half the same). */
+static int one_warp_case(int64_t k, int padded, int adagrad, int half, uint64_t *rngp)
 {
 	uint64_t rng = *rngp;
-	const int64_t m = 300, n = 200, w = padded ? (k + 2 + 3) / 4 * 4 : k + 2;
+	const int64_t m = 300, n = 200, w = padded ? (k + 2 + 7) / 8 * 8 : k + 2;
+	const size_t esize = half ? sizeof(uint16_t) : sizeof(float);
 	starfa_csr *S = ratings(m, n, 9000, &rng);
 	CHECK(S);
 	uint32_t *rowptr, *colind;
 	float *U = malloc(sizeof(float) * (size_t)(m * w)), *V = malloc(sizeof(float) * (size_t)(n * w));
 	float *GU = malloc(sizeof(float) * (size_t)(m * w)), *GV = malloc(sizeof(float) * (size_t)(n * w));
-	CHECK(tile_arrays(S, &rowptr, &colind) == 0 && U && V && GU && GV);
+	void *SU = malloc(esize * (size_t)(m * w)), *SV = malloc(esize * (size_t)(n * w)); /* the stored rows */
+	CHECK(tile_arrays(S, &rowptr, &colind) == 0 && U && V && GU && GV && SU && SV);
 	fill_rows(U, m, k, w, 1, &rng);
 	fill_rows(V, n, k, w, 0, &rng);
+	if (half) {
+		starfa_half_store(U, SU, m * w);
+		starfa_half_store(V, SV, n * w);
+	} else {
+		memcpy(SU, U, esize * (size_t)(m * w));
+		memcpy(SV, V, esize * (size_t)(n * w));
+	}
 	uint32_t *d_rowptr = to_device(rowptr, sizeof(uint32_t) * (size_t)(m + 1));
 	uint32_t *d_colind = to_device(colind, sizeof(uint32_t) * (size_t)S->nnz);
 	float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
-	float *d_U = to_device(U, sizeof(float) * (size_t)(m * w)), *d_V = to_device(V, sizeof(float) * (size_t)(n * w));
+	void *d_U = to_device(SU, esize * (size_t)(m * w)), *d_V = to_device(SV, esize * (size_t)(n * w));
 	double *d_sse = to_device(NULL, sizeof(double));
 	float *acc_u = malloc(sizeof(float) * (size_t)m), *acc_v = malloc(sizeof(float) * (size_t)n);
 	CHECK(acc_u && acc_v);
@@ -418,10 +470,10 @@ static int one_warp_case(int64_t k, int padded, int adagrad, uint64_t *rngp)
 		acc_v[r] = 1.0f;
 	float *d_acc_u = to_device(acc_u, sizeof(float) * (size_t)m), *d_acc_v = to_device(acc_v, sizeof(float) * (size_t)n);
 	CHECK(d_rowptr && d_colind && d_val && d_U && d_V && d_sse && d_acc_u && d_acc_v);
-	struct starfa_sgd_pass pass = {k, adagrad ? 0.1f : 0.01f, 0.05f, 0.02f, 3.0f, 1, adagrad, testing_seed(), 2, 5};
+	struct starfa_sgd_pass pass = {k, adagrad ? 0.1f : 0.01f, 0.05f, 0.02f, 3.0f, 1, adagrad, testing_seed(), 2, 5, half};
 	CUDA_OK(starfa_cuda_sgd(m, S->nnz, d_rowptr, d_colind, d_val, d_U, w, d_V, w, d_acc_u, 1, d_acc_v, 1, &pass, 1,
 				d_sse, 0));
-	double sse_gpu = 0, sse_cpu = starfa_cpu_sgd(m, rowptr, colind, S->val, U, w, V, w, acc_u, 1, acc_v, 1, &pass);
+	double sse_gpu = 0, sse_cpu = starfa_cpu_sgd(m, rowptr, colind, S->val, SU, w, SV, w, acc_u, 1, acc_v, 1, &pass);
 	float *got_acc = malloc(sizeof(float) * (size_t)(m > n ? m : n));
 	CHECK(got_acc);
 	CUDA_OK(cudaMemcpy(got_acc, d_acc_u, sizeof(float) * (size_t)m, cudaMemcpyDeviceToHost));
@@ -429,15 +481,39 @@ static int one_warp_case(int64_t k, int padded, int adagrad, uint64_t *rngp)
 		CHECK_MSG(fabs(got_acc[r] - acc_u[r]) <= 1e-4 * acc_u[r], "Gu[%lld]: gpu %g cpu %g", (long long)r, got_acc[r],
 			  acc_u[r]);
 	free(got_acc);
-	CUDA_OK(cudaMemcpy(GU, d_U, sizeof(float) * (size_t)(m * w), cudaMemcpyDeviceToHost));
-	CUDA_OK(cudaMemcpy(GV, d_V, sizeof(float) * (size_t)(n * w), cudaMemcpyDeviceToHost));
+	/* both sides as floats: U, V the CPU's, GU, GV the GPU's */
+	void *back_u = malloc(esize * (size_t)(m * w)), *back_v = malloc(esize * (size_t)(n * w));
+	CHECK(back_u && back_v);
+	CUDA_OK(cudaMemcpy(back_u, d_U, esize * (size_t)(m * w), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(back_v, d_V, esize * (size_t)(n * w), cudaMemcpyDeviceToHost));
+	if (half) {
+		starfa_half_load(SU, U, m * w);
+		starfa_half_load(SV, V, n * w);
+		starfa_half_load(back_u, GU, m * w);
+		starfa_half_load(back_v, GV, n * w);
+	} else {
+		memcpy(U, SU, sizeof(float) * (size_t)(m * w));
+		memcpy(V, SV, sizeof(float) * (size_t)(n * w));
+		memcpy(GU, back_u, sizeof(float) * (size_t)(m * w));
+		memcpy(GV, back_v, sizeof(float) * (size_t)(n * w));
+	}
+	free(back_u);
+	free(back_v);
 	CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
-	for (int64_t i = 0; i < m * w; i++)
-		CHECK_MSG(fabs(GU[i] - U[i]) <= 1e-4 * (1 + fabs(U[i])), "U[%lld]: gpu %g cpu %g", (long long)i, GU[i], U[i]);
+	const double tol = half ? 1e-3 : 1e-4;
+	int64_t differ = 0;
+	for (int64_t i = 0; i < m * w; i++) {
+		CHECK_MSG(fabs(GU[i] - U[i]) <= tol * (1 + fabs(U[i])), "k %lld%s: U[%lld]: gpu %g cpu %g", (long long)k,
+			  half ? " fp16" : "", (long long)i, GU[i], U[i]);
+		differ += GU[i] != U[i];
+	}
 	for (int64_t i = 0; i < n * w; i++)
-		CHECK_MSG(fabs(GV[i] - V[i]) <= 1e-4 * (1 + fabs(V[i])), "V[%lld]: gpu %g cpu %g", (long long)i, GV[i], V[i]);
-	CHECK(fabs(sse_gpu - sse_cpu) <= 1e-4 * sse_cpu);
-	/* Many warps (Hogwild across chunks): finite, and the error of the next pass falls. */
+		CHECK_MSG(fabs(GV[i] - V[i]) <= tol * (1 + fabs(V[i])), "k %lld%s: V[%lld]: gpu %g cpu %g", (long long)k,
+			  half ? " fp16" : "", (long long)i, GV[i], V[i]);
+	CHECK_MSG(!half || differ <= m * w / 50, "%lld of %lld FP16 values differ between GPU and CPU", (long long)differ,
+		  (long long)(m * w));
+	CHECK(fabs(sse_gpu - sse_cpu) <= tol * sse_cpu);
+	/* Many groups at once (Hogwild across chunks): finite, and the error of the next pass falls. */
 	CUDA_OK(starfa_cuda_sgd(m, S->nnz, d_rowptr, d_colind, d_val, d_U, w, d_V, w, d_acc_u, 1, d_acc_v, 1, &pass, 0,
 				d_sse, 0));
 	CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
@@ -458,6 +534,8 @@ static int one_warp_case(int64_t k, int padded, int adagrad, uint64_t *rngp)
 	free(V);
 	free(GU);
 	free(GV);
+	free(SU);
+	free(SV);
 	starfa_csr_free(S);
 	return 0;
 }
