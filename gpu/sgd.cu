@@ -30,6 +30,7 @@ struct Pack<float> {
 	}
 	__device__ static float get(const float *p) { return *p; }
 	__device__ static void put(float *p, float x) { *p = x; }
+	__device__ static float round(float x) { return x; } /* as stored */
 };
 
 template <>
@@ -56,6 +57,7 @@ struct Pack<uint16_t> {
 	}
 	__device__ static float get(const uint16_t *p) { return starfa_half_to_float(*p); }
 	__device__ static void put(uint16_t *p, float x) { *p = starfa_float_to_half(x); }
+	__device__ static float round(float x) { return __half2float(__float2half_rn(x)); } /* as stored */
 };
 
 /* The sum over a group's kLanes lanes (mask: the group's lanes). */
@@ -179,12 +181,138 @@ __global__ void __launch_bounds__(kThreads)
 		atomicAdd(sse, local);
 }
 
+/* The same updates, software-pipelined, for rows that fit one 16-byte load a lane (k <= kLanes * N) and
+ * no AdaGrad: while update q computes, the rows of update q + 1 are in flight and the indices of update
+ * q + 2 are read. A row that update q + 1 shares with update q is forwarded from q's registers, so the
+ * group's result is that of the sequential order (1 updater equals the CPU kernel to rounding). Lane
+ * 0 of the group keeps the biases. */
+template <typename T, int kLanes>
+__global__ void __launch_bounds__(kThreads)
+	sgd_pipelined_kernel(int64_t nrows, uint32_t nnz, const uint32_t *__restrict__ rowptr,
+			     const uint32_t *__restrict__ colind, const float *__restrict__ val, T *U, int64_t ldu, T *V,
+			     int64_t ldv, const starfa_sgd_pass s, int64_t nupdaters, double *sse)
+{
+	using P = Pack<T>;
+	constexpr int N = P::N, kGroups = kThreads / kLanes;
+	__shared__ uint32_t s_row[kGroups][STARFA_SGD_CHUNK];
+	const int lane = threadIdx.x % kLanes, gib = threadIdx.x / kLanes, base = threadIdx.x % 32 / kLanes * kLanes;
+	const unsigned mask = kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << base;
+	const int64_t updater = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes;
+	if (updater >= nupdaters)
+		return; /* a whole group */
+	const int64_t k = s.k;
+	const bool active = lane < k / N; /* the lane's 16 bytes of the factors */
+	const float lr = s.lr, lambda = s.lambda, lambda_b = s.lambda_bias;
+	double local = 0.0;
+	const uint32_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
+	for (uint32_t chunk = (uint32_t)updater; chunk < nchunks; chunk += (uint32_t)nupdaters) {
+		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
+		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
+		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, s.tile, chunk);
+		int64_t row = starfa_sgd_row_of(rowptr, nrows, 0, c0);
+		for (uint32_t q = lane; q < n; q += kLanes) {
+			row = starfa_sgd_row_of(rowptr, nrows, row, c0 + q);
+			s_row[gib][q] = (uint32_t)row;
+		}
+		__syncwarp(mask);
+		/* the indices of an update: its row, column and rating */
+		auto entry = [&](uint32_t q, int64_t &r, int64_t &c, float &x) {
+			const uint32_t i = starfa_sgd_order(q, n, key);
+			r = s_row[gib][i];
+			c = __ldg(colind + c0 + i);
+			x = __ldg(val + c0 + i);
+		};
+		auto fetch = [&](int64_t r, int64_t c, float (&a)[N], float (&b)[N], float &bu, float &cv) {
+			if (active) {
+				P::load(U + r * ldu + lane * N, a);
+				P::load(V + c * ldv + lane * N, b);
+			} else {
+				for (int t = 0; t < N; t++)
+					a[t] = b[t] = 0.0f;
+			}
+			bu = lane == 0 ? P::get(U + r * ldu + k) : 0.0f;
+			cv = lane == 0 ? P::get(V + c * ldv + k + 1) : 0.0f;
+		};
+		int64_t r, c, r1 = 0, c1 = 0;
+		float x, x1 = 0.0f, a[N], b[N], bu, cv;
+		entry(0, r, c, x);
+		fetch(r, c, a, b, bu, cv);
+		if (n > 1)
+			entry(1, r1, c1, x1);
+		for (uint32_t q = 0; q < n; q++) {
+			/* in flight while this update computes: the next one's rows, the one after's indices */
+			float na[N], nb[N], nbu = 0.0f, ncv = 0.0f;
+			int64_t r2 = 0, c2 = 0;
+			float x2 = 0.0f;
+			if (q + 1 < n)
+				fetch(r1, c1, na, nb, nbu, ncv);
+			if (q + 2 < n)
+				entry(q + 2, r2, c2, x2);
+			float dot = 0.0f;
+			for (int t = 0; t < N; t++)
+				dot += a[t] * b[t];
+			dot = group_sum<kLanes>(dot, mask);
+			float e = x - s.mu - dot - bu - cv; /* the biases: lane 0's */
+			e = __shfl_sync(mask, e, base);
+			float ua[N], vb[N];
+			for (int t = 0; t < N; t++) {
+				ua[t] = a[t] + lr * (e * b[t] - lambda * a[t]);
+				vb[t] = b[t] + lr * (e * a[t] - lambda * b[t]);
+			}
+			if (active) {
+				P::store(U + r * ldu + lane * N, ua);
+				P::store(V + c * ldv + lane * N, vb);
+			}
+			float nbu_cur = bu, ncv_cur = cv;
+			if (lane == 0) {
+				if (s.biases) {
+					nbu_cur = bu + lr * (e - lambda_b * bu);
+					ncv_cur = cv + lr * (e - lambda_b * cv);
+					P::put(U + r * ldu + k, nbu_cur);
+					P::put(V + c * ldv + k + 1, ncv_cur);
+				}
+				local += (double)e * e;
+			}
+			if (q + 1 < n) {
+				/* forward what this update wrote to the next one, stored as the memory holds it */
+				if (r1 == r) {
+					for (int t = 0; t < N; t++)
+						na[t] = P::round(ua[t]);
+					nbu = P::round(nbu_cur);
+				}
+				if (c1 == c) {
+					for (int t = 0; t < N; t++)
+						nb[t] = P::round(vb[t]);
+					ncv = P::round(ncv_cur);
+				}
+				for (int t = 0; t < N; t++) {
+					a[t] = na[t];
+					b[t] = nb[t];
+				}
+				bu = nbu;
+				cv = ncv;
+				r = r1, c = c1, x = x1;
+				r1 = r2, c1 = c2, x1 = x2;
+			}
+		}
+		__syncwarp(mask); /* the staged rows are read before the next chunk overwrites them */
+	}
+	if (lane == 0 && sse)
+		atomicAdd(sse, local);
+}
+
 template <typename T, int kLanes, bool kVec>
 void launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
 	    int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv, const starfa_sgd_pass &s,
 	    int64_t nupdaters, double *sse, cudaStream_t stream)
 {
 	const unsigned blocks = (unsigned)((nupdaters * kLanes + kThreads - 1) / kThreads);
+	if (kVec && !Gu && s.k <= (int64_t)kLanes * Pack<T>::N) {
+		sgd_pipelined_kernel<T, kLanes><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val,
+										 static_cast<T *>(U), ldu, static_cast<T *>(V),
+										 ldv, s, nupdaters, sse);
+		return;
+	}
 	sgd_kernel<T, kLanes, kVec><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val,
 								      static_cast<T *>(U), ldu, static_cast<T *>(V), ldv, Gu,
 								      ldgu, Gv, ldgv, s, nupdaters, sse);

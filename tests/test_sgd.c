@@ -477,8 +477,9 @@ static int one_warp_case(int64_t k, int padded, int adagrad, int half, uint64_t 
 	float *got_acc = malloc(sizeof(float) * (size_t)(m > n ? m : n));
 	CHECK(got_acc);
 	CUDA_OK(cudaMemcpy(got_acc, d_acc_u, sizeof(float) * (size_t)m, cudaMemcpyDeviceToHost));
+	const double tol = half ? 1e-3 : 1e-4;
 	for (int64_t r = 0; r < m; r++)
-		CHECK_MSG(fabs(got_acc[r] - acc_u[r]) <= 1e-4 * acc_u[r], "Gu[%lld]: gpu %g cpu %g", (long long)r, got_acc[r],
+		CHECK_MSG(fabs(got_acc[r] - acc_u[r]) <= tol * acc_u[r], "Gu[%lld]: gpu %g cpu %g", (long long)r, got_acc[r],
 			  acc_u[r]);
 	free(got_acc);
 	/* both sides as floats: U, V the CPU's, GU, GV the GPU's */
@@ -500,7 +501,6 @@ static int one_warp_case(int64_t k, int padded, int adagrad, int half, uint64_t 
 	free(back_u);
 	free(back_v);
 	CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
-	const double tol = half ? 1e-3 : 1e-4;
 	int64_t differ = 0;
 	for (int64_t i = 0; i < m * w; i++) {
 		CHECK_MSG(fabs(GU[i] - U[i]) <= tol * (1 + fabs(U[i])), "k %lld%s: U[%lld]: gpu %g cpu %g", (long long)k,
