@@ -301,45 +301,63 @@ __global__ void __launch_bounds__(kThreads)
 		atomicAdd(sse, local);
 }
 
-template <typename T, int kLanes, bool kVec>
-void launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
-	    int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv, const starfa_sgd_pass &s,
-	    int64_t nupdaters, double *sse, cudaStream_t stream)
+/* Blocks of a kernel that fit on the device at once (one wave), from its measured occupancy. */
+template <typename Kernel>
+cudaError_t one_wave(Kernel kernel, int64_t *blocks)
 {
+	int device = 0, sms = 0, per_sm = 0;
+	cudaError_t err = cudaGetDevice(&device);
+	if (err == cudaSuccess)
+		err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+	if (err == cudaSuccess)
+		err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0);
+	*blocks = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
+	return err;
+}
+
+/* updaters 0: as many groups as one wave of blocks holds (more would wait for a second wave). */
+template <typename T, int kLanes, bool kVec>
+cudaError_t launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
+		   int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
+		   const starfa_sgd_pass &s, int64_t nupdaters, double *sse, cudaStream_t stream)
+{
+	/* Pipelined where it measured faster on an H100 (bench/SGD.md): FP32 rows, and FP16 rows at 8 lanes;
+	 * FP16 rows at 16 and 32 lanes keep the plain kernel, which needs fewer registers for them. */
+	const bool pipelined =
+		kVec && !Gu && s.k <= (int64_t)kLanes * Pack<T>::N && (Pack<T>::N == 4 || kLanes == 8);
+	if (nupdaters == 0) {
+		int64_t wave = 0;
+		cudaError_t err = pipelined ? one_wave(sgd_pipelined_kernel<T, kLanes>, &wave)
+					    : one_wave(sgd_kernel<T, kLanes, kVec>, &wave);
+		if (err != cudaSuccess)
+			return err;
+		nupdaters = wave * (kThreads / kLanes);
+	}
+	const int64_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
+	if (nupdaters > nchunks)
+		nupdaters = nchunks;
 	const unsigned blocks = (unsigned)((nupdaters * kLanes + kThreads - 1) / kThreads);
-	if (kVec && !Gu && s.k <= (int64_t)kLanes * Pack<T>::N) {
+	if (pipelined)
 		sgd_pipelined_kernel<T, kLanes><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val,
 										 static_cast<T *>(U), ldu, static_cast<T *>(V),
 										 ldv, s, nupdaters, sse);
-		return;
-	}
-	sgd_kernel<T, kLanes, kVec><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val,
-								      static_cast<T *>(U), ldu, static_cast<T *>(V), ldv, Gu,
-								      ldgu, Gv, ldgv, s, nupdaters, sse);
+	else
+		sgd_kernel<T, kLanes, kVec><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val,
+									      static_cast<T *>(U), ldu, static_cast<T *>(V), ldv,
+									      Gu, ldgu, Gv, ldgv, s, nupdaters, sse);
+	return cudaGetLastError();
 }
 
 template <typename T>
-void dispatch(int lanes, bool vec, int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+cudaError_t dispatch(int lanes, bool vec, int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
 	      const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
 	      const starfa_sgd_pass &s, int64_t nupdaters, double *sse, cudaStream_t stream)
 {
 #define STARFA_SGD_LAUNCH(L, VEC)                                                                                   \
 	launch<T, L, VEC>(nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, s, nupdaters, sse, stream)
-	if (vec) {
-		if (lanes == 8)
-			STARFA_SGD_LAUNCH(8, true);
-		else if (lanes == 16)
-			STARFA_SGD_LAUNCH(16, true);
-		else
-			STARFA_SGD_LAUNCH(32, true);
-	} else {
-		if (lanes == 8)
-			STARFA_SGD_LAUNCH(8, false);
-		else if (lanes == 16)
-			STARFA_SGD_LAUNCH(16, false);
-		else
-			STARFA_SGD_LAUNCH(32, false);
-	}
+	if (vec)
+		return lanes == 8 ? STARFA_SGD_LAUNCH(8, true) : lanes == 16 ? STARFA_SGD_LAUNCH(16, true) : STARFA_SGD_LAUNCH(32, true);
+	return lanes == 8 ? STARFA_SGD_LAUNCH(8, false) : lanes == 16 ? STARFA_SGD_LAUNCH(16, false) : STARFA_SGD_LAUNCH(32, false);
 #undef STARFA_SGD_LAUNCH
 }
 
@@ -372,24 +390,9 @@ extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_
 	const bool vec = pass->k % per16 == 0 && ldu % per16 == 0 && ldv % per16 == 0 &&
 			 ((uintptr_t)U | (uintptr_t)V) % 16 == 0;
 	const int lanes = starfa_cuda_sgd_lanes(pass->k, pass->half, vec);
-	int64_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK, nupdaters = updaters;
-	if (nupdaters == 0) {
-		int device = 0, sms = 0;
-		cudaError_t err = cudaGetDevice(&device);
-		if (err == cudaSuccess)
-			err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-		if (err != cudaSuccess)
-			return err;
-		/* 32 warps an SM (what the registers and 32 KB of staging a block leave resident) */
-		nupdaters = (int64_t)sms * 32 * (32 / lanes);
-	}
-	if (nupdaters > nchunks)
-		nupdaters = nchunks;
 	if (pass->half)
-		dispatch<uint16_t>(lanes, vec, nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, *pass,
-				   nupdaters, sse, stream);
-	else
-		dispatch<float>(lanes, vec, nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, *pass,
-				nupdaters, sse, stream);
-	return cudaGetLastError();
+		return dispatch<uint16_t>(lanes, vec, nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, *pass,
+					  updaters, sse, stream);
+	return dispatch<float>(lanes, vec, nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, *pass,
+			       updaters, sse, stream);
 }
