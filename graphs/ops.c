@@ -243,3 +243,79 @@ int starfa_insert_gram(const starfa_dense *theta, int64_t col0, int64_t k, starf
 	}
 	return 0;
 }
+
+/* ------------------------------------------------------------------ CCD++ */
+
+/* One pass over every tile of a side's grid: with acc, band by band in the order of FOR_BAND_TILES; a
+ * pass that only rewrites the residual visits every non-empty tile. */
+static int ccd_sweep(const starfa_tiled *S, starfa_side side, starfa_sparse_values *R, int write,
+		     const starfa_ccd_terms *terms, starfa_dense *acc)
+{
+	int64_t nr, nc;
+	side_grid(S, side, &nr, &nc);
+	for (int64_t i = 0; i < nr; i++) {
+		if (acc)
+			FOR_BAND_TILES(S, side, i, starfa_task_ccd_pass(S, side, i, j, R, write, terms, acc, accumulate, NULL));
+		else
+			for (int64_t j = 0; j < nc; j++) {
+				int rc = side_tile_nnz(S, side, i, j) ? starfa_task_ccd_pass(S, side, i, j, R, write, terms, NULL, 0, NULL)
+								      : 0;
+				if (rc)
+					return rc;
+			}
+	}
+	return 0;
+}
+
+static int ccd_solve_all(starfa_dense *x, const starfa_dense *acc, const starfa_dense *counts, float lambda, int nonneg)
+{
+	for (int64_t b = 0; b < starfa_dense_blocks(x); b++) {
+		int rc = starfa_task_ccd_solve(x, b, acc, counts, lambda, nonneg, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f)
+{
+	if (!S || !f || !f->R || !f->RT || !f->w || !f->h || (f->update_h && (!f->held || !f->acc_h || !f->count_h)) ||
+	    (f->update_w && (!f->acc_w || !f->count_w)) || (!f->prev_w) != (!f->prev_h))
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_ccd_feature: missing operand");
+	if (f->inner < 1 || (!f->update_w && !f->update_h))
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_ccd_feature: inner must be >= 1 and a side updated");
+	int rc = 0;
+	/* the column side: x = h, y = w; R^ = R - prev + w h^T written there */
+	if (f->update_h)
+		rc = starfa_insert_dense_map(f->held, STARFA_DENSE_COPY, 0, 0, f->h, NULL);
+	starfa_ccd_terms cols = {f->prev_h, f->prev_w, f->h, f->w, f->update_h ? f->w : NULL};
+	if (!rc)
+		rc = ccd_sweep(S, STARFA_COLS, f->RT, 1, &cols, f->update_h ? f->acc_h : NULL);
+	if (!rc && f->update_h)
+		rc = ccd_solve_all(f->h, f->acc_h, f->count_h, f->lambda, f->nonneg);
+	/* the row side: x = w, y = h; the feature put back with the h it had before its update */
+	starfa_ccd_terms rows = {f->prev_w, f->prev_h, f->w, f->update_h ? f->held : f->h, f->update_w ? f->h : NULL};
+	if (!rc)
+		rc = ccd_sweep(S, STARFA_ROWS, f->R, 1, &rows, f->update_w ? f->acc_w : NULL);
+	if (!rc && f->update_w)
+		rc = ccd_solve_all(f->w, f->acc_w, f->count_w, f->lambda, f->nonneg);
+	/* the inner iterations over R^ as it stands (a feature with a fixed side is exact after one) */
+	for (int64_t s = 1; s < f->inner && f->update_w && f->update_h && !rc; s++) {
+		starfa_ccd_terms hc = {NULL, NULL, NULL, NULL, f->w}, wr = {NULL, NULL, NULL, NULL, f->h};
+		if (!(rc = ccd_sweep(S, STARFA_COLS, f->RT, 0, &hc, f->acc_h)) &&
+		    !(rc = ccd_solve_all(f->h, f->acc_h, f->count_h, f->lambda, f->nonneg)) &&
+		    !(rc = ccd_sweep(S, STARFA_ROWS, f->R, 0, &wr, f->acc_w)))
+			rc = ccd_solve_all(f->w, f->acc_w, f->count_w, f->lambda, f->nonneg);
+	}
+	return rc;
+}
+
+int starfa_insert_ccd_close(const starfa_tiled *S, starfa_sparse_values *R, starfa_sparse_values *RT,
+			    const starfa_dense *w, const starfa_dense *h)
+{
+	if (!S || !R || !RT || !w || !h)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_ccd_close: missing operand");
+	starfa_ccd_terms cols = {h, w, NULL, NULL, NULL}, rows = {w, h, NULL, NULL, NULL};
+	int rc = ccd_sweep(S, STARFA_COLS, RT, 1, &cols, NULL);
+	return rc ? rc : ccd_sweep(S, STARFA_ROWS, R, 1, &rows, NULL);
+}

@@ -383,6 +383,47 @@ int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U
 		    starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
 		    const starfa_task_attr *attr);
 
+/* CCD++ (Yu, Hsieh, Si, Dhillon, ICDM 2012) in the fused form of cuMF's cumf_ccd: one pass over tile
+ * (i, j) of `side`'s grid of the residual R (S's values on that side), x the side whose rank-one feature
+ * is updated (S's rows for STARFA_ROWS, its columns for STARFA_COLS: vectors blocked along the grid's
+ * rows, block i) and y the other (blocked along its columns, block j). For each entry (r, c),
+ *   v = R_rc - sub_x[r] sub_y[c] + add_x[r] add_y[c]
+ * (the previous feature taken out, the current one put back: either pair may be NULL); with write,
+ * R_rc = v; with y (then acc, two columns blocked like x), the update's sums per row,
+ *   acc[r][0] (+)= sum over the row of v y[c],  acc[r][1] (+)= sum of y[c]^2,
+ * accumulate 0 overwriting them (an empty tile then zeroes them). Vectors: one column. */
+typedef struct starfa_ccd_terms {
+	const starfa_dense *sub_x, *sub_y, *add_x, *add_y, *y;
+} starfa_ccd_terms;
+int starfa_task_ccd_pass(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, starfa_sparse_values *R,
+			 int write, const starfa_ccd_terms *terms, starfa_dense *acc, int accumulate,
+			 const starfa_task_attr *attr);
+/* The rank-one update of block `block` of x: x[r] = acc[r][0] / (lambda counts[r] + acc[r][1]) (the
+ * weighted-lambda regularization, counts the entries of the row; 0 where that is 0), max(0, .) with
+ * nonneg. */
+int starfa_task_ccd_solve(starfa_dense *x, int64_t block, const starfa_dense *acc, const starfa_dense *counts,
+			  float lambda, int nonneg, const starfa_task_attr *attr);
+
+/* One feature's CCD++ update as a graph (graphs/ccd.c): on both grids R^ = R - prev_w prev_h^T (when
+ * prev_w) + w h^T, then `inner` times h's update over the column side and w's over the row side (only
+ * the sides asked for: a bias is a feature with a fixed side). w, acc_w, count_w are blocked along S's
+ * rows, h, held, acc_h, count_h along its columns (held and the accumulators are scratch; counts: the
+ * entries of each row and column; the vectors one column, the accumulators two). S needs its transposed
+ * grid. */
+typedef struct starfa_ccd_feature {
+	starfa_sparse_values *R, *RT; /* the residual on the row side and on the column side */
+	const starfa_dense *prev_w, *prev_h;
+	starfa_dense *w, *h, *held, *acc_w, *acc_h;
+	const starfa_dense *count_w, *count_h;
+	float lambda;
+	int nonneg, update_w, update_h;
+	int64_t inner;
+} starfa_ccd_feature;
+int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f);
+/* R = R - w h^T on both grids: the last feature taken out again. */
+int starfa_insert_ccd_close(const starfa_tiled *S, starfa_sparse_values *R, starfa_sparse_values *RT,
+			    const starfa_dense *w, const starfa_dense *h);
+
 /* ------------------------------------------------------------------ whole-matrix operations
  * Short loops over the per-tile tasks (graphs/ops.c): one task per non-empty tile (or block), at the
  * default priority. */

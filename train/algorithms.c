@@ -9,6 +9,7 @@ static const starfa_algorithm *const table[] = {
 	&starfa_algorithm_als,
 	&starfa_algorithm_ials,
 	&starfa_algorithm_sgd,
+	&starfa_algorithm_ccd,
 	NULL,
 };
 

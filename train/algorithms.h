@@ -7,6 +7,7 @@
 extern const starfa_algorithm starfa_algorithm_als;  /* graphs/als.c: explicit ALS */
 extern const starfa_algorithm starfa_algorithm_ials; /* graphs/als.c: implicit ALS */
 extern const starfa_algorithm starfa_algorithm_sgd;  /* graphs/sgd.c: SGD matrix factorization */
+extern const starfa_algorithm starfa_algorithm_ccd;  /* graphs/ccd.c: CCD++ */
 
 /* Helpers the algorithms share. */
 

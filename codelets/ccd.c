@@ -1,0 +1,210 @@
+/* The CCD++ codelets: ccd_pass (one fused pass over a tile of the residual: the previous feature out,
+ * the current one in, the rank-one update's sums per row) and ccd_solve (the update of one block). */
+#include "codelets/codelet.h"
+#include "codelets/zero.h"
+#include "cpu/ccd.h"
+#ifdef STARFA_USE_CUDA
+#include "gpu/ccd.h"
+#include <starpu_cuda.h>
+#endif
+
+/* Which optional buffers a pass has, in this order after the tile (0) and its values (1). */
+enum { CCD_SUB = 1, CCD_ADD = 2, CCD_Y = 4 };
+
+struct ccd_pass_args {
+	int write, accumulate, which;
+};
+
+/* The pass's vectors from its buffers (device or host pointers alike), and its accumulator. */
+static void pass_buffers(void *buffers[], const struct ccd_pass_args *args, struct starfa_ccd_vecs *v, float **acc,
+			 int64_t *ld_acc)
+{
+	int b = 2;
+	*v = (struct starfa_ccd_vecs){0};
+	*acc = NULL;
+	*ld_acc = 0;
+#define NEXT_VEC(p, ld)                                                  \
+	do {                                                             \
+		p = (const float *)STARPU_MATRIX_GET_PTR(buffers[b]);    \
+		ld = (int64_t)STARPU_MATRIX_GET_LD(buffers[b]);          \
+		b++;                                                     \
+	} while (0)
+	if (args->which & CCD_SUB) {
+		NEXT_VEC(v->sub_x, v->ld_sub_x);
+		NEXT_VEC(v->sub_y, v->ld_sub_y);
+	}
+	if (args->which & CCD_ADD) {
+		NEXT_VEC(v->add_x, v->ld_add_x);
+		NEXT_VEC(v->add_y, v->ld_add_y);
+	}
+	if (args->which & CCD_Y) {
+		NEXT_VEC(v->y, v->ld_y);
+		*acc = (float *)STARPU_MATRIX_GET_PTR(buffers[b]);
+		*ld_acc = (int64_t)STARPU_MATRIX_GET_LD(buffers[b]);
+	}
+#undef NEXT_VEC
+}
+
+/* Buffers: 0 the tile (CSR: the pattern), 1 its residual values (R or RW), then sub_x, sub_y (with
+ * CCD_SUB), add_x, add_y (CCD_ADD), y and the accumulator (CCD_Y). */
+static void ccd_pass_cpu(void *buffers[], void *cl_arg)
+{
+	const struct ccd_pass_args *args = cl_arg;
+	struct starfa_ccd_vecs v;
+	float *acc;
+	int64_t ld_acc;
+	pass_buffers(buffers, args, &v, &acc, &ld_acc);
+	starfa_cpu_ccd_pass(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]),
+			    STARPU_CSR_GET_COLIND(buffers[0]), (float *)STARPU_VECTOR_GET_PTR(buffers[1]), args->write, &v,
+			    acc, ld_acc, args->accumulate);
+}
+
+#ifdef STARFA_USE_CUDA
+static void ccd_pass_cuda(void *buffers[], void *cl_arg)
+{
+	const struct ccd_pass_args *args = cl_arg;
+	struct starfa_ccd_vecs v;
+	float *acc;
+	int64_t ld_acc;
+	pass_buffers(buffers, args, &v, &acc, &ld_acc);
+	STARFA_CUDA_CHECK("ccd_pass", starfa_cuda_ccd_pass(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_NNZ(buffers[0]),
+							   STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
+							   (float *)STARPU_VECTOR_GET_PTR(buffers[1]), args->write, &v, acc,
+							   ld_acc, args->accumulate, starpu_cuda_get_local_stream()));
+}
+#endif
+
+static uint64_t ccd_pass_cost(const struct starpu_task *task)
+{
+	return (uint64_t)starpu_csr_get_nnz(task->handles[0]);
+}
+
+/* What a pass reads and writes changes its time: separate histories. */
+static uint32_t ccd_pass_variant(const struct starpu_task *task)
+{
+	const struct ccd_pass_args *args = task->cl_arg;
+	return (uint32_t)(args->which | args->write << 3 | args->accumulate << 4);
+}
+
+STARFA_CODELET(ccd_pass, ccd_pass_cost, ccd_pass_variant, ccd_pass_cpu, STARFA_CUDA_FUNC(ccd_pass_cuda));
+
+/* A one-column dense blocked along `bounds` (nblocks), or NULL. */
+static int vector_ok(const starfa_dense *d, const int64_t *bounds, int64_t nblocks, int64_t rows)
+{
+	return !d || (d->cols == 1 && d->rows == rows && starfa_dense_blocked_along(d, bounds, nblocks));
+}
+
+int starfa_task_ccd_pass(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, starfa_sparse_values *R,
+			 int write, const starfa_ccd_terms *terms, starfa_dense *acc, int accumulate,
+			 const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_ccd_pass";
+	if (!S || !R || !terms)
+		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
+	if (side != STARFA_ROWS && side != STARFA_COLS)
+		return starfa_set_error(STARFA_EINVAL, "%s: unknown side %d", what, (int)side);
+	if (R->pattern != S || R->side != side)
+		return starfa_set_error(STARFA_EINVAL, "%s: the residual must be S's values on the %s side", what,
+					side == STARFA_ROWS ? "row" : "column");
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
+	if (i < 0 || j < 0 || i >= grid->nr || j >= grid->nc)
+		return starfa_index_error(what, "tile", i, j, grid->nr, grid->nc);
+	const int rows = side == STARFA_ROWS;
+	const int64_t *xb = rows ? S->row_bounds : S->col_bounds, *yb = rows ? S->col_bounds : S->row_bounds;
+	const int64_t xn = rows ? S->nrows : S->ncols, yn = rows ? S->ncols : S->nrows;
+	if ((!terms->sub_x) != (!terms->sub_y) || (!terms->add_x) != (!terms->add_y) || (!terms->y) != (!acc))
+		return starfa_set_error(STARFA_EINVAL, "%s: sub_x and sub_y, add_x and add_y, y and acc come in pairs", what);
+	if (!vector_ok(terms->sub_x, xb, grid->nr, xn) || !vector_ok(terms->add_x, xb, grid->nr, xn) ||
+	    !vector_ok(terms->sub_y, yb, grid->nc, yn) || !vector_ok(terms->add_y, yb, grid->nc, yn) ||
+	    !vector_ok(terms->y, yb, grid->nc, yn))
+		return starfa_set_error(STARFA_EINVAL, "%s: the vectors must have one column, the x ones blocked along "
+						       "the grid's rows and the y ones along its columns", what);
+	if (acc && (acc->cols != 2 || acc->rows != xn || !starfa_dense_blocked_along(acc, xb, grid->nr)))
+		return starfa_set_error(STARFA_EINVAL, "%s: acc must have two columns, blocked like x", what);
+	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
+	if (tile->nnz == 0)
+		return acc && !accumulate ? starfa_submit_zero(acc->blocks[i], STARFA_ZERO_MATRIX, attr) : 0;
+	struct ccd_pass_args args = {write != 0, accumulate != 0,
+				     (terms->sub_x ? CCD_SUB : 0) | (terms->add_x ? CCD_ADD : 0) | (terms->y ? CCD_Y : 0)};
+	struct starpu_data_descr buffers[9];
+	int n = 0;
+	buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
+	buffers[n++] = (struct starpu_data_descr){R->handles[i * grid->nc + j], write ? STARPU_RW : STARPU_R};
+	if (terms->sub_x) {
+		buffers[n++] = (struct starpu_data_descr){terms->sub_x->blocks[i], STARPU_R};
+		buffers[n++] = (struct starpu_data_descr){terms->sub_y->blocks[j], STARPU_R};
+	}
+	if (terms->add_x) {
+		buffers[n++] = (struct starpu_data_descr){terms->add_x->blocks[i], STARPU_R};
+		buffers[n++] = (struct starpu_data_descr){terms->add_y->blocks[j], STARPU_R};
+	}
+	if (terms->y) {
+		buffers[n++] = (struct starpu_data_descr){terms->y->blocks[j], STARPU_R};
+		buffers[n++] = (struct starpu_data_descr){acc->blocks[i], accumulate ? STARPU_RW : STARPU_W};
+	}
+	double flops = (double)tile->nnz * (2.0 * !!terms->sub_x + 2.0 * !!terms->add_x + 4.0 * !!terms->y);
+	return starfa_submit(&ccd_pass_cl, &args, sizeof args, flops, attr, n, buffers);
+}
+
+/* ------------------------------------------------------------------ ccd_solve */
+
+struct ccd_solve_args {
+	float lambda;
+	int nonneg;
+};
+
+/* Buffers: 0 x's block (W), 1 acc's block (R), 2 the counts' block (R). */
+static void ccd_solve_cpu(void *buffers[], void *cl_arg)
+{
+	const struct ccd_solve_args *args = cl_arg;
+	starfa_cpu_ccd_solve(STARPU_MATRIX_GET_NY(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+			     STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),
+			     STARPU_MATRIX_GET_LD(buffers[2]), args->lambda, args->nonneg,
+			     (float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]));
+}
+
+#ifdef STARFA_USE_CUDA
+static void ccd_solve_cuda(void *buffers[], void *cl_arg)
+{
+	const struct ccd_solve_args *args = cl_arg;
+	STARFA_CUDA_CHECK("ccd_solve",
+			  starfa_cuda_ccd_solve(STARPU_MATRIX_GET_NY(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+						STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),
+						STARPU_MATRIX_GET_LD(buffers[2]), args->lambda, args->nonneg,
+						(float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]),
+						starpu_cuda_get_local_stream()));
+}
+#endif
+
+static uint64_t ccd_solve_cost(const struct starpu_task *task)
+{
+	return (uint64_t)starpu_matrix_get_ny(task->handles[0]);
+}
+
+static uint32_t ccd_solve_variant(const struct starpu_task *task)
+{
+	return (uint32_t)((const struct ccd_solve_args *)task->cl_arg)->nonneg;
+}
+
+STARFA_CODELET(ccd_solve, ccd_solve_cost, ccd_solve_variant, ccd_solve_cpu, STARFA_CUDA_FUNC(ccd_solve_cuda));
+
+int starfa_task_ccd_solve(starfa_dense *x, int64_t block, const starfa_dense *acc, const starfa_dense *counts,
+			  float lambda, int nonneg, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_ccd_solve";
+	if (!x || !acc || !counts)
+		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
+	if (block < 0 || block >= x->nblocks)
+		return starfa_index_error(what, "block", block, -1, x->nblocks, -1);
+	if (x->cols != 1 || counts->cols != 1 || acc->cols != 2 || acc->rows != x->rows || counts->rows != x->rows ||
+	    !starfa_dense_blocked_along(acc, x->bounds, x->nblocks) ||
+	    !starfa_dense_blocked_along(counts, x->bounds, x->nblocks))
+		return starfa_set_error(STARFA_EINVAL, "%s: x and counts need one column, acc two, all blocked alike", what);
+	if (!(lambda >= 0))
+		return starfa_set_error(STARFA_EINVAL, "%s: lambda must be >= 0", what);
+	struct ccd_solve_args args = {lambda, nonneg != 0};
+	double n = (double)(x->bounds[block + 1] - x->bounds[block]);
+	return starfa_submit(&ccd_solve_cl, &args, sizeof args, 3.0 * n, attr,
+			     STARFA_BUFFERS({x->blocks[block], STARPU_W}, {acc->blocks[block], STARPU_R},
+					    {counts->blocks[block], STARPU_R}));
+}

@@ -1,0 +1,1 @@
+# runs the 'ccd' group of tests/starfa_test

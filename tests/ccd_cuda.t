@@ -1,0 +1,1 @@
+# runs the 'ccd_cuda' group of tests/starfa_test
