@@ -1,0 +1,345 @@
+/* CCD++: the fused pass and the update on their own, one feature's graph against a sequential reference
+ * in double (the residual on both grids, the features), and training (the objective never increases;
+ * the residual agrees with the model). The bodies run on CPU workers alone and on CUDA workers alone. */
+#include "testing.h"
+#ifdef STARFA_USE_CUDA
+#include "testing_cuda.h"
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The sequential reference: features by feature-major arrays, the residual by forward entry. */
+struct ref {
+	const starfa_csr *A;
+	int64_t m, n, nf;
+	double *W, *H, *R, *Rhat, *cw, *ch;
+};
+
+static double ref_dot_w(const struct ref *f, const double *Rv, const double *h, int64_t i, double *den)
+{
+	double num = 0;
+	*den = 0;
+	for (int64_t e = f->A->rowptr[i]; e < f->A->rowptr[i + 1]; e++) {
+		num += Rv[e] * h[f->A->colind[e]];
+		*den += h[f->A->colind[e]] * h[f->A->colind[e]];
+	}
+	return num;
+}
+
+/* One feature as cpu/ccd.h states it: R^ = R - prev + t, then inner times h's and w's updates. */
+static void ref_feature(struct ref *f, int64_t prev, int64_t t, int update_w, int update_h, int64_t inner, double lambda,
+			int nonneg)
+{
+	const starfa_csr *A = f->A;
+	double *w = f->W + t * f->m, *h = f->H + t * f->n;
+	for (int64_t i = 0; i < f->m; i++)
+		for (int64_t e = A->rowptr[i]; e < A->rowptr[i + 1]; e++) {
+			int64_t j = A->colind[e];
+			f->Rhat[e] = f->R[e] + w[i] * h[j] - (prev >= 0 ? f->W[prev * f->m + i] * f->H[prev * f->n + j] : 0.0);
+		}
+	double *num = calloc((size_t)f->n, sizeof *num), *den = calloc((size_t)f->n, sizeof *den);
+	for (int64_t s = 0; s < (update_w && update_h ? inner : 1); s++) {
+		if (update_h) {
+			memset(num, 0, sizeof *num * (size_t)f->n);
+			memset(den, 0, sizeof *den * (size_t)f->n);
+			for (int64_t i = 0; i < f->m; i++)
+				for (int64_t e = A->rowptr[i]; e < A->rowptr[i + 1]; e++) {
+					num[A->colind[e]] += f->Rhat[e] * w[i];
+					den[A->colind[e]] += w[i] * w[i];
+				}
+			for (int64_t j = 0; j < f->n; j++) {
+				double d = lambda * f->ch[j] + den[j], x = d > 0 ? num[j] / d : 0;
+				h[j] = nonneg && !(x > 0) ? 0 : x;
+			}
+		}
+		if (update_w)
+			for (int64_t i = 0; i < f->m; i++) {
+				double dn, nm = ref_dot_w(f, f->Rhat, h, i, &dn), d = lambda * f->cw[i] + dn, x = d > 0 ? nm / d : 0;
+				w[i] = nonneg && !(x > 0) ? 0 : x;
+			}
+	}
+	free(num);
+	free(den);
+	memcpy(f->R, f->Rhat, sizeof *f->R * (size_t)A->nnz);
+}
+
+/* R -= w_t h_t^T. */
+static void ref_close(struct ref *f, int64_t t)
+{
+	for (int64_t i = 0; i < f->m; i++)
+		for (int64_t e = f->A->rowptr[i]; e < f->A->rowptr[i + 1]; e++)
+			f->R[e] -= f->W[t * f->m + i] * f->H[t * f->n + f->A->colind[e]];
+}
+
+static int close_to(double got, double want, double tol)
+{
+	return fabs(got - want) <= tol * (1 + fabs(want));
+}
+
+/* Four features (a user bias with h all ones, an item bias with w all ones, two factors, the last
+ * non-negative) through starfa_insert_ccd_feature and starfa_insert_ccd_close on a grid with a few
+ * bands, against the reference: features, and the residual on both grids. */
+static int feature_graph(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	starfa_csr *A = testing_random_csr(120, 90, 1500, 0.5, &rng);
+	CHECK(A);
+	const int64_t m = A->nrows, n = A->ncols, nf = 4, P = 1 + (int64_t)testing_below(&rng, 3), inner = 3;
+	const double lambda = 0.1 + testing_uniform(&rng), mu = 0.25;
+	starfa_tiling_options tiling = {P, P, 1, 0, 0};
+	starfa_tiled *S = NULL;
+	CHECK_OK(starfa_tiled_create(A, &tiling, &S));
+	float *W = malloc(sizeof(float) * (size_t)(nf * m)), *H = malloc(sizeof(float) * (size_t)(nf * n));
+	float *held = malloc(sizeof(float) * (size_t)n), *acc_w = malloc(sizeof(float) * (size_t)(2 * m)),
+	      *acc_h = malloc(sizeof(float) * (size_t)(2 * n)), *cw = calloc((size_t)m, sizeof(float)),
+	      *ch = calloc((size_t)n, sizeof(float)), *got = malloc(sizeof(float) * (size_t)A->nnz);
+	struct ref f = {A, m, n, nf, malloc(sizeof(double) * (size_t)(nf * m)), malloc(sizeof(double) * (size_t)(nf * n)),
+			malloc(sizeof(double) * (size_t)A->nnz), malloc(sizeof(double) * (size_t)A->nnz),
+			malloc(sizeof(double) * (size_t)m), malloc(sizeof(double) * (size_t)n)};
+	CHECK(W && H && held && acc_w && acc_h && cw && ch && got && f.W && f.H && f.R && f.Rhat && f.cw && f.ch);
+	for (int64_t e = 0; e < nf * m; e++)
+		W[e] = (float)(testing_uniform(&rng) - 0.3);
+	for (int64_t e = 0; e < nf * n; e++)
+		H[e] = (float)(testing_uniform(&rng) - 0.3);
+	for (int64_t j = 0; j < n; j++)
+		H[j] = 1.0f; /* the fixed sides: feature 0's h, feature 1's w */
+	for (int64_t i = 0; i < m; i++)
+		W[m + i] = 1.0f;
+	for (int64_t i = 0; i < m; i++)
+		cw[i] = (float)(A->rowptr[i + 1] - A->rowptr[i]);
+	for (int64_t e = 0; e < A->nnz; e++)
+		ch[A->colind[e]] += 1.0f;
+	for (int64_t e = 0; e < nf * m; e++)
+		f.W[e] = W[e];
+	for (int64_t e = 0; e < nf * n; e++)
+		f.H[e] = H[e];
+	for (int64_t i = 0; i < m; i++)
+		f.cw[i] = cw[i];
+	for (int64_t j = 0; j < n; j++)
+		f.ch[j] = ch[j];
+	testing_poison(held, (size_t)n);
+	testing_poison(acc_w, (size_t)(2 * m));
+	testing_poison(acc_h, (size_t)(2 * n));
+	starfa_dense *w[4], *h[4], *dheld, *daw, *dah, *dcw, *dch;
+	for (int64_t t = 0; t < nf; t++) {
+		CHECK_OK(starfa_dense_create(S, STARFA_ROWS, W + t * m, 1, &w[t]));
+		CHECK_OK(starfa_dense_create(S, STARFA_COLS, H + t * n, 1, &h[t]));
+	}
+	CHECK_OK(starfa_dense_create(S, STARFA_COLS, held, 1, &dheld));
+	CHECK_OK(starfa_dense_create(S, STARFA_ROWS, acc_w, 2, &daw));
+	CHECK_OK(starfa_dense_create(S, STARFA_COLS, acc_h, 2, &dah));
+	CHECK_OK(starfa_dense_create(S, STARFA_ROWS, cw, 1, &dcw));
+	CHECK_OK(starfa_dense_create(S, STARFA_COLS, ch, 1, &dch));
+	starfa_sparse_values *R = NULL, *RT = NULL;
+	CHECK_OK(starfa_sparse_values_create(S, STARFA_ROWS, &R));
+	CHECK_OK(starfa_sparse_values_create(S, STARFA_COLS, &RT));
+	/* R = A - mu - sum_t w_t h_t^T on both grids, by closing passes */
+	for (int s = 0; s < 2; s++) {
+		CHECK_OK(starfa_insert_values_map(s ? RT : R, STARFA_VALUES_COPY, 0, 0, NULL));
+		CHECK_OK(starfa_insert_values_map(s ? RT : R, STARFA_VALUES_SCALE, 1.0f, (float)-mu, NULL));
+	}
+	for (int64_t e = 0; e < A->nnz; e++)
+		f.R[e] = A->val[e] - mu;
+	for (int64_t t = 0; t < nf; t++) {
+		CHECK_OK(starfa_insert_ccd_close(S, R, RT, w[t], h[t]));
+		ref_close(&f, t);
+	}
+	starfa_stats_reset();
+	for (int64_t t = 0; t < nf; t++) {
+		int uw = t != 1, uh = t != 0, nonneg = t == 3;
+		starfa_ccd_feature feat = {R,	  RT,  t > 0 ? w[t - 1] : NULL, t > 0 ? h[t - 1] : NULL, w[t], h[t], dheld, daw, dah,
+					   dcw,	  dch, (float)lambda,	       nonneg,			uw,   uh,   inner};
+		CHECK_OK(starfa_insert_ccd_feature(S, &feat));
+		ref_feature(&f, t - 1, t, uw, uh, inner, lambda, nonneg);
+	}
+	CHECK_OK(starfa_insert_ccd_close(S, R, RT, w[nf - 1], h[nf - 1]));
+	ref_close(&f, nf - 1);
+	for (int64_t t = 0; t < nf; t++) {
+		CHECK_OK(starfa_dense_sync(w[t]));
+		CHECK_OK(starfa_dense_sync(h[t]));
+	}
+	starfa_worker_stats st;
+	starfa_stats_get(&st);
+	CHECK(st.tasks[kind] > 0 && st.tasks[1 - kind] == 0);
+	const double tol = 2e-4;
+	for (int64_t e = 0; e < nf * m; e++)
+		CHECK_MSG(close_to(W[e], f.W[e], tol), "w[%lld][%lld] = %.7g, reference %.7g", (long long)(e / m),
+			  (long long)(e % m), W[e], f.W[e]);
+	for (int64_t e = 0; e < nf * n; e++)
+		CHECK_MSG(close_to(H[e], f.H[e], tol), "h[%lld][%lld] = %.7g, reference %.7g", (long long)(e / n),
+			  (long long)(e % n), H[e], f.H[e]);
+	for (int64_t e = 0; e < n; e++)
+		CHECK(H[3 * n + e] >= 0.0f);
+	/* the residual on the forward grid, and on the transposed one (column by column) */
+	CHECK_OK(starfa_sparse_values_gather(R, got));
+	for (int64_t e = 0; e < A->nnz; e++)
+		CHECK_MSG(close_to(got[e], f.R[e], tol), "R[%lld] = %.7g, reference %.7g", (long long)e, got[e], f.R[e]);
+	starfa_csr *AT = NULL;
+	CHECK_OK(starfa_csr_transpose(A, &AT));
+	CHECK_OK(starfa_sparse_values_gather(RT, got));
+	for (int64_t j = 0; j < n; j++)
+		for (int64_t e = AT->rowptr[j]; e < AT->rowptr[j + 1]; e++) {
+			int64_t i = AT->colind[e], fe = A->rowptr[i];
+			while (fe < A->rowptr[i + 1] && A->colind[fe] != j)
+				fe++;
+			CHECK(fe < A->rowptr[i + 1]);
+			CHECK_MSG(close_to(got[e], f.R[fe], tol), "R^T at (%lld, %lld) = %.7g, reference %.7g", (long long)i,
+				  (long long)j, got[e], f.R[fe]);
+		}
+	/* bad operands */
+	starfa_ccd_feature bad = {R, RT, NULL, NULL, w[2], h[2], dheld, daw, dah, dcw, dch, 0.1f, 0, 1, 1, 0};
+	CHECK(starfa_insert_ccd_feature(S, &bad) == STARFA_EINVAL);
+	starfa_ccd_terms mismatched = {w[0], NULL, NULL, NULL, NULL};
+	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, 0, 0, R, 1, &mismatched, NULL, 0, NULL) == STARFA_EINVAL);
+	starfa_ccd_terms wrong_side = {NULL, NULL, NULL, NULL, w[0]};
+	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, 0, 0, R, 0, &wrong_side, daw, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_ccd_pass(S, STARFA_COLS, 0, 0, R, 0, &wrong_side, dah, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, P, 0, R, 0, &wrong_side, daw, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_ccd_solve(w[2], 0, dah, dcw, 0.1f, 0, NULL) == STARFA_EINVAL);
+	starfa_csr_free(AT);
+	starfa_sparse_values_free(R);
+	starfa_sparse_values_free(RT);
+	for (int64_t t = 0; t < nf; t++) {
+		starfa_dense_free(w[t]);
+		starfa_dense_free(h[t]);
+	}
+	starfa_dense_free(dheld);
+	starfa_dense_free(daw);
+	starfa_dense_free(dah);
+	starfa_dense_free(dcw);
+	starfa_dense_free(dch);
+	starfa_tiled_free(S);
+	starfa_csr_free(A);
+	free(W);
+	free(H);
+	free(held);
+	free(acc_w);
+	free(acc_h);
+	free(cw);
+	free(ch);
+	free(got);
+	free(f.W);
+	free(f.H);
+	free(f.R);
+	free(f.Rhat);
+	free(f.cw);
+	free(f.ch);
+	return 0;
+}
+
+struct history {
+	int64_t n;
+	double loss[64], rmse[64];
+};
+
+static int record(const starfa_train_progress *p, void *user_data)
+{
+	struct history *h = user_data;
+	if (h->n < 64) {
+		h->loss[h->n] = p->train_loss;
+		h->rmse[h->n] = p->train_rmse;
+		h->n++;
+	}
+	return 0;
+}
+
+/* Training: the objective never increases, and the residual's RMSE (reduced in the graph) is the
+ * model's on the training entries, with and without non-negativity. */
+static int training(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	starfa_csr *A = testing_random_csr(300, 200, 6000, 0.5, &rng);
+	CHECK(A);
+	starfa_coo *coo = starfa_coo_new(A->nrows, A->ncols, A->nnz);
+	CHECK(coo);
+	for (int64_t r = 0; r < A->nrows; r++)
+		for (int64_t e = A->rowptr[r]; e < A->rowptr[r + 1]; e++) {
+			coo->row[coo->nnz] = (int32_t)r;
+			coo->col[coo->nnz] = A->colind[e];
+			coo->val[coo->nnz++] = 1.0f + (float)(int)(5 * testing_uniform(&rng));
+		}
+	const starfa_algorithm *ccd = starfa_algorithm_find("ccd");
+	CHECK(ccd);
+	for (int nonneg = 0; nonneg < 2; nonneg++) {
+		void *params = calloc(1, ccd->params_size);
+		CHECK(params);
+		ccd->defaults(params);
+		CHECK_OK(starfa_param_set(ccd, params, "rank", "5"));
+		CHECK_OK(starfa_param_set(ccd, params, "iters", "8"));
+		CHECK_OK(starfa_param_set(ccd, params, "tol", "0"));
+		CHECK_OK(starfa_param_set(ccd, params, "tiles", "2"));
+		if (nonneg)
+			CHECK_OK(starfa_param_set(ccd, params, "nonneg", NULL));
+		struct history hist = {0};
+		starfa_model *model = NULL;
+		CHECK_OK(starfa_train(ccd, params, coo, NULL, record, &hist, &model));
+		CHECK(hist.n == 8);
+		for (int64_t i = 1; i < hist.n; i++)
+			CHECK_MSG(hist.loss[i] <= hist.loss[i - 1] * (1 + 1e-5), "nonneg %d: objective %.8g after %.8g", nonneg,
+				  hist.loss[i], hist.loss[i - 1]);
+		CHECK(model && strcmp(model->algorithm, "ccd") == 0 && model->rank == 5 && model->user_bias);
+		double sse = 0;
+		for (int64_t e = 0; e < coo->nnz; e++) {
+			int64_t u = coo->row[e], i = coo->col[e];
+			double p = model->global_mean + model->user_bias[u] + model->item_bias[i];
+			for (int64_t d = 0; d < model->rank; d++)
+				p += (double)model->user_factors[u * model->rank + d] * model->item_factors[i * model->rank + d];
+			sse += (coo->val[e] - p) * (coo->val[e] - p);
+			if (nonneg)
+				for (int64_t d = 0; d < model->rank; d++)
+					CHECK(model->user_factors[u * model->rank + d] >= 0 &&
+					      model->item_factors[i * model->rank + d] >= 0);
+		}
+		double rmse = sqrt(sse / (double)coo->nnz);
+		CHECK_MSG(close_to(rmse, hist.rmse[hist.n - 1], 1e-4), "the model's training RMSE %.7g, the residual's %.7g",
+			  rmse, hist.rmse[hist.n - 1]);
+		starfa_model_free(model);
+		/* bad parameters */
+		CHECK(starfa_param_set(ccd, params, "inner", "0") == STARFA_EINVAL);
+		CHECK(starfa_param_set(ccd, params, "lambda", "-1") == STARFA_EINVAL);
+		CHECK_OK(starfa_param_set(ccd, params, "tiles", "1000"));
+		CHECK(starfa_train(ccd, params, coo, NULL, NULL, NULL, &model) == STARFA_EINVAL && model == NULL);
+		free(params);
+	}
+	starfa_coo_free(coo);
+	starfa_csr_free(A);
+	return 0;
+}
+
+TEST(ccd, feature_graph_matches_sequential_reference_cpu)
+{
+	return feature_graph(STARFA_WORKER_CPU, testing_seed() + 41);
+}
+
+TEST(ccd, training_objective_never_increases_cpu)
+{
+	return training(STARFA_WORKER_CPU, testing_seed() + 42);
+}
+
+#ifdef STARFA_USE_CUDA
+
+TEST(ccd_cuda, feature_graph_matches_sequential_reference_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return feature_graph(STARFA_WORKER_CUDA, testing_seed() + 41);
+}
+
+TEST(ccd_cuda, training_objective_never_increases_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return training(STARFA_WORKER_CUDA, testing_seed() + 42);
+}
+
+#else
+
+TEST(ccd_cuda, not_built)
+{
+	SKIP("starfa was configured without CUDA");
+}
+
+#endif
