@@ -9,6 +9,9 @@
  *   starfa_sgd_bench [--matrix NAME] [--ranks 32,64,128] [--planted-rank R] [--sigma S] [--epochs N]
  *                    [--lr R] [--lambda L] [--strata P] [--test-fraction F] [--ncpus N] [--ncuda N]
  *                    [--seed S] [--fp16] [--md FILE] [--write PREFIX] [--no-train]
+ *                    [--algo sgd|ccd|als] [--param NAME=VALUE]... [--curve CSV]
+ * --algo trains another algorithm of the table the same way (default sgd); --param sets one of its
+ * options; --curve appends algo,matrix,rank,epoch,training seconds,wall seconds,test RMSE per epoch.
  * --write PREFIX also writes the split as PREFIX.train.csv and PREFIX.test.csv (user,item,rating), for the
  * libraries run beside starfa on the same ratings. Exit status: 0, 1 on an error, 2 on a usage error. */
 #include "bench.h"
@@ -97,7 +100,7 @@ static starfa_coo *planted(const starfa_csr *pattern, int64_t r, double sigma, u
 
 struct run_log {
 	double epoch_seconds[MAX_EPOCHS];
-	double test_rmse[MAX_EPOCHS], elapsed[MAX_EPOCHS];
+	double test_rmse[MAX_EPOCHS], elapsed[MAX_EPOCHS], trained[MAX_EPOCHS];
 	int n;
 	double start, target, reached_at;
 	double train_total, trained_at; /* the epochs' own seconds (redone ones included, metrics not) */
@@ -116,6 +119,7 @@ static int log_epoch(const starfa_train_progress *p, void *user_data)
 	l->epoch_seconds[l->n] = p->seconds;
 	l->test_rmse[l->n] = p->has_test ? p->test.rmse : NAN;
 	l->elapsed[l->n] = seconds() - l->start;
+	l->trained[l->n] = l->train_total;
 	if (l->reached_at < 0 && p->has_test && p->test.rmse <= l->target) {
 		l->reached_at = l->elapsed[l->n];
 		l->trained_at = l->train_total;
@@ -135,7 +139,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: starfa_sgd_bench [--matrix NAME] [--ranks 32,64,128] [--planted-rank R] [--sigma S]\n"
 		   "                        [--epochs N] [--lr R] [--lambda L] [--strata P] [--test-fraction F]\n"
 		   "                        [--ncpus N] [--ncuda N] [--seed S] [--fp16] [--md FILE] [--write PREFIX]\n"
-		   "                        [--no-train]\n"
+		   "                        [--no-train] [--algo sgd|ccd|als] [--param NAME=VALUE]... [--curve CSV]\n"
 		   "  NAME: %s\n",
 		bench_matrix_names());
 }
@@ -156,6 +160,8 @@ static int parse_number(const char *opt, const char *text, double lo, double hi,
 int main(int argc, char **argv)
 {
 	const char *matrix = "netflix", *md_path = NULL, *lr = NULL, *lambda = NULL, *strata = NULL, *write = NULL;
+	const char *algo_name = "sgd", *curve_path = NULL, *extra[16];
+	int nextra = 0;
 	int no_train = 0, fp16 = 0;
 	int64_t ranks[MAX_RANKS] = {32, 64, 128};
 	int nranks = 3;
@@ -184,6 +190,17 @@ int main(int argc, char **argv)
 			matrix = v;
 		else if (strcmp(a, "--md") == 0)
 			md_path = v;
+		else if (strcmp(a, "--algo") == 0)
+			algo_name = v;
+		else if (strcmp(a, "--curve") == 0)
+			curve_path = v;
+		else if (strcmp(a, "--param") == 0) {
+			bad = nextra == 16 || !strchr(v, '=');
+			if (bad)
+				fprintf(stderr, "starfa_sgd_bench: --param takes NAME=VALUE (16 at most), not '%s'\n", v);
+			else
+				extra[nextra++] = v;
+		}
 		else if (strcmp(a, "--write") == 0)
 			write = v;
 		else if (strcmp(a, "--lr") == 0)
@@ -224,6 +241,11 @@ int main(int argc, char **argv)
 		}
 		if (bad)
 			return 2;
+	}
+	const starfa_algorithm *algo = starfa_algorithm_find(algo_name);
+	if (!algo) {
+		fprintf(stderr, "starfa_sgd_bench: no algorithm '%s'\n", algo_name);
+		return 2;
 	}
 	FILE *md = md_path ? fopen(md_path, "a") : NULL;
 	if (md_path && !md) {
@@ -279,14 +301,14 @@ int main(int argc, char **argv)
 	}
 	char text[4096];
 	snprintf(text, sizeof text,
-			   "\n## SGD: %s with planted ratings (%s)\n\n"
+			   "\n## %s: %s with planted ratings (%s)\n\n"
 			   "Ratings: %s's pattern, %lld x %lld, %lld entries (%lld to train, %lld to test; generated in %.1f s), "
 			   "values clip(3.6 + b_u + c_i + a_u·w_i + N(0, %.2f²), 1, 5) with a rank-%lld planted model: the "
 			   "test RMSE's floor is about sigma = %.2f. Workers: %d cpu, %d cuda (scheduler %s). Factors: %s.\n\n"
 			   "| rank | epochs | s/epoch (median) | M updates/s | test RMSE | of sigma | training s to 1.02 sigma "
 			   "| wall s to 1.02 sigma |\n"
 			   "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-			   m.name, m.source, m.name, (long long)m.nrows, (long long)m.ncols, (long long)m.nnz,
+			   algo->name, m.name, m.source, m.name, (long long)m.nrows, (long long)m.ncols, (long long)m.nnz,
 			   (long long)train->nnz, (long long)test->nnz, gen_seconds, sigma, (long long)planted_rank, sigma,
 			   starfa_worker_count(STARFA_WORKER_CPU), starfa_worker_count(STARFA_WORKER_CUDA),
 			   starfa_scheduler_name(), fp16 ? "FP16" : "FP32");
@@ -294,7 +316,12 @@ int main(int argc, char **argv)
 	if (md)
 		fputs(text, md);
 	bench_matrix_free(&m);
-	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
+	const starfa_algorithm *sgd = algo;
+	FILE *curve = curve_path ? fopen(curve_path, "a") : NULL;
+	if (curve_path && !curve) {
+		fprintf(stderr, "starfa_sgd_bench: cannot open %s: %s\n", curve_path, strerror(errno));
+		return 1;
+	}
 	int rc = 0;
 	for (int r = 0; r < nranks && rc == 0; r++) {
 		void *params = calloc(1, sgd->params_size);
@@ -306,12 +333,19 @@ int main(int argc, char **argv)
 			rc = starfa_param_set(sgd, params, "rank", value);
 			snprintf(value, sizeof value, "%.0f", epochs);
 			rc = rc || starfa_param_set(sgd, params, "iters", value);
-			rc = rc || starfa_param_set(sgd, params, "tol", "0");
+			rc = rc || (starfa_param_find(sgd, "tol") && starfa_param_set(sgd, params, "tol", "0"));
 			rc = rc || (lr && starfa_param_set(sgd, params, "lr", lr));
 			rc = rc || (lambda && starfa_param_set(sgd, params, "lambda", lambda));
-			rc = rc || (lambda && starfa_param_set(sgd, params, "lambda-bias", lambda));
+			rc = rc || (lambda && starfa_param_find(sgd, "lambda-bias") &&
+				    starfa_param_set(sgd, params, "lambda-bias", lambda));
 			rc = rc || (strata && starfa_param_set(sgd, params, "strata", strata));
 			rc = rc || (fp16 && starfa_param_set(sgd, params, "fp16", NULL));
+			for (int x = 0; x < nextra && !rc; x++) {
+				char name[64];
+				const char *eq = strchr(extra[x], '=');
+				snprintf(name, sizeof name, "%.*s", (int)(eq - extra[x]), extra[x]);
+				rc = starfa_param_set(sgd, params, name, eq + 1);
+			}
 		}
 		struct run_log *l = calloc(1, sizeof *l);
 		starfa_model *model = NULL;
@@ -340,6 +374,9 @@ int main(int argc, char **argv)
 			if (md)
 				fputs(text, md);
 			fflush(stdout);
+			for (int e = 0; curve && e < l->n; e++)
+				fprintf(curve, "%s,%s,%lld,%d,%.4f,%.3f,%.5f\n", algo->name, matrix, (long long)ranks[r], e + 1,
+					l->trained[e], l->elapsed[e], l->test_rmse[e]);
 		}
 		starfa_model_free(model);
 		free(l);
@@ -354,6 +391,8 @@ int main(int argc, char **argv)
 		fputs(text, md);
 		fclose(md);
 	}
+	if (curve)
+		fclose(curve);
 	starfa_shutdown();
 	starfa_coo_free(train);
 	starfa_coo_free(test);
