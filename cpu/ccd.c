@@ -5,37 +5,67 @@
 
 #include <stddef.h>
 
+/* One row's pass with the terms fixed at compile time (inlined into each variant below, so that the
+ * loop carries no test of them). */
+static inline __attribute__((always_inline)) void ccd_row(uint32_t e0, uint32_t e1, const uint32_t *restrict colind,
+							  float *restrict R, int write, int sub, int add, int sums,
+							  float sx, float ax, const struct starfa_ccd_vecs *v, float *num_out,
+							  float *den_out)
+{
+	const float *sub_y = v->sub_y, *add_y = v->add_y, *y = v->y;
+	const int64_t lsy = v->ld_sub_y, lay = v->ld_add_y, ly = v->ld_y;
+	float num = 0.0f, den = 0.0f;
+#pragma omp simd reduction(+ : num, den)
+	for (uint32_t e = e0; e < e1; e++) {
+		const int64_t c = colind[e];
+		float x = R[e];
+		if (sub)
+			x -= sx * sub_y[c * lsy];
+		if (add)
+			x += ax * add_y[c * lay];
+		if (write)
+			R[e] = x;
+		if (sums) {
+			const float yc = y[c * ly];
+			num += x * yc;
+			den += yc * yc;
+		}
+	}
+	*num_out = num;
+	*den_out = den;
+}
+
+#define CCD_VARIANT(WRITE, SUB, ADD, SUMS)                                                                       \
+	for (int64_t r = 0; r < nrows; r++) {                                                                    \
+		float num, den;                                                                                  \
+		ccd_row(rowptr[r], rowptr[r + 1], colind, R, WRITE, SUB, ADD, SUMS,                             \
+			SUB ? v->sub_x[r * v->ld_sub_x] : 0.0f, ADD ? v->add_x[r * v->ld_add_x] : 0.0f, v, &num, &den); \
+		if (SUMS) {                                                                                      \
+			float *a = acc + r * ld_acc;                                                             \
+			a[0] = accumulate ? a[0] + num : num;                                                    \
+			a[1] = accumulate ? a[1] + den : den;                                                    \
+		}                                                                                                \
+	}
+
 STARFA_CPU_CLONES
 void starfa_cpu_ccd_pass(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, float *R, int write,
 			 const struct starfa_ccd_vecs *v, float *acc, int64_t ld_acc, int accumulate)
 {
 	const int sub = v->sub_x && v->sub_y, add = v->add_x && v->add_y, sums = v->y && acc;
-	for (int64_t r = 0; r < nrows; r++) {
-		const float sx = sub ? v->sub_x[r * v->ld_sub_x] : 0.0f, ax = add ? v->add_x[r * v->ld_add_x] : 0.0f;
-		float num = 0.0f, den = 0.0f;
-		const uint32_t e0 = rowptr[r], e1 = rowptr[r + 1];
-#pragma omp simd reduction(+ : num, den)
-		for (uint32_t e = e0; e < e1; e++) {
-			const int64_t c = colind[e];
-			float x = R[e];
-			if (sub)
-				x -= sx * v->sub_y[c * v->ld_sub_y];
-			if (add)
-				x += ax * v->add_y[c * v->ld_add_y];
-			if (write)
-				R[e] = x;
-			if (sums) {
-				const float yc = v->y[c * v->ld_y];
-				num += x * yc;
-				den += yc * yc;
-			}
-		}
-		if (sums) {
-			float *a = acc + r * ld_acc;
-			a[0] = accumulate ? a[0] + num : num;
-			a[1] = accumulate ? a[1] + den : den;
-		}
-	}
+	/* the passes CCD++ makes: open a feature (write, sub?, add, sums?), an inner iteration (sums), close
+	 * (write, sub); any other combination takes the general loop */
+	if (write && sub && add && sums)
+		CCD_VARIANT(1, 1, 1, 1)
+	else if (write && !sub && add && sums)
+		CCD_VARIANT(1, 0, 1, 1)
+	else if (write && sub && add && !sums)
+		CCD_VARIANT(1, 1, 1, 0)
+	else if (!write && !sub && !add && sums)
+		CCD_VARIANT(0, 0, 0, 1)
+	else if (write && sub && !add && !sums)
+		CCD_VARIANT(1, 1, 0, 0)
+	else
+		CCD_VARIANT(write, sub, add, sums)
 }
 
 void starfa_cpu_ccd_solve(int64_t nrows, const float *acc, int64_t ld_acc, const float *n, int64_t ld_n, float lambda,
