@@ -1,55 +1,82 @@
-/* CCD++ passes and updates on CUDA: a group of kLanes lanes per row (the tile's mean row length picks
- * 4 to 32), the row's entries strided across the group, the numerator and denominator summed by
- * shuffles. */
+/* CCD++ passes and updates on CUDA. A pass is balanced by entries, not rows: each warp takes segments
+ * of kSegment consecutive entries of the tile (its lanes 32 consecutive entries at a time, coalesced),
+ * finds each entry's row by walking the row offsets forward, and keeps per-lane partial sums of the
+ * row's numerator and denominator, added into the row's accumulator with an atomic when the lane moves
+ * to another row. A row of 200,000 entries (a popular item) is then spread over hundreds of warps
+ * instead of holding one warp for its whole length. */
 #include "gpu/ccd.h"
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256, kWarp = 32, kSegment = 32 * 16;
 
-template <int kLanes>
+template <bool kWrite, bool kSub, bool kAdd, bool kSums>
 __global__ void __launch_bounds__(kThreads)
-	ccd_pass_kernel(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
-			float *__restrict__ R, int write, const starfa_ccd_vecs v, float *__restrict__ acc, int64_t ld_acc,
-			int accumulate)
+	ccd_pass_kernel(int64_t nrows, uint32_t nnz, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+			float *__restrict__ R, const starfa_ccd_vecs v, float *__restrict__ acc, int64_t ld_acc)
 {
-	const int lane = threadIdx.x % kLanes;
-	const unsigned mask =
-		kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << (threadIdx.x % 32 / kLanes * kLanes);
-	const int64_t groups = (int64_t)gridDim.x * (kThreads / kLanes);
-	const bool sub = v.sub_x && v.sub_y, add = v.add_x && v.add_y, sums = v.y && acc;
-	/* a row a group; the shuffles take the group's lanes only */
-	const int64_t first = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes;
-	for (int64_t r = first; r < nrows; r += groups) {
-		const float sx = sub ? v.sub_x[r * v.ld_sub_x] : 0.0f, ax = add ? v.add_x[r * v.ld_add_x] : 0.0f;
+	const int lane = threadIdx.x % kWarp;
+	const int64_t warps = (int64_t)gridDim.x * (kThreads / kWarp);
+	const uint32_t nsegments = (nnz + kSegment - 1) / kSegment;
+	for (int64_t s = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; s < nsegments; s += warps) {
+		const uint32_t e0 = (uint32_t)s * kSegment + lane, e1 = min(nnz, (uint32_t)(s + 1) * kSegment);
+		if (e0 >= e1)
+			continue;
+		/* the row of the lane's first entry: the last r with rowptr[r] <= e0 */
+		int64_t lo = 0, hi = nrows - 1;
+		while (lo < hi) {
+			const int64_t mid = (lo + hi + 1) / 2;
+			if (__ldg(rowptr + mid) <= e0)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		int64_t row = lo;
+		uint32_t next = __ldg(rowptr + row + 1);
+		float sx = kSub ? v.sub_x[row * v.ld_sub_x] : 0.0f, ax = kAdd ? v.add_x[row * v.ld_add_x] : 0.0f;
 		float num = 0.0f, den = 0.0f;
-		const uint32_t e1 = rowptr[r + 1];
-		for (uint32_t e = rowptr[r] + lane; e < e1; e += kLanes) {
+		for (uint32_t e = e0; e < e1; e += kWarp) {
+			if (e >= next) { /* a later row: flush this one's sums */
+				if (kSums && (num != 0.0f || den != 0.0f)) {
+					atomicAdd(acc + row * ld_acc, num);
+					atomicAdd(acc + row * ld_acc + 1, den);
+				}
+				num = den = 0.0f;
+				do
+					next = __ldg(rowptr + ++row + 1);
+				while (e >= next);
+				if (kSub)
+					sx = v.sub_x[row * v.ld_sub_x];
+				if (kAdd)
+					ax = v.add_x[row * v.ld_add_x];
+			}
 			const int64_t c = __ldg(colind + e);
 			float x = R[e];
-			if (sub)
+			if (kSub)
 				x -= sx * __ldg(v.sub_y + c * v.ld_sub_y);
-			if (add)
+			if (kAdd)
 				x += ax * __ldg(v.add_y + c * v.ld_add_y);
-			if (write)
+			if (kWrite)
 				R[e] = x;
-			if (sums) {
+			if (kSums) {
 				const float yc = __ldg(v.y + c * v.ld_y);
 				num += x * yc;
 				den += yc * yc;
 			}
 		}
-		if (sums) {
-			for (int offset = kLanes / 2; offset > 0; offset /= 2) {
-				num += __shfl_xor_sync(mask, num, offset);
-				den += __shfl_xor_sync(mask, den, offset);
-			}
-			if (lane == 0) {
-				float *a = acc + r * ld_acc;
-				a[0] = accumulate ? a[0] + num : num;
-				a[1] = accumulate ? a[1] + den : den;
-			}
+		if (kSums && (num != 0.0f || den != 0.0f)) {
+			atomicAdd(acc + row * ld_acc, num);
+			atomicAdd(acc + row * ld_acc + 1, den);
 		}
+	}
+}
+
+/* acc's two columns = 0 where accumulate is 0 (the pass then adds into them). */
+__global__ void zero_rows(int64_t nrows, float *acc, int64_t ld_acc)
+{
+	for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < nrows; r += (int64_t)gridDim.x * blockDim.x) {
+		acc[r * ld_acc] = 0.0f;
+		acc[r * ld_acc + 1] = 0.0f;
 	}
 }
 
@@ -63,14 +90,19 @@ __global__ void ccd_solve_kernel(int64_t nrows, const float *__restrict__ acc, i
 	}
 }
 
-template <int kLanes>
-void launch_pass(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, float *R, int write,
-		 const starfa_ccd_vecs &v, float *acc, int64_t ld_acc, int accumulate, cudaStream_t stream)
+unsigned blocks_for(int64_t threads)
 {
-	int64_t blocks = (nrows * kLanes + kThreads - 1) / kThreads;
-	blocks = blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks;
-	ccd_pass_kernel<kLanes><<<(unsigned)blocks, kThreads, 0, stream>>>(nrows, rowptr, colind, R, write, v, acc, ld_acc,
-									   accumulate);
+	int64_t b = (threads + kThreads - 1) / kThreads;
+	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+template <bool kWrite, bool kSub, bool kAdd, bool kSums>
+void launch_pass(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, float *R,
+		 const starfa_ccd_vecs &v, float *acc, int64_t ld_acc, cudaStream_t stream)
+{
+	const int64_t segments = (nnz + kSegment - 1) / kSegment;
+	ccd_pass_kernel<kWrite, kSub, kAdd, kSums><<<blocks_for(segments * kWarp), kThreads, 0, stream>>>(
+		nrows, (uint32_t)nnz, rowptr, colind, R, v, acc, ld_acc);
 }
 
 } // namespace
@@ -79,17 +111,41 @@ extern "C" cudaError_t starfa_cuda_ccd_pass(int64_t nrows, int64_t nnz, const ui
 					    float *R, int write, const struct starfa_ccd_vecs *v, float *acc, int64_t ld_acc,
 					    int accumulate, cudaStream_t stream)
 {
+	const bool sub = v->sub_x && v->sub_y, add = v->add_x && v->add_y, sums = v->y && acc;
 	if (nrows <= 0)
 		return cudaSuccess;
-	const int64_t mean = nnz / nrows;
-	if (mean <= 4)
-		launch_pass<4>(nrows, rowptr, colind, R, write, *v, acc, ld_acc, accumulate, stream);
-	else if (mean <= 8)
-		launch_pass<8>(nrows, rowptr, colind, R, write, *v, acc, ld_acc, accumulate, stream);
-	else if (mean <= 16)
-		launch_pass<16>(nrows, rowptr, colind, R, write, *v, acc, ld_acc, accumulate, stream);
-	else
-		launch_pass<32>(nrows, rowptr, colind, R, write, *v, acc, ld_acc, accumulate, stream);
+	if (nnz > (int64_t)UINT32_MAX)
+		return cudaErrorInvalidValue;
+	if (sums && !accumulate) {
+		cudaError_t err = ld_acc == 2 ? cudaMemsetAsync(acc, 0, sizeof(float) * 2 * (size_t)nrows, stream)
+					      : (zero_rows<<<blocks_for(nrows), kThreads, 0, stream>>>(nrows, acc, ld_acc),
+						 cudaGetLastError());
+		if (err != cudaSuccess)
+			return err;
+	}
+	if (nnz == 0)
+		return cudaSuccess;
+	/* each combination of terms compiled without tests in its loop */
+#define STARFA_CCD_CASE(W, S, A, M)                                                                      \
+	case W << 3 | S << 2 | A << 1 | M:                                                                \
+		launch_pass<W, S, A, M>(nrows, nnz, rowptr, colind, R, *v, acc, ld_acc, stream);             \
+		break
+	switch ((int)write << 3 | (int)sub << 2 | (int)add << 1 | (int)sums) {
+		STARFA_CCD_CASE(1, 1, 1, 1);
+		STARFA_CCD_CASE(1, 1, 1, 0);
+		STARFA_CCD_CASE(1, 1, 0, 1);
+		STARFA_CCD_CASE(1, 1, 0, 0);
+		STARFA_CCD_CASE(1, 0, 1, 1);
+		STARFA_CCD_CASE(1, 0, 1, 0);
+		STARFA_CCD_CASE(1, 0, 0, 1);
+		STARFA_CCD_CASE(1, 0, 0, 0);
+		STARFA_CCD_CASE(0, 1, 1, 1);
+		STARFA_CCD_CASE(0, 1, 0, 1);
+		STARFA_CCD_CASE(0, 0, 1, 1);
+		STARFA_CCD_CASE(0, 0, 0, 1);
+	default: return cudaSuccess; /* reading without summing: nothing to do */
+	}
+#undef STARFA_CCD_CASE
 	return cudaGetLastError();
 }
 
@@ -99,8 +155,6 @@ extern "C" cudaError_t starfa_cuda_ccd_solve(int64_t nrows, const float *acc, in
 {
 	if (nrows <= 0)
 		return cudaSuccess;
-	int64_t blocks = (nrows + 255) / 256;
-	blocks = blocks > 65535 ? 65535 : blocks;
-	ccd_solve_kernel<<<(unsigned)blocks, 256, 0, stream>>>(nrows, acc, ld_acc, n, ld_n, lambda, nonneg, x, ld_x);
+	ccd_solve_kernel<<<blocks_for(nrows), kThreads, 0, stream>>>(nrows, acc, ld_acc, n, ld_n, lambda, nonneg, x, ld_x);
 	return cudaGetLastError();
 }

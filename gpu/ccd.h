@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-/* nnz: the tile's entries (picks the lanes a row gets: its mean length, 4 to 32). */
+/* nnz: the tile's entries, dealt to warps in equal segments (long rows spread over many warps). */
 cudaError_t starfa_cuda_ccd_pass(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, float *R,
 				 int write, const struct starfa_ccd_vecs *v, float *acc, int64_t ld_acc, int accumulate,
 				 cudaStream_t stream);
