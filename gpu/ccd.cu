@@ -1,6 +1,7 @@
 /* CCD++ passes and updates on CUDA. A pass is balanced by entries, not rows: each warp takes segments
  * of kSegment consecutive entries of the tile (its lanes 32 consecutive entries at a time, coalesced),
- * finds each entry's row by walking the row offsets forward, and keeps per-lane partial sums of the
+ * finds the segment's first row by one binary search and each entry's row by walking the row offsets
+ * forward from there, and keeps per-lane partial sums of the
  * row's numerator and denominator, added into the row's accumulator with an atomic when the lane moves
  * to another row. A row of 200,000 entries (a popular item) is then spread over hundreds of warps
  * instead of holding one warp for its whole length. */
@@ -8,7 +9,7 @@
 
 namespace {
 
-constexpr int kThreads = 256, kWarp = 32, kSegment = 32 * 16;
+constexpr int kThreads = 256, kWarp = 32, kSegment = 32 * 64;
 
 template <bool kWrite, bool kSub, bool kAdd, bool kSums>
 __global__ void __launch_bounds__(kThreads)
@@ -19,20 +20,28 @@ __global__ void __launch_bounds__(kThreads)
 	const int64_t warps = (int64_t)gridDim.x * (kThreads / kWarp);
 	const uint32_t nsegments = (nnz + kSegment - 1) / kSegment;
 	for (int64_t s = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; s < nsegments; s += warps) {
-		const uint32_t e0 = (uint32_t)s * kSegment + lane, e1 = min(nnz, (uint32_t)(s + 1) * kSegment);
+		const uint32_t start = (uint32_t)s * kSegment, e0 = start + lane,
+			       e1 = min(nnz, (uint32_t)(s + 1) * kSegment);
+		/* the row of the segment's first entry (the last r with rowptr[r] <= start), found by lane 0
+		 * and shared; each lane then walks forward to the row of its own first entry */
+		int64_t row = 0;
+		if (lane == 0) {
+			int64_t lo = 0, hi = nrows - 1;
+			while (lo < hi) {
+				const int64_t mid = (lo + hi + 1) / 2;
+				if (__ldg(rowptr + mid) <= start)
+					lo = mid;
+				else
+					hi = mid - 1;
+			}
+			row = lo;
+		}
+		row = __shfl_sync(0xffffffffu, row, 0);
 		if (e0 >= e1)
 			continue;
-		/* the row of the lane's first entry: the last r with rowptr[r] <= e0 */
-		int64_t lo = 0, hi = nrows - 1;
-		while (lo < hi) {
-			const int64_t mid = (lo + hi + 1) / 2;
-			if (__ldg(rowptr + mid) <= e0)
-				lo = mid;
-			else
-				hi = mid - 1;
-		}
-		int64_t row = lo;
 		uint32_t next = __ldg(rowptr + row + 1);
+		while (e0 >= next)
+			next = __ldg(rowptr + ++row + 1);
 		float sx = kSub ? v.sub_x[row * v.ld_sub_x] : 0.0f, ax = kAdd ? v.add_x[row * v.ld_add_x] : 0.0f;
 		float num = 0.0f, den = 0.0f;
 		for (uint32_t e = e0; e < e1; e += kWarp) {
