@@ -12,7 +12,7 @@
  * calibrated on the sizes below it, rowsolve (which stores none) on every size. */
 #define MAX_SYSTEMS_BYTES ((size_t)1 << 30)
 
-enum { GROUP_SDDMM = 1, GROUP_SPMM = 2, GROUP_ALS = 4, GROUP_ELEMENTWISE = 8, GROUP_SGD = 16, GROUP_ALL = 31 };
+enum { GROUP_SDDMM = 1, GROUP_SPMM = 2, GROUP_ALS = 4, GROUP_ELEMENTWISE = 8, GROUP_SGD = 16, GROUP_CCD = 32, GROUP_ALL = 63 };
 
 struct rank_list {
 	int64_t rank[MAX_RANKS];
@@ -33,7 +33,7 @@ static void usage(FILE *out)
 		     "Runs every operation on random tiles of growing size for each rank, on every worker\n"
 		     "type, with StarPU's calibration on, so that later runs schedule from calibrated\n"
 		     "performance models.\n"
-		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als,elementwise,sgd):\n"
+		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als,elementwise,sgd,ccd):\n"
 		     "                     sddmm  SDDMM plain and scaled\n"
 		     "                     spmm   SpMM S*X and S^T*X\n"
 		     "                     als    gram, hermitian and bias (explicit and implicit), solve\n"
@@ -44,6 +44,7 @@ static void usage(FILE *out)
 		     "                            conversions (even ranks), on a grid with empty tiles\n"
 		     "                            (the zero codelet)\n"
 		     "                     sgd    SGD passes over tiles, FP32 and FP16 rows, at the ALS ranks\n"
+		     "                     ccd    CCD++ passes (open, inner, close) and updates\n"
 		     "  --ranks LIST     comma-separated ranks of sddmm and spmm (default 32,128,512)\n"
 		     "  --als-ranks LIST ranks of the ALS operations (default 16,64,128)\n"
 		     "  --min-nnz N      smallest tile (default 64)\n"
@@ -88,14 +89,14 @@ static int add_rank(const char *option, const char *value, void *ctx)
 
 static int add_group(const char *option, const char *value, void *ctx)
 {
-	static const char *const names[] = {"sddmm", "spmm", "als", "elementwise", "sgd"};
-	static const int bits[] = {GROUP_SDDMM, GROUP_SPMM, GROUP_ALS, GROUP_ELEMENTWISE, GROUP_SGD};
-	for (int i = 0; i < 5; i++)
+	static const char *const names[] = {"sddmm", "spmm", "als", "elementwise", "sgd", "ccd"};
+	static const int bits[] = {GROUP_SDDMM, GROUP_SPMM, GROUP_ALS, GROUP_ELEMENTWISE, GROUP_SGD, GROUP_CCD};
+	for (int i = 0; i < 6; i++)
 		if (strcmp(value, names[i]) == 0) {
 			*(int *)ctx |= bits[i];
 			return 0;
 		}
-	cli_error("--%s: unknown group '%s' (sddmm, spmm, als, elementwise or sgd)", option, value);
+	cli_error("--%s: unknown group '%s' (sddmm, spmm, als, elementwise, sgd or ccd)", option, value);
 	return -1;
 }
 
@@ -108,7 +109,7 @@ static int parse_ranks(const char *option, const char *text, struct rank_list *l
 static int parse_ops(const char *text, int *groups)
 {
 	*groups = 0;
-	return parse_list("ops", text, "group (sddmm, spmm, als, elementwise or sgd)", add_group, groups);
+	return parse_list("ops", text, "group (sddmm, spmm, als, elementwise, sgd or ccd)", add_group, groups);
 }
 
 static int parse(int argc, char **argv, struct calibrate_cli *c)
@@ -566,6 +567,82 @@ out:
 	return rc;
 }
 
+/* ---------------------------------------------------------------- CCD++ */
+
+enum { CCD_OPEN_ROWS, CCD_OPEN_COLS, CCD_INNER, CCD_CLOSE, CCD_SOLVE, CCD_NOPS };
+static const char *const ccd_names[CCD_NOPS] = {"ccd pass (open, rows)", "ccd pass (open, cols)", "ccd pass (inner)",
+						"ccd pass (close)", "ccd solve"};
+
+struct ccd_ctx {
+	starfa_tiled *S;
+	starfa_sparse_values *R, *RT;
+	starfa_dense *w, *h, *acc_w, *acc_h, *count_w;
+};
+
+static int insert_ccd_op(void *ctx, int op)
+{
+	struct ccd_ctx *g = ctx;
+	starfa_ccd_terms rows = {g->w, g->h, g->w, g->h, g->h}, cols = {g->h, g->w, g->h, g->w, g->w};
+	starfa_ccd_terms inner = {NULL, NULL, NULL, NULL, g->h}, close = {g->w, g->h, NULL, NULL, NULL};
+	switch (op) {
+	case CCD_OPEN_ROWS: return starfa_task_ccd_pass(g->S, STARFA_ROWS, 0, 0, g->R, 1, &rows, g->acc_w, 0, NULL);
+	case CCD_OPEN_COLS: return starfa_task_ccd_pass(g->S, STARFA_COLS, 0, 0, g->RT, 1, &cols, g->acc_h, 0, NULL);
+	case CCD_INNER: return starfa_task_ccd_pass(g->S, STARFA_ROWS, 0, 0, g->R, 0, &inner, g->acc_w, 0, NULL);
+	case CCD_CLOSE: return starfa_task_ccd_pass(g->S, STARFA_ROWS, 0, 0, g->R, 1, &close, NULL, 0, NULL);
+	default: return starfa_task_ccd_solve(g->w, 0, g->acc_w, g->count_w, 0.05f, 0, NULL);
+	}
+}
+
+/* Calibrates CCD++'s passes (the four kinds a feature makes) and its update on one tile; their cost
+ * does not depend on the rank, so the first rank asked for only. */
+static int calibrate_ccd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
+{
+	if (k != c->als_ranks.rank[0])
+		return 0;
+	int rc = 1;
+	struct ccd_ctx g = {0};
+	size_t m = (size_t)csr->nrows, n = (size_t)csr->ncols;
+	float *w = malloc(m * sizeof *w), *h = malloc(n * sizeof *h), *acc_w = malloc(2 * m * sizeof *acc_w),
+	      *acc_h = malloc(2 * n * sizeof *acc_h), *count_w = malloc(m * sizeof *count_w);
+	if (!w || !h || !acc_w || !acc_h || !count_w) {
+		cli_error("out of memory for the CCD++ vectors");
+		goto out;
+	}
+	fill(w, m, 10);
+	fill(h, n, 11);
+	for (size_t r = 0; r < m; r++)
+		count_w[r] = (float)(csr->rowptr[r + 1] - csr->rowptr[r]);
+	starfa_tiling_options one_tile = {1, 1, 1, 0, 0};
+	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_dense_create(g.S, STARFA_ROWS, w, 1, &g.w) ||
+	    starfa_dense_create(g.S, STARFA_COLS, h, 1, &g.h) || starfa_dense_create(g.S, STARFA_ROWS, acc_w, 2, &g.acc_w) ||
+	    starfa_dense_create(g.S, STARFA_COLS, acc_h, 2, &g.acc_h) ||
+	    starfa_dense_create(g.S, STARFA_ROWS, count_w, 1, &g.count_w) ||
+	    starfa_sparse_values_create(g.S, STARFA_ROWS, &g.R) || starfa_sparse_values_create(g.S, STARFA_COLS, &g.RT) ||
+	    starfa_insert_values_map(g.R, STARFA_VALUES_COPY, 0, 0, NULL) ||
+	    starfa_insert_values_map(g.RT, STARFA_VALUES_COPY, 0, 0, NULL)) {
+		cli_library_error();
+		goto out;
+	}
+	rc = 0;
+	for (int op = 0; op < CCD_NOPS && rc == 0; op++)
+		rc = run_rounds(c, ccd_names[op], 1, csr->nnz, insert_ccd_op, &g, op);
+out:
+	starfa_sparse_values_free(g.R);
+	starfa_sparse_values_free(g.RT);
+	starfa_dense_free(g.w);
+	starfa_dense_free(g.h);
+	starfa_dense_free(g.acc_w);
+	starfa_dense_free(g.acc_h);
+	starfa_dense_free(g.count_w);
+	starfa_tiled_free(g.S);
+	free(w);
+	free(h);
+	free(acc_w);
+	free(acc_h);
+	free(count_w);
+	return rc;
+}
+
 /* One group at one size: a random matrix of its shape, then its calibration at each of its ranks. */
 static int calibrate_group(const struct calibrate_cli *c, int64_t nrows, int64_t used_rows, int64_t ncols, int64_t nnz,
 			   uint64_t seed, const struct rank_list *ranks,
@@ -615,6 +692,8 @@ int cmd_calibrate(int argc, char **argv)
 			rc = calibrate_group(&c, n, n / 2, n, nnz, c.seed + 5 * (uint64_t)nnz, &c.ranks, calibrate_elementwise);
 		if (rc == 0 && (c.groups & GROUP_SGD))
 			rc = calibrate_group(&c, rows, rows, cols, nnz, c.seed + 7 * (uint64_t)nnz, &c.als_ranks, calibrate_sgd);
+		if (rc == 0 && (c.groups & GROUP_CCD))
+			rc = calibrate_group(&c, rows, rows, cols, nnz, c.seed + 9 * (uint64_t)nnz, &c.als_ranks, calibrate_ccd);
 		if (rc == 0 && (c.groups & GROUP_ALS))
 			rc = calibrate_group(&c, rows, rows, cols, nnz, c.seed + 3 * (uint64_t)nnz, &c.als_ranks, calibrate_als);
 	}

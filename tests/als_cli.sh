@@ -67,7 +67,7 @@ expect 2 '--min-ratings expects an integer' -- recommend --model "$tmp/als.model
 expect 2 'needs --input FILE and --out MODEL' -- train --input "$tmp/ratings.csv"
 expect 2 '--rank expects an integer' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --rank 0
 expect 2 '--solver must be one of chol\|cg' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --solver lu
-expect 2 '--algo must be als, ials or sgd' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
+expect 2 '--algo must be als, ials, sgd or ccd' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
 expect 2 'not both' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --test "$tmp/test.csv" --test-fraction 0.2
 expect 1 'missing\.csv' -- train --input "$tmp/missing.csv" --out "$tmp/x.model" --log "$tmp/x.csv"
 expect 1 'cannot write the model' -- train --input "$tmp/ratings.csv" --out "$tmp/no/such/folder/x.model"
@@ -127,4 +127,19 @@ expect 2 '--schedule must be one of bolddriver\|invtime' -- train --algo sgd --i
 	--out "$tmp/x.model" --schedule adam
 expect 1 '1000 strata need' -- train --algo sgd --input "$tmp/ratings.csv" --out "$tmp/x.model" --strata 1000
 [ -e "$tmp/x.model" ] && fail "a failed sgd run left a model"
+expect 0 'iter +[0-9]+ .*train_rmse 0\.[0-9]+ .*test_rmse 0\.[0-9]+' -- train --algo sgd --fp16 \
+	--input "$tmp/ratings.csv" --test-fraction 0.2 --rank 4 --iters 5 --out "$tmp/sgd16.model" --strata 2
+
+# CCD++ likewise; --nonneg keeps the factors non-negative.
+expect 0 'iter +[0-9]+ .*train_rmse 0\.[0-9]+ +loss 0\.[0-9]+ +test_rmse 0\.[0-9]+' -- train --algo ccd \
+	--input "$tmp/ratings.csv" --test-fraction 0.2 --rank 4 --iters 5 --inner 2 --out "$tmp/ccd.model"
+expect 0 'model: explicit \(ccd\)' -- eval --model "$tmp/ccd.model" --test "$tmp/test.csv"
+expect 0 'model: 80 users, 50 items, rank 3' -- train --algo ccd --nonneg --input "$tmp/ratings.csv" --rank 3 --iters 3 \
+	--out "$tmp/ccdnn.model"
+expect 0 '' -- export --model "$tmp/ccdnn.model" --what user-factors --out "$tmp/ccdnn.tsv"
+awk -F'\t' '{ for (i = 2; i <= NF; i++) if ($i + 0 < 0) bad = 1 } END { exit bad }' "$tmp/ccdnn.tsv" ||
+	fail "ccd --nonneg exported a negative factor"
+expect 2 '--inner expects an integer' -- train --algo ccd --input "$tmp/ratings.csv" --out "$tmp/x.model" --inner 0
+expect 1 '1000 tiles a side need' -- train --algo ccd --input "$tmp/ratings.csv" --out "$tmp/x.model" --tiles 1000
+[ -e "$tmp/x.model" ] && fail "a failed ccd run left a model"
 finish
