@@ -31,6 +31,12 @@ struct Pack<float> {
 	__device__ static float get(const float *p) { return *p; }
 	__device__ static void put(float *p, float x) { *p = x; }
 	__device__ static float round(float x) { return x; } /* as stored */
+	/* the 16 bytes as stored, kept in registers between updates */
+	using Raw = float4;
+	__device__ static Raw load_raw(const float *p) { return *reinterpret_cast<const float4 *>(p); }
+	__device__ static void store_raw(float *p, Raw r) { *reinterpret_cast<float4 *>(p) = r; }
+	__device__ static void unpack(Raw r, float (&x)[N]) { x[0] = r.x, x[1] = r.y, x[2] = r.z, x[3] = r.w; }
+	__device__ static Raw pack(const float (&x)[N]) { return make_float4(x[0], x[1], x[2], x[3]); }
 };
 
 template <>
@@ -57,6 +63,28 @@ struct Pack<uint16_t> {
 	}
 	__device__ static float get(const uint16_t *p) { return starfa_half_to_float(*p); }
 	__device__ static void put(uint16_t *p, float x) { *p = starfa_float_to_half(x); }
+	/* the 16 bytes as stored (8 halves in 4 registers), kept between updates */
+	using Raw = uint4;
+	__device__ static Raw load_raw(const uint16_t *p) { return *reinterpret_cast<const uint4 *>(p); }
+	__device__ static void store_raw(uint16_t *p, Raw r) { *reinterpret_cast<uint4 *>(p) = r; }
+	__device__ static void unpack(Raw r, float (&x)[N])
+	{
+		const unsigned w[4] = {r.x, r.y, r.z, r.w};
+		for (int i = 0; i < 4; i++) {
+			const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w[i]));
+			x[2 * i] = f.x;
+			x[2 * i + 1] = f.y;
+		}
+	}
+	__device__ static Raw pack(const float (&x)[N])
+	{
+		unsigned w[4];
+		for (int i = 0; i < 4; i++) {
+			const __half2 h = __floats2half2_rn(x[2 * i], x[2 * i + 1]); /* to nearest even, as the CPU */
+			w[i] = *reinterpret_cast<const unsigned *>(&h);
+		}
+		return make_uint4(w[0], w[1], w[2], w[3]);
+	}
 	__device__ static float round(float x) { return __half2float(__float2half_rn(x)); } /* as stored */
 };
 
@@ -222,46 +250,54 @@ __global__ void __launch_bounds__(kThreads)
 			c = __ldg(colind + c0 + i);
 			x = __ldg(val + c0 + i);
 		};
-		auto fetch = [&](int64_t r, int64_t c, float (&a)[N], float (&b)[N], float &bu, float &cv) {
+		using Raw = typename P::Raw;
+		/* a lane's 16 bytes of both rows, as stored (zeros past k), and lane 0's biases */
+		auto fetch = [&](int64_t r, int64_t c, Raw &a, Raw &b, float &bu, float &cv) {
 			if (active) {
-				P::load(U + r * ldu + lane * N, a);
-				P::load(V + c * ldv + lane * N, b);
+				a = P::load_raw(U + r * ldu + lane * N);
+				b = P::load_raw(V + c * ldv + lane * N);
 			} else {
-				for (int t = 0; t < N; t++)
-					a[t] = b[t] = 0.0f;
+				a = Raw{};
+				b = Raw{};
 			}
 			bu = lane == 0 ? P::get(U + r * ldu + k) : 0.0f;
 			cv = lane == 0 ? P::get(V + c * ldv + k + 1) : 0.0f;
 		};
 		int64_t r, c, r1 = 0, c1 = 0;
-		float x, x1 = 0.0f, a[N], b[N], bu, cv;
+		float x, x1 = 0.0f, bu, cv;
+		Raw a, b;
 		entry(0, r, c, x);
 		fetch(r, c, a, b, bu, cv);
 		if (n > 1)
 			entry(1, r1, c1, x1);
 		for (uint32_t q = 0; q < n; q++) {
 			/* in flight while this update computes: the next one's rows, the one after's indices */
-			float na[N], nb[N], nbu = 0.0f, ncv = 0.0f;
+			Raw na{}, nb{};
+			float nbu = 0.0f, ncv = 0.0f;
 			int64_t r2 = 0, c2 = 0;
 			float x2 = 0.0f;
 			if (q + 1 < n)
 				fetch(r1, c1, na, nb, nbu, ncv);
 			if (q + 2 < n)
 				entry(q + 2, r2, c2, x2);
+			float af[N], bf[N];
+			P::unpack(a, af);
+			P::unpack(b, bf);
 			float dot = 0.0f;
 			for (int t = 0; t < N; t++)
-				dot += a[t] * b[t];
+				dot += af[t] * bf[t];
 			dot = group_sum<kLanes>(dot, mask);
 			float e = x - s.mu - dot - bu - cv; /* the biases: lane 0's */
 			e = __shfl_sync(mask, e, base);
-			float ua[N], vb[N];
+			float uf[N], vf[N];
 			for (int t = 0; t < N; t++) {
-				ua[t] = a[t] + lr * (e * b[t] - lambda * a[t]);
-				vb[t] = b[t] + lr * (e * a[t] - lambda * b[t]);
+				uf[t] = af[t] + lr * (e * bf[t] - lambda * af[t]);
+				vf[t] = bf[t] + lr * (e * af[t] - lambda * bf[t]);
 			}
+			const Raw ua = P::pack(uf), vb = P::pack(vf); /* as memory will hold them */
 			if (active) {
-				P::store(U + r * ldu + lane * N, ua);
-				P::store(V + c * ldv + lane * N, vb);
+				P::store_raw(U + r * ldu + lane * N, ua);
+				P::store_raw(V + c * ldv + lane * N, vb);
 			}
 			float nbu_cur = bu, ncv_cur = cv;
 			if (lane == 0) {
@@ -274,21 +310,17 @@ __global__ void __launch_bounds__(kThreads)
 				local += (double)e * e;
 			}
 			if (q + 1 < n) {
-				/* forward what this update wrote to the next one, stored as the memory holds it */
+				/* forward what this update wrote to the next one, as stored */
 				if (r1 == r) {
-					for (int t = 0; t < N; t++)
-						na[t] = P::round(ua[t]);
+					na = ua;
 					nbu = P::round(nbu_cur);
 				}
 				if (c1 == c) {
-					for (int t = 0; t < N; t++)
-						nb[t] = P::round(vb[t]);
+					nb = vb;
 					ncv = P::round(ncv_cur);
 				}
-				for (int t = 0; t < N; t++) {
-					a[t] = na[t];
-					b[t] = nb[t];
-				}
+				a = na;
+				b = nb;
 				bu = nbu;
 				cv = ncv;
 				r = r1, c = c1, x = x1;
@@ -321,10 +353,7 @@ cudaError_t launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uin
 		   int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
 		   const starfa_sgd_pass &s, int64_t nupdaters, double *sse, cudaStream_t stream)
 {
-	/* Pipelined where it measured faster on an H100 (bench/SGD.md): FP32 rows, and FP16 rows at 8 lanes;
-	 * FP16 rows at 16 and 32 lanes keep the plain kernel, which needs fewer registers for them. */
-	const bool pipelined =
-		kVec && !Gu && s.k <= (int64_t)kLanes * Pack<T>::N && (Pack<T>::N == 4 || kLanes == 8);
+	const bool pipelined = kVec && !Gu && s.k <= (int64_t)kLanes * Pack<T>::N;
 	if (nupdaters == 0) {
 		int64_t wave = 0;
 		cudaError_t err = pipelined ? one_wave(sgd_pipelined_kernel<T, kLanes>, &wave)
