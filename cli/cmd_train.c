@@ -19,6 +19,7 @@ struct train_cli {
 	void *params; /* the algorithm's parameters: its defaults, then the options given */
 	starfa_options runtime;
 	int profile;
+	const char *task_log; /* --task-log FILE.csv */
 };
 
 /* "als, ials or sgd": the algorithms' names, for messages. */
@@ -48,6 +49,8 @@ static void usage(FILE *out, const starfa_algorithm *only)
 		"  --seed S             seed of the hold-out split and of the algorithm's random start (default 1)\n"
 		"  --out MODEL          the model file to write\n"
 		"  --log FILE.csv       the progress lines as CSV\n"
+		"  --task-log FILE.csv  every task of the run: codelet, worker, start and end (seconds from the first\n"
+		"                       start), data read and written; scripts/gantt.py draws it per worker\n"
 		"  --profile            after training, per worker its tasks and where its time went (running tasks,\n"
 		"                       sleeping with nothing to run, the rest: scheduling and waiting for data),\n"
 		"                       and the bytes moved between memory nodes, over the iterations\n" CLI_RUNTIME_HELP,
@@ -108,6 +111,7 @@ static int parse(int argc, char **argv, struct train_cli *c)
 		{"out", required_argument, NULL, 'o'},
 		{"log", required_argument, NULL, 'L'},
 		{"profile", no_argument, NULL, 'R'},
+		{"task-log", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 	};
 	const size_t ngeneric = sizeof generic / sizeof generic[0];
@@ -187,6 +191,9 @@ static int parse(int argc, char **argv, struct train_cli *c)
 			break;
 		case 'R':
 			c->profile = 1;
+			break;
+		case 'T':
+			c->task_log = optarg;
 			break;
 		case 'h':
 			usage(stdout, given ? c->algo : NULL); /* every algorithm's options unless one was named */
@@ -335,6 +342,27 @@ static int finish_log(FILE *f, char *tmp, const char *path, int keep)
 	return rc;
 }
 
+/* The task log as CSV, the times from the first task's start, the workers by StarPU's names. */
+static void write_task_log(FILE *f, const starfa_task_record *r, int64_t n)
+{
+	starfa_profile names = {0};
+	starfa_profile_get(&names); /* the names only; without them a worker is its number */
+	double t0 = n > 0 ? r[0].start_us : 0;
+	for (int64_t i = 1; i < n; i++)
+		t0 = r[i].start_us < t0 ? r[i].start_us : t0;
+	fprintf(f, "codelet,worker,worker_name,start_s,end_s,reads,writes\n");
+	for (int64_t i = 0; i < n; i++) {
+		int reads = 0, writes = 0;
+		for (int b = 0; b < r[i].nbuffers && b < STARFA_TASK_LOG_BUFFERS; b++)
+			r[i].writes[b] ? writes++ : reads++;
+		const int w = r[i].worker - 1;
+		fprintf(f, "%s,%d,\"%s\",%.6f,%.6f,%d,%d\n", r[i].codelet, w,
+			w >= 0 && w < names.nworkers ? names.workers[w].name : "?", (r[i].start_us - t0) * 1e-6,
+			(r[i].end_us - t0) * 1e-6, reads, writes);
+	}
+	starfa_profile_clear(&names);
+}
+
 static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 {
 	struct run_state st = {.profile = c->profile};
@@ -352,9 +380,28 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 	       starfa_worker_count(STARFA_WORKER_CUDA), starfa_scheduler_name());
 	fflush(stdout);
 	starfa_model *model = NULL;
+	char *task_tmp = NULL;
+	FILE *task_log = NULL;
+	if (c->task_log && (!(task_log = open_log(c->task_log, &task_tmp)) || starfa_task_log_begin() != 0)) {
+		if (task_log)
+			finish_log(task_log, task_tmp, c->task_log, 0);
+		if (st.log)
+			finish_log(st.log, log_tmp, c->log, 0);
+		return task_log ? cli_library_error() : 1;
+	}
 	double t0 = cli_now_seconds();
 	int rc = starfa_train(c->algo, c->params, train, test, on_iteration, &st, &model);
 	double total = cli_now_seconds() - t0;
+	if (task_log) {
+		starfa_task_record *records = NULL;
+		int64_t nrecords = 0;
+		int lrc = starfa_task_log_end(&records, &nrecords);
+		if (rc == 0 && lrc != 0)
+			rc = cli_library_error();
+		else if (rc == 0)
+			write_task_log(task_log, records, nrecords);
+		free(records);
+	}
 	if (rc == 0 && st.failed_log) {
 		cli_error("cannot write the log %s", c->log);
 		rc = 1;
@@ -365,6 +412,12 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 		rc = cli_library_error();
 	if (st.log && finish_log(st.log, log_tmp, c->log, rc == 0) != 0 && rc == 0) {
 		unlink(c->out); /* the run failed: no model without its log either */
+		rc = 1;
+	}
+	if (task_log && finish_log(task_log, task_tmp, c->task_log, rc == 0) != 0 && rc == 0) {
+		unlink(c->out);
+		if (c->log)
+			unlink(c->log);
 		rc = 1;
 	}
 	if (rc == 0)
@@ -388,7 +441,8 @@ static int train_command(struct train_cli *cp)
 {
 	struct train_cli c = *cp;
 	int rc;
-	if (check_writable(c.out, "model") || (c.log && check_writable(c.log, "log")))
+	if (check_writable(c.out, "model") || (c.log && check_writable(c.log, "log")) ||
+	    (c.task_log && check_writable(c.task_log, "task log")))
 		return 1;
 
 	starfa_coo *all = NULL, *train = NULL, *test = NULL;

@@ -142,4 +142,24 @@ awk -F'\t' '{ for (i = 2; i <= NF; i++) if ($i + 0 < 0) bad = 1 } END { exit bad
 expect 2 '--inner expects an integer' -- train --algo ccd --input "$tmp/ratings.csv" --out "$tmp/x.model" --inner 0
 expect 1 '1000 tiles a side need' -- train --algo ccd --input "$tmp/ratings.csv" --out "$tmp/x.model" --tiles 1000
 [ -e "$tmp/x.model" ] && fail "a failed ccd run left a model"
+
+# The task log: every task with its worker and times, drawn per worker by scripts/gantt.py.
+expect 0 'model: ' -- train --algo sgd --input "$tmp/ratings.csv" --rank 4 --iters 3 --strata 2 \
+	--out "$tmp/tl.model" --task-log "$tmp/tasks.csv"
+head -1 "$tmp/tasks.csv" | grep -q '^codelet,worker,worker_name,start_s,end_s,reads,writes$' ||
+	fail "the task log has no header"
+[ "$(grep -c '^sgd,' "$tmp/tasks.csv")" -ge 12 ] || fail "the task log lacks the 3 x 4 sgd tasks"
+awk -F, 'NR > 1 && ($5 < $4 || $4 < 0) { bad = 1 } END { exit bad }' "$tmp/tasks.csv" ||
+	fail "a task in the log ends before it starts"
+if command -v python3 >/dev/null; then
+	gantt="$(dirname "$0")/../scripts/gantt.py"
+	[ -f "$gantt" ] || gantt="${STARFA_SRCDIR:-.}/scripts/gantt.py"
+	python3 "$gantt" "$tmp/tasks.csv" "$tmp/tasks.svg" | grep -q 'busy' || fail "gantt.py printed no busy times"
+	grep -q '<svg' "$tmp/tasks.svg" || fail "gantt.py wrote no SVG"
+	python3 "$gantt" "$tmp/missing.csv" "$tmp/x.svg" 2>/dev/null && fail "gantt.py read a missing log"
+	[ -e "$tmp/x.svg" ] && fail "gantt.py wrote an SVG from nothing"
+fi
+expect 1 'cannot write the task log' -- train --input "$tmp/ratings.csv" --rank 2 --iters 1 --out "$tmp/y.model" \
+	--task-log "$tmp/no/such/dir/tasks.csv"
+[ -e "$tmp/y.model" ] && fail "a run whose task log cannot be written left a model"
 finish
