@@ -261,7 +261,7 @@ static int on_iteration(const starfa_train_progress *p, void *user_data)
 			printf(" systems=%.1f MiB", p->systems_bytes / (1024.0 * 1024.0));
 		printf("\n");
 	}
-	printf("iter %3lld  %7.3f s", (long long)p->iteration, p->seconds);
+	printf("iter %3lld  %7.3f s (+%.3f s metrics)", (long long)p->iteration, p->seconds, p->eval_seconds);
 	for (int c = 0; c < p->ncolumns; c++)
 		if (!isnan(p->values[c]))
 			printf("  %s %.*f", p->columns[c], p->digits[c], p->values[c]);
@@ -280,15 +280,15 @@ static int on_iteration(const starfa_train_progress *p, void *user_data)
 			fprintf(f, "iteration,seconds");
 			for (int c = 0; c < p->ncolumns; c++)
 				fprintf(f, ",%s", p->columns[c]);
-			fprintf(f, ",cpu_tasks,cuda_tasks,cpu_task_seconds,cuda_task_seconds\n");
+			fprintf(f, ",cpu_tasks,cuda_tasks,cpu_task_seconds,cuda_task_seconds,metrics_seconds\n");
 			st->logged_header = 1;
 		}
 		fprintf(f, "%lld,%.6f", (long long)p->iteration, p->seconds);
 		for (int c = 0; c < p->ncolumns; c++)
 			print_cell(f, p->values[c]);
-		fprintf(f, ",%lld,%lld,%.6f,%.6f\n", (long long)p->stats.tasks[STARFA_WORKER_CPU],
+		fprintf(f, ",%lld,%lld,%.6f,%.6f,%.6f\n", (long long)p->stats.tasks[STARFA_WORKER_CPU],
 			(long long)p->stats.tasks[STARFA_WORKER_CUDA], p->stats.seconds[STARFA_WORKER_CPU],
-			p->stats.seconds[STARFA_WORKER_CUDA]);
+			p->stats.seconds[STARFA_WORKER_CUDA], p->eval_seconds);
 		if (ferror(f))
 			st->failed_log = 1;
 	}

@@ -756,6 +756,8 @@ typedef struct starfa_train_progress {
 					* (valid during the callback) */
 	int64_t row_tiles, col_tiles;  /* the tile grid training runs on */
 	int64_t systems_bytes;         /* memory of the ALS systems of both sides (0 for other algorithms) */
+	double eval_seconds;           /* of the metrics after this iteration (the objective in the graph, the
+					* test metrics), which `seconds` leaves out */
 } starfa_train_progress;
 
 typedef starfa_train_progress starfa_als_progress;

@@ -138,7 +138,9 @@ int starfa_train(const starfa_algorithm *algo, const void *params, const starfa_
 		if ((rc = starfa_profile_get(&profile)) != 0)
 			break;
 		p.profile = &profile;
+		double t1 = now_seconds();
 		rc = algo->evaluate(state, &p);
+		p.eval_seconds = now_seconds() - t1;
 		int stop = !rc && ((callback && callback(&p, user_data) != 0) || p.converged);
 		starfa_profile_clear(&profile);
 		if (stop)
