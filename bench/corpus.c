@@ -14,6 +14,8 @@
  * word, 1-based) and PREFIX.vocab.txt (word ids w000001...), each complete or not at all. With
  * --perplexity it prints exp(-sum c log(theta_d . beta_w) / sum c) of the planted model on the corpus.
  * Exit status: 0, 1 on an error, 2 on a usage error. */
+#include "random.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -22,36 +24,18 @@
 #include <string.h>
 #include <unistd.h>
 
-static uint64_t next_u64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s)
-{
-	return ((next_u64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0); /* (0, 1) */
-}
-
-static double normal(uint64_t *s)
-{
-	return sqrt(-2.0 * log(uniform(s))) * cos(6.283185307179586 * uniform(s));
-}
-
 /* Gamma(shape, 1) by Marsaglia and Tsang (shape < 1: boosted by U^(1/shape)). */
 static double gamma_draw(double shape, uint64_t *s)
 {
 	if (shape < 1.0)
-		return gamma_draw(shape + 1.0, s) * pow(uniform(s), 1.0 / shape);
+		return gamma_draw(shape + 1.0, s) * pow(bench_unit(s), 1.0 / shape);
 	const double d = shape - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
 	for (;;) {
-		double x = normal(s), v = 1.0 + c * x;
+		double x = bench_gaussian(s), v = 1.0 + c * x;
 		if (v <= 0)
 			continue;
 		v = v * v * v;
-		double u = uniform(s);
+		double u = bench_unit(s);
 		if (log(u) < 0.5 * x * x + d - d * v + d * log(v))
 			return d * v;
 	}
@@ -100,15 +84,7 @@ static int cmp_u32(const void *a, const void *b)
 
 static int parse(const char *opt, const char *text, double lo, double hi, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(text, &end);
-	if (!*text || *end || errno || !(v >= lo && v <= hi)) {
-		fprintf(stderr, "starfa_corpus: %s expects a number in [%g, %g], not '%s'\n", opt, lo, hi, text);
-		return -1;
-	}
-	*out = v;
-	return 0;
+	return bench_parse_number("starfa_corpus", opt, text, lo, hi, out);
 }
 
 /* Writes to PREFIX.suffix through a temporary file renamed at the end. */
@@ -204,7 +180,7 @@ int main(int argc, char **argv)
 	for (int64_t w = 0; w < W; w++)
 		perm[w] = w;
 	for (int64_t w = W - 1; w > 0; w--) {
-		int64_t j = (int64_t)(next_u64(&rng) % (uint64_t)(w + 1)), t = perm[w];
+		int64_t j = (int64_t)(bench_next_u64(&rng) % (uint64_t)(w + 1)), t = perm[w];
 		perm[w] = perm[j];
 		perm[j] = t;
 	}
@@ -231,7 +207,7 @@ int main(int argc, char **argv)
 	double loglik = 0;
 	const double xm = mean_len / 3.0, max_len = 50.0 * mean_len; /* Pareto 2.5: mean 3 xm */
 	for (int64_t d = 0; d < D; d++) {
-		int64_t len = (int64_t)fmin(max_len, xm * pow(uniform(&rng), -1.0 / 1.5));
+		int64_t len = (int64_t)fmin(max_len, xm * pow(bench_unit(&rng), -1.0 / 1.5));
 		if (len > cap) {
 			free(words);
 			cap = len * 2;
@@ -245,8 +221,8 @@ int main(int argc, char **argv)
 		}
 		dirichlet_cdf(theta, NULL, alpha, K, &rng);
 		for (int64_t t = 0; t < len; t++) {
-			int64_t z = draw_cdf(theta, K, uniform(&rng));
-			words[t] = (uint32_t)draw_cdf(beta + z * W, W, uniform(&rng));
+			int64_t z = draw_cdf(theta, K, bench_unit(&rng));
+			words[t] = (uint32_t)draw_cdf(beta + z * W, W, bench_unit(&rng));
 		}
 		qsort(words, (size_t)len, sizeof *words, cmp_u32);
 		empty += len == 0;

@@ -15,6 +15,7 @@
  * --write PREFIX also writes the split as PREFIX.train.csv and PREFIX.test.csv (user,item,rating), for the
  * libraries run beside starfa on the same ratings. Exit status: 0, 1 on an error, 2 on a usage error. */
 #include "bench.h"
+#include "random.h"
 
 #include <errno.h>
 #include <math.h>
@@ -31,25 +32,6 @@ static double seconds(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* splitmix64 and Box-Muller: the same planted model for a seed on any machine. */
-static uint64_t next_u64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double unit(uint64_t *s)
-{
-	return ((next_u64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
-static double gaussian(uint64_t *s)
-{
-	return sqrt(-2.0 * log(unit(s))) * cos(6.283185307179586 * unit(s));
 }
 
 /* Ratings on m's pattern from the planted model (see the top of this file). */
@@ -72,20 +54,20 @@ static starfa_coo *planted(const starfa_csr *pattern, int64_t r, double sigma, u
 	 * beside the biases' 0.3 and 0.4, as ratings data show. */
 	const double scale = sqrt(0.8 / sqrt((double)r));
 	for (int64_t i = 0; i < m * r; i++)
-		A[i] = (float)(scale * gaussian(&s));
+		A[i] = (float)(scale * bench_gaussian(&s));
 	for (int64_t i = 0; i < n * r; i++)
-		W[i] = (float)(scale * gaussian(&s));
+		W[i] = (float)(scale * bench_gaussian(&s));
 	for (int64_t u = 0; u < m; u++)
-		bu[u] = (float)(0.3 * gaussian(&s));
+		bu[u] = (float)(0.3 * bench_gaussian(&s));
 	for (int64_t i = 0; i < n; i++)
-		bi[i] = (float)(0.4 * gaussian(&s));
+		bi[i] = (float)(0.4 * bench_gaussian(&s));
 	for (int64_t u = 0; u < m; u++)
 		for (int64_t e = pattern->rowptr[u]; e < pattern->rowptr[u + 1]; e++) {
 			int64_t i = pattern->colind[e];
 			double v = 3.6 + bu[u] + bi[i];
 			for (int64_t d = 0; d < r; d++)
 				v += (double)A[u * r + d] * W[i * r + d];
-			v += sigma * gaussian(&s);
+			v += sigma * bench_gaussian(&s);
 			v = v < 1 ? 1 : v > 5 ? 5 : v;
 			coo->row[coo->nnz] = (int32_t)u;
 			coo->col[coo->nnz] = (int32_t)i;
@@ -146,15 +128,7 @@ static void usage(FILE *f)
 
 static int parse_number(const char *opt, const char *text, double lo, double hi, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(text, &end);
-	if (!*text || *end || errno || !(v >= lo && v <= hi)) {
-		fprintf(stderr, "starfa_sgd_bench: %s expects a number in [%g, %g], not '%s'\n", opt, lo, hi, text);
-		return -1;
-	}
-	*out = v;
-	return 0;
+	return bench_parse_number("starfa_sgd_bench", opt, text, lo, hi, out);
 }
 
 int main(int argc, char **argv)
