@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Gamma(shape, 1) by Marsaglia and Tsang (shape < 1: boosted by U^(1/shape)). */
@@ -107,7 +108,9 @@ static FILE *open_out(const char *prefix, const char *suffix, char *path, char *
 static int close_out(FILE *f, const char *path, const char *tmp, int keep)
 {
 	int failed = ferror(f) || fclose(f) != 0;
-	if (keep && !failed && rename(tmp, path) == 0)
+	mode_t mask = umask(0); /* mkstemp made it 0600: the permissions of a file created the usual way */
+	umask(mask);
+	if (keep && !failed && chmod(tmp, 0666 & ~mask) == 0 && rename(tmp, path) == 0)
 		return 0;
 	if (keep)
 		fprintf(stderr, "starfa_corpus: cannot write %s: %s\n", path, strerror(errno));
