@@ -11,7 +11,8 @@
  *                    [--seed S] [--fp16] [--md FILE] [--write PREFIX] [--no-train]
  *                    [--algo sgd|ccd|als] [--param NAME=VALUE]... [--curve CSV]
  * --algo trains another algorithm of the table the same way (default sgd); --param sets one of its
- * options; --curve appends algo,matrix,rank,epoch,training seconds,wall seconds,test RMSE per epoch.
+ * options; --curve appends algo,matrix,rank,epoch,training seconds,wall seconds,test RMSE per epoch;
+ * --task-log writes the last rank's run's tasks (starfa_task_log_write's CSV, for scripts/gantt.py).
  * --write PREFIX also writes the split as PREFIX.train.csv and PREFIX.test.csv (user,item,rating), for the
  * libraries run beside starfa on the same ratings. Exit status: 0, 1 on an error, 2 on a usage error. */
 #include "bench.h"
@@ -122,8 +123,28 @@ static void usage(FILE *f)
 		   "                        [--epochs N] [--lr R] [--lambda L] [--strata P] [--test-fraction F]\n"
 		   "                        [--ncpus N] [--ncuda N] [--seed S] [--fp16] [--md FILE] [--write PREFIX]\n"
 		   "                        [--no-train] [--algo sgd|ccd|als] [--param NAME=VALUE]... [--curve CSV]\n"
+		   "                        [--task-log CSV]\n"
 		   "  NAME: %s\n",
 		bench_matrix_names());
+}
+
+/* Ends the task log and writes it to path after a successful run; returns rc, or nonzero (with a
+ * message) when the log could not be had or written. */
+static int finish_task_log(const char *path, int rc)
+{
+	starfa_task_record *records = NULL;
+	int64_t n = 0;
+	int lrc = starfa_task_log_end(&records, &n);
+	if (!rc && !lrc) {
+		FILE *f = fopen(path, "w");
+		lrc = !f || starfa_task_log_write(f, records, n) != 0;
+		if ((f && fclose(f) != 0) || lrc) {
+			fprintf(stderr, "starfa_sgd_bench: cannot write the task log %s\n", path);
+			lrc = 1;
+		}
+	}
+	free(records);
+	return rc ? rc : lrc;
 }
 
 static int parse_number(const char *opt, const char *text, double lo, double hi, double *out)
@@ -134,7 +155,7 @@ static int parse_number(const char *opt, const char *text, double lo, double hi,
 int main(int argc, char **argv)
 {
 	const char *matrix = "netflix", *md_path = NULL, *lr = NULL, *lambda = NULL, *strata = NULL, *write = NULL;
-	const char *algo_name = "sgd", *curve_path = NULL, *extra[16];
+	const char *algo_name = "sgd", *curve_path = NULL, *extra[16], *task_log_path = NULL;
 	int nextra = 0;
 	int no_train = 0, fp16 = 0;
 	int64_t ranks[MAX_RANKS] = {32, 64, 128};
@@ -168,6 +189,8 @@ int main(int argc, char **argv)
 			algo_name = v;
 		else if (strcmp(a, "--curve") == 0)
 			curve_path = v;
+		else if (strcmp(a, "--task-log") == 0)
+			task_log_path = v;
 		else if (strcmp(a, "--param") == 0) {
 			bad = nextra == 16 || !strchr(v, '=');
 			if (bad)
@@ -327,7 +350,11 @@ int main(int argc, char **argv)
 			l->target = 1.02 * sigma;
 			l->reached_at = -1;
 			l->start = seconds();
-			rc = starfa_train(sgd, params, train, test, log_epoch, l, &model);
+			rc = task_log_path ? starfa_task_log_begin() : 0;
+			if (!rc)
+				rc = starfa_train(sgd, params, train, test, log_epoch, l, &model);
+			if (task_log_path) /* the last rank's run: the file is rewritten for each */
+				rc = finish_task_log(task_log_path, rc);
 		}
 		if (rc || !l) {
 			fprintf(stderr, "starfa_sgd_bench: rank %lld: %s\n", (long long)ranks[r], starfa_last_error());

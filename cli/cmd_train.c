@@ -342,27 +342,6 @@ static int finish_log(FILE *f, char *tmp, const char *path, int keep)
 	return rc;
 }
 
-/* The task log as CSV, the times from the first task's start, the workers by StarPU's names. */
-static void write_task_log(FILE *f, const starfa_task_record *r, int64_t n)
-{
-	starfa_profile names = {0};
-	starfa_profile_get(&names); /* the names only; without them a worker is its number */
-	double t0 = n > 0 ? r[0].start_us : 0;
-	for (int64_t i = 1; i < n; i++)
-		t0 = r[i].start_us < t0 ? r[i].start_us : t0;
-	fprintf(f, "codelet,worker,worker_name,start_s,end_s,reads,writes\n");
-	for (int64_t i = 0; i < n; i++) {
-		int reads = 0, writes = 0;
-		for (int b = 0; b < r[i].nbuffers && b < STARFA_TASK_LOG_BUFFERS; b++)
-			r[i].writes[b] ? writes++ : reads++;
-		const int w = r[i].worker - 1;
-		fprintf(f, "%s,%d,\"%s\",%.6f,%.6f,%d,%d\n", r[i].codelet, w,
-			w >= 0 && w < names.nworkers ? names.workers[w].name : "?", (r[i].start_us - t0) * 1e-6,
-			(r[i].end_us - t0) * 1e-6, reads, writes);
-	}
-	starfa_profile_clear(&names);
-}
-
 static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 {
 	struct run_state st = {.profile = c->profile};
@@ -398,8 +377,8 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 		int lrc = starfa_task_log_end(&records, &nrecords);
 		if (rc == 0 && lrc != 0)
 			rc = cli_library_error();
-		else if (rc == 0)
-			write_task_log(task_log, records, nrecords);
+		else if (rc == 0 && starfa_task_log_write(task_log, records, nrecords) != 0)
+			rc = cli_library_error();
 		free(records);
 	}
 	if (rc == 0 && st.failed_log) {

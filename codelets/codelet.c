@@ -1,6 +1,7 @@
 /* Helpers shared by the codelets: the registry, the insert wrapper, errors. */
 #include "codelets/codelet.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <starpu_profiling.h>
 #include <stdio.h>
@@ -102,6 +103,29 @@ int starfa_task_log_end(starfa_task_record **records, int64_t *n)
 		return rc;
 	if (lost)
 		return starfa_set_error(STARFA_ENOMEM, "the task log ran out of memory (%lld records lost)", (long long)lost);
+	return 0;
+}
+
+int starfa_task_log_write(FILE *f, const starfa_task_record *r, int64_t n)
+{
+	starfa_profile names = {0};
+	starfa_profile_get(&names); /* the names only; without them a worker is its number */
+	double t0 = n > 0 ? r[0].start_us : 0;
+	for (int64_t i = 1; i < n; i++)
+		t0 = r[i].start_us < t0 ? r[i].start_us : t0;
+	fprintf(f, "codelet,worker,worker_name,start_s,end_s,reads,writes\n");
+	for (int64_t i = 0; i < n; i++) {
+		int reads = 0, writes = 0;
+		for (int b = 0; b < r[i].nbuffers && b < STARFA_TASK_LOG_BUFFERS; b++)
+			r[i].writes[b] ? writes++ : reads++;
+		const int w = r[i].worker - 1;
+		fprintf(f, "%s,%d,\"%s\",%.6f,%.6f,%d,%d\n", r[i].codelet, w,
+			w >= 0 && w < names.nworkers ? names.workers[w].name : "?", (r[i].start_us - t0) * 1e-6,
+			(r[i].end_us - t0) * 1e-6, reads, writes);
+	}
+	starfa_profile_clear(&names);
+	if (ferror(f))
+		return starfa_set_error(STARFA_EIO, "cannot write the task log: %s", strerror(errno));
 	return 0;
 }
 

@@ -486,6 +486,10 @@ typedef struct starfa_task_record {
 
 int starfa_task_log_begin(void);
 int starfa_task_log_end(starfa_task_record **records, int64_t *n);
+/* Writes records as CSV: a header, then per task its codelet, worker number and StarPU's name for it,
+ * start and end in seconds from the first start, and how many data it read and wrote (the format
+ * scripts/gantt.py draws). Returns 0, or STARFA_EIO when f reports a write error. */
+int starfa_task_log_write(FILE *f, const starfa_task_record *records, int64_t n);
 
 /* Per-worker-kind accounting of the tasks run since the last reset (needs StarPU's
  * profiling, which starfa_init turns on). */
