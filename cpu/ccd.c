@@ -14,19 +14,22 @@ static inline __attribute__((always_inline)) void ccd_row(uint32_t e0, uint32_t 
 {
 	const float *sub_y = v->sub_y, *add_y = v->add_y, *y = v->y;
 	const int64_t lsy = v->ld_sub_y, lay = v->ld_add_y, ly = v->ld_y;
+	const int same_y = add && sums && y == add_y && ly == lay; /* one gather for both */
 	float num = 0.0f, den = 0.0f;
 #pragma omp simd reduction(+ : num, den)
 	for (uint32_t e = e0; e < e1; e++) {
 		const int64_t c = colind[e];
-		float x = R[e];
+		float x = R[e], ay = 0.0f;
 		if (sub)
 			x -= sx * sub_y[c * lsy];
-		if (add)
-			x += ax * add_y[c * lay];
+		if (add) {
+			ay = add_y[c * lay];
+			x += ax * ay;
+		}
 		if (write)
 			R[e] = x;
 		if (sums) {
-			const float yc = y[c * ly];
+			const float yc = same_y ? ay : y[c * ly];
 			num += x * yc;
 			den += yc * yc;
 		}

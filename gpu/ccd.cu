@@ -18,6 +18,8 @@ __global__ void __launch_bounds__(kThreads)
 {
 	const int lane = threadIdx.x % kWarp;
 	const int64_t warps = (int64_t)gridDim.x * (kThreads / kWarp);
+	/* the opening pass of a column sweep sums with the vector it puts back: one gather for both */
+	const bool same_y = kAdd && kSums && v.y == v.add_y && v.ld_y == v.ld_add_y;
 	const uint32_t nsegments = (nnz + kSegment - 1) / kSegment;
 	for (int64_t s = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; s < nsegments; s += warps) {
 		const uint32_t start = (uint32_t)s * kSegment, e0 = start + lane,
@@ -60,15 +62,17 @@ __global__ void __launch_bounds__(kThreads)
 					ax = v.add_x[row * v.ld_add_x];
 			}
 			const int64_t c = __ldg(colind + e);
-			float x = R[e];
+			float x = R[e], ay = 0.0f;
 			if (kSub)
 				x -= sx * __ldg(v.sub_y + c * v.ld_sub_y);
-			if (kAdd)
-				x += ax * __ldg(v.add_y + c * v.ld_add_y);
+			if (kAdd) {
+				ay = __ldg(v.add_y + c * v.ld_add_y);
+				x += ax * ay;
+			}
 			if (kWrite)
 				R[e] = x;
 			if (kSums) {
-				const float yc = __ldg(v.y + c * v.ld_y);
+				const float yc = same_y ? ay : __ldg(v.y + c * v.ld_y);
 				num += x * yc;
 				den += yc * yc;
 			}
