@@ -9,7 +9,7 @@
 
 namespace {
 
-constexpr int kThreads = 256, kWarp = 32, kSegment = 32 * 64;
+constexpr int kThreads = 256, kWarp = 32, kSegment = 32 * 64, kUnroll = 4;
 
 template <bool kWrite, bool kSub, bool kAdd, bool kSums>
 __global__ void __launch_bounds__(kThreads)
@@ -46,35 +46,53 @@ __global__ void __launch_bounds__(kThreads)
 			next = __ldg(rowptr + ++row + 1);
 		float sx = kSub ? v.sub_x[row * v.ld_sub_x] : 0.0f, ax = kAdd ? v.add_x[row * v.ld_add_x] : 0.0f;
 		float num = 0.0f, den = 0.0f;
-		for (uint32_t e = e0; e < e1; e += kWarp) {
-			if (e >= next) { /* a later row: flush this one's sums */
-				if (kSums && (num != 0.0f || den != 0.0f)) {
-					atomicAdd(acc + row * ld_acc, num);
-					atomicAdd(acc + row * ld_acc + 1, den);
+		/* kUnroll entries a lane at a time: their indices, residuals and gathers are all in flight
+		 * before the first is used (the loads do not depend on the row walk) */
+		for (uint32_t base = e0; base < e1; base += kUnroll * kWarp) {
+			int64_t c[kUnroll];
+			float r[kUnroll], sy[kUnroll], ay[kUnroll], yy[kUnroll];
+#pragma unroll
+			for (int u = 0; u < kUnroll; u++) {
+				const uint32_t e = base + u * kWarp;
+				c[u] = e < e1 ? __ldg(colind + e) : 0;
+				r[u] = e < e1 ? R[e] : 0.0f;
+			}
+#pragma unroll
+			for (int u = 0; u < kUnroll; u++) {
+				sy[u] = kSub ? __ldg(v.sub_y + c[u] * v.ld_sub_y) : 0.0f;
+				ay[u] = kAdd ? __ldg(v.add_y + c[u] * v.ld_add_y) : 0.0f;
+				yy[u] = kSums && !same_y ? __ldg(v.y + c[u] * v.ld_y) : ay[u];
+			}
+#pragma unroll
+			for (int u = 0; u < kUnroll; u++) {
+				const uint32_t e = base + u * kWarp;
+				if (e >= e1)
+					break;
+				if (e >= next) { /* a later row: flush this one's sums */
+					if (kSums && (num != 0.0f || den != 0.0f)) {
+						atomicAdd(acc + row * ld_acc, num);
+						atomicAdd(acc + row * ld_acc + 1, den);
+					}
+					num = den = 0.0f;
+					do
+						next = __ldg(rowptr + ++row + 1);
+					while (e >= next);
+					if (kSub)
+						sx = v.sub_x[row * v.ld_sub_x];
+					if (kAdd)
+						ax = v.add_x[row * v.ld_add_x];
 				}
-				num = den = 0.0f;
-				do
-					next = __ldg(rowptr + ++row + 1);
-				while (e >= next);
+				float x = r[u];
 				if (kSub)
-					sx = v.sub_x[row * v.ld_sub_x];
+					x -= sx * sy[u];
 				if (kAdd)
-					ax = v.add_x[row * v.ld_add_x];
-			}
-			const int64_t c = __ldg(colind + e);
-			float x = R[e], ay = 0.0f;
-			if (kSub)
-				x -= sx * __ldg(v.sub_y + c * v.ld_sub_y);
-			if (kAdd) {
-				ay = __ldg(v.add_y + c * v.ld_add_y);
-				x += ax * ay;
-			}
-			if (kWrite)
-				R[e] = x;
-			if (kSums) {
-				const float yc = same_y ? ay : __ldg(v.y + c * v.ld_y);
-				num += x * yc;
-				den += yc * yc;
+					x += ax * ay[u];
+				if (kWrite)
+					R[e] = x;
+				if (kSums) {
+					num += x * yy[u];
+					den += yy[u] * yy[u];
+				}
 			}
 		}
 		if (kSums && (num != 0.0f || den != 0.0f)) {
