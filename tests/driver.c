@@ -110,6 +110,20 @@ starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, u
 	return rc ? NULL : csr;
 }
 
+starfa_coo *testing_coo_of(const starfa_csr *S)
+{
+	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);
+	if (!coo)
+		return NULL;
+	for (int64_t r = 0; r < S->nrows; r++)
+		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++) {
+			coo->row[coo->nnz] = (int32_t)r;
+			coo->col[coo->nnz] = S->colind[e];
+			coo->val[coo->nnz++] = S->val[e];
+		}
+	return coo;
+}
+
 static starfa_options runtime_opts;
 
 static int same_options(const starfa_options *a, const starfa_options *b)
@@ -139,6 +153,15 @@ int testing_runtime(void)
 {
 	starfa_options opts;
 	starfa_options_default(&opts);
+	return testing_runtime_with(&opts);
+}
+
+int testing_runtime_cpus(int ncpus)
+{
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncpus = ncpus;
+	opts.ncuda = 0;
 	return testing_runtime_with(&opts);
 }
 

@@ -253,14 +253,10 @@ static int training(starfa_worker_kind kind, uint64_t seed)
 	uint64_t rng = seed;
 	starfa_csr *A = testing_random_csr(300, 200, 6000, 0.5, &rng);
 	CHECK(A);
-	starfa_coo *coo = starfa_coo_new(A->nrows, A->ncols, A->nnz);
+	starfa_coo *coo = testing_coo_of(A);
 	CHECK(coo);
-	for (int64_t r = 0; r < A->nrows; r++)
-		for (int64_t e = A->rowptr[r]; e < A->rowptr[r + 1]; e++) {
-			coo->row[coo->nnz] = (int32_t)r;
-			coo->col[coo->nnz] = A->colind[e];
-			coo->val[coo->nnz++] = 1.0f + (float)(int)(5 * testing_uniform(&rng));
-		}
+	for (int64_t e = 0; e < coo->nnz; e++) /* ratings 1..5 */
+		coo->val[e] = 1.0f + (float)(int)(5 * testing_uniform(&rng));
 	const starfa_algorithm *ccd = starfa_algorithm_find("ccd");
 	CHECK(ccd);
 	for (int nonneg = 0; nonneg < 2; nonneg++) {

@@ -703,13 +703,7 @@ TEST(als_cuda, training_on_cuda_workers_matches_cpu)
 		struct rs_history h[2];
 		memset(h, 0, sizeof h);
 		for (int gpu = 0; gpu < 2; gpu++) {
-			starfa_options o;
-			starfa_options_default(&o);
-			if (gpu)
-				o.ncpus = 0;
-			else
-				o.ncuda = 0;
-			CHECK_OK(testing_runtime_with(&o));
+			CHECK_OK(testing_runtime_only(gpu ? STARFA_WORKER_CUDA : STARFA_WORKER_CPU));
 			starfa_als_options ao;
 			starfa_als_options_default(&ao, algo ? STARFA_ALGO_IALS : STARFA_ALGO_ALS);
 			ao.iters = 5;

@@ -192,11 +192,7 @@ TEST(sgd, tile_kernel_matches_sequential_reference)
  * run tile by tile in the same order on the whole factors. */
 TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 {
-	starfa_options opts;
-	starfa_options_default(&opts);
-	opts.ncpus = 1;
-	opts.ncuda = 0;
-	CHECK_OK(testing_runtime_with(&opts));
+	CHECK_OK(testing_runtime_cpus(1));
 	uint64_t rng = testing_seed() + 32;
 	const int64_t m = 90, n = 70, k = 8, w = k + 2, P = 3;
 	starfa_csr *S = ratings(m, n, 2000, &rng);
@@ -264,21 +260,6 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	return 0;
 }
 
-/* The same entries as a coordinate list, for starfa_train. */
-static starfa_coo *coo_of(const starfa_csr *S)
-{
-	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);
-	if (!coo)
-		return NULL;
-	for (int64_t r = 0; r < S->nrows; r++)
-		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++) {
-			coo->row[coo->nnz] = (int32_t)r;
-			coo->col[coo->nnz] = S->colind[e];
-			coo->val[coo->nnz++] = S->val[e];
-		}
-	return coo;
-}
-
 struct history {
 	int64_t iterations, redone;
 	double first_rmse, last_rmse;
@@ -307,7 +288,7 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	uint64_t rng = testing_seed() + 33;
 	starfa_csr *S = ratings(200, 150, 4000, &rng);
 	CHECK(S);
-	starfa_coo *coo = coo_of(S);
+	starfa_coo *coo = testing_coo_of(S);
 	CHECK(coo);
 	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
 	CHECK(sgd);
@@ -350,15 +331,11 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
  * tasks that overlapped in time wrote the same data (a user block, an item block or a loss slot). */
 TEST(sgd, concurrent_tasks_share_no_block)
 {
-	starfa_options opts;
-	starfa_options_default(&opts);
-	opts.ncpus = 4;
-	opts.ncuda = 0;
-	CHECK_OK(testing_runtime_with(&opts));
+	CHECK_OK(testing_runtime_cpus(4));
 	uint64_t rng = testing_seed() + 77;
 	starfa_csr *S = ratings(400, 300, 40000, &rng);
 	CHECK(S);
-	starfa_coo *coo = coo_of(S);
+	starfa_coo *coo = testing_coo_of(S);
 	CHECK(coo);
 	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
 	CHECK(sgd);

@@ -407,10 +407,7 @@ TEST(spmm, insert_rejects_mismatched_operands)
  * CPU workers only: two handles on one array must not both pin it for a GPU. */
 TEST(spmm, insert_rejects_in_place)
 {
-	starfa_options opts;
-	starfa_options_default(&opts);
-	opts.ncuda = 0;
-	CHECK_OK(testing_runtime_with(&opts));
+	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
 	uint64_t rng = testing_seed() + 4;
 	starfa_csr *Q = testing_random_csr(12, 12, 40, 0.0, &rng);
 	CHECK(Q);
@@ -437,10 +434,7 @@ TEST(spmm, insert_rejects_in_place)
  * order must give the bits of one tile, on either side, whatever the schedule. */
 TEST(spmm, task_graph_is_deterministic)
 {
-	starfa_options opts;
-	starfa_options_default(&opts);
-	opts.ncuda = 0;
-	CHECK_OK(testing_runtime_with(&opts));
+	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
 	return graph_matches_reference(1);
 }
 

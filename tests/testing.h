@@ -74,6 +74,8 @@ void testing_poison(float *x, size_t n);
  * skew > 0, row and column degrees follow a power law (exponent skew), as real ratings
  * and graphs do; a fraction of rows and columns stay empty. */
 starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, uint64_t *state);
+/* The same entries as a coordinate list (row by row), for starfa_train; NULL when out of memory. */
+starfa_coo *testing_coo_of(const starfa_csr *S);
 
 /* Starts StarPU once for this process (all workers, quiet); shut down at exit.
  * Returns 0, or a starfa error code. */
@@ -85,6 +87,8 @@ int testing_runtime_with(const starfa_options *opts);
 /* The same with one kind of worker alone (CPU cores or GPUs), so that a test body checks that kind's
  * kernels through the task graph. */
 int testing_runtime_only(starfa_worker_kind kind);
+/* CPU workers alone, ncpus of them (more than the cores are fine: they then share them). */
+int testing_runtime_cpus(int ncpus);
 
 /* Writes text to a fresh file in the test scratch folder and returns its path
  * (valid until the next call). */
