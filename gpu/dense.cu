@@ -93,6 +93,15 @@ __global__ void __launch_bounds__(kReduceThreads)
 	starfa_gpu::block_add(v, sum);
 }
 
+template <bool kToHalf>
+cudaError_t convert(int64_t rows, int64_t cols, const void *X, int64_t ldx, void *Y, int64_t ldy, cudaStream_t stream)
+{
+	if (rows <= 0 || cols <= 0)
+		return cudaSuccess;
+	convert_kernel<kToHalf><<<blocks_for(rows * cols), 256, 0, stream>>>(rows, cols, X, ldx, Y, ldy);
+	return cudaGetLastError();
+}
+
 } // namespace
 
 extern "C" cudaError_t starfa_cuda_dense_map(int64_t rows, int64_t cols, int op, float a, float b, const float *Z,
@@ -135,17 +144,11 @@ extern "C" cudaError_t starfa_cuda_dense_reduce(int64_t rows, int64_t cols, cons
 extern "C" cudaError_t starfa_cuda_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y,
 						 int64_t ldy, cudaStream_t stream)
 {
-	if (rows <= 0 || cols <= 0)
-		return cudaSuccess;
-	convert_kernel<true><<<blocks_for(rows * cols), 256, 0, stream>>>(rows, cols, X, ldx, Y, ldy);
-	return cudaGetLastError();
+	return convert<true>(rows, cols, X, ldx, Y, ldy, stream);
 }
 
 extern "C" cudaError_t starfa_cuda_dense_from_half(int64_t rows, int64_t cols, const uint16_t *X, int64_t ldx, float *Y,
 						   int64_t ldy, cudaStream_t stream)
 {
-	if (rows <= 0 || cols <= 0)
-		return cudaSuccess;
-	convert_kernel<false><<<blocks_for(rows * cols), 256, 0, stream>>>(rows, cols, X, ldx, Y, ldy);
-	return cudaGetLastError();
+	return convert<false>(rows, cols, X, ldx, Y, ldy, stream);
 }

@@ -12,26 +12,17 @@ namespace {
 
 constexpr int kThreads = 256;
 
-/* 16 bytes of a factor row: 4 floats or 8 halves, as floats. */
+/* 16 bytes of a factor row: 4 floats or 8 halves. Raw is the 16 bytes as stored (kept in registers
+ * between updates); unpack and pack convert them to and from floats; load and store below do both. */
 template <typename T>
 struct Pack;
 
 template <>
 struct Pack<float> {
 	static constexpr int N = 4;
-	__device__ static void load(const float *p, float (&x)[N])
-	{
-		const float4 a = *reinterpret_cast<const float4 *>(p);
-		x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
-	}
-	__device__ static void store(float *p, const float (&x)[N])
-	{
-		*reinterpret_cast<float4 *>(p) = make_float4(x[0], x[1], x[2], x[3]);
-	}
 	__device__ static float get(const float *p) { return *p; }
 	__device__ static void put(float *p, float x) { *p = x; }
 	__device__ static float round(float x) { return x; } /* as stored */
-	/* the 16 bytes as stored, kept in registers between updates */
 	using Raw = float4;
 	__device__ static Raw load_raw(const float *p) { return *reinterpret_cast<const float4 *>(p); }
 	__device__ static void store_raw(float *p, Raw r) { *reinterpret_cast<float4 *>(p) = r; }
@@ -42,29 +33,9 @@ struct Pack<float> {
 template <>
 struct Pack<uint16_t> {
 	static constexpr int N = 8;
-	__device__ static void load(const uint16_t *p, float (&x)[N])
-	{
-		const uint4 a = *reinterpret_cast<const uint4 *>(p);
-		const unsigned w[4] = {a.x, a.y, a.z, a.w};
-		for (int i = 0; i < 4; i++) {
-			const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w[i]));
-			x[2 * i] = f.x;
-			x[2 * i + 1] = f.y;
-		}
-	}
-	__device__ static void store(uint16_t *p, const float (&x)[N])
-	{
-		unsigned w[4];
-		for (int i = 0; i < 4; i++) {
-			const __half2 h = __floats2half2_rn(x[2 * i], x[2 * i + 1]); /* to nearest even, as the CPU */
-			w[i] = *reinterpret_cast<const unsigned *>(&h);
-		}
-		*reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
-	}
 	__device__ static float get(const uint16_t *p) { return starfa_half_to_float(*p); }
 	__device__ static void put(uint16_t *p, float x) { *p = starfa_float_to_half(x); }
-	/* the 16 bytes as stored (8 halves in 4 registers), kept between updates */
-	using Raw = uint4;
+	using Raw = uint4; /* 8 halves in 4 registers */
 	__device__ static Raw load_raw(const uint16_t *p) { return *reinterpret_cast<const uint4 *>(p); }
 	__device__ static void store_raw(uint16_t *p, Raw r) { *reinterpret_cast<uint4 *>(p) = r; }
 	__device__ static void unpack(Raw r, float (&x)[N])
@@ -88,6 +59,40 @@ struct Pack<uint16_t> {
 	__device__ static float round(float x) { return __half2float(__float2half_rn(x)); } /* as stored */
 };
 
+/* 16 bytes of a row as floats, and back. */
+template <typename T>
+__device__ __forceinline__ void load(const T *p, float (&x)[Pack<T>::N])
+{
+	Pack<T>::unpack(Pack<T>::load_raw(p), x);
+}
+
+template <typename T>
+__device__ __forceinline__ void store(T *p, const float (&x)[Pack<T>::N])
+{
+	Pack<T>::store_raw(p, Pack<T>::pack(x));
+}
+
+/* The lanes of the caller's group of kLanes, as a shuffle mask. */
+template <int kLanes>
+__device__ __forceinline__ unsigned group_mask()
+{
+	return kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << (threadIdx.x % 32 / kLanes * kLanes);
+}
+
+/* The rows of a chunk's n entries starting at entry c0, into the group's staging row (one row search per
+ * entry, in a pass across the group's lanes), visible to the whole group on return. */
+template <int kLanes>
+__device__ __forceinline__ void stage_rows(const uint32_t *__restrict__ rowptr, int64_t nrows, uint32_t c0, uint32_t n,
+					   int lane, unsigned mask, uint32_t *s_row)
+{
+	int64_t row = starfa_sgd_row_of(rowptr, nrows, 0, c0);
+	for (uint32_t q = lane; q < n; q += kLanes) {
+		row = starfa_sgd_row_of(rowptr, nrows, row, c0 + q); /* rows only grow with q */
+		s_row[q] = (uint32_t)row;
+	}
+	__syncwarp(mask);
+}
+
 /* The sum over a group's kLanes lanes (mask: the group's lanes). */
 template <int kLanes>
 __device__ __forceinline__ float group_sum(float v, unsigned mask)
@@ -109,8 +114,8 @@ __device__ __forceinline__ float update(T *u, T *v, float r, const starfa_sgd_pa
 	if (kVec) {
 		for (int64_t d = lane; d < k / N; d += kLanes) {
 			float a[N], b[N];
-			P::load(u + d * N, a);
-			P::load(v + d * N, b);
+			load(u + d * N, a);
+			load(v + d * N, b);
 			for (int i = 0; i < N; i++)
 				dot += a[i] * b[i];
 		}
@@ -143,14 +148,14 @@ __device__ __forceinline__ float update(T *u, T *v, float r, const starfa_sgd_pa
 	if (kVec) {
 		for (int64_t d = lane; d < k / N; d += kLanes) {
 			float a[N], b[N], na[N], nb[N];
-			P::load(u + d * N, a);
-			P::load(v + d * N, b);
+			load(u + d * N, a);
+			load(v + d * N, b);
 			for (int i = 0; i < N; i++) {
 				na[i] = a[i] + lr * (e * b[i] - lambda * a[i]);
 				nb[i] = b[i] + lr_v * (e * a[i] - lambda * b[i]);
 			}
-			P::store(u + d * N, na);
-			P::store(v + d * N, nb);
+			store(u + d * N, na);
+			store(v + d * N, nb);
 		}
 	} else {
 		for (int64_t d = lane; d < k; d += kLanes) {
@@ -178,7 +183,7 @@ __global__ void __launch_bounds__(kThreads)
 	constexpr int kGroups = kThreads / kLanes;
 	__shared__ uint32_t s_row[kGroups][STARFA_SGD_CHUNK];
 	const int lane = threadIdx.x % kLanes, gib = threadIdx.x / kLanes;
-	const unsigned mask = kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << (threadIdx.x % 32 / kLanes * kLanes);
+	const unsigned mask = group_mask<kLanes>();
 	const int64_t updater = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes;
 	if (updater >= nupdaters)
 		return; /* a whole group */
@@ -188,12 +193,7 @@ __global__ void __launch_bounds__(kThreads)
 		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
 		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, s.tile, chunk);
-		int64_t row = starfa_sgd_row_of(rowptr, nrows, 0, c0);
-		for (uint32_t q = lane; q < n; q += kLanes) {
-			row = starfa_sgd_row_of(rowptr, nrows, row, c0 + q); /* rows only grow with q */
-			s_row[gib][q] = (uint32_t)row;
-		}
-		__syncwarp(mask);
+		stage_rows<kLanes>(rowptr, nrows, c0, n, lane, mask, s_row[gib]);
 		for (uint32_t q = 0; q < n; q++) {
 			const uint32_t i = starfa_sgd_order(q, n, key);
 			const int64_t r = s_row[gib][i], c = __ldg(colind + c0 + i);
@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(kThreads)
 	constexpr int N = P::N, kGroups = kThreads / kLanes;
 	__shared__ uint32_t s_row[kGroups][STARFA_SGD_CHUNK];
 	const int lane = threadIdx.x % kLanes, gib = threadIdx.x / kLanes, base = threadIdx.x % 32 / kLanes * kLanes;
-	const unsigned mask = kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << base;
+	const unsigned mask = group_mask<kLanes>();
 	const int64_t updater = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes;
 	if (updater >= nupdaters)
 		return; /* a whole group */
@@ -237,12 +237,7 @@ __global__ void __launch_bounds__(kThreads)
 		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
 		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, s.tile, chunk);
-		int64_t row = starfa_sgd_row_of(rowptr, nrows, 0, c0);
-		for (uint32_t q = lane; q < n; q += kLanes) {
-			row = starfa_sgd_row_of(rowptr, nrows, row, c0 + q);
-			s_row[gib][q] = (uint32_t)row;
-		}
-		__syncwarp(mask);
+		stage_rows<kLanes>(rowptr, nrows, c0, n, lane, mask, s_row[gib]);
 		/* the indices of an update: its row, column and rating */
 		auto entry = [&](uint32_t q, int64_t &r, int64_t &c, float &x) {
 			const uint32_t i = starfa_sgd_order(q, n, key);
