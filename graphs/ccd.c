@@ -258,10 +258,9 @@ static int ccd_iterate(void *state, int64_t iteration)
 	return rc ? rc : wrc;
 }
 
-/* The model's rows from the features (synced): users [w (k), b_u, 1], items [h (k), 1, c_i]. */
-static int gather_rows(struct ccd *g, struct starfa_factors *f)
+/* Waits for the features and brings them to main memory. */
+static int sync_features(struct ccd *g)
 {
-	const int64_t m = g->csr->nrows, n = g->csr->ncols, k = g->k, wd = k + 2, off = g->o.biases ? 2 : 0;
 	for (int64_t t = 0; t < g->nf; t++) {
 		int rc = starfa_dense_sync(g->w[t]);
 		if (!rc)
@@ -269,6 +268,13 @@ static int gather_rows(struct ccd *g, struct starfa_factors *f)
 		if (rc)
 			return rc;
 	}
+	return 0;
+}
+
+/* The model's rows from the synced features (sync_features): users [w (k), b_u, 1], items [h (k), 1, c_i]. */
+static void gather_rows(struct ccd *g, struct starfa_factors *f)
+{
+	const int64_t m = g->csr->nrows, n = g->csr->ncols, k = g->k, wd = k + 2, off = g->o.biases ? 2 : 0;
 	for (int64_t r = 0; r < m; r++) {
 		float *row = g->U + r * wd;
 		for (int64_t d = 0; d < k; d++)
@@ -298,7 +304,6 @@ static int gather_rows(struct ccd *g, struct starfa_factors *f)
 		.ib_stride = wd,
 		.mu = g->mu,
 	};
-	return 0;
 }
 
 static int ccd_evaluate(void *state, starfa_train_progress *p)
@@ -309,9 +314,8 @@ static int ccd_evaluate(void *state, starfa_train_progress *p)
 	p->row_tiles = p->col_tiles = g->P;
 	double sse = NAN;
 	int rc = starfa_reduce_values(g->R, STARFA_REDUCE_SQUARES, 0.0f, NULL, &sse);
-	struct starfa_factors f;
 	if (!rc)
-		rc = gather_rows(g, &f);
+		rc = sync_features(g); /* the regularization is summed here */
 	if (rc)
 		return rc;
 	double reg = 0;
@@ -330,6 +334,8 @@ static int ccd_evaluate(void *state, starfa_train_progress *p)
 	p->train_rmse = sqrt(sse / (double)c->nnz);
 	p->train_loss = loss;
 	if (g->has_test) {
+		struct starfa_factors f;
+		gather_rows(g, &f); /* the model's rows only when the test metrics need them */
 		rc = starfa_factors_metrics(&f, &g->test, g->csr, g->o.eval_k, &p->test);
 		p->has_test = rc == 0;
 		if (rc)
@@ -344,9 +350,12 @@ static int ccd_evaluate(void *state, starfa_train_progress *p)
 static int ccd_model(void *state, starfa_model **out)
 {
 	struct ccd *g = state;
+	int rc = sync_features(g);
+	if (rc)
+		return rc;
 	struct starfa_factors f;
-	int rc = gather_rows(g, &f);
-	return rc ? rc : starfa_model_from_factors(&f, "ccd", g->coo, &g->csr, g->o.lambda, 0.0, out);
+	gather_rows(g, &f);
+	return starfa_model_from_factors(&f, "ccd", g->coo, &g->csr, g->o.lambda, 0.0, out);
 }
 
 #define CCD_FIELD(f) offsetof(struct ccd_options, f)

@@ -246,24 +246,19 @@ int starfa_insert_gram(const starfa_dense *theta, int64_t col0, int64_t k, starf
 
 /* ------------------------------------------------------------------ CCD++ */
 
-/* One pass over every tile of a side's grid: with acc, band by band in the order of FOR_BAND_TILES; a
- * pass that only rewrites the residual visits every non-empty tile. */
+/* One pass over every tile of a side's grid: with acc, band by band in the order of FOR_BAND_TILES (a
+ * pass that only rewrites the residual submits nothing for an empty tile). */
 static int ccd_sweep(const starfa_tiled *S, starfa_side side, starfa_sparse_values *R, int write,
 		     const starfa_ccd_terms *terms, starfa_dense *acc)
 {
+	if (!acc) {
+		FOR_EACH_TILE(S, side, starfa_task_ccd_pass(S, side, i, j, R, write, terms, NULL, 0, NULL));
+		return 0;
+	}
 	int64_t nr, nc;
 	side_grid(S, side, &nr, &nc);
-	for (int64_t i = 0; i < nr; i++) {
-		if (acc)
-			FOR_BAND_TILES(S, side, i, starfa_task_ccd_pass(S, side, i, j, R, write, terms, acc, accumulate, NULL));
-		else
-			for (int64_t j = 0; j < nc; j++) {
-				int rc = side_tile_nnz(S, side, i, j) ? starfa_task_ccd_pass(S, side, i, j, R, write, terms, NULL, 0, NULL)
-								      : 0;
-				if (rc)
-					return rc;
-			}
-	}
+	for (int64_t i = 0; i < nr; i++)
+		FOR_BAND_TILES(S, side, i, starfa_task_ccd_pass(S, side, i, j, R, write, terms, acc, accumulate, NULL));
 	return 0;
 }
 
