@@ -14,17 +14,23 @@ enum { EXIT_USAGE = 2, EXIT_CHECK = 3 };
 /* Options every command that starts the runtime accepts. */
 #define CLI_RUNTIME_OPTIONS                                                                       \
 	{"ncpus", required_argument, NULL, 1001}, {"ncuda", required_argument, NULL, 1002},     \
-		{"sched", required_argument, NULL, 1003}, {"calibrate", required_argument, NULL, 1004}
+		{"sched", required_argument, NULL, 1003}, {"calibrate", required_argument, NULL, 1004}, \
+		{"trace", required_argument, NULL, 1005}
 #define CLI_RUNTIME_HELP                                                                          \
 	"  --ncpus N        CPU workers (default: STARPU_NCPU or every core)\n"                    \
 	"  --ncuda N        CUDA workers (default: STARPU_NCUDA or every GPU)\n"                   \
 	"  --sched NAME     StarPU scheduler, e.g. dmda, dmdas, lws, not pheft or peager (default:\n"   \
 	"                   STARPU_SCHED, else dmda with GPU workers and lws without)\n"            \
-	"  --calibrate N    0 off, 1 calibrate perfmodels, 2 reset and calibrate\n"
+	"  --calibrate N    0 off, 1 calibrate perfmodels, 2 reset and calibrate\n"                \
+	"  --trace DIR      write StarPU's FxT trace of the run into DIR: paje.trace (ViTE),\n"     \
+	"                   tasks.rec (scripts/gantt.py DIR/tasks.rec OUT.svg draws it per worker)\n"
 
 /* Handles one runtime option (returns 1), or returns 0 when `opt` is not one; -1 on
  * a bad value (message printed). */
 int cli_runtime_option(int opt, const char *arg, starfa_options *opts);
+/* starfa_shutdown, then the trace's conversion when opts asked for one: returns rc, or 1 after a
+ * message when the trace could not be written. */
+int cli_shutdown(const starfa_options *opts, int rc);
 
 /* Strict number parsing: the whole string, within [min, max]; prints an error naming
  * the option and returns -1 otherwise. */

@@ -697,7 +697,7 @@ int cmd_calibrate(int argc, char **argv)
 		if (rc == 0 && (c.groups & GROUP_ALS))
 			rc = calibrate_group(&c, rows, rows, cols, nnz, c.seed + 3 * (uint64_t)nnz, &c.als_ranks, calibrate_als);
 	}
-	starfa_shutdown(); /* StarPU writes the models here */
+	rc = cli_shutdown(&c.runtime, rc); /* StarPU writes the models here */
 	if (rc == 0) {
 		printf("done. The models are in StarPU's sampling folder (STARPU_HOME, by default ~/.starpu).\n"
 		       "Inspect them with StarPU's tools, e.g.\n");

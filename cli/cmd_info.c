@@ -29,6 +29,5 @@ int cmd_info(int argc, char **argv)
 	if (starfa_init(&opts) != 0)
 		return cli_library_error();
 	starfa_print_info(stdout);
-	starfa_shutdown();
-	return 0;
+	return cli_shutdown(&opts, 0);
 }

@@ -248,7 +248,7 @@ int cmd_sddmm(int argc, char **argv)
 		return cli_library_error();
 	}
 	rc = run(&c, csr);
-	starfa_shutdown();
+	rc = cli_shutdown(&c.runtime, rc);
 	starfa_csr_free(csr);
 	return rc;
 }

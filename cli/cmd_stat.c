@@ -70,7 +70,7 @@ int cmd_stat(int argc, char **argv)
 	else
 		starfa_tiled_describe(t, stdout);
 	starfa_tiled_free(t);
-	starfa_shutdown();
+	rc = cli_shutdown(&opts, rc);
 	starfa_csr_free(csr);
 	return rc;
 }

@@ -260,6 +260,11 @@ static int on_iteration(const starfa_train_progress *p, void *user_data)
 		if (p->systems_bytes > 0)
 			printf(" systems=%.1f MiB", p->systems_bytes / (1024.0 * 1024.0));
 		printf("\n");
+		if (p->split)
+			for (int s = 0; s < 2; s++) {
+				printf("%s ", s == 0 ? "rows" : "cols");
+				starfa_split_describe(&p->split[s], stdout);
+			}
 	}
 	printf("iter %3lld  %7.3f s (+%.3f s metrics)", (long long)p->iteration, p->seconds, p->eval_seconds);
 	for (int c = 0; c < p->ncolumns; c++)
@@ -458,7 +463,7 @@ static int train_command(struct train_cli *cp)
 		rc = cli_library_error();
 	} else {
 		rc = run(&c, train, test);
-		starfa_shutdown();
+		rc = cli_shutdown(&c.runtime, rc);
 	}
 	starfa_coo_free(train);
 	starfa_coo_free(test);

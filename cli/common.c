@@ -74,8 +74,29 @@ int cli_runtime_option(int opt, const char *arg, starfa_options *opts)
 			return -1;
 		opts->calibrate = (int)v;
 		return 1;
+	case 1005:
+		if (!*arg) {
+			cli_error("--trace needs a folder");
+			return -1;
+		}
+		opts->trace_dir = arg;
+		return 1;
 	}
 	return 0;
+}
+
+int cli_shutdown(const starfa_options *opts, int rc)
+{
+	starfa_shutdown();
+	if (!opts->trace_dir)
+		return rc;
+	if (starfa_trace_write(opts->trace_dir) != 0) {
+		cli_library_error();
+		return rc ? rc : 1;
+	}
+	printf("trace: %s/paje.trace (ViTE), %s/tasks.rec (scripts/gantt.py %s/tasks.rec OUT.svg)\n", opts->trace_dir,
+	       opts->trace_dir, opts->trace_dir);
+	return rc;
 }
 
 int cli_parse_format(const char *text, starfa_format *out)

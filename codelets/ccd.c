@@ -122,6 +122,8 @@ int starfa_task_ccd_pass(const starfa_tiled *S, starfa_side side, int64_t i, int
 	if (acc && (acc->cols != 2 || acc->rows != xn || !starfa_dense_blocked_along(acc, xb, grid->nr)))
 		return starfa_set_error(STARFA_EINVAL, "%s: acc must have two columns, blocked like x", what);
 	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, R->side, i));
 	if (tile->nnz == 0)
 		return acc && !accumulate ? starfa_submit_zero(acc->blocks[i], STARFA_ZERO_MATRIX, attr) : 0;
 	struct ccd_pass_args args = {write != 0, accumulate != 0,
@@ -203,6 +205,8 @@ int starfa_task_ccd_solve(starfa_dense *x, int64_t block, const starfa_dense *ac
 	if (!(lambda >= 0))
 		return starfa_set_error(STARFA_EINVAL, "%s: lambda must be >= 0", what);
 	struct ccd_solve_args args = {lambda, nonneg != 0};
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(x, block));
 	double n = (double)(x->bounds[block + 1] - x->bounds[block]);
 	return starfa_submit(&ccd_solve_cl, &args, sizeof args, 3.0 * n, attr,
 			     STARFA_BUFFERS({x->blocks[block], STARPU_W}, {acc->blocks[block], STARPU_R},

@@ -165,6 +165,16 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 		return starfa_set_error(STARFA_EINVAL, "%s: worker %d asked for, but there are %u workers", cl->name,
 					attr->worker, starpu_worker_get_count());
 	}
+	/* -1: the codelet's own set of worker kinds. A placement only narrows what the codelet can run on:
+	 * a kind it has no implementation for is dropped, and an empty result places nothing. */
+	long long where = -1;
+	if (attr && attr->where) {
+		unsigned can = (cl->cpu_funcs[0] ? STARPU_CPU : 0) | (cl->cuda_funcs[0] ? STARPU_CUDA : 0);
+		unsigned want = (attr->where & STARFA_WHERE_CPU ? STARPU_CPU : 0) |
+				(attr->where & STARFA_WHERE_CUDA ? STARPU_CUDA : 0);
+		if ((want & can) != 0)
+			where = want & can;
+	}
 	starfa_task_record *record = log_record(cl, nbuffers, buffers);
 	void (*callback)(void *) = record ? log_task : NULL;
 	int ret;
@@ -175,8 +185,9 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 					 cl->name + 7 /* without "starfa_" */, 0);
 	else
 		ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, buffers, nbuffers, STARPU_CL_ARGS, copy, args_size,
-					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_CALLBACK_WITH_ARG_NFREE, callback,
-					 record, STARPU_NAME, cl->name + 7, 0);
+					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_EXECUTE_WHERE,
+					 (unsigned long long)where, STARPU_CALLBACK_WITH_ARG_NFREE, callback, record,
+					 STARPU_NAME, cl->name + 7, 0);
 	if (ret != 0)
 		free(record);
 	if (ret == -ENODEV)
@@ -184,6 +195,15 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 	if (ret != 0)
 		return starfa_set_error(STARFA_ERUNTIME, "starpu_task_insert(%s) failed: %s", cl->name, strerror(-ret));
 	return 0;
+}
+
+const starfa_task_attr *starfa_placed(starfa_task_attr *buf, const starfa_task_attr *attr, uint32_t where)
+{
+	if (where == 0 || (attr && (attr->where != 0 || attr->worker > 0)))
+		return attr;
+	*buf = attr ? *attr : (starfa_task_attr){0};
+	buf->where = (where & STARPU_CPU ? STARFA_WHERE_CPU : 0) | (where & STARPU_CUDA ? STARFA_WHERE_CUDA : 0);
+	return buf;
 }
 
 #ifdef STARFA_USE_CUDA

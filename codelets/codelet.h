@@ -95,6 +95,16 @@ static inline uint32_t starfa_no_variant(const struct starpu_task *task)
 int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
 		  const starfa_task_attr *attr, int nbuffers, const struct starpu_data_descr *buffers);
 
+/* attr with a band's placement (a STARPU_CPU / STARPU_CUDA mask, 0 none) filled in: attr itself when it
+ * places the task already (a worker, or a where of its own) or where is 0, else a copy of it in *buf. */
+const starfa_task_attr *starfa_placed(starfa_task_attr *buf, const starfa_task_attr *attr, uint32_t where);
+
+/* The placement of block b of a dense matrix (that of the band it is aligned with). */
+static inline uint32_t starfa_block_where(const struct starfa_dense *d, int64_t b)
+{
+	return d->where ? d->where[b] : 0;
+}
+
 #ifdef STARFA_USE_CUDA
 /* A CUDA kernel cannot return an error through StarPU: report it and abort. */
 void starfa_cuda_fail(const char *codelet, cudaError_t err) __attribute__((noreturn));

@@ -108,6 +108,8 @@ int starfa_task_dense_map(starfa_dense *Y, int64_t block, starfa_dense_op op, fl
 	}
 	enum starpu_data_access_mode ymode = starfa_dense_reads_y(op) ? STARPU_RW : STARPU_W;
 	double n = (double)(Y->bounds[block + 1] - Y->bounds[block]) * (double)Y->cols;
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(Y, block));
 	if (z)
 		return starfa_submit(&dense_map_cl, &args, sizeof args, n, attr,
 				     STARFA_BUFFERS({Y->blocks[block], ymode}, {z, STARPU_R}));
@@ -159,6 +161,8 @@ int starfa_task_dense_colsum(const starfa_dense *X, int64_t block, int accumulat
 	if (!v || v->n != X->cols)
 		return starfa_set_error(STARFA_EINVAL, "%s: v must have X's %lld columns", what, (long long)X->cols);
 	struct colsum_args args = {accumulate != 0};
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(X, block));
 	double n = (double)(X->bounds[block + 1] - X->bounds[block]) * (double)X->cols;
 	return starfa_submit(&dense_colsum_cl, &args, sizeof args, n, attr,
 			     STARFA_BUFFERS({X->blocks[block], STARPU_R}, {v->handle, accumulate ? STARPU_RW : STARPU_W}));
@@ -198,6 +202,8 @@ int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense 
 	if (!R || R->cols != 1 || !starfa_dense_blocked_along(R, X->bounds, X->nblocks))
 		return starfa_set_error(STARFA_EINVAL, "%s: R must have one column, blocked like X", what);
 	double n = (double)(X->bounds[block + 1] - X->bounds[block]) * (double)X->cols;
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(X, block));
 	return starfa_submit(&dense_rowsum_cl, NULL, 0, n, attr,
 			     STARFA_BUFFERS({X->blocks[block], STARPU_R}, {R->blocks[block], STARPU_W}));
 }
@@ -267,6 +273,8 @@ int starfa_task_dense_convert(starfa_dense *Y, int64_t block, starfa_convert dir
 						       "columns of the FP16 side (%lld and %lld given)",
 					what, (long long)floats, (long long)halves);
 	struct convert_args args = {(int)dir};
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(Y, block));
 	double n = (double)(Y->bounds[block + 1] - Y->bounds[block]) * (double)floats;
 	return starfa_submit(&dense_convert_cl, &args, sizeof args, n, attr,
 			     STARFA_BUFFERS({Y->blocks[block], STARPU_W}, {X->blocks[block], STARPU_R}));
@@ -326,6 +334,8 @@ int starfa_task_dense_reduce(const starfa_dense *D, int64_t block, starfa_reduce
 		return starfa_set_error(STARFA_EINVAL, "%s: dense blocks take SUM or SQUARES, not op %d", what, (int)op);
 	struct reduce_args args = {(int)op};
 	double n = (double)(D->bounds[block + 1] - D->bounds[block]) * (double)D->cols;
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(D, block));
 	return starfa_submit(&dense_reduce_cl, &args, sizeof args, 2.0 * n, attr,
 			     STARFA_BUFFERS({sums->handles[slot], STARPU_W}, {D->blocks[block], STARPU_R}));
 }

@@ -81,6 +81,8 @@ int starfa_task_gram(const starfa_dense *theta, int64_t block, int64_t col0, int
 	if (block < 0 || block >= theta->nblocks)
 		return starfa_index_error(what, "block", block, -1, theta->nblocks, -1);
 	struct gram_args args = {col0, k, accumulate != 0};
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(theta, block));
 	double rows = (double)(theta->bounds[block + 1] - theta->bounds[block]);
 	return starfa_submit(&gram_cl, &args, sizeof args, rows * (double)k * (double)(k + 1), attr,
 			     STARFA_BUFFERS({theta->blocks[block], STARPU_R}, {G->handle, accumulate ? STARPU_RW : STARPU_W}));

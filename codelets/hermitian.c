@@ -94,6 +94,8 @@ int starfa_task_hermitian(const starfa_tiled *S, starfa_side side, int64_t band,
 	if (j < 0 || j >= grid->nc)
 		return starfa_index_error(what, "tile", band, j, grid->nr, grid->nc);
 	const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band));
 	/* An empty tile adds nothing; as the band's first it leaves systems (all zero) for the solve. */
 	if (tile->nnz == 0)
 		return accumulate ? 0 : starfa_submit_zero(starfa_systems_slot_A(sys, band), STARFA_ZERO_VECTOR, attr);

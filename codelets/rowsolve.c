@@ -207,6 +207,13 @@ double starfa_rowsolve_row_cost(int64_t k, starfa_solver solver, int cg_steps, i
 	       (double)rowsolve_cost_of(1, 0, k, solver, cg_steps, with_gram);
 }
 
+double starfa_rowsolve_cost(int64_t nnz, int64_t rows, int64_t k, starfa_solver solver, int cg_steps, int with_gram)
+{
+	if (k < 1 || cg_steps < 0 || nnz < 0 || rows < 0)
+		return 0;
+	return (double)rowsolve_cost_of(nnz, rows, k, solver, cg_steps, with_gram);
+}
+
 static uint64_t rowsolve_cost(const struct starpu_task *task)
 {
 	return ((const struct rowsolve_args *)task->cl_arg)->cost;
@@ -258,6 +265,8 @@ int starfa_task_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, 
 		return starfa_set_error(STARFA_EINVAL, "starfa_task_rowsolve: FP16 systems are stored systems: use "
 						       "hermitian, bias and solve");
 	struct starpu_data_descr *descr = malloc(sizeof *descr * (size_t)(2 * grid->nc + 6));
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band));
 	struct rowsolve_args argv, *args = &argv;
 	if (!descr)
 		return starfa_set_error(STARFA_ENOMEM, "out of memory inserting rowsolve tasks");

@@ -84,6 +84,8 @@ int starfa_task_sddmm(const starfa_tiled *S, int64_t i, int64_t j, const starfa_
 	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
 	if (tile->nnz == 0)
 		return 0;
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, i));
 	struct sddmm_args args = {mode, alpha, beta};
 	double flops = 2.0 * (double)A->cols * (double)tile->nnz;
 	return starfa_submit(&sddmm_cl, &args, sizeof args, flops, attr,

@@ -95,6 +95,8 @@ int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U
 		return starfa_set_error(STARFA_EINVAL, "%s: AdaGrad needs the accumulators Gu and Gv, one column each, "
 						       "blocked like U and V", what);
 	const struct starfa_tile *tile = starfa_grid_tile(&S->grid, i, j);
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, STARFA_ROWS, i));
 	if (tile->nnz == 0)
 		return starfa_submit_zero(sse->handles[slot], STARFA_ZERO_VARIABLE, attr);
 	struct starfa_sgd_pass pass = {step->rank,   step->lr,	 step->lambda,

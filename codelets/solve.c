@@ -106,6 +106,8 @@ int starfa_task_solve(starfa_systems *sys, int64_t band, const starfa_dense *inf
 		return starfa_set_error(STARFA_EINVAL, "starfa_task_solve: G is %lldx%lld, the systems %lldx%lld",
 					(long long)G->k, (long long)G->k, (long long)sys->k, (long long)sys->k);
 	struct solve_args args = {col0, sys->k, (int)solver, cg_steps, sys->fp16, G != NULL};
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(sys->S, sys->side, band));
 	double rows = (double)(sys->bounds[band + 1] - sys->bounds[band]), k = (double)sys->k;
 	double flops = solver == STARFA_SOLVER_CG ? rows * (cg_steps + 1) * (2.0 * k * k * (G ? 2 : 1) + 10.0 * k)
 						  : rows * (k * k * k / 3.0 + 2.0 * k * k);

@@ -130,6 +130,8 @@ int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t
 	if (i < 0 || j < 0 || i >= grid->nr || j >= grid->nc)
 		return starfa_index_error("starfa_task_spmm", "tile", i, j, grid->nr, grid->nc);
 	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, i));
 	if (tile->nnz == 0)
 		return accumulate ? 0 : starfa_submit_zero(Y->blocks[i], STARFA_ZERO_MATRIX, attr);
 	struct spmm_args args = {accumulate != 0, V != NULL};

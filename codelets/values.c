@@ -78,6 +78,9 @@ int starfa_task_values_transpose(const starfa_sparse_values *src, int64_t i, int
 	if (tt->nnz == 0)
 		return 0;
 	struct transpose_args args = {to_forward};
+	/* Where the values are going: the band of the other side's sweep that reads them. */
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(dst->pattern, dst->side, j));
 	return starfa_submit(&values_transpose_cl, &args, sizeof args, 0.0, attr,
 			     STARFA_BUFFERS({tt->map_handle, STARPU_R}, {src->handles[i * src->grid->nc + j], STARPU_R},
 					    {dst->handles[j * dst->grid->nc + i], STARPU_W}));
@@ -157,6 +160,8 @@ int starfa_task_values_map(starfa_sparse_values *Y, int64_t i, int64_t j, starfa
 		return rc;
 	struct map_args args = {(int)op, xkind, a, b};
 	starpu_data_handle_t y = Y->handles[i * Y->grid->nc + j];
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(Y->pattern, Y->side, i));
 	enum starpu_data_access_mode ymode = starfa_values_reads_y(op) ? STARPU_RW : STARPU_W;
 	if (xkind)
 		return starfa_submit(&values_map_cl, &args, sizeof args, (double)tile->nnz, attr,
@@ -221,6 +226,8 @@ int starfa_task_values_reduce(const starfa_sparse_values *Y, int64_t i, int64_t 
 		rc = values_operands(what, Y, i, j, X, starfa_reduce_reads_x(op), &tile, &x, &xkind);
 	if (rc)
 		return rc;
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(Y->pattern, Y->side, i));
 	if (tile->nnz == 0) /* nothing to add: the slot reads as zero */
 		return starfa_submit_zero(sums->handles[slot], STARFA_ZERO_VARIABLE, attr);
 	struct reduce_args args = {(int)op, xkind, a};

@@ -49,6 +49,7 @@ struct als {
 	const starfa_coo *coo;
 	starfa_csr *csr;
 	starfa_tiled *S;
+	starfa_split split[2]; /* how the user and item sweeps are placed */
 	int64_t f, w, k; /* rank, row width of the factor blocks, unknowns per row */
 	float *X, *Y;
 	starfa_dense *dX, *dY;
@@ -396,7 +397,21 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	starfa_tiling_options tiling = o->tiling;
 	tiling.transposed = 1;
 	int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
-	int bands = (workers > 1 ? workers : 2) * (o->stored_systems || o->fp16 ? 1 : 2);
+	int stored = o->stored_systems || o->fp16;
+	int bands = (workers > 1 ? workers : 2) * (stored ? 1 : 2);
+	/* With GPUs, the bands and where they run follow the measured speeds of the sweep's operation
+	 * (starfa_plan_tiling): two bands a GPU, and one a core only when the cores' share pays. */
+	if (tiling.row_tiles == 0 && tiling.col_tiles == 0) {
+		int gram = a->implicit && !stored;
+		double row_sweep = stored ? (double)c->nnz * a->k * a->k
+					  : starfa_rowsolve_cost(c->nnz, c->nrows, a->k, o->solver, o->cg_steps, gram);
+		double col_sweep = stored ? row_sweep
+					  : starfa_rowsolve_cost(c->nnz, c->ncols, a->k, o->solver, o->cg_steps, gram);
+		rc = starfa_plan_tiling(stored ? "hermitian" : "rowsolve", row_sweep, col_sweep, stored ? 1 : 2, &tiling,
+					a->split);
+		if (rc)
+			return rc;
+	}
 	if (tiling.row_tiles == 0)
 		tiling.row_tiles = bands;
 	if (tiling.col_tiles == 0)
@@ -492,6 +507,7 @@ static int als_evaluate(void *state, starfa_train_progress *p)
 	struct als *a = state;
 	p->row_tiles = starfa_tiled_row_tiles(a->S);
 	p->col_tiles = starfa_tiled_col_tiles(a->S);
+	p->split = a->split;
 	p->systems_bytes = stored_systems(a) ? (int64_t)(starfa_systems_bytes(a->users.sys) + starfa_systems_bytes(a->items.sys))
 					     : 0;
 	int rc = starfa_dense_sync(a->dX);

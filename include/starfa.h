@@ -117,6 +117,8 @@ typedef struct starfa_options {
 	const char *scheduler;     /* NULL: STARPU_SCHED, else "dmda" (perfmodel-driven); e.g. "dmdas", "lws" */
 	int calibrate;             /* -1: leave to STARPU_CALIBRATE; 0 off; 1 calibrate; 2 reset and calibrate */
 	int silent;                /* 1: keep StarPU quiet unless something fails */
+	const char *trace_dir;     /* NULL: no trace; else StarPU's FxT trace of the run, written into this folder
+				    * (created if missing) at the last starfa_shutdown: see starfa_trace_write */
 } starfa_options;
 
 /* Defaults: everything left to StarPU and its environment variables. */
@@ -130,12 +132,21 @@ void starfa_options_default(starfa_options *opts);
 int starfa_init(const starfa_options *opts);
 void starfa_shutdown(void);
 
+/* After the starfa_shutdown that ended a run with options.trace_dir: converts the folder's raw FxT trace
+ * with StarPU's own converter into paje.trace (ViTE reads it), tasks.rec (one record per task: worker,
+ * start, end; scripts/gantt.py draws it), trace.rec (worker states), data.rec, dag.dot and
+ * activity.data. STARFA_ENODEV when this StarPU was built without FxT. */
+int starfa_trace_write(const char *dir);
+
 typedef enum starfa_worker_kind { STARFA_WORKER_CPU = 0, STARFA_WORKER_CUDA = 1 } starfa_worker_kind;
 #define STARFA_WORKER_KINDS 2
 const char *starfa_worker_kind_name(starfa_worker_kind kind);
 
 /* The running scheduler's name ("" before starfa_init). */
 const char *starfa_scheduler_name(void);
+
+/* The kind of a worker given as StarPU's worker number + 1 (task records, starfa_task_attr.worker). */
+starfa_worker_kind starfa_worker_kind_of(int worker);
 
 /* Number of workers of a kind (after starfa_init). */
 int starfa_worker_count(starfa_worker_kind kind);
@@ -158,7 +169,38 @@ typedef struct starfa_tiling_options {
 	 * row (column) as row_cost (col_cost): 0 balances nonzeros alone; per-row work such as ALS's
 	 * solves is worth more (starfa_rowsolve_row_cost). */
 	double row_cost, col_cost;
+	/* Placement of the bands' tasks (starfa_plan_tiling fills it from the measured speeds). 0: StarPU
+	 * places every task. Otherwise the last cpu_bands bands of each side are cut to row_cpu_share
+	 * (col_cpu_share) of that side's cost and run on the CPU workers only, the other bands on the CUDA
+	 * workers only; with cpu_bands 0, every task of the matrix runs on the CUDA workers. */
+	int placed;
+	int64_t cpu_bands;
+	double row_cpu_share, col_cpu_share;
 } starfa_tiling_options;
+
+/* How a sweep is shared between the worker kinds, from the calibrated performance models of the
+ * operation that dominates it (starfa_plan_tiling). */
+typedef struct starfa_split {
+	int64_t cuda_bands, cpu_bands; /* bands per side for each kind */
+	double cpu_share;              /* of the sweep's cost, on the CPU bands (0: the GPUs alone) */
+	int calibrated;                /* both kinds' models had samples of the operation; 0: the prior */
+	double cuda_ms, cpu_ms;        /* predicted sweep on the CUDA workers alone, on the CPU workers alone */
+	double split_ms;               /* predicted sweep with the split (cuda_ms when there is none) */
+} starfa_split;
+
+/* Decides the bands of the row-side and column-side sweeps (split[0], split[1]; may be NULL) of
+ * `row_sweep_cost` and `col_sweep_cost` (in the operation's perfmodel size: nnz x K for
+ * "sddmm", rowsolve's cost model for "rowsolve", ...) over every worker: with no CUDA worker, every
+ * band goes to the CPU workers (cuda_bands 0, StarPU places them); with CUDA workers, bands_per_gpu
+ * bands for each GPU and, when the CPU workers' share shortens the predicted sweep by at least 5%, one
+ * band per CPU worker cut to that share. Before the operation is calibrated on both kinds the prior is
+ * the GPUs alone: no critical task goes to a worker kind of unknown speed just to learn it.
+ * STARFA_PLACEMENT=gpu|split|any in the environment forces the GPUs alone, the computed split, or the
+ * old behaviour (no placement). Fills `tiling` (row and column tiles, placement) when not NULL. */
+int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_sweep_cost, int64_t bands_per_gpu,
+		       starfa_tiling_options *tiling, starfa_split split[2]);
+/* One line: "placement: GPUs alone (models not calibrated) ..." */
+void starfa_split_describe(const starfa_split *s, FILE *out);
 
 /* Splits and registers (starfa_init first). The CSR is copied into the tiles: the
  * caller keeps ownership of csr. opts may be NULL (automatic, no transpose). */
@@ -255,7 +297,12 @@ typedef struct starfa_task_attr {
 	int priority; /* higher runs first among ready tasks (StarPU's priority; 0 default); for the tasks of a
 		       * critical path under dmdas, heteroprio and the priority-aware schedulers */
 	int worker;   /* 0: StarPU picks; w > 0: worker w - 1 must run it (StarPU's worker numbering) */
+	unsigned where; /* 0: the placement of the task's band (starfa_tiling_options), or any worker; else a
+			 * mask of STARFA_WHERE_CPU and STARFA_WHERE_CUDA */
 } starfa_task_attr;
+
+#define STARFA_WHERE_CPU 1u
+#define STARFA_WHERE_CUDA 2u
 
 typedef enum starfa_sddmm_mode {
 	STARFA_SDDMM_PATTERN = 0, /* P_ij = alpha <A_i, B_j> + beta P_ij for (i, j) in pattern(S) */
@@ -672,6 +719,9 @@ int starfa_task_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, 
  * share, with or without a G: for starfa_tiling_options.row_cost / col_cost, so that the bands of a side
  * cost alike however their entries are spread over rows (k^3 / 3 against k^2 per entry for Cholesky). */
 double starfa_rowsolve_row_cost(int64_t k, starfa_solver solver, int cg_steps, int with_gram);
+/* The perfmodel size (cost) of rowsolve over `rows` rows holding nnz entries: what a sweep costs in
+ * starfa_plan_tiling's terms. */
+double starfa_rowsolve_cost(int64_t nnz, int64_t rows, int64_t k, starfa_solver solver, int cg_steps, int with_gram);
 
 /* G = sum over every row r of theta: theta[r, col0 .. col0 + k) as a column times its transpose. One task
  * per block, adding into G in block order. */
@@ -759,6 +809,7 @@ typedef struct starfa_train_progress {
 	const starfa_profile *profile; /* the same per worker, and the transfers, over the iteration's tasks
 					* (valid during the callback) */
 	int64_t row_tiles, col_tiles;  /* the tile grid training runs on */
+	const starfa_split *split;     /* the placement of the row-side and column-side sweeps (two), or NULL */
 	int64_t systems_bytes;         /* memory of the ALS systems of both sides (0 for other algorithms) */
 	double eval_seconds;           /* of the metrics after this iteration (the objective in the graph, the
 					* test metrics), which `seconds` leaves out */

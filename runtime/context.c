@@ -2,6 +2,7 @@
 #include "runtime/internal.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #ifdef STARFA_USE_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -11,6 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef STARPU_USE_FXT
+#include <starpu_fxt.h>
+#endif
 
 /* The CPU kernels call LAPACK (potrf, potrs) from StarPU's workers, one per core. A threaded BLAS
  * would start its own threads inside every call and fight the workers for the cores: OpenBLAS
@@ -79,6 +85,64 @@ void starfa_options_default(starfa_options *opts)
 	opts->silent = 0;
 }
 
+/* FxT traces: the raw trace of a run goes to DIR/starfa.fxt_0 (StarPU appends its process id, 0). */
+#define TRACE_RAW "starfa.fxt"
+static int tracing; /* starfa set STARPU_FXT_TRACE=1 for this run */
+
+static int trace_start(const char *dir)
+{
+#ifdef STARPU_USE_FXT
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+		return starfa_set_error(STARFA_EIO, "--trace: cannot create folder %s: %s", dir, strerror(errno));
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return starfa_set_error(STARFA_EIO, "--trace: %s is not a folder", dir);
+	char raw[4096];
+	snprintf(raw, sizeof raw, "%s/%s_0", dir, TRACE_RAW);
+	unlink(raw); /* a stale trace must not pass for this run's */
+	setenv("STARPU_FXT_TRACE", "1", 1);
+	setenv("STARPU_FXT_PREFIX", dir, 1);
+	setenv("STARPU_FXT_SUFFIX", TRACE_RAW, 1);
+	tracing = 1;
+	return 0;
+#else
+	(void)dir;
+	return starfa_set_error(STARFA_ENODEV, "--trace: this StarPU was built without FxT (scripts/install-deps.sh "
+					       "builds it with FxT)");
+#endif
+}
+
+int starfa_trace_write(const char *dir)
+{
+#ifdef STARPU_USE_FXT
+	if (starfa_runtime_started())
+		return starfa_set_error(STARFA_EINVAL, "starfa_trace_write: the trace is written at starfa_shutdown");
+	char raw[4096];
+	snprintf(raw, sizeof raw, "%s/%s_0", dir, TRACE_RAW);
+	if (access(raw, R_OK) != 0)
+		return starfa_set_error(STARFA_EIO, "no FxT trace in %s (%s: %s)", dir, raw, strerror(errno));
+	struct starpu_fxt_options o;
+	memset(&o, 0, sizeof o);
+	starpu_fxt_options_init(&o);
+	o.ninputfiles = 1;
+	o.filenames[0] = raw;
+	o.dir = (char *)dir;
+	o.file_prefix = "";
+	o.file_rank = -1;
+	starpu_fxt_options_set_dir(&o);
+	starpu_fxt_generate_trace(&o);
+	starpu_fxt_options_shutdown(&o);
+	char paje[4096];
+	snprintf(paje, sizeof paje, "%s/paje.trace", dir);
+	if (access(paje, R_OK) != 0)
+		return starfa_set_error(STARFA_EIO, "StarPU's converter wrote no %s", paje);
+	return 0;
+#else
+	(void)dir;
+	return starfa_set_error(STARFA_ENODEV, "starfa_trace_write: this StarPU was built without FxT");
+#endif
+}
+
 int starfa_init(const starfa_options *opts)
 {
 	starfa_options defaults;
@@ -94,6 +158,18 @@ int starfa_init(const starfa_options *opts)
 	}
 	if (opts->silent)
 		setenv("STARPU_SILENT", "1", 0); /* a user's explicit STARPU_SILENT=0 still wins */
+	if (opts->trace_dir) {
+		int rc = trace_start(opts->trace_dir);
+		if (rc) {
+			pthread_mutex_unlock(&init_lock);
+			return rc;
+		}
+	} else if (tracing) {
+		setenv("STARPU_FXT_TRACE", "0", 1); /* the previous run's trace is over */
+		tracing = 0;
+	} else {
+		setenv("STARPU_FXT_TRACE", "0", 0); /* FxT records only when asked (a user's STARPU_FXT_TRACE wins) */
+	}
 
 	struct starpu_conf conf;
 	starpu_conf_init(&conf); /* reads STARPU_NCPU, STARPU_NCUDA, STARPU_SCHED, ... */
@@ -192,6 +268,14 @@ void starfa_shutdown(void)
 int starfa_runtime_started(void)
 {
 	return init_count > 0;
+}
+
+starfa_worker_kind starfa_worker_kind_of(int worker)
+{
+	return worker >= 1 && worker <= (int)starpu_worker_get_count() &&
+			       starpu_worker_get_type(worker - 1) == STARPU_CUDA_WORKER
+		       ? STARFA_WORKER_CUDA
+		       : STARFA_WORKER_CPU;
 }
 
 const char *starfa_worker_kind_name(starfa_worker_kind kind)

@@ -6,7 +6,8 @@
 #
 # System packages come from Debian (apt-get, needs root when something is missing).
 # StarPU 1.3.10 is built from Debian's own source package, with CUDA when nvcc is
-# found and with StarPU-MPI (OpenMPI). A second run with the same options does nothing.
+# found, with StarPU-MPI (OpenMPI) and with FxT traces (off unless asked for: starfa's --trace).
+# A second run with the same options does nothing.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,7 +39,7 @@ die() {
 # ---------------------------------------------------------------- system packages
 packages=(build-essential autoconf automake libtool pkg-config libltdl-dev
 	libhwloc-dev libopenblas-dev liblapacke-dev libopenmpi-dev openmpi-bin
-	dpkg-dev patchelf clang libclang-rt-14-dev valgrind python3)
+	dpkg-dev patchelf clang libclang-rt-14-dev valgrind python3 libfxt-dev)
 missing=()
 for p in "${packages[@]}"; do
 	case "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" in
@@ -67,7 +68,7 @@ fi
 starpu_options=(--disable-static --disable-build-doc --disable-build-examples
 	--disable-build-tests --disable-opencl --disable-fortran --disable-socl
 	--disable-starpufft --disable-starpurm --enable-mpi --enable-maxcpus=256
-	--enable-maxcudadev=8 --enable-maxnodes=16 --disable-mlr)
+	--enable-maxcudadev=8 --enable-maxnodes=16 --disable-mlr --with-fxt)
 if [ -n "$cuda_dir" ]; then
 	starpu_options+=(--enable-cuda "--with-cuda-dir=$cuda_dir")
 else

@@ -26,6 +26,14 @@ int starfa_dense_create(const starfa_tiled *t, starfa_side side, float *data, in
 		return STARFA_ENOMEM;
 	}
 	memcpy(d->bounds, bounds, ((size_t)nblocks + 1) * sizeof *d->bounds);
+	const uint32_t *where = side == STARFA_ROWS ? t->row_where : t->col_where;
+	if (where) {
+		if (!(d->where = starfa_malloc((size_t)nblocks, sizeof *d->where))) {
+			starfa_dense_free(d);
+			return STARFA_ENOMEM;
+		}
+		memcpy(d->where, where, (size_t)nblocks * sizeof *d->where);
+	}
 	/* Pinned host memory lets StarPU copy blocks to and from GPUs asynchronously. */
 	if (starpu_cuda_worker_get_count() > 0 &&
 	    starpu_memory_pin(data, (size_t)(d->rows * cols) * sizeof(float)) == 0)
@@ -57,6 +65,7 @@ void starfa_dense_free(starfa_dense *d)
 		starpu_memory_unpin(d->data, (size_t)(d->rows * d->cols) * sizeof(float));
 	free(d->blocks);
 	free(d->bounds);
+	free(d->where);
 	free(d);
 }
 

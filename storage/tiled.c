@@ -53,8 +53,10 @@ static void add_row_cost(int64_t *counts, int64_t n, double row_cost)
 }
 
 /* Cuts [0, n) into `parts` consecutive ranges of about equal total count, each at
- * least one element wide (parts <= n). */
-static void balanced_bounds(const int64_t *counts, int64_t n, int64_t parts, int64_t *bounds)
+ * least one element wide (parts <= n); with `placed` the last cpu_parts ranges share cpu_share of the
+ * total and the others the rest. */
+static void balanced_bounds(const int64_t *counts, int64_t n, int64_t parts, int64_t cpu_parts, double cpu_share,
+			    int64_t *bounds)
 {
 	int64_t total = 0;
 	for (int64_t i = 0; i < n; i++)
@@ -65,6 +67,12 @@ static void balanced_bounds(const int64_t *counts, int64_t n, int64_t parts, int
 		/* The k-th cut goes where the running count first reaches k/parts of the total,
 		 * leaving at least one element for each remaining part. */
 		int64_t target = total > 0 ? (int64_t)((__int128)total * k / parts) : 0;
+		if (cpu_parts > 0 && cpu_parts < parts && total > 0) {
+			int64_t gpu_parts = parts - cpu_parts;
+			double f = k <= gpu_parts ? (1.0 - cpu_share) * (double)k / (double)gpu_parts
+						  : 1.0 - cpu_share + cpu_share * (double)(k - gpu_parts) / (double)cpu_parts;
+			target = (int64_t)((double)total * f);
+		}
 		int64_t lowest = bounds[k - 1] + 1, highest = n - (parts - k);
 		while (pos < lowest)
 			prefix += counts[pos++];
@@ -287,6 +295,8 @@ static int64_t *nnz_per_col(const starfa_csr *csr)
 	return counts;
 }
 
+static int place_bands(starfa_tiled *t, int64_t cpu_bands);
+
 int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts, starfa_tiled **out)
 {
 	*out = NULL;
@@ -316,6 +326,24 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 	}
 	row_tiles = clamp_tiles(row_tiles, csr->nrows);
 	col_tiles = clamp_tiles(col_tiles, csr->ncols);
+	int placed = opts && opts->placed;
+	int64_t cpu_bands = placed ? opts->cpu_bands : 0;
+	double row_share = placed ? opts->row_cpu_share : 0, col_share = placed ? opts->col_cpu_share : 0;
+	if (placed) {
+		if (cpu_bands < 0 || !(row_share >= 0 && row_share <= 1) || !(col_share >= 0 && col_share <= 1))
+			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: cpu_bands (%lld) must be >= 0 and the "
+							       "CPU shares (%g, %g) in [0, 1]",
+						(long long)cpu_bands, row_share, col_share);
+		if (cpu_bands > 0 && starpu_cpu_worker_get_count() == 0)
+			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: CPU bands asked for, but there is no "
+							       "CPU worker");
+		if ((cpu_bands < row_tiles || cpu_bands < col_tiles) && starpu_cuda_worker_get_count() == 0)
+			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: bands placed on CUDA workers, but "
+							       "there is none");
+		if (cpu_bands > row_tiles || cpu_bands > col_tiles)
+			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: %lld CPU bands in a %lldx%lld grid",
+						(long long)cpu_bands, (long long)row_tiles, (long long)col_tiles);
+	}
 
 	starfa_tiled *t = starfa_calloc(1, sizeof *t);
 	int64_t *row_counts = nnz_per_row(csr), *col_counts = nnz_per_col(csr);
@@ -337,8 +365,10 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 		add_row_cost(row_counts, csr->nrows, row_cost);
 	if (col_cost > 0)
 		add_row_cost(col_counts, csr->ncols, col_cost);
-	balanced_bounds(row_counts, csr->nrows, row_tiles, t->row_bounds);
-	balanced_bounds(col_counts, csr->ncols, col_tiles, t->col_bounds);
+	balanced_bounds(row_counts, csr->nrows, row_tiles, placed ? cpu_bands : 0, row_share, t->row_bounds);
+	balanced_bounds(col_counts, csr->ncols, col_tiles, placed ? cpu_bands : 0, col_share, t->col_bounds);
+	if (placed && (rc = place_bands(t, cpu_bands)) != 0)
+		goto fail;
 	rc = build_grid(csr, t->row_bounds, row_tiles, t->col_bounds, col_tiles, &t->grid);
 	if (rc)
 		goto fail;
@@ -358,10 +388,29 @@ fail:
 	return rc;
 }
 
+/* The worker masks of the bands: the last cpu_bands of each side on the CPU workers, the others on the
+ * CUDA workers; tasks outside any band go to the CUDA workers when every band does, anywhere otherwise. */
+static int place_bands(starfa_tiled *t, int64_t cpu_bands)
+{
+	int64_t nr = t->grid.nr, nc = t->grid.nc;
+	t->row_where = starfa_malloc((size_t)nr, sizeof *t->row_where);
+	t->col_where = starfa_malloc((size_t)nc, sizeof *t->col_where);
+	if (!t->row_where || !t->col_where)
+		return STARFA_ENOMEM;
+	for (int64_t i = 0; i < nr; i++)
+		t->row_where[i] = i >= nr - cpu_bands ? STARPU_CPU : STARPU_CUDA;
+	for (int64_t j = 0; j < nc; j++)
+		t->col_where[j] = j >= nc - cpu_bands ? STARPU_CPU : STARPU_CUDA;
+	t->where = cpu_bands == 0 ? STARPU_CUDA : 0;
+	return 0;
+}
+
 void starfa_tiled_free(starfa_tiled *t)
 {
 	if (!t)
 		return;
+	free(t->row_where);
+	free(t->col_where);
 	free_grid(&t->grid);
 	free_grid(&t->transposed);
 	free(t->row_bounds);
@@ -417,8 +466,15 @@ void starfa_tiled_describe(const starfa_tiled *t, FILE *out)
 	}
 	fprintf(out,
 		"tiles=%lldx%lld nnz_per_tile=min %lld mean %.0f max %lld empty=%lld "
-		"row_band_nnz=min %lld max %lld%s\n",
+		"row_band_nnz=min %lld max %lld%s",
 		(long long)t->grid.nr, (long long)t->grid.nc, (long long)min_nnz, (double)t->nnz / ntiles,
 		(long long)max_nnz, (long long)empty, (long long)band_min, (long long)band_max,
 		starfa_tiled_has_transpose(t) ? " transposed=yes" : "");
+	if (t->row_where) {
+		int64_t cpu = 0;
+		for (int64_t i = 0; i < t->grid.nr; i++)
+			cpu += t->row_where[i] == STARPU_CPU;
+		fprintf(out, " placed=%lld cuda + %lld cpu bands", (long long)(t->grid.nr - cpu), (long long)cpu);
+	}
+	fputc('\n', out);
 }

@@ -30,6 +30,10 @@ struct starfa_tiled {
 	int64_t *row_bounds, *col_bounds; /* row_tiles + 1, col_tiles + 1 */
 	struct starfa_grid grid;          /* row_tiles x col_tiles */
 	struct starfa_grid transposed;    /* col_tiles x row_tiles, or empty */
+	/* Placement (starfa_tiling_options.placed): the STARPU_CPU / STARPU_CUDA mask of each row band
+	 * and each column band, and of the tasks that belong to no band (0: any worker). */
+	uint32_t *row_where, *col_where;
+	uint32_t where;
 };
 
 struct starfa_dense {
@@ -39,6 +43,7 @@ struct starfa_dense {
 	int64_t *bounds; /* nblocks + 1 row boundaries */
 	starpu_data_handle_t *blocks;
 	int pinned;
+	uint32_t *where; /* per block, the placement of the band it is aligned with; NULL: any worker */
 };
 
 struct starfa_sparse_values {
@@ -70,6 +75,14 @@ static inline struct starfa_tile *starfa_grid_tile(const struct starfa_grid *g, 
 static inline const struct starfa_grid *starfa_side_grid(const struct starfa_tiled *S, starfa_side side)
 {
 	return side == STARFA_ROWS ? &S->grid : &S->transposed;
+}
+
+/* The worker mask (STARPU_CPU, STARPU_CUDA; 0 any) of band `band` of a side, or of the matrix's tasks
+ * outside any band (band < 0). */
+static inline uint32_t starfa_band_where(const struct starfa_tiled *S, starfa_side side, int64_t band)
+{
+	const uint32_t *w = side == STARFA_ROWS ? S->row_where : S->col_where;
+	return band >= 0 && w ? w[band] : S->where;
 }
 
 /* The boundaries of a side's rows (S's row bounds for STARFA_ROWS, its column bounds for COLS). */

@@ -1,0 +1,223 @@
+/* How much of a sweep the CPU workers get, from the calibrated performance models.
+ *
+ * A sweep (ALS's solves of one side, an SDDMM over the matrix, an SGD epoch) is cut into bands; each
+ * band's tasks run on one kind of worker. The GPUs take bands_per_gpu bands each; the CPU workers take
+ * one band each, cut to a share s of the sweep's cost, when that shortens the predicted sweep by at
+ * least MIN_GAIN. The prediction reads the operation's history of measured tasks (its perfmodel file,
+ * written by `starfa calibrate` and by every run): the time of a task of cost C on one worker of a
+ * kind, interpolated between the measured costs (log-log), linear in C beyond the largest and flat
+ * below the smallest (per-task overhead). Before both kinds have samples the GPUs work alone: a core
+ * runs these kernels tens of times slower than a GPU (bench/RESULTS.md), and learning that by sending
+ * it a band would make that band the sweep's critical path. */
+#include "codelets/codelet.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MIN_GAIN 0.05 /* the split must shorten the predicted sweep by 5% */
+#define MAX_POINTS 256
+
+/* Measured (cost, microseconds) points of one worker kind, one per cost (the fastest variant). */
+struct curve {
+	int n;
+	double cost[MAX_POINTS], us[MAX_POINTS];
+};
+
+static int by_cost(const void *a, const void *b)
+{
+	const double *x = a, *y = b;
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+static void add_history(struct curve *c, const struct starpu_perfmodel_per_arch *pa)
+{
+	for (struct starpu_perfmodel_history_list *l = pa ? pa->list : NULL; l; l = l->next) {
+		const struct starpu_perfmodel_history_entry *e = l->entry;
+		if (!e || e->nsample == 0 || !(e->mean > 0) || e->size == 0)
+			continue;
+		int i = 0;
+		while (i < c->n && c->cost[i] != (double)e->size)
+			i++;
+		if (i < c->n) { /* another variant of the same cost: keep the faster */
+			if (e->mean < c->us[i])
+				c->us[i] = e->mean;
+		} else if (c->n < MAX_POINTS) {
+			c->cost[c->n] = (double)e->size;
+			c->us[c->n++] = e->mean;
+		}
+	}
+}
+
+static void sort_curve(struct curve *c)
+{
+	double pairs[MAX_POINTS][2];
+	for (int i = 0; i < c->n; i++)
+		pairs[i][0] = c->cost[i], pairs[i][1] = c->us[i];
+	qsort(pairs, (size_t)c->n, sizeof pairs[0], by_cost);
+	for (int i = 0; i < c->n; i++)
+		c->cost[i] = pairs[i][0], c->us[i] = pairs[i][1];
+}
+
+/* Predicted microseconds of one task of cost x on the curve's kind (NAN without points). */
+static double predict(const struct curve *c, double x)
+{
+	if (c->n == 0)
+		return NAN;
+	if (x <= c->cost[0])
+		return c->us[0];
+	if (x >= c->cost[c->n - 1])
+		return c->us[c->n - 1] * x / c->cost[c->n - 1];
+	int i = 1;
+	while (c->cost[i] < x)
+		i++;
+	double t = (log(x) - log(c->cost[i - 1])) / (log(c->cost[i]) - log(c->cost[i - 1]));
+	return exp(log(c->us[i - 1]) + t * (log(c->us[i]) - log(c->us[i - 1])));
+}
+
+/* The operation's curves on a CPU core and on a GPU, from its perfmodel file (empty when none). */
+static void load_curves(const char *symbol, struct curve *cpu, struct curve *cuda)
+{
+	cpu->n = cuda->n = 0;
+	char path[1024];
+	starpu_perfmodel_get_model_path(symbol, path, sizeof path);
+	if (access(path, R_OK) != 0)
+		return;
+	struct starpu_perfmodel model;
+	memset(&model, 0, sizeof model);
+	if (starpu_perfmodel_load_symbol(symbol, &model) != 0)
+		return;
+	struct starpu_perfmodel_device dev = {STARPU_CPU_WORKER, 0, 1};
+	struct starpu_perfmodel_arch arch = {1, &dev};
+	add_history(cpu, starpu_perfmodel_get_model_per_arch(&model, &arch, 0));
+	for (int g = 0; g < (int)starpu_cuda_worker_get_count(); g++) {
+		dev = (struct starpu_perfmodel_device){STARPU_CUDA_WORKER, g, 1};
+		for (unsigned impl = 0; impl < STARPU_MAXIMPLEMENTATIONS; impl++)
+			add_history(cuda, starpu_perfmodel_get_model_per_arch(&model, &arch, impl));
+	}
+	starpu_perfmodel_unload_model(&model);
+	sort_curve(cpu);
+	sort_curve(cuda);
+}
+
+/* The sweep in microseconds with share s on the cores: the GPUs run their bands one after the other,
+ * each core its one band. */
+static double sweep_us(const struct curve *cpu, const struct curve *cuda, double cost, double s, int ngpu, int ncpu,
+		       int64_t per_gpu, double *gpu_us, double *cpu_us)
+{
+	*gpu_us = s < 1 ? (double)per_gpu * predict(cuda, (1 - s) * cost / (double)(ngpu * per_gpu)) : 0;
+	*cpu_us = s > 0 ? predict(cpu, s * cost / (double)ncpu) : 0;
+	return fmax(*gpu_us, *cpu_us);
+}
+
+/* The split of one sweep; mode: 0 computed, 1 the GPUs alone. */
+static void plan_side(const struct curve *cpu, const struct curve *cuda, double cost, int64_t per_gpu, int mode,
+		      starfa_split *out)
+{
+	int ngpu = starpu_cuda_worker_get_count(), ncpu = starpu_cpu_worker_get_count();
+	*out = (starfa_split){.cuda_bands = ngpu * per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN};
+	out->calibrated = cpu->n > 0 && cuda->n > 0;
+	double g, c;
+	if (cuda->n > 0)
+		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, ngpu, ncpu, per_gpu, &g, &c) * 1e-3;
+	if (cpu->n > 0 && ncpu > 0)
+		out->cpu_ms = predict(cpu, cost / ncpu) * 1e-3;
+	if (mode == 1 || !out->calibrated || ncpu == 0 || !(cost > 0))
+		return;
+	/* The cores' time grows with s and the GPUs' shrinks: bisect for where they meet. */
+	double lo = 0, hi = 1;
+	for (int it = 0; it < 50; it++) {
+		double mid = 0.5 * (lo + hi);
+		sweep_us(cpu, cuda, cost, mid, ngpu, ncpu, per_gpu, &g, &c);
+		if (c < g)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	double best = sweep_us(cpu, cuda, cost, lo, ngpu, ncpu, per_gpu, &g, &c) * 1e-3;
+	if (best <= (1 - MIN_GAIN) * out->cuda_ms) {
+		out->cpu_share = lo;
+		out->cpu_bands = ncpu;
+		out->split_ms = best;
+	}
+}
+
+int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_sweep_cost, int64_t bands_per_gpu,
+		       starfa_tiling_options *tiling, starfa_split split[2])
+{
+	if (!starfa_runtime_started())
+		return starfa_set_error(STARFA_EINVAL, "starfa_plan_tiling: call starfa_init first");
+	if (!operation || bands_per_gpu < 1 || !(row_sweep_cost >= 0) || !(col_sweep_cost >= 0))
+		return starfa_set_error(STARFA_EINVAL, "starfa_plan_tiling: need an operation, costs >= 0 and at least "
+						       "one band per GPU");
+	char symbol[96];
+	snprintf(symbol, sizeof symbol, "starfa_%s", operation);
+	int known = 0;
+	for (const char *const *s = starfa_perfmodel_symbols(); *s && !known; s++)
+		known = strcmp(*s, symbol) == 0;
+	if (!known)
+		return starfa_set_error(STARFA_EINVAL, "starfa_plan_tiling: no operation '%s'", operation);
+	const char *env = getenv("STARFA_PLACEMENT");
+	int mode = 0; /* computed */
+	if (env && *env) {
+		if (strcmp(env, "gpu") == 0)
+			mode = 1;
+		else if (strcmp(env, "any") == 0)
+			mode = 2;
+		else if (strcmp(env, "split") != 0)
+			return starfa_set_error(STARFA_EINVAL, "STARFA_PLACEMENT must be gpu, split or any, not '%s'", env);
+	}
+	starfa_split local[2];
+	if (!split)
+		split = local;
+	memset(split, 0, 2 * sizeof *split);
+	int ngpu = starpu_cuda_worker_get_count();
+	if (ngpu == 0 || mode == 2) {
+		/* No GPU, or StarPU places everything: the caller's own band count. */
+		split[0].cuda_ms = split[0].cpu_ms = split[0].split_ms = NAN;
+		split[1] = split[0];
+		if (tiling)
+			tiling->placed = 0;
+		return 0;
+	}
+	struct curve *cpu = malloc(sizeof *cpu), *cuda = malloc(sizeof *cuda);
+	if (!cpu || !cuda) {
+		free(cpu);
+		free(cuda);
+		return starfa_set_error(STARFA_ENOMEM, "out of memory planning a sweep");
+	}
+	load_curves(symbol, cpu, cuda);
+	plan_side(cpu, cuda, row_sweep_cost, bands_per_gpu, mode, &split[0]);
+	plan_side(cpu, cuda, col_sweep_cost, bands_per_gpu, mode, &split[1]);
+	free(cpu);
+	free(cuda);
+	if (tiling) {
+		int64_t cpu_bands = split[0].cpu_bands > split[1].cpu_bands ? split[0].cpu_bands : split[1].cpu_bands;
+		tiling->placed = 1;
+		tiling->cpu_bands = cpu_bands;
+		tiling->row_tiles = tiling->col_tiles = ngpu * bands_per_gpu + cpu_bands;
+		tiling->row_cpu_share = split[0].cpu_share;
+		tiling->col_cpu_share = split[1].cpu_share;
+	}
+	return 0;
+}
+
+void starfa_split_describe(const starfa_split *s, FILE *out)
+{
+	if (s->cuda_bands == 0) {
+		fprintf(out, "placement: StarPU places every task\n");
+		return;
+	}
+	if (s->cpu_bands == 0) {
+		fprintf(out, "placement: the GPUs alone, %lld bands (%s", (long long)s->cuda_bands,
+			s->calibrated ? "calibrated" : "not calibrated on both kinds");
+		if (isfinite(s->cuda_ms) && isfinite(s->cpu_ms))
+			fprintf(out, "; predicted sweep %.3g ms on the GPUs, %.3g ms on the cores", s->cuda_ms, s->cpu_ms);
+		fprintf(out, ")\n");
+		return;
+	}
+	fprintf(out, "placement: %lld GPU bands + %lld CPU bands with %.1f%% of the cost (predicted sweep %.3g ms, "
+		     "%.3g ms on the GPUs alone)\n",
+		(long long)s->cuda_bands, (long long)s->cpu_bands, 100 * s->cpu_share, s->split_ms, s->cuda_ms);
+}

@@ -1,0 +1,1 @@
+# runs the 'placement' group of tests/starfa_test

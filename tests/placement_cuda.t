@@ -1,0 +1,1 @@
+# runs the 'placement_cuda' group of tests/starfa_test

@@ -1,0 +1,177 @@
+/* Placement: bands cut to a CPU share and run on their kind of worker; the planner's choices. */
+#include "testing.h"
+#ifdef STARFA_USE_CUDA
+#include "testing_cuda.h"
+#endif
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* P = A·Bᵀ at S's pattern, in CSR order, in double. */
+static void sddmm_reference(const starfa_csr *S, const float *A, const float *B, int64_t k, double *P)
+{
+	for (int64_t r = 0; r < S->nrows; r++)
+		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++) {
+			double s = 0;
+			for (int64_t d = 0; d < k; d++)
+				s += (double)A[r * k + d] * B[S->colind[e] * k + d];
+			P[e] = s;
+		}
+}
+
+/* Runs an SDDMM over every tile of t under the task log, checks it against the reference, and counts
+ * its tasks per worker kind. */
+static int sddmm_on(const starfa_csr *S, const starfa_tiled *t, int64_t k, uint64_t *rng, int64_t tasks[2])
+{
+	float *A = malloc(sizeof *A * (size_t)(S->nrows * k)), *B = malloc(sizeof *B * (size_t)(S->ncols * k));
+	float *P = malloc(sizeof *P * (size_t)S->nnz);
+	double *want = malloc(sizeof *want * (size_t)S->nnz);
+	CHECK(A && B && P && want);
+	testing_fill_random(A, (size_t)(S->nrows * k), rng);
+	testing_fill_random(B, (size_t)(S->ncols * k), rng);
+	testing_poison(P, (size_t)S->nnz);
+	sddmm_reference(S, A, B, k, want);
+	starfa_dense *dA = NULL, *dB = NULL;
+	starfa_sparse_values *V = NULL;
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, k, &dA));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, k, &dB));
+	CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &V));
+	CHECK_OK(starfa_task_log_begin());
+	int rc = starfa_insert_sddmm(t, dA, dB, STARFA_SDDMM_PATTERN, V);
+	if (!rc)
+		rc = starfa_wait();
+	starfa_task_record *log = NULL;
+	int64_t n = 0;
+	CHECK_OK(starfa_task_log_end(&log, &n));
+	CHECK_OK(rc);
+	tasks[0] = tasks[1] = 0;
+	for (int64_t i = 0; i < n; i++)
+		if (strcmp(log[i].codelet, "sddmm") == 0)
+			tasks[starfa_worker_kind_of(log[i].worker)]++;
+	free(log);
+	CHECK_OK(starfa_sparse_values_gather(V, P));
+	/* The gather puts the values in S's CSR order. */
+	int64_t bad = 0;
+	for (int64_t e = 0; e < S->nnz; e++)
+		bad += !(fabs(P[e] - want[e]) <= 1e-5 * (1 + fabs(want[e])));
+	CHECK_MSG(bad == 0, "%lld of %lld SDDMM values differ from the reference", (long long)bad, (long long)S->nnz);
+	starfa_sparse_values_free(V);
+	starfa_dense_free(dA);
+	starfa_dense_free(dB);
+	free(A);
+	free(B);
+	free(P);
+	free(want);
+	return 0;
+}
+
+/* Non-empty tiles in the row bands [b0, b1). */
+static int64_t tiles_in(const starfa_tiled *t, int64_t b0, int64_t b1)
+{
+	int64_t n = 0;
+	for (int64_t i = b0; i < b1; i++)
+		for (int64_t j = 0; j < starfa_tiled_col_tiles(t); j++)
+			n += starfa_tiled_tile_nnz(t, i, j) > 0;
+	return n;
+}
+
+TEST(placement, rejects_what_cannot_run)
+{
+	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
+	uint64_t rng = testing_seed() + 41;
+	starfa_csr *S = testing_random_csr(200, 150, 3000, 0.0, &rng);
+	CHECK(S);
+	starfa_tiled *t = NULL;
+	starfa_tiling_options cuda = {4, 4, 0, 0, 0, 1, 2, 0.3, 0.3};
+	CHECK(starfa_tiled_create(S, &cuda, &t) == STARFA_EINVAL && t == NULL);
+	CHECK(strstr(starfa_last_error(), "CUDA") != NULL);
+	starfa_tiling_options too_many = {3, 3, 0, 0, 0, 1, 4, 0.5, 0.5};
+	CHECK(starfa_tiled_create(S, &too_many, &t) == STARFA_EINVAL && t == NULL);
+	CHECK(strstr(starfa_last_error(), "CPU bands") != NULL);
+	starfa_tiling_options bad_share = {3, 3, 0, 0, 0, 1, 3, 1.5, NAN};
+	CHECK(starfa_tiled_create(S, &bad_share, &t) == STARFA_EINVAL && t == NULL);
+	CHECK(strstr(starfa_last_error(), "shares") != NULL);
+	/* The planner: no GPU leaves the bands to the caller, unplaced; unknown operations are refused. */
+	starfa_tiling_options plan = {0};
+	starfa_split split[2];
+	CHECK_OK(starfa_plan_tiling("sddmm", 1e6, 1e6, 2, &plan, split));
+	CHECK(plan.placed == 0 && plan.row_tiles == 0 && split[0].cuda_bands == 0 && split[1].cpu_bands == 0);
+	CHECK(starfa_plan_tiling("no_such_op", 1e6, 1e6, 2, &plan, split) == STARFA_EINVAL);
+	CHECK(strstr(starfa_last_error(), "no_such_op") != NULL);
+	CHECK(starfa_plan_tiling("sddmm", 1e6, 1e6, 0, &plan, split) == STARFA_EINVAL);
+	starfa_csr_free(S);
+	return 0;
+}
+
+/* Every band on the CPU workers: the tasks go there and the results are the reference's. */
+TEST(placement, cpu_bands_run_on_cpu_workers)
+{
+	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
+	uint64_t rng = testing_seed() + 43;
+	starfa_csr *S = testing_random_csr(300, 240, 6000, 1.5, &rng);
+	CHECK(S);
+	starfa_tiling_options o = {3, 3, 0, 0, 0, 1, 3, 1.0, 1.0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &o, &t));
+	int64_t tasks[2];
+	CHECK_OK(sddmm_on(S, t, 12, &rng, tasks));
+	CHECK_MSG(tasks[STARFA_WORKER_CPU] == tiles_in(t, 0, 3) && tasks[STARFA_WORKER_CUDA] == 0,
+		  "%lld cpu and %lld cuda tasks for %lld tiles", (long long)tasks[0], (long long)tasks[1],
+		  (long long)tiles_in(t, 0, 3));
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	return 0;
+}
+
+#ifdef STARFA_USE_CUDA
+/* Two GPU bands and two CPU bands holding 30% of the nonzeros: the cut lands there (within the heaviest
+ * rows), each band's tasks run on its kind only, and SDDMM matches the reference. With cpu_bands 0 every
+ * task, band or not, runs on the GPUs. */
+TEST(placement_cuda, bands_run_where_placed)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	starfa_options opts;
+	starfa_options_default(&opts);
+	CHECK_OK(testing_runtime_with(&opts));
+	if (starfa_worker_count(STARFA_WORKER_CPU) == 0 || starfa_worker_count(STARFA_WORKER_CUDA) == 0)
+		SKIP("needs CPU and CUDA workers");
+	uint64_t rng = testing_seed() + 47;
+	starfa_csr *S = testing_random_csr(4000, 3000, 80000, 1.2, &rng);
+	CHECK(S);
+	starfa_tiling_options o = {4, 4, 0, 0, 0, 1, 2, 0.3, 0.3};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &o, &t));
+	const int64_t *rb = starfa_tiled_row_bounds(t);
+	int64_t cpu_nnz = S->rowptr[S->nrows] - S->rowptr[rb[2]], heaviest = 0;
+	for (int64_t r = 0; r < S->nrows; r++)
+		heaviest = S->rowptr[r + 1] - S->rowptr[r] > heaviest ? S->rowptr[r + 1] - S->rowptr[r] : heaviest;
+	CHECK_MSG(fabs((double)cpu_nnz - 0.3 * (double)S->nnz) <= 2.0 * (double)heaviest,
+		  "the CPU bands hold %lld of %lld nonzeros", (long long)cpu_nnz, (long long)S->nnz);
+	int64_t tasks[2];
+	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks));
+	CHECK_MSG(tasks[STARFA_WORKER_CPU] == tiles_in(t, 2, 4) && tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 2),
+		  "%lld cpu and %lld cuda tasks for %lld and %lld tiles", (long long)tasks[0], (long long)tasks[1],
+		  (long long)tiles_in(t, 2, 4), (long long)tiles_in(t, 0, 2));
+	starfa_tiled_free(t);
+	starfa_tiling_options gpus = {3, 3, 0, 0, 0, 1, 0, 0, 0};
+	CHECK_OK(starfa_tiled_create(S, &gpus, &t));
+	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks));
+	CHECK(tasks[STARFA_WORKER_CPU] == 0 && tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 3));
+	starfa_tiled_free(t);
+	/* The planner with GPUs places every band, two a GPU at the least. */
+	starfa_tiling_options plan = {0};
+	starfa_split split[2];
+	CHECK_OK(starfa_plan_tiling("sddmm", (double)S->nnz * 16, (double)S->nnz * 16, 2, &plan, split));
+	CHECK(plan.placed == 1 && plan.row_tiles >= 2 * starfa_worker_count(STARFA_WORKER_CUDA));
+	CHECK(split[0].cuda_bands == 2 * starfa_worker_count(STARFA_WORKER_CUDA));
+	starfa_csr_free(S);
+	return 0;
+}
+#else
+TEST(placement_cuda, not_built)
+{
+	SKIP("starfa was configured without CUDA");
+}
+#endif
