@@ -1,5 +1,11 @@
-/* starfa calibrate: run every codelet over a range of tile sizes and ranks on every
- * worker type until StarPU's performance models are calibrated. */
+/* starfa calibrate: run every codelet over a range of tile sizes and ranks on each worker kind in
+ * turn (its tasks placed there), until StarPU's performance models hold both kinds' timings.
+ *
+ * The kinds are calibrated one after the other, each task pinned to the kind (starfa_tiling_options'
+ * placement), so no round waits for the scheduler to learn which kind lacks a sample. An operation
+ * whose task took longer than --budget on a kind stops growing there: the larger sizes follow from
+ * the measured ones (starfa_plan_tiling scales the largest linearly), and a core no longer spends
+ * seconds per task on the biggest tiles (the calibration that took 311 s on a 16-core host). */
 #include "cli/cli.h"
 
 #include <stdio.h>
@@ -23,6 +29,7 @@ struct calibrate_cli {
 	struct rank_list ranks, als_ranks;
 	int groups;
 	int64_t min_nnz, max_nnz, rounds;
+	double budget_ms; /* a task slower than this stops its operation's growth on that kind */
 	uint64_t seed;
 	starfa_options runtime;
 };
@@ -53,7 +60,9 @@ static void usage(FILE *out)
 		     "                   above the largest, and forces calibration runs outside that.\n"
 		     "                   ALS systems over 1 GiB are not built: hermitian, bias and solve\n"
 		     "                   stop at the size below\n"
-		     "  --rounds N       tasks per size and operation (default: 12 per worker type)\n" CLI_RUNTIME_HELP);
+		     "  --rounds N       tasks per size, operation and worker kind (default 3)\n"
+		     "  --budget MS      a kind whose task took longer than MS milliseconds stops growing that\n"
+		     "                   operation's sizes (default 50; 0: every size)\n" CLI_RUNTIME_HELP);
 }
 
 /* Calls item(option, value, ctx) on each comma-separated value of text, stopping at the first
@@ -122,6 +131,7 @@ static int parse(int argc, char **argv, struct calibrate_cli *c)
 		{"min-nnz", required_argument, NULL, 'm'},
 		{"max-nnz", required_argument, NULL, 'M'},
 		{"rounds", required_argument, NULL, 'n'},
+		{"budget", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -155,6 +165,10 @@ static int parse(int argc, char **argv, struct calibrate_cli *c)
 			break;
 		case 'n':
 			if (cli_parse_int("rounds", optarg, 1, 100000, &c->rounds))
+				return EXIT_USAGE;
+			break;
+		case 'b':
+			if (cli_parse_double("budget", optarg, 0, 1e9, &c->budget_ms))
 				return EXIT_USAGE;
 			break;
 		case 'h':
@@ -208,24 +222,65 @@ static void fill(float *x, size_t n, uint64_t seed)
 	}
 }
 
+/* The worker kind being calibrated: every tiled matrix is placed there, so every task is too. */
+static starfa_worker_kind calibrating;
+
+static starfa_tiling_options placed(starfa_tiling_options o)
+{
+	o.placed = 1;
+	o.cpu_bands = calibrating == STARFA_WORKER_CPU ? (o.row_tiles > o.col_tiles ? o.row_tiles : o.col_tiles) : 0;
+	o.row_cpu_share = o.col_cpu_share = calibrating == STARFA_WORKER_CPU ? 1.0 : 0.0;
+	return o;
+}
+
+/* Groups and ranks whose task went over the budget on the kind being calibrated, and at which size:
+ * the group's larger sizes are skipped at that rank (all of its operations, since later ones read what
+ * earlier ones wrote), and a size no rank of a group needs is not even generated. */
+struct calibrate_cli;
+typedef int (*group_fn)(const struct calibrate_cli *, const starfa_csr *, int64_t);
+#define MAX_SLOW 256
+static struct {
+	group_fn group;
+	int64_t k, nnz;
+} slow[MAX_SLOW];
+static int nslow;
+static group_fn current_group; /* the group calibrate_group is running */
+
+static int is_slow(group_fn group, int64_t k, int64_t nnz)
+{
+	for (int i = 0; i < nslow; i++)
+		if (slow[i].group == group && slow[i].k == k && slow[i].nnz < nnz)
+			return 1;
+	return 0;
+}
+
 /* One operation's rounds: each inserts its tasks through insert(ctx, op) and waits. */
 typedef int (*insert_fn)(void *ctx, int op);
 
 static int run_rounds(const struct calibrate_cli *c, const char *name, int64_t k, int64_t nnz, insert_fn insert,
 		      void *ctx, int op)
 {
+	if (is_slow(current_group, k, nnz))
+		return 0;
 	starfa_stats_reset();
+	double slowest = 0;
 	for (int64_t round = 0; round < c->rounds; round++) {
-		/* One task at a time: dmda sends a task to a worker type whose model lacks this
-		 * size only while it knows so, and it learns that when the task completes.
-		 * Submitted together, every round would go to the first uncalibrated type. */
+		/* One round at a time: each round's tasks write the same outputs anyway. */
+		double t0 = cli_now_seconds();
 		if (insert(ctx, op) || starfa_wait())
 			return cli_library_error();
+		double ms = (cli_now_seconds() - t0) * 1e3;
+		slowest = ms > slowest ? ms : slowest;
 	}
 	starfa_worker_stats st;
 	starfa_stats_get(&st);
-	printf("  %-22s k=%-4lld nnz=%-9lld tasks: %lld cpu, %lld cuda\n", name, (long long)k, (long long)nnz,
-	       (long long)st.tasks[STARFA_WORKER_CPU], (long long)st.tasks[STARFA_WORKER_CUDA]);
+	printf("  %-22s k=%-4lld nnz=%-9lld tasks: %lld cpu, %lld cuda, slowest round %.1f ms\n", name, (long long)k,
+	       (long long)nnz, (long long)st.tasks[STARFA_WORKER_CPU], (long long)st.tasks[STARFA_WORKER_CUDA], slowest);
+	if (c->budget_ms > 0 && slowest > c->budget_ms && nslow < MAX_SLOW && !is_slow(current_group, k, nnz + 1)) {
+		slow[nslow].group = current_group;
+		slow[nslow].k = k;
+		slow[nslow++].nnz = nnz;
+	}
 	return 0;
 }
 
@@ -265,7 +320,7 @@ static int calibrate_tiles(const struct calibrate_cli *c, const starfa_csr *csr,
 	}
 	fill(a, nr, 1);
 	fill(b, nc, 2);
-	starfa_tiling_options one_tile = {1, 1, 1};
+	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, 1, 1});
 	if (starfa_tiled_create(csr, &one_tile, &t.S) || starfa_dense_create(t.S, STARFA_ROWS, a, k, &t.rows) ||
 	    starfa_dense_create(t.S, STARFA_COLS, b, k, &t.cols) ||
 	    starfa_dense_create(t.S, STARFA_ROWS, ya, k, &t.rows_out) ||
@@ -384,7 +439,7 @@ static int calibrate_als(const struct calibrate_cli *c, const starfa_csr *csr, i
 		info[2 * r + 1] = (float)(n > 0 ? 2 * n : 1); /* >= the sum of weights (values < 2) */
 	}
 	int stored = (size_t)csr->nrows * (size_t)(k * k) * sizeof(float) <= MAX_SYSTEMS_BYTES;
-	starfa_tiling_options one_tile = {1, 1, 0};
+	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, 1, 0});
 	if (starfa_tiled_create(csr, &one_tile, &a.S) || starfa_dense_create(a.S, STARFA_COLS, theta, k, &a.theta) ||
 	    starfa_dense_create(a.S, STARFA_ROWS, x, k, &a.x) || starfa_dense_create(a.S, STARFA_ROWS, info, 2, &a.info) ||
 	    starfa_gram_create(k, &a.G) || starfa_systems_create(a.S, STARFA_ROWS, k, 0, 1, &a.status) ||
@@ -476,7 +531,7 @@ static int calibrate_elementwise(const struct calibrate_cli *c, const starfa_csr
 	fill(a, nr, 5);
 	fill(b, nc, 6);
 	fill(ya, nr, 7);
-	starfa_tiling_options by_rows = {2, 2, 1, 1e6, 0};
+	starfa_tiling_options by_rows = placed((starfa_tiling_options){2, 2, 1, 1e6, 0});
 	if (starfa_tiled_create(csr, &by_rows, &e.S) || starfa_dense_create(e.S, STARFA_ROWS, a, k, &e.rows) ||
 	    starfa_dense_create(e.S, STARFA_COLS, b, k, &e.cols) || starfa_dense_create(e.S, STARFA_ROWS, ya, k, &e.rows_out) ||
 	    starfa_dense_create(e.S, STARFA_ROWS, sums, 1, &e.sums_out) ||
@@ -542,7 +597,7 @@ static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, i
 	}
 	fill(U, nu, 8);
 	fill(V, nv, 9);
-	starfa_tiling_options one_tile = {1, 1, 0, 0, 0};
+	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, 1, 0, 0, 0});
 	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_dense_create(g.S, STARFA_ROWS, U, w, &g.U) ||
 	    starfa_dense_create(g.S, STARFA_COLS, V, w, &g.V) || starfa_dense_create(g.S, STARFA_ROWS, HU, w / 2, &g.HU) ||
 	    starfa_dense_create(g.S, STARFA_COLS, HV, w / 2, &g.HV) || starfa_sums_create(1, &g.sse) ||
@@ -612,7 +667,7 @@ static int calibrate_ccd(const struct calibrate_cli *c, const starfa_csr *csr, i
 	fill(h, n, 11);
 	for (size_t r = 0; r < m; r++)
 		count_w[r] = (float)(csr->rowptr[r + 1] - csr->rowptr[r]);
-	starfa_tiling_options one_tile = {1, 1, 1, 0, 0};
+	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, 1, 1, 0, 0});
 	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_dense_create(g.S, STARFA_ROWS, w, 1, &g.w) ||
 	    starfa_dense_create(g.S, STARFA_COLS, h, 1, &g.h) || starfa_dense_create(g.S, STARFA_ROWS, acc_w, 2, &g.acc_w) ||
 	    starfa_dense_create(g.S, STARFA_COLS, acc_h, 2, &g.acc_h) ||
@@ -648,13 +703,44 @@ static int calibrate_group(const struct calibrate_cli *c, int64_t nrows, int64_t
 			   uint64_t seed, const struct rank_list *ranks,
 			   int (*calibrate)(const struct calibrate_cli *, const starfa_csr *, int64_t))
 {
+	int needed = 0;
+	for (int r = 0; r < ranks->n; r++)
+		needed += !is_slow(calibrate, ranks->rank[r], nnz / 2); /* nnz: the target, the matrix has about it */
+	if (!needed)
+		return 0;
 	starfa_csr *csr = random_matrix(nrows, used_rows, ncols, nnz, seed);
 	if (!csr)
 		return cli_library_error();
 	int rc = 0;
+	current_group = calibrate;
 	for (int r = 0; r < ranks->n && rc == 0; r++)
-		rc = calibrate(c, csr, ranks->rank[r]);
+		if (!is_slow(calibrate, ranks->rank[r], csr->nnz))
+			rc = calibrate(c, csr, ranks->rank[r]);
 	starfa_csr_free(csr);
+	return rc;
+}
+
+/* Every group at every size on the kind being calibrated. */
+static int calibrate_sizes(const struct calibrate_cli *c)
+{
+	int rc = 0;
+	for (int64_t nnz = c->min_nnz; nnz <= c->max_nnz && rc == 0; nnz *= 4) {
+		/* square, 16 entries per row on average */
+		int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
+		/* ratings-like: 128 entries per row, 16 per column */
+		int64_t rows = nnz / 128 > 64 ? nnz / 128 : 64, cols = nnz / 16 > 64 ? nnz / 16 : 64;
+		if (c->groups & (GROUP_SDDMM | GROUP_SPMM))
+			rc = calibrate_group(c, n, n, n, nnz, c->seed + (uint64_t)nnz, &c->ranks, calibrate_tiles);
+		/* entries in the first half of the rows only (see calibrate_elementwise) */
+		if (rc == 0 && (c->groups & GROUP_ELEMENTWISE))
+			rc = calibrate_group(c, n, n / 2, n, nnz, c->seed + 5 * (uint64_t)nnz, &c->ranks, calibrate_elementwise);
+		if (rc == 0 && (c->groups & GROUP_SGD))
+			rc = calibrate_group(c, rows, rows, cols, nnz, c->seed + 7 * (uint64_t)nnz, &c->als_ranks, calibrate_sgd);
+		if (rc == 0 && (c->groups & GROUP_CCD))
+			rc = calibrate_group(c, rows, rows, cols, nnz, c->seed + 9 * (uint64_t)nnz, &c->als_ranks, calibrate_ccd);
+		if (rc == 0 && (c->groups & GROUP_ALS))
+			rc = calibrate_group(c, rows, rows, cols, nnz, c->seed + 3 * (uint64_t)nnz, &c->als_ranks, calibrate_als);
+	}
 	return rc;
 }
 
@@ -665,6 +751,8 @@ int cmd_calibrate(int argc, char **argv)
 				  .groups = GROUP_ALL,
 				  .min_nnz = 64,
 				  .max_nnz = 1 << 22, /* the largest automatic tile */
+				  .rounds = 3,
+				  .budget_ms = 50,
 				  .seed = 1};
 	starfa_options_default(&c.runtime);
 	c.runtime.silent = 1;
@@ -674,28 +762,19 @@ int cmd_calibrate(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (starfa_init(&c.runtime) != 0)
 		return cli_library_error();
-	int kinds = (starfa_worker_count(STARFA_WORKER_CPU) > 0) + (starfa_worker_count(STARFA_WORKER_CUDA) > 0);
-	if (c.rounds == 0)
-		c.rounds = 12 * (kinds > 0 ? kinds : 1); /* StarPU trusts a history entry after 10 samples */
 	printf("calibrating on %d cpu and %d cuda workers, scheduler %s\n", starfa_worker_count(STARFA_WORKER_CPU),
 	       starfa_worker_count(STARFA_WORKER_CUDA), starfa_scheduler_name());
 	rc = 0;
-	for (int64_t nnz = c.min_nnz; nnz <= c.max_nnz && rc == 0; nnz *= 4) {
-		/* square, 16 entries per row on average */
-		int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
-		/* ratings-like: 128 entries per row, 16 per column */
-		int64_t rows = nnz / 128 > 64 ? nnz / 128 : 64, cols = nnz / 16 > 64 ? nnz / 16 : 64;
-		if (c.groups & (GROUP_SDDMM | GROUP_SPMM))
-			rc = calibrate_group(&c, n, n, n, nnz, c.seed + (uint64_t)nnz, &c.ranks, calibrate_tiles);
-		/* entries in the first half of the rows only (see calibrate_elementwise) */
-		if (rc == 0 && (c.groups & GROUP_ELEMENTWISE))
-			rc = calibrate_group(&c, n, n / 2, n, nnz, c.seed + 5 * (uint64_t)nnz, &c.ranks, calibrate_elementwise);
-		if (rc == 0 && (c.groups & GROUP_SGD))
-			rc = calibrate_group(&c, rows, rows, cols, nnz, c.seed + 7 * (uint64_t)nnz, &c.als_ranks, calibrate_sgd);
-		if (rc == 0 && (c.groups & GROUP_CCD))
-			rc = calibrate_group(&c, rows, rows, cols, nnz, c.seed + 9 * (uint64_t)nnz, &c.als_ranks, calibrate_ccd);
-		if (rc == 0 && (c.groups & GROUP_ALS))
-			rc = calibrate_group(&c, rows, rows, cols, nnz, c.seed + 3 * (uint64_t)nnz, &c.als_ranks, calibrate_als);
+	const starfa_worker_kind kinds[] = {STARFA_WORKER_CUDA, STARFA_WORKER_CPU};
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		if (starfa_worker_count(kinds[i]) == 0)
+			continue;
+		calibrating = kinds[i];
+		nslow = 0;
+		double t0 = cli_now_seconds();
+		printf("%s workers:\n", starfa_worker_kind_name(kinds[i]));
+		rc = calibrate_sizes(&c);
+		printf("%s workers calibrated in %.1f s\n", starfa_worker_kind_name(kinds[i]), cli_now_seconds() - t0);
 	}
 	rc = cli_shutdown(&c.runtime, rc); /* StarPU writes the models here */
 	if (rc == 0) {

@@ -191,7 +191,8 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 	if (ret != 0)
 		free(record);
 	if (ret == -ENODEV)
-		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s", cl->name);
+		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s%s", cl->name,
+					where >= 0 ? " on the workers it was placed on" : "");
 	if (ret != 0)
 		return starfa_set_error(STARFA_ERUNTIME, "starpu_task_insert(%s) failed: %s", cl->name, strerror(-ret));
 	return 0;

@@ -40,6 +40,7 @@ struct ccd {
 	starfa_csr *csr;
 	starfa_tiled *S;
 	int64_t k, nf, P; /* rank, features (rank + 2 with biases), bands a side */
+	starfa_split split[2];
 	float *W, *H;     /* by feature: nf x users, nf x items */
 	starfa_dense **w, **h;
 	float *held, *acc_w, *acc_h, *count_w, *count_h;
@@ -159,6 +160,15 @@ static int ccd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	/* P bands a side: one a worker (the bands of a side update at once; a band's tiles add up in turn),
 	 * no tile under MIN_TILE_NNZ entries on average. */
 	int64_t P = g->o.tiles;
+	/* With GPUs the measured speeds decide (starfa_plan_tiling): one band a GPU, and one a core when the
+	 * cores' share of a feature's passes pays. */
+	starfa_tiling_options tiling = {P, P, 1, 0, 0};
+	if (P == 0 && (rc = starfa_plan_tiling("ccd_pass", (double)c->nnz, (double)c->nnz, 1, &tiling, g->split)))
+		return rc;
+	if (tiling.placed && (tiling.row_tiles > m || tiling.row_tiles > n))
+		tiling.placed = 0; /* a tiny matrix: no bands to place */
+	if (tiling.placed)
+		P = tiling.row_tiles;
 	if (P == 0) {
 		int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
 		P = workers > 0 ? workers : 1;
@@ -169,8 +179,7 @@ static int ccd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		return starfa_set_error(STARFA_EINVAL, "%lld tiles a side need at least %lld rows and columns; the "
 						       "matrix has %lld x %lld", (long long)P, (long long)P, (long long)m,
 					(long long)n);
-	g->P = P;
-	starfa_tiling_options tiling = {P, P, 1, 0, 0};
+	g->P = tiling.row_tiles = tiling.col_tiles = P;
 	if ((rc = starfa_tiled_create(c, &tiling, &g->S)))
 		return rc;
 	g->W = starfa_malloc((size_t)(g->nf * m), sizeof *g->W);
@@ -312,6 +321,7 @@ static int ccd_evaluate(void *state, starfa_train_progress *p)
 	const starfa_csr *c = g->csr;
 	const int64_t m = c->nrows, n = c->ncols;
 	p->row_tiles = p->col_tiles = g->P;
+	p->split = g->split;
 	double sse = NAN;
 	int rc = starfa_reduce_values(g->R, STARFA_REDUCE_SQUARES, 0.0f, NULL, &sse);
 	if (!rc)

@@ -49,6 +49,7 @@ struct sgd {
 	starfa_csr *csr;
 	starfa_tiled *S;
 	int64_t k, w, P;          /* rank, row width (k + 2, padded to a multiple of 4), strata */
+	starfa_split split[2];    /* where the strata's tiles run (row bands; the columns follow) */
 	float *U, *V, *saved_U, *saved_V, *GU, *GV;
 	starfa_dense *dU, *dV, *dsU, *dsV, *dGU, *dGV; /* factors, the bold driver's copies, AdaGrad's accumulators */
 	uint16_t *hU, *hV;        /* fp16: the rows the tasks update, as FP16 (w halves a row) */
@@ -198,9 +199,15 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	 * microseconds, would outweigh its updates); no more than the rows or columns allow. */
 	int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
 	int64_t P = g->o.strata;
+	/* With GPUs the measured speeds decide (starfa_plan_tiling): two bands a GPU, and one a core when
+	 * the cores' share of an epoch pays; a stratum then holds tiles of both kinds. */
+	starfa_tiling_options tiling = {P, P, 0, 0, 0};
 	if (P == 0) {
-		P = 2 * (workers > 0 ? workers : 1);
-		while (P > 1 && c->nnz / (P * P) < MIN_TILE_NNZ)
+		double epoch = (double)c->nnz * (double)g->o.rank;
+		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, 2, &tiling, g->split)))
+			return rc;
+		P = tiling.placed ? tiling.row_tiles : 2 * (workers > 0 ? workers : 1);
+		while (!tiling.placed && P > 1 && c->nnz / (P * P) < MIN_TILE_NNZ)
 			P--;
 	}
 	if (P > c->nrows || P > c->ncols) {
@@ -210,8 +217,9 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 						(long long)c->nrows, (long long)c->ncols);
 		P = c->nrows < c->ncols ? c->nrows : c->ncols;
 	}
-	g->P = P;
-	starfa_tiling_options tiling = {P, P, 0, 0, 0};
+	if (P > c->nrows || P > c->ncols)
+		tiling.placed = 0; /* a tiny matrix: no bands to place */
+	g->P = tiling.row_tiles = tiling.col_tiles = P;
 	if ((rc = starfa_tiled_create(c, &tiling, &g->S)))
 		return rc;
 	size_t nu = (size_t)(c->nrows * g->w), ni = (size_t)(c->ncols * g->w);
@@ -379,6 +387,7 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	struct sgd *g = state;
 	const starfa_csr *c = g->csr;
 	p->row_tiles = p->col_tiles = g->P;
+	p->split = g->split;
 	double sse, loss;
 	int rc = objective(g, &sse, &loss);
 	if (rc)

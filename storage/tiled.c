@@ -367,10 +367,10 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 		add_row_cost(col_counts, csr->ncols, col_cost);
 	balanced_bounds(row_counts, csr->nrows, row_tiles, placed ? cpu_bands : 0, row_share, t->row_bounds);
 	balanced_bounds(col_counts, csr->ncols, col_tiles, placed ? cpu_bands : 0, col_share, t->col_bounds);
-	if (placed && (rc = place_bands(t, cpu_bands)) != 0)
-		goto fail;
 	rc = build_grid(csr, t->row_bounds, row_tiles, t->col_bounds, col_tiles, &t->grid);
 	if (rc)
+		goto fail;
+	if (placed && (rc = place_bands(t, cpu_bands)) != 0)
 		goto fail;
 	if (opts && opts->transposed) {
 		rc = build_transposed(&t->grid, &t->transposed);
