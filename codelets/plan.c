@@ -3,7 +3,7 @@
  * A sweep (ALS's solves of one side, an SDDMM over the matrix, an SGD epoch) is cut into bands; each
  * band's tasks run on one kind of worker. The GPUs take bands_per_gpu bands each; the CPU workers take
  * one band each, cut to a share s of the sweep's cost, when that shortens the predicted sweep by at
- * least MIN_GAIN. The prediction reads the operation's history of measured tasks (its perfmodel file,
+ * least MIN_GAIN and BAND_OVERHEAD_US a core. The prediction reads the operation's history of measured tasks (its perfmodel file,
  * written by `starfa calibrate` and by every run): the time of a task of cost C on one worker of a
  * kind, interpolated between the measured costs (log-log), linear in C beyond the largest and flat
  * below the smallest (per-task overhead). Before both kinds have samples the GPUs work alone: a core
@@ -17,6 +17,11 @@
 #include <unistd.h>
 
 #define MIN_GAIN 0.05 /* the split must shorten the predicted sweep by 5% */
+/* and by this much per CPU band: what a band on the cores costs beyond its kernels, its tasks' scheduling
+ * among every worker and its factor block's trips to and from the GPU. Measured on a 16-core H100 host:
+ * MovieLens ALS split 2 + 15 bands ran 0.02-0.05 s an iteration against 0.002-0.006 s on the GPU alone,
+ * where the models predicted sub-millisecond sweeps either way. */
+#define BAND_OVERHEAD_US 300.0
 #define MAX_POINTS 256
 
 /* Measured (cost, microseconds) points of one worker kind, one per cost (the fastest variant). */
@@ -111,7 +116,7 @@ static double sweep_us(const struct curve *cpu, const struct curve *cuda, double
 	return fmax(*gpu_us, *cpu_us);
 }
 
-/* The split of one sweep; mode: 0 computed, 1 the GPUs alone. */
+/* The split of one sweep; mode: 0 computed, 1 the GPUs alone (the prediction is still made). */
 static void plan_side(const struct curve *cpu, const struct curve *cuda, double cost, int64_t per_gpu, int mode,
 		      starfa_split *out)
 {
@@ -136,7 +141,7 @@ static void plan_side(const struct curve *cpu, const struct curve *cuda, double 
 			hi = mid;
 	}
 	double best = sweep_us(cpu, cuda, cost, lo, ngpu, ncpu, per_gpu, &g, &c) * 1e-3;
-	if (best <= (1 - MIN_GAIN) * out->cuda_ms) {
+	if (best <= (1 - MIN_GAIN) * out->cuda_ms && out->cuda_ms - best >= ncpu * BAND_OVERHEAD_US * 1e-3) {
 		out->cpu_share = lo;
 		out->cpu_bands = ncpu;
 		out->split_ms = best;
@@ -158,14 +163,16 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 		known = strcmp(*s, symbol) == 0;
 	if (!known)
 		return starfa_set_error(STARFA_EINVAL, "starfa_plan_tiling: no operation '%s'", operation);
+	/* The default is the GPUs alone: the split measured slower than the GPU alone where it was tried on
+	 * large inputs (bench/PLACEMENT.md), so it is asked for, not assumed. */
 	const char *env = getenv("STARFA_PLACEMENT");
-	int mode = 0; /* computed */
+	int mode = 1;
 	if (env && *env) {
-		if (strcmp(env, "gpu") == 0)
-			mode = 1;
+		if (strcmp(env, "split") == 0)
+			mode = 0;
 		else if (strcmp(env, "any") == 0)
 			mode = 2;
-		else if (strcmp(env, "split") != 0)
+		else if (strcmp(env, "gpu") != 0)
 			return starfa_set_error(STARFA_EINVAL, "STARFA_PLACEMENT must be gpu, split or any, not '%s'", env);
 	}
 	starfa_split local[2];
@@ -210,7 +217,7 @@ void starfa_split_describe(const starfa_split *s, FILE *out)
 		return;
 	}
 	if (s->cpu_bands == 0) {
-		fprintf(out, "placement: the GPUs alone, %lld bands (%s", (long long)s->cuda_bands,
+		fprintf(out, "placement: the GPUs alone, %lld band%s (%s", (long long)s->cuda_bands, s->cuda_bands == 1 ? "" : "s",
 			s->calibrated ? "calibrated" : "not calibrated on both kinds");
 		if (isfinite(s->cuda_ms) && isfinite(s->cpu_ms))
 			fprintf(out, "; predicted sweep %.3g ms on the GPUs, %.3g ms on the cores", s->cuda_ms, s->cpu_ms);

@@ -190,13 +190,15 @@ typedef struct starfa_split {
 
 /* Decides the bands of the row-side and column-side sweeps (split[0], split[1]; may be NULL) of
  * `row_sweep_cost` and `col_sweep_cost` (in the operation's perfmodel size: nnz x K for
- * "sddmm", rowsolve's cost model for "rowsolve", ...) over every worker: with no CUDA worker, every
- * band goes to the CPU workers (cuda_bands 0, StarPU places them); with CUDA workers, bands_per_gpu
- * bands for each GPU and, when the CPU workers' share shortens the predicted sweep by at least 5%, one
- * band per CPU worker cut to that share. Before the operation is calibrated on both kinds the prior is
- * the GPUs alone: no critical task goes to a worker kind of unknown speed just to learn it.
- * STARFA_PLACEMENT=gpu|split|any in the environment forces the GPUs alone, the computed split, or the
- * old behaviour (no placement). Fills `tiling` (row and column tiles, placement) when not NULL. */
+ * "sddmm", rowsolve's cost model for "rowsolve", ...) over every worker. With no CUDA worker, every
+ * band goes to the CPU workers (cuda_bands 0, StarPU places them). With CUDA workers, bands_per_gpu
+ * bands for each GPU, every task of the matrix on the GPUs; the split is predicted all the same from
+ * the models (cuda_ms, cpu_ms, split_ms). STARFA_PLACEMENT=split in the environment applies it: one band
+ * per CPU worker cut to the cores' share, when that shortens the predicted sweep by at least 5% and
+ * 0.3 ms a core, and the operation has samples on both kinds (before that the GPUs work alone: no
+ * critical task goes to a worker kind of unknown speed just to learn it). STARFA_PLACEMENT=any places
+ * nothing (StarPU's scheduler decides every task, the caller's band count), =gpu is the default.
+ * Fills `tiling` (row and column tiles, placement) when not NULL. */
 int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_sweep_cost, int64_t bands_per_gpu,
 		       starfa_tiling_options *tiling, starfa_split split[2]);
 /* One line: "placement: GPUs alone (models not calibrated) ..." */
