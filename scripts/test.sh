@@ -25,7 +25,11 @@ check() { # check BUILD_DIR: make check, showing the logs of what failed
 	if ! make -C "$dir" -j"$(nproc)" check >"$dir/check.log" 2>&1; then
 		grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS|# )' "$dir/check.log" || true
 		for log in "$dir"/tests/*.log; do
-			grep -q '^:test-result: \(FAIL\|ERROR\)' "${log%.log}.trs" 2>/dev/null && { echo "--- $log"; tail -n 60 "$log"; }
+			grep -q '^:test-result: \(FAIL\|ERROR\)' "${log%.log}.trs" 2>/dev/null && {
+				echo "--- $log"
+				grep -E '^(seed |FAIL |  .*:[0-9]+: )' "$log" | head -n 20 # the replay seed and the failed checks
+				tail -n 40 "$log"
+			}
 		done
 		echo "test: FAILED in ${dir#$top/}" >&2
 		return 1
