@@ -52,6 +52,12 @@ int cli_load_csr(const char *path, starfa_format format, starfa_csr **out, starf
 
 double cli_now_seconds(void);
 
+/* An output file written whole or not at all: cli_open_output creates a temporary file beside path
+ * (NULL after a message on failure, *tmp its name); cli_close_output with keep 1 renames it over path
+ * (1 after a message when that or a write failed), with keep 0 removes it. */
+FILE *cli_open_output(const char *path, char **tmp);
+int cli_close_output(FILE *f, char *tmp, const char *path, int keep);
+
 /* The table of --profile: per worker its tasks and where its time went, then the bytes per link. */
 void cli_profile_print(FILE *out, const starfa_profile *p);
 
@@ -66,5 +72,7 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_recommend(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_topics(int argc, char **argv);
+int cmd_transform(int argc, char **argv);
 
 #endif

@@ -6,20 +6,29 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: starfa eval --model MODEL --test FILE [--k K] [--format F]\n"
+	fprintf(out, "usage: starfa eval --model MODEL --test FILE [--k K] [--format F] [OPTIONS]\n"
 		     "Scores a model on test entries, matched to its users and items by id, as its kind calls for.\n"
 		     "Explicit models: RMSE (unknown users and items predicted by the mean and the biases there\n"
 		     "are). Non-negative models: RMSE of W·Hᵀ. Implicit models: precision@k, MAP@k and NDCG@k, each\n"
-		     "test user's training items left out of its ranking. Topic models: not yet (perplexity).\n"
+		     "test user's training items left out of its ranking. Topic models: the document-completion\n"
+		     "perplexity of held-out documents (each one's entries, sorted by word id, alternate between an\n"
+		     "observed half, from which its mixture is inferred, and an evaluated half, whose tokens are\n"
+		     "scored: exp(-sum c log(theta_d . beta_w) / sum c)), as a task graph on every worker.\n"
 		     "  --model MODEL    a model written by starfa train\n"
 		     "  --test FILE      test entries (ratings file or Matrix Market)\n"
 		     "  --format F       mtx, ratings or docword (default: guessed from the name)\n"
-		     "  --k K            cut-off of the ranking metrics (default 10)\n");
+		     "  --k K            cut-off of the ranking metrics (default 10)\n"
+		     "  --iters N        topic models: most E-step iterations inferring the mixtures (default 100)\n"
+		     "  --tol X          topic models: stop once the mean absolute change of gamma is under X (default 1e-3)\n"
+		     "runtime options (topic models):\n" CLI_RUNTIME_HELP);
 }
 
 int cmd_eval(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		CLI_RUNTIME_OPTIONS,
+		{"iters", required_argument, NULL, 'n'},
+		{"tol", required_argument, NULL, 'T'},
 		{"model", required_argument, NULL, 'm'},
 		{"test", required_argument, NULL, 't'},
 		{"format", required_argument, NULL, 'f'},
@@ -30,9 +39,27 @@ int cmd_eval(int argc, char **argv)
 	const char *model_path = NULL, *test_path = NULL;
 	starfa_format format = STARFA_FORMAT_AUTO;
 	int64_t k = 10;
+	starfa_topic_options to;
+	starfa_topic_options_default(&to);
+	starfa_options runtime;
+	starfa_options_default(&runtime);
+	runtime.silent = 1;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "m:t:k:h", longopts, NULL)) != -1) {
+		int handled = cli_runtime_option(opt, optarg, &runtime);
+		if (handled < 0)
+			return EXIT_USAGE;
+		if (handled)
+			continue;
 		switch (opt) {
+		case 'n':
+			if (cli_parse_int("iters", optarg, 1, 1000000, &to.max_iters))
+				return EXIT_USAGE;
+			break;
+		case 'T':
+			if (cli_parse_double("tol", optarg, 0, 1e6, &to.tol))
+				return EXIT_USAGE;
+			break;
 		case 'm':
 			model_path = optarg;
 			break;
@@ -69,6 +96,32 @@ int cmd_eval(int argc, char **argv)
 	if (starfa_read(test_path, format, &test) != 0) {
 		starfa_model_free(m);
 		return cli_library_error();
+	}
+	if (m->kind == STARFA_MODEL_TOPIC) {
+		int rc = 0;
+		starfa_perplexity p;
+		if (test->ncols > m->nitems) {
+			cli_error("%s:2: %lld words declared, but the model knows %lld: word ids must be those of its "
+				  "training corpus", test_path, (long long)test->ncols, (long long)m->nitems);
+			rc = 1;
+		} else if (starfa_init(&runtime) != 0) {
+			rc = cli_library_error();
+		} else {
+			if (starfa_topic_perplexity(m, test, &to, &p) != 0)
+				rc = cli_library_error();
+			rc = cli_shutdown(&runtime, rc);
+		}
+		if (!rc) {
+			printf("test: %s documents=%lld observed_tokens=%lld evaluated_tokens=%lld e_step_iterations=%lld\n",
+			       test_path, (long long)p.documents, (long long)p.observed_tokens, (long long)p.evaluated_tokens,
+			       (long long)p.iterations);
+			if (p.empty)
+				printf("note: %lld documents have no words (kept: their mixture is the prior)\n", (long long)p.empty);
+			printf("perplexity=%.4f\n", p.perplexity);
+		}
+		starfa_coo_free(test);
+		starfa_model_free(m);
+		return rc;
 	}
 	starfa_metrics r;
 	int rc = starfa_eval(m, test, k, &r);

@@ -11,7 +11,10 @@ static void usage(FILE *out)
 		     "FILE.tsv and renamed into place: a failure leaves no file behind.\n"
 		     "  --model MODEL    a model written by starfa train\n"
 		     "  --what WHAT      user-factors, item-factors (rank values per line), user-bias or item-bias\n"
-		     "                   (one value; explicit models trained with biases)\n"
+		     "                   (one value; explicit models trained with biases); topic-word (topic and\n"
+		     "                   non-negative models: a line per topic, W probabilities summing to 1, no\n"
+		     "                   ids) or doc-topic (topic models: a line per training document, its K topic\n"
+		     "                   proportions, no ids)\n"
 		     "  --out FILE.tsv   where to write it (replaced if it exists)\n");
 }
 
@@ -35,7 +38,8 @@ int cmd_export(int argc, char **argv)
 		case 'w':
 			what_name = optarg;
 			if (starfa_export_parse(optarg, &what) != 0) {
-				cli_error("--what must be user-factors, item-factors, user-bias or item-bias, not '%s'", optarg);
+				cli_error("--what must be user-factors, item-factors, user-bias, item-bias, topic-word or doc-topic, "
+				  "not '%s'", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -64,6 +68,13 @@ int cmd_export(int argc, char **argv)
 	if (starfa_model_export(m, what, out_path) != 0) {
 		rc = cli_library_error();
 	} else {
+		if (what == STARFA_EXPORT_TOPIC_WORD || what == STARFA_EXPORT_DOC_TOPIC) {
+			int tw = what == STARFA_EXPORT_TOPIC_WORD;
+			printf("%s: %lld lines of %lld values written to %s\n", starfa_export_name(what),
+			       (long long)(tw ? m->rank : m->nusers), (long long)(tw ? m->nitems : m->rank), out_path);
+			starfa_model_free(m);
+			return 0;
+		}
 		int bias = what == STARFA_EXPORT_USER_BIAS || what == STARFA_EXPORT_ITEM_BIAS;
 		int users = what == STARFA_EXPORT_USER_FACTORS || what == STARFA_EXPORT_USER_BIAS;
 		int64_t values = bias ? 1 : m->rank;

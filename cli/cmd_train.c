@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 struct train_cli {
-	const char *input, *test, *out, *log;
+	const char *input, *test, *out, *log, *vocab;
 	starfa_format format;
 	double test_fraction;
 	uint64_t seed;
@@ -44,8 +44,11 @@ static void usage(FILE *out, const starfa_algorithm *only)
 		"  --algo NAME          %s (default als; `starfa train --algo NAME --help` shows its options)\n"
 		"  --input FILE         training entries (ratings file: user item value [timestamp], Matrix Market or docword)\n"
 		"  --format F           mtx, ratings or docword (default: guessed from the name)\n"
+		"  --vocab FILE         the words of the columns, one per line (UCI vocab.*.txt): topics and exports\n"
+		"                       show them\n"
 		"  --test FILE          entries to score after every iteration (matched by user and item id)\n"
-		"  --test-fraction F    hold out this fraction of the input as the test set instead (e.g. 0.2)\n"
+		"  --test-fraction F    hold out this fraction of the input as the test set instead (e.g. 0.2; whole\n"
+		"                       documents for topic models, scored by document completion)\n"
 		"  --seed S             seed of the hold-out split and of the algorithm's random start (default 1)\n"
 		"  --out MODEL          the model file to write\n"
 		"  --log FILE.csv       the progress lines as CSV\n"
@@ -105,6 +108,7 @@ static int parse(int argc, char **argv, struct train_cli *c)
 		{"algo", required_argument, NULL, 'a'},
 		{"input", required_argument, NULL, 'i'},
 		{"format", required_argument, NULL, 'f'},
+		{"vocab", required_argument, NULL, 'V'},
 		{"test", required_argument, NULL, 't'},
 		{"test-fraction", required_argument, NULL, 'F'},
 		{"seed", required_argument, NULL, 's'},
@@ -169,6 +173,9 @@ static int parse(int argc, char **argv, struct train_cli *c)
 			break;
 		case 't':
 			c->test = optarg;
+			break;
+		case 'V':
+			c->vocab = optarg;
 			break;
 		case 'F':
 			if (cli_parse_double("test-fraction", optarg, 0.0, 0.99, &c->test_fraction))
@@ -300,58 +307,11 @@ static int on_iteration(const starfa_train_progress *p, void *user_data)
 	return 0;
 }
 
-/* The log goes to a temporary file renamed into place at the end, like the model. */
-static FILE *open_log(const char *path, char **tmp_out)
-{
-	size_t len = strlen(path) + 16;
-	char *tmp = malloc(len);
-	if (!tmp)
-		return NULL;
-	snprintf(tmp, len, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		cli_error("cannot create a temporary file beside %s: %s", path, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		free(tmp);
-		return NULL;
-	}
-	*tmp_out = tmp;
-	return f;
-}
-
-static int finish_log(FILE *f, char *tmp, const char *path, int keep)
-{
-	int rc = 0;
-	int failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-	if (fclose(f) != 0)
-		failed = 1;
-	if (keep && failed) {
-		cli_error("cannot write the log %s", path);
-		rc = 1;
-	}
-	if (keep && !failed) {
-		mode_t mask = umask(0);
-		umask(mask);
-		if (chmod(tmp, 0666 & ~mask) != 0 || rename(tmp, path) != 0) {
-			cli_error("cannot write the log %s: %s", path, strerror(errno));
-			rc = 1;
-		}
-	}
-	if (!keep || rc)
-		unlink(tmp);
-	free(tmp);
-	return rc;
-}
-
 static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 {
 	struct run_state st = {.profile = c->profile};
 	char *log_tmp = NULL;
-	if (c->log && !(st.log = open_log(c->log, &log_tmp)))
+	if (c->log && !(st.log = cli_open_output(c->log, &log_tmp)))
 		return 1;
 	/* Every setting the run used, from the algorithm's own table. */
 	printf("%s:", c->algo->name);
@@ -366,11 +326,11 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 	starfa_model *model = NULL;
 	char *task_tmp = NULL;
 	FILE *task_log = NULL;
-	if (c->task_log && (!(task_log = open_log(c->task_log, &task_tmp)) || starfa_task_log_begin() != 0)) {
+	if (c->task_log && (!(task_log = cli_open_output(c->task_log, &task_tmp)) || starfa_task_log_begin() != 0)) {
 		if (task_log)
-			finish_log(task_log, task_tmp, c->task_log, 0);
+			cli_close_output(task_log, task_tmp, c->task_log, 0);
 		if (st.log)
-			finish_log(st.log, log_tmp, c->log, 0);
+			cli_close_output(st.log, log_tmp, c->log, 0);
 		return task_log ? cli_library_error() : 1;
 	}
 	double t0 = cli_now_seconds();
@@ -394,17 +354,20 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 	}
 	if (rc == 0 && starfa_model_save(model, c->out) != 0)
 		rc = cli_library_error();
-	if (st.log && finish_log(st.log, log_tmp, c->log, rc == 0) != 0 && rc == 0) {
+	if (st.log && cli_close_output(st.log, log_tmp, c->log, rc == 0) != 0 && rc == 0) {
 		unlink(c->out); /* the run failed: no model without its log either */
 		rc = 1;
 	}
-	if (task_log && finish_log(task_log, task_tmp, c->task_log, rc == 0) != 0 && rc == 0) {
+	if (task_log && cli_close_output(task_log, task_tmp, c->task_log, rc == 0) != 0 && rc == 0) {
 		unlink(c->out);
 		if (c->log)
 			unlink(c->log);
 		rc = 1;
 	}
-	if (rc == 0)
+	if (rc == 0 && model->kind == STARFA_MODEL_TOPIC)
+		printf("model: %lld documents, %lld words, %lld topics, trained in %.2f s, saved to %s\n",
+		       (long long)model->nusers, (long long)model->nitems, (long long)model->rank, total, c->out);
+	else if (rc == 0)
 		printf("model: %lld users, %lld items, rank %lld, trained in %.2f s, saved to %s\n", (long long)model->nusers,
 		       (long long)model->nitems, (long long)model->rank, total, c->out);
 	if (rc == 0 && st.profile) {
@@ -442,8 +405,14 @@ static int train_command(struct train_cli *cp)
 	if (repeated)
 		printf("note: %lld repeated (user, item) ratings in %s: kept the last of each\n", (long long)repeated,
 		       c.input);
+	if (c.vocab && starfa_read_vocab(c.vocab, all) != 0) {
+		starfa_coo_free(all);
+		return cli_library_error();
+	}
+	const int topics = c.algo->kind == STARFA_MODEL_TOPIC;
 	if (c.test_fraction > 0) {
-		rc = starfa_coo_split(all, c.test_fraction, c.seed, &train, &test);
+		rc = topics ? starfa_coo_split_rows(all, c.test_fraction, c.seed, &train, &test)
+			    : starfa_coo_split(all, c.test_fraction, c.seed, &train, &test);
 		starfa_coo_free(all);
 		if (rc)
 			return cli_library_error();
@@ -454,11 +423,23 @@ static int train_command(struct train_cli *cp)
 			return cli_library_error();
 		}
 	}
-	printf("training: %s users=%lld items=%lld entries=%lld", c.input, (long long)train->nrows,
-	       (long long)train->ncols, (long long)train->nnz);
+	printf(topics ? "training: %s documents=%lld words=%lld entries=%lld" : "training: %s users=%lld items=%lld entries=%lld",
+	       c.input, (long long)train->nrows, (long long)train->ncols, (long long)train->nnz);
 	if (test)
 		printf("; test: %s entries=%lld", c.test ? c.test : "held out", (long long)test->nnz);
 	printf("\n");
+	if (topics) { /* real corpora have documents with no words: kept, their mixture the prior */
+		int64_t empty = 0;
+		char *has = calloc((size_t)train->nrows + 1, 1);
+		for (int64_t e = 0; has && e < train->nnz; e++)
+			has[train->row[e]] = 1;
+		for (int64_t r = 0; has && r < train->nrows; r++)
+			empty += !has[r];
+		free(has);
+		if (empty)
+			printf("note: %lld of the %lld training documents have no words (kept: their mixture is the prior)\n",
+			       (long long)empty, (long long)train->nrows);
+	}
 	if (starfa_init(&c.runtime) != 0) {
 		rc = cli_library_error();
 	} else {

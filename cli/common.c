@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void cli_error(const char *fmt, ...)
 {
@@ -164,3 +166,50 @@ void cli_model_print(FILE *out, const starfa_model *m)
 	fprintf(out, "model: %s (%s), %lld users, %lld items, rank %lld%s\n", starfa_model_kind_name(m->kind), m->algorithm,
 		(long long)m->nusers, (long long)m->nitems, (long long)m->rank, m->user_bias ? ", biases" : "");
 }
+
+FILE *cli_open_output(const char *path, char **tmp_out)
+{
+	size_t len = strlen(path) + 16;
+	char *tmp = malloc(len);
+	if (!tmp)
+		return NULL;
+	snprintf(tmp, len, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		cli_error("cannot create a temporary file beside %s: %s", path, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		free(tmp);
+		return NULL;
+	}
+	*tmp_out = tmp;
+	return f;
+}
+
+int cli_close_output(FILE *f, char *tmp, const char *path, int keep)
+{
+	int rc = 0;
+	int failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+	if (fclose(f) != 0)
+		failed = 1;
+	if (keep && failed) {
+		cli_error("cannot write %s", path);
+		rc = 1;
+	}
+	if (keep && !failed) {
+		mode_t mask = umask(0);
+		umask(mask);
+		if (chmod(tmp, 0666 & ~mask) != 0 || rename(tmp, path) != 0) {
+			cli_error("cannot write %s: %s", path, strerror(errno));
+			rc = 1;
+		}
+	}
+	if (!keep || rc)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+

@@ -12,10 +12,12 @@ static const struct command {
 	{"info", cmd_info, "StarPU version, scheduler and every worker"},
 	{"stat", cmd_stat, "dimensions, nonzeros and tiling of a matrix file"},
 	{"sddmm", cmd_sddmm, "sampled dense-dense product over the tiles, on every worker"},
-	{"train", cmd_train, "train ALS or implicit ALS on a ratings file, save the model"},
-	{"eval", cmd_eval, "score a model on test entries (RMSE, or precision/MAP/NDCG at k)"},
+	{"train", cmd_train, "train a model (ALS, SGD, CCD++, LDA, ...) on ratings or a corpus, save it"},
+	{"eval", cmd_eval, "score a model on test entries (RMSE, precision/MAP/NDCG at k, or perplexity)"},
 	{"recommend", cmd_recommend, "a user's top items from a model"},
-	{"export", cmd_export, "write a model's factors or biases as tab-separated text"},
+	{"export", cmd_export, "write a model's factors, biases or topic proportions as tab-separated text"},
+	{"topics", cmd_topics, "each topic's most probable words"},
+	{"transform", cmd_transform, "the topic proportions of new documents under a topic model"},
 	{"calibrate", cmd_calibrate, "calibrate StarPU's performance models of every operation"},
 };
 

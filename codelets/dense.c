@@ -76,6 +76,16 @@ static uint32_t dense_map_variant(const struct starpu_task *task)
 
 STARFA_CODELET(dense_map, block_elements, dense_map_variant, dense_map_cpu, STARFA_CUDA_FUNC(dense_map_cuda));
 
+double starfa_digamma(double x)
+{
+	return starfa_digamma_d(x);
+}
+
+double starfa_lgamma(double x)
+{
+	return starfa_lgamma_d(x);
+}
+
 int starfa_task_dense_map(starfa_dense *Y, int64_t block, starfa_dense_op op, float a, float b, const starfa_dense *X,
 			  const starfa_vector *v, const starfa_task_attr *attr)
 {
@@ -330,8 +340,8 @@ int starfa_task_dense_reduce(const starfa_dense *D, int64_t block, starfa_reduce
 		rc = starfa_check_slot(what, sums, slot);
 	if (rc)
 		return rc;
-	if (op != STARFA_REDUCE_SUM && op != STARFA_REDUCE_SQUARES)
-		return starfa_set_error(STARFA_EINVAL, "%s: dense blocks take SUM or SQUARES, not op %d", what, (int)op);
+	if (op != STARFA_REDUCE_SUM && op != STARFA_REDUCE_SQUARES && op != STARFA_REDUCE_ABS)
+		return starfa_set_error(STARFA_EINVAL, "%s: dense blocks take SUM, SQUARES or ABS, not op %d", what, (int)op);
 	struct reduce_args args = {(int)op};
 	double n = (double)(D->bounds[block + 1] - D->bounds[block]) * (double)D->cols;
 	starfa_task_attr placed;

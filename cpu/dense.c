@@ -55,7 +55,7 @@ double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t c = 0; c < cols; c++) {
 			double y = X[r * ldx + c];
-			s += op == STARFA_REDUCE_SQUARES ? y * y : y;
+			s += op == STARFA_REDUCE_SQUARES ? y * y : op == STARFA_REDUCE_ABS ? fabs(y) : y;
 		}
 	return s;
 }

@@ -45,6 +45,7 @@ STARFA_HD double starfa_reduce_term(int op, float a, float x, float y)
 	case STARFA_REDUCE_KL: return x != 0.0f ? (double)x * log((double)x / fmax((double)a, (double)y)) - x : 0.0;
 	case STARFA_REDUCE_XLOGY: return x != 0.0f ? (double)x * log(fmax((double)a, (double)y)) : 0.0;
 	case STARFA_REDUCE_CONFIDENCE: return (1.0 + (double)a * x) * (1.0 - y) * (1.0 - y) - (double)y * y;
+	case STARFA_REDUCE_ABS: return fabs((double)y);
 	default: return 0.0;
 	}
 }
@@ -68,6 +69,7 @@ STARFA_HD float starfa_dense_apply(int op, float a, float b, float z, float y)
 	case STARFA_DENSE_EXP: return expf(y);
 	case STARFA_DENSE_LOG: return logf(fmaxf(a, y));
 	case STARFA_DENSE_DIGAMMA: return starfa_digammaf(y);
+	case STARFA_DENSE_LGAMMA: return starfa_lgammaf(y);
 	default: return y;
 	}
 }

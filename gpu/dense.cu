@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kReduceThreads)
 	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
 		const int64_t r = e / cols, c = e - r * cols;
 		double y = X[r * ldx + c];
-		v += op == STARFA_REDUCE_SQUARES ? y * y : y;
+		v += op == STARFA_REDUCE_SQUARES ? y * y : op == STARFA_REDUCE_ABS ? fabs(y) : y;
 	}
 	starfa_gpu::block_add(v, sum);
 }

@@ -57,8 +57,8 @@ int starfa_insert_sddmm(const starfa_tiled *S, const starfa_dense *A, const star
 	return starfa_insert_sddmm_ab(S, A, B, mode, 1.0f, 0.0f, P);
 }
 
-int starfa_insert_spmm_values(const starfa_tiled *S, starfa_side side, const starfa_sparse_values *V,
-			      const starfa_dense *X, starfa_dense *Y)
+int starfa_insert_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_sparse_values *V,
+			    const starfa_dense *X, starfa_dense *Y)
 {
 	if (!S)
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm: missing operand");
@@ -67,8 +67,25 @@ int starfa_insert_spmm_values(const starfa_tiled *S, starfa_side side, const sta
 						       "(starfa_tiling_options.transposed = 1)");
 	int64_t nr, nc;
 	side_grid(S, side, &nr, &nc);
-	for (int64_t i = 0; i < nr; i++)
-		FOR_BAND_TILES(S, side, i, starfa_task_spmm(S, side, i, j, V, X, Y, accumulate, NULL));
+	if (band < 0 || band >= nr)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm_band: band %lld outside [0, %lld)",
+					(long long)band, (long long)nr);
+	FOR_BAND_TILES(S, side, band, starfa_task_spmm(S, side, band, j, V, X, Y, accumulate, NULL));
+	return 0;
+}
+
+int starfa_insert_spmm_values(const starfa_tiled *S, starfa_side side, const starfa_sparse_values *V,
+			      const starfa_dense *X, starfa_dense *Y)
+{
+	if (!S)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm: missing operand");
+	int64_t nr, nc;
+	side_grid(S, side, &nr, &nc);
+	for (int64_t i = 0; i < nr; i++) {
+		int rc = starfa_insert_spmm_band(S, side, i, V, X, Y);
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 

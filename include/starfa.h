@@ -88,6 +88,12 @@ int starfa_read(const char *path, starfa_format format, starfa_coo **out);
 int starfa_read_buffer(const char *name, const char *data, size_t size, starfa_format format,
 		       starfa_coo **out);
 
+/* Names coo's columns from a vocabulary file: one word per line, line k naming column k (UCI's
+ * vocab.*.txt beside a docword file), so that models, topics and exports show words. A file with more
+ * or fewer words than coo has columns, an empty line or a repeated word gives STARFA_EFORMAT naming
+ * the file and the line. Replaces coo->col_ids. */
+int starfa_read_vocab(const char *path, starfa_coo *coo);
+
 starfa_coo *starfa_coo_new(int64_t nrows, int64_t ncols, int64_t capacity);
 void starfa_coo_free(starfa_coo *coo);
 
@@ -97,6 +103,12 @@ void starfa_coo_free(starfa_coo *coo);
  * (the id maps are copied). */
 int starfa_coo_split(const starfa_coo *in, double test_fraction, uint64_t seed,
 		     starfa_coo **train, starfa_coo **test);
+
+/* The same split by whole rows (documents): each row goes to the test set with probability
+ * test_fraction, by a hash of (row, seed). Both outputs keep only their rows, renumbered in order, with
+ * the input's row ids (or the original 1-based row numbers as ids) and its columns and column ids. */
+int starfa_coo_split_rows(const starfa_coo *in, double test_fraction, uint64_t seed, starfa_coo **train,
+			  starfa_coo **test);
 
 /* Keeps only the last entry (in file order) of each (row, col) that appears more than
  * once — a rating given again replaces the earlier one — compacting coo in place, the
@@ -361,6 +373,7 @@ typedef enum starfa_reduce_op {
 	STARFA_REDUCE_XLOGY,   /* sum x log(max(a, y))            (sparse only: Poisson, multinomial likelihoods) */
 	STARFA_REDUCE_CONFIDENCE, /* sum (1 + a x)(1 - y)^2 - y^2  (sparse only: the observed entries' share of
 				   * implicit ALS's confidence-weighted loss, y the predictions) */
+	STARFA_REDUCE_ABS,        /* sum |y| */
 	STARFA_REDUCE_OPS
 } starfa_reduce_op;
 
@@ -368,7 +381,7 @@ typedef enum starfa_reduce_op {
 int starfa_task_values_reduce(const starfa_sparse_values *Y, int64_t i, int64_t j, starfa_reduce_op op, float a,
 			      const starfa_sparse_values *X, starfa_sums *sums, int64_t slot,
 			      const starfa_task_attr *attr);
-/* Writes the reduction of block `block` of D (SUM or SQUARES) into slot `slot` of sums. */
+/* Writes the reduction of block `block` of D (SUM, SQUARES or ABS) into slot `slot` of sums. */
 int starfa_task_dense_reduce(const starfa_dense *D, int64_t block, starfa_reduce_op op, starfa_sums *sums,
 			     int64_t slot, const starfa_task_attr *attr);
 
@@ -386,8 +399,14 @@ typedef enum starfa_dense_op {
 	STARFA_DENSE_EXP,     /* y = exp(y) */
 	STARFA_DENSE_LOG,     /* y = log(max(a, y)) */
 	STARFA_DENSE_DIGAMMA, /* y = ψ(y), the digamma function (E[log θ] of a Dirichlet) */
+	STARFA_DENSE_LGAMMA,  /* y = log Γ(y) (a Dirichlet's normalizer, in an evidence lower bound) */
 	STARFA_DENSE_OPS
 } starfa_dense_op;
+
+/* The special functions of those maps, in double on the host (the O(K) terms of a graph's objective):
+ * ψ(x) and log Γ(x) for x > 0, NaN otherwise. */
+double starfa_digamma(double x);
+double starfa_lgamma(double x);
 
 int starfa_task_dense_map(starfa_dense *Y, int64_t block, starfa_dense_op op, float a, float b, const starfa_dense *X,
 			  const starfa_vector *v, const starfa_task_attr *attr);
@@ -493,6 +512,9 @@ int starfa_insert_sddmm_ab(const starfa_tiled *S, const starfa_dense *A, const s
 int starfa_insert_spmm(const starfa_tiled *S, starfa_side side, const starfa_dense *X, starfa_dense *Y);
 int starfa_insert_spmm_values(const starfa_tiled *S, starfa_side side, const starfa_sparse_values *V,
 			      const starfa_dense *X, starfa_dense *Y);
+/* The same for one output block: the tasks of band `band` of the side's grid (a mini-batch of rows). */
+int starfa_insert_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_sparse_values *V,
+			    const starfa_dense *X, starfa_dense *Y);
 /* Every tile of src into dst (the other side). */
 int starfa_insert_values_transpose(const starfa_sparse_values *src, starfa_sparse_values *dst);
 /* starfa_task_values_map on every tile. */
@@ -867,9 +889,14 @@ typedef enum starfa_export_what {
 	STARFA_EXPORT_ITEM_FACTORS = 1, /* one row per item: its id, then its rank factors */
 	STARFA_EXPORT_USER_BIAS = 2,    /* one row per user: its id, then its bias */
 	STARFA_EXPORT_ITEM_BIAS = 3,    /* one row per item: its id, then its bias */
+	STARFA_EXPORT_TOPIC_WORD = 4,   /* topic and non-negative models: a line per topic, its probability of every
+					 * word (starfa_topic_word), no ids */
+	STARFA_EXPORT_DOC_TOPIC = 5,    /* topic models: a line per training document, its topic proportions θ_d,
+					 * no ids */
 } starfa_export_what;
 
-/* Parses "user-factors", "item-factors", "user-bias" or "item-bias"; returns -1 for anything else. */
+/* Parses "user-factors", "item-factors", "user-bias", "item-bias", "topic-word" or "doc-topic"; returns -1
+ * for anything else. */
 int starfa_export_parse(const char *name, starfa_export_what *out);
 /* The name starfa_export_parse reads ("unknown" for anything else). */
 const char *starfa_export_name(starfa_export_what what);
@@ -900,6 +927,44 @@ int starfa_recommend(const starfa_model *m, int64_t user, int64_t k, const starf
  * out of the rankings). Topic models give STARFA_EINVAL: they are evaluated by perplexity, which this
  * version does not compute yet. */
 int starfa_eval(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out);
+
+/* ------------------------------------------------------------------ topic models
+ * A topic model (kind STARFA_MODEL_TOPIC, `starfa train --algo lda`) keeps per document d its Dirichlet
+ * γ_d (user_factors, documents x rank) and per topic k its Dirichlet λ_k over the words (item_factors,
+ * words x rank: column k), with the document-topic prior α in `alpha` and the topic-word prior η in
+ * `lambda`. Its proportions are θ_d = γ_d / Σγ_d and β_k = λ_k / Σ_w λ_kw. */
+
+typedef struct starfa_topic_options {
+	int64_t max_iters; /* E-step iterations inferring the documents' mixtures (default 100) */
+	double tol;        /* they stop once the mean absolute change of their γ is under this (default 1e-3) */
+} starfa_topic_options;
+
+void starfa_topic_options_default(starfa_topic_options *o);
+
+/* β: rank x items, row k topic k's probabilities over the words (each row sums to 1). Also for
+ * non-negative models (W·Hᵀ, GaP, KL-NMF): H's columns normalized. */
+int starfa_topic_word(const starfa_model *m, float *beta);
+
+/* θ of each document of `docs` (documents x words, word ids below the model's items): docs->nrows x rank
+ * proportions, each row summing to 1, inferred by LDA's E-step with the topics fixed, as a task graph
+ * (starfa_init first). A document with no words gets the prior's mean (1 / rank each). *iterations
+ * (may be NULL) gets the E-step's iterations. */
+int starfa_topic_infer(const starfa_model *m, const starfa_coo *docs, const starfa_topic_options *o, float *theta,
+		       int64_t *iterations);
+
+/* Document completion on held-out documents: each document's entries, sorted by word id, alternate
+ * between an observed half (1st, 3rd, ...), from which its mixture θ_d is inferred, and an evaluated
+ * half, over whose tokens perplexity = exp(-Σ c log(θ_d·β_w) / Σ c). */
+typedef struct starfa_perplexity {
+	double perplexity;       /* NaN when no token is evaluated */
+	int64_t documents;       /* rows of the test matrix */
+	int64_t empty;           /* of which with no words (kept: their mixture is the prior) */
+	int64_t observed_tokens, evaluated_tokens;
+	int64_t iterations;      /* of the E-step */
+} starfa_perplexity;
+
+int starfa_topic_perplexity(const starfa_model *m, const starfa_coo *test, const starfa_topic_options *o,
+			    starfa_perplexity *out);
 
 /* ------------------------------------------------------------------ one training driver
  * Every algorithm is a starfa_algorithm: its parameters (a struct of its own, with a table that names

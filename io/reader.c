@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "io/reader.h"
+#include "storage/idmap.h"
 
 #include <errno.h>
 #include <math.h>
@@ -189,6 +190,68 @@ int starfa_read_buffer(const char *name, const char *data, size_t size, starfa_f
 	default:
 		return starfa_set_error(STARFA_EINVAL, "starfa_read_buffer: unknown format %d", (int)format);
 	}
+}
+
+/* ------------------------------------------------------------------ vocabularies */
+
+int starfa_read_vocab(const char *path, starfa_coo *coo)
+{
+	if (!path || !coo)
+		return starfa_set_error(STARFA_EINVAL, "starfa_read_vocab: NULL %s", coo ? "path" : "matrix");
+	char *data = NULL;
+	size_t size = 0;
+	int rc = read_file(path, &data, &size);
+	if (rc)
+		return rc;
+	starfa_idmap *map = idmap_new();
+	struct text_cursor c;
+	struct text_span line;
+	cursor_init(&c, path, data, size);
+	rc = map ? 0 : STARFA_ENOMEM;
+	while (!rc && (rc = cursor_next_line(&c, &line)) == 1) {
+		rc = 0;
+		const char *p = line.start, *e = line.end;
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		char q[QUOTE_SIZE];
+		struct text_span word = {p, e};
+		if (p == e) {
+			const char *rest = c.pos;
+			while (rest < c.end && (*rest == ' ' || *rest == '\t' || *rest == '\r' || *rest == '\n'))
+				rest++;
+			if (rest == c.end)
+				break; /* blank lines at the end */
+			rc = format_error(&c, "an empty line: a vocabulary has one word per line, line k naming column k");
+			break;
+		}
+		if (map->count == coo->ncols) {
+			rc = format_error(&c, "word %s is one more than the %lld columns of the matrix: the vocabulary is "
+					      "too long for it", quote(word, q), (long long)coo->ncols);
+			break;
+		}
+		int64_t before = map->count, index;
+		if ((rc = idmap_intern(map, p, (size_t)(e - p), &index)) != 0)
+			break;
+		if (map->count == before) {
+			rc = format_error(&c, "word %s already named column %lld (line %lld)", quote(word, q),
+					  (long long)index + 1, (long long)index + 1);
+			break;
+		}
+	}
+	if (!rc && map->count != coo->ncols)
+		rc = starfa_set_error(STARFA_EFORMAT, "%s:%lld: the vocabulary ends after %lld words, but the matrix has "
+						      "%lld columns", path, (long long)c.line + 1, (long long)map->count,
+				      (long long)coo->ncols);
+	free(data);
+	if (rc) {
+		idmap_free(map);
+		return rc;
+	}
+	idmap_free(coo->col_ids);
+	coo->col_ids = map;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ lines */

@@ -800,8 +800,73 @@ int starfa_model_load(const char *path, starfa_model **out)
 
 /* ------------------------------------------------------------------ export */
 
-static const char *const export_names[] = {"user-factors", "item-factors", "user-bias", "item-bias"};
+static const char *const export_names[] = {"user-factors", "item-factors", "user-bias",
+					   "item-bias",    "topic-word",   "doc-topic"};
 #define EXPORTS ((int)(sizeof export_names / sizeof export_names[0]))
+
+int starfa_topic_word(const starfa_model *m, float *beta)
+{
+	if (!m || !beta || m->rank < 1 || (m->kind != STARFA_MODEL_TOPIC && m->kind != STARFA_MODEL_NONNEG))
+		return starfa_set_error(STARFA_EINVAL, "topic-word probabilities need a topic model or a non-negative one%s%s",
+					m ? ", not " : "", m ? starfa_model_kind_name(m->kind) : "");
+	const int64_t K = m->rank, W = m->nitems;
+	for (int64_t k = 0; k < K; k++) {
+		double total = 0;
+		for (int64_t w = 0; w < W; w++) {
+			float v = m->item_factors[w * K + k];
+			if (!(v >= 0))
+				return starfa_set_error(STARFA_EINVAL, "word %lld's weight in topic %lld is %g, not >= 0",
+							(long long)w + 1, (long long)k + 1, v);
+			total += v;
+		}
+		for (int64_t w = 0; w < W; w++)
+			beta[k * W + w] = total > 0 ? (float)(m->item_factors[w * K + k] / total) : (float)(1.0 / (double)W);
+	}
+	return 0;
+}
+
+/* A topic model's proportions as a tab-separated file: topic-word (K lines of W) or doc-topic (a line per
+ * document, K values); no ids. */
+static int export_proportions(const starfa_model *m, starfa_export_what what, const char *path)
+{
+	const int topics = what == STARFA_EXPORT_TOPIC_WORD;
+	if (!topics && m->kind != STARFA_MODEL_TOPIC)
+		return starfa_set_error(STARFA_EINVAL, "doc-topic needs a topic model; this one is %s (%s)",
+					starfa_model_kind_name(m->kind), m->algorithm);
+	const int64_t K = m->rank, rows = topics ? K : m->nusers, cols = topics ? m->nitems : K;
+	float *v = starfa_malloc((size_t)(rows * cols), sizeof(float));
+	if (!v)
+		return STARFA_ENOMEM;
+	int rc = 0;
+	if (topics) {
+		rc = starfa_topic_word(m, v);
+	} else {
+		for (int64_t d = 0; d < rows && !rc; d++) {
+			double total = 0;
+			for (int64_t k = 0; k < K; k++)
+				total += m->user_factors[d * K + k];
+			if (!(total > 0))
+				rc = starfa_set_error(STARFA_EINVAL, "document %lld's gamma sums to %g, not > 0", (long long)d + 1,
+						      total);
+			for (int64_t k = 0; k < K; k++)
+				v[d * K + k] = (float)(m->user_factors[d * K + k] / total);
+		}
+	}
+	struct outfile o;
+	if (!rc)
+		rc = outfile_open(&o, path);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	for (int64_t r = 0; r < rows && !ferror(o.f); r++) {
+		for (int64_t c = 0; c < cols; c++)
+			fprintf(o.f, c ? "\t%.9g" : "%.9g", v[r * cols + c]);
+		fputc('\n', o.f);
+	}
+	free(v);
+	return outfile_close(&o, 1, topics ? "the topic-word probabilities" : "the document-topic proportions");
+}
 
 int starfa_export_parse(const char *name, starfa_export_what *out)
 {
@@ -822,10 +887,12 @@ int starfa_model_export(const starfa_model *m, starfa_export_what what, const ch
 {
 	if (!path || (unsigned)what >= EXPORTS)
 		return starfa_set_error(STARFA_EINVAL, "starfa_model_export: need a path and one of user-factors, "
-						       "item-factors, user-bias, item-bias");
+						       "item-factors, user-bias, item-bias, topic-word, doc-topic");
 	int rc = check_model(m);
 	if (rc)
 		return rc;
+	if (what == STARFA_EXPORT_TOPIC_WORD || what == STARFA_EXPORT_DOC_TOPIC)
+		return export_proportions(m, what, path);
 	const int users = what == STARFA_EXPORT_USER_FACTORS || what == STARFA_EXPORT_USER_BIAS;
 	const int bias = what == STARFA_EXPORT_USER_BIAS || what == STARFA_EXPORT_ITEM_BIAS;
 	const char *side = users ? "user" : "item";

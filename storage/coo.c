@@ -2,6 +2,7 @@
 #include "storage/coo.h"
 #include "storage/idmap.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ COO */
@@ -143,6 +144,59 @@ int starfa_coo_split(const starfa_coo *in, double test_fraction, uint64_t seed, 
 	}
 	*train = a;
 	*test = b;
+	return 0;
+}
+
+int starfa_coo_split_rows(const starfa_coo *in, double test_fraction, uint64_t seed, starfa_coo **train,
+			  starfa_coo **test)
+{
+	if (!train || !test)
+		return starfa_set_error(STARFA_EINVAL, "starfa_coo_split_rows: NULL output");
+	*train = *test = NULL;
+	int rc = check_coo(in);
+	if (rc)
+		return rc;
+	if (!(test_fraction >= 0 && test_fraction <= 1))
+		return starfa_set_error(STARFA_EINVAL, "test fraction %g outside [0, 1]", test_fraction);
+	/* Each row's new index on its side, and its name there (the input's id, else its 1-based index). */
+	int64_t *index = starfa_malloc((size_t)(in->nrows > 0 ? in->nrows : 1), sizeof *index), counts[2] = {0, 0},
+		entries[2] = {0, 0};
+	if (!index)
+		return STARFA_ENOMEM;
+	for (int64_t r = 0; r < in->nrows; r++) {
+		int side = goes_to_test((int32_t)r, -1, seed, test_fraction);
+		index[r] = counts[side]++;
+	}
+	for (int64_t k = 0; k < in->nnz; k++)
+		entries[goes_to_test(in->row[k], -1, seed, test_fraction)]++;
+	starfa_coo *out[2] = {starfa_coo_new(counts[0], in->ncols, entries[0]),
+			      starfa_coo_new(counts[1], in->ncols, entries[1])};
+	rc = !out[0] || !out[1] ? STARFA_ENOMEM : 0;
+	for (int s = 0; s < 2 && !rc; s++) {
+		rc = idmap_copy(in->col_ids, &out[s]->col_ids);
+		if (!rc && !(out[s]->row_ids = idmap_new()))
+			rc = STARFA_ENOMEM;
+	}
+	for (int64_t r = 0; r < in->nrows && !rc; r++) {
+		char buf[24];
+		const char *name = in->row_ids ? starfa_idmap_name(in->row_ids, r) : buf;
+		if (!in->row_ids)
+			snprintf(buf, sizeof buf, "%lld", (long long)r + 1);
+		int64_t got;
+		rc = idmap_intern(out[goes_to_test((int32_t)r, -1, seed, test_fraction)]->row_ids, name, strlen(name), &got);
+	}
+	for (int64_t k = 0; k < in->nnz && !rc; k++) {
+		starfa_coo *o = out[goes_to_test(in->row[k], -1, seed, test_fraction)];
+		coo_push(o, (int32_t)index[in->row[k]], in->col[k], in->val[k]); /* cannot fail: reserved above */
+	}
+	free(index);
+	if (rc) {
+		starfa_coo_free(out[0]);
+		starfa_coo_free(out[1]);
+		return rc;
+	}
+	*train = out[0];
+	*test = out[1];
 	return 0;
 }
 

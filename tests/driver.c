@@ -54,6 +54,17 @@ void testing_note(const char *fmt, ...)
 
 static uint64_t seed;
 
+double testing_digamma(double x)
+{
+	double r = 0;
+	while (x < 20) {
+		r -= 1 / x;
+		x += 1;
+	}
+	double f = 1 / (x * x);
+	return r + log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f / 240)));
+}
+
 uint64_t testing_seed(void)
 {
 	return seed;

@@ -10,17 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ψ by its series at a large argument and the recurrence: independent of starfa's code path. */
-static double digamma_ref(double x)
-{
-	double r = 0;
-	while (x < 20) {
-		r -= 1 / x;
-		x += 1;
-	}
-	double f = 1 / (x * x);
-	return r + log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f / 240)));
-}
 
 static double op_ref(starfa_dense_op op, float a, float b, double z, double y)
 {
@@ -33,7 +22,8 @@ static double op_ref(starfa_dense_op op, float a, float b, double z, double y)
 	case STARFA_DENSE_DIV: return y / (a > 0 ? fmax(a, z) : z);
 	case STARFA_DENSE_EXP: return exp(y);
 	case STARFA_DENSE_LOG: return log(fmax(a, y));
-	case STARFA_DENSE_DIGAMMA: return digamma_ref(y);
+	case STARFA_DENSE_DIGAMMA: return testing_digamma(y);
+	case STARFA_DENSE_LGAMMA: return lgamma(y);
 	default: return NAN;
 	}
 }
@@ -93,7 +83,9 @@ static int dense_ops(starfa_worker_kind kind, uint64_t seed)
 					double z = operand == 0 ? X[r * k + c] : operand == 1 ? R[r] : v[c];
 					double ref = op_ref((starfa_dense_op)op, a, b, z, Y0[r * k + c]);
 					double got_e = Y[r * k + c];
-					double tol = (op == STARFA_DENSE_DIGAMMA ? 3e-6 * (1 + 1 / Y0[r * k + c]) : 4 * FLT_EPSILON) *
+					double tol = (op == STARFA_DENSE_DIGAMMA ? 3e-6 * (1 + 1 / Y0[r * k + c])
+						      : op == STARFA_DENSE_LGAMMA ? 3e-6
+										  : 4 * FLT_EPSILON) *
 						     (fabs(ref) + fabs(a * z) + fabs(Y0[r * k + c]) + 1);
 					CHECK_MSG(isfinite(got_e) && fabs(got_e - ref) <= tol,
 						  "op %d operand %d at (%lld, %lld): y %g z %g gave %g, reference %g", op,
@@ -130,10 +122,18 @@ static int dense_ops(starfa_worker_kind kind, uint64_t seed)
 			s += Y0[r * k + c];
 		CHECK_MSG(fabs(R[r] - s) <= 2 * FLT_EPSILON * s, "rowsum %lld: %g, reference %g", (long long)r, R[r], s);
 	}
-	double total = NAN, squares = NAN;
+	double total = NAN, squares = NAN, absolute = NAN;
 	CHECK_OK(starfa_reduce_dense(dY, STARFA_REDUCE_SUM, &total));
 	CHECK_OK(starfa_reduce_dense(dY, STARFA_REDUCE_SQUARES, &squares));
 	CHECK(fabs(total - total_ref) <= 1e-12 * total_ref && fabs(squares - squares_ref) <= 1e-12 * squares_ref);
+	/* |y| of Y0 - 1 (both signs): the sum of |Y0 - 1| */
+	CHECK_OK(starfa_insert_dense_map(dY, STARFA_DENSE_SCALE, 1.0f, -1.0f, NULL, NULL));
+	CHECK_OK(starfa_reduce_dense(dY, STARFA_REDUCE_ABS, &absolute));
+	double absolute_ref = 0;
+	for (int64_t e = 0; e < m * k; e++)
+		absolute_ref += fabs((double)(Y0[e] - 1.0f));
+	CHECK_MSG(fabs(absolute - absolute_ref) <= 1e-9 * absolute_ref, "sum |y| %.12g, reference %.12g", absolute,
+		  absolute_ref);
 	CHECK(starfa_reduce_dense(dY, STARFA_REDUCE_KL, &total) == STARFA_EINVAL);
 	starfa_worker_stats st;
 	starfa_stats_get(&st);

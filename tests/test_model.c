@@ -655,8 +655,8 @@ TEST(model, export_round_trip)
 	CHECK(memcmp(got, H, sizeof H) == 0);
 	starfa_export_what w;
 	CHECK(starfa_export_parse("factors", &w) == -1 && starfa_export_parse("User-Factors", &w) == -1);
-	CHECK(strcmp(starfa_export_name((starfa_export_what)4), "unknown") == 0);
-	CHECK(starfa_model_export(&n, (starfa_export_what)4, path) == STARFA_EINVAL);
+	CHECK(strcmp(starfa_export_name((starfa_export_what)6), "unknown") == 0);
+	CHECK(starfa_model_export(&n, (starfa_export_what)6, path) == STARFA_EINVAL);
 	return 0;
 }
 

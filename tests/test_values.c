@@ -194,6 +194,7 @@ static double reduce_ref(starfa_reduce_op op, float a, float x, float y)
 	case STARFA_REDUCE_KL: return x != 0 ? x * log(x / fmax(a, y)) - x : 0;
 	case STARFA_REDUCE_XLOGY: return x != 0 ? x * log(fmax(a, y)) : 0;
 	case STARFA_REDUCE_CONFIDENCE: return (1 + (double)a * x) * (1.0 - y) * (1.0 - y) - (double)y * y;
+	case STARFA_REDUCE_ABS: return fabs((double)y);
 	default: return NAN;
 	}
 }

@@ -77,6 +77,10 @@ starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, u
 /* The same entries as a coordinate list (row by row), for starfa_train; NULL when out of memory. */
 starfa_coo *testing_coo_of(const starfa_csr *S);
 
+/* ψ(x) in double by the recurrence up to 20 and the asymptotic series: a reference independent of
+ * starfa's own. */
+double testing_digamma(double x);
+
 /* Starts StarPU once for this process (all workers, quiet); shut down at exit.
  * Returns 0, or a starfa error code. */
 int testing_runtime(void);

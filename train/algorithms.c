@@ -10,6 +10,7 @@ static const starfa_algorithm *const table[] = {
 	&starfa_algorithm_ials,
 	&starfa_algorithm_sgd,
 	&starfa_algorithm_ccd,
+	&starfa_algorithm_lda,
 	NULL,
 };
 

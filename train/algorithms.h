@@ -8,6 +8,7 @@ extern const starfa_algorithm starfa_algorithm_als;  /* graphs/als.c: explicit A
 extern const starfa_algorithm starfa_algorithm_ials; /* graphs/als.c: implicit ALS */
 extern const starfa_algorithm starfa_algorithm_sgd;  /* graphs/sgd.c: SGD matrix factorization */
 extern const starfa_algorithm starfa_algorithm_ccd;  /* graphs/ccd.c: CCD++ */
+extern const starfa_algorithm starfa_algorithm_lda;  /* graphs/lda.c: LDA by variational Bayes */
 
 /* Helpers the algorithms share. */
 

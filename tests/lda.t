@@ -1,0 +1,1 @@
+# runs the 'lda' group of tests/starfa_test

@@ -1,0 +1,1 @@
+# runs the 'lda_cuda' group of tests/starfa_test
