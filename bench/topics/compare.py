@@ -140,8 +140,8 @@ def run_tomotopy(train, obs, k, iters, seed, threads):
         words = [str(w) for w, c in zip(O.indices[O.indptr[r]:O.indptr[r + 1]], O.data[O.indptr[r]:O.indptr[r + 1]])
                  for _ in range(int(c)) if str(w) in vocab]
         docs.append(mdl.make_doc(words))
-    res, _ = mdl.infer(docs, iter=100, workers=threads)
-    theta = np.array([d.get_topic_dist() for d in res])
+    res, _ = mdl.infer(docs, iterations=100, workers=threads)
+    theta = np.array([d.get_topic_dist() if hasattr(d, "get_topic_dist") else d for d in res])
     return normalize_rows(theta), normalize_rows(beta), t / iters, "Gibbs sampling: its iterations are sweeps"
 
 
