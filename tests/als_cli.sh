@@ -67,7 +67,7 @@ expect 2 '--min-ratings expects an integer' -- recommend --model "$tmp/als.model
 expect 2 'needs --input FILE and --out MODEL' -- train --input "$tmp/ratings.csv"
 expect 2 '--rank expects an integer' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --rank 0
 expect 2 '--solver must be one of chol\|cg' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --solver lu
-expect 2 '--algo must be als, ials, sgd or ccd' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
+expect 2 '--algo must be als, ials, sgd, ccd or lda' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
 expect 2 'not both' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --test "$tmp/test.csv" --test-fraction 0.2
 expect 1 'missing\.csv' -- train --input "$tmp/missing.csv" --out "$tmp/x.model" --log "$tmp/x.csv"
 expect 1 'cannot write the model' -- train --input "$tmp/ratings.csv" --out "$tmp/no/such/folder/x.model"
@@ -91,7 +91,7 @@ expect 0 'user-bias or item-bias' -- export --help
 expect 0 'export +write a model' -- --help
 # ... and on errors a message, a non-zero exit and no file.
 expect 1 'no user biases' -- export --model "$tmp/ials.model" --what user-bias --out "$tmp/none.tsv"
-expect 2 '--what must be user-factors, item-factors, user-bias or item-bias' -- export --model "$tmp/als.model" \
+expect 2 '--what must be user-factors, item-factors, user-bias, item-bias, topic-word or doc-topic' -- export --model "$tmp/als.model" \
 	--what factors --out "$tmp/none.tsv"
 expect 2 'needs --model MODEL, --what WHAT and --out FILE.tsv' -- export --model "$tmp/als.model" --what user-bias
 expect 2 'unexpected argument' -- export --model "$tmp/als.model" --what user-bias --out "$tmp/none.tsv" extra
