@@ -25,6 +25,19 @@ enum { EXIT_USAGE = 2, EXIT_CHECK = 3 };
 	"  --trace DIR      write StarPU's FxT trace of the run into DIR: paje.trace (ViTE),\n"     \
 	"                   tasks.rec (scripts/gantt.py DIR/tasks.rec OUT.svg draws it per worker)\n"
 
+/* Options of the commands that infer topic mixtures (transform, eval): the E-step's iterations and
+ * tolerance. */
+#define CLI_TOPIC_OPTIONS {"iters", required_argument, NULL, 1101}, {"tol", required_argument, NULL, 1102}
+#define CLI_TOPIC_HELP                                                                            \
+	"  --iters N        most E-step iterations inferring the mixtures (default 100)\n"          \
+	"  --tol X          stop once the mean absolute change of gamma is under X (default 1e-3)\n"
+
+/* Handles one topic option as cli_runtime_option does runtime ones. */
+int cli_topic_option(int opt, const char *arg, starfa_topic_options *to);
+/* 0 when the documents of `path` use no more words than topic model m knows; else an error naming the
+ * file's line that declares them, and 1. */
+int cli_check_vocabulary(const char *path, const starfa_coo *docs, const starfa_model *m);
+
 /* Handles one runtime option (returns 1), or returns 0 when `opt` is not one; -1 on
  * a bad value (message printed). */
 int cli_runtime_option(int opt, const char *arg, starfa_options *opts);

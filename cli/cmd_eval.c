@@ -18,17 +18,14 @@ static void usage(FILE *out)
 		     "  --test FILE      test entries (ratings file or Matrix Market)\n"
 		     "  --format F       mtx, ratings or docword (default: guessed from the name)\n"
 		     "  --k K            cut-off of the ranking metrics (default 10)\n"
-		     "  --iters N        topic models: most E-step iterations inferring the mixtures (default 100)\n"
-		     "  --tol X          topic models: stop once the mean absolute change of gamma is under X (default 1e-3)\n"
-		     "runtime options (topic models):\n" CLI_RUNTIME_HELP);
+		     "topic models:\n" CLI_TOPIC_HELP CLI_RUNTIME_HELP);
 }
 
 int cmd_eval(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		CLI_RUNTIME_OPTIONS,
-		{"iters", required_argument, NULL, 'n'},
-		{"tol", required_argument, NULL, 'T'},
+		CLI_TOPIC_OPTIONS,
 		{"model", required_argument, NULL, 'm'},
 		{"test", required_argument, NULL, 't'},
 		{"format", required_argument, NULL, 'f'},
@@ -47,19 +44,13 @@ int cmd_eval(int argc, char **argv)
 	int opt;
 	while ((opt = getopt_long(argc, argv, "m:t:k:h", longopts, NULL)) != -1) {
 		int handled = cli_runtime_option(opt, optarg, &runtime);
+		if (!handled)
+			handled = cli_topic_option(opt, optarg, &to);
 		if (handled < 0)
 			return EXIT_USAGE;
 		if (handled)
 			continue;
 		switch (opt) {
-		case 'n':
-			if (cli_parse_int("iters", optarg, 1, 1000000, &to.max_iters))
-				return EXIT_USAGE;
-			break;
-		case 'T':
-			if (cli_parse_double("tol", optarg, 0, 1e6, &to.tol))
-				return EXIT_USAGE;
-			break;
 		case 'm':
 			model_path = optarg;
 			break;
@@ -100,9 +91,7 @@ int cmd_eval(int argc, char **argv)
 	if (m->kind == STARFA_MODEL_TOPIC) {
 		int rc = 0;
 		starfa_perplexity p;
-		if (test->ncols > m->nitems) {
-			cli_error("%s:2: %lld words declared, but the model knows %lld: word ids must be those of its "
-				  "training corpus", test_path, (long long)test->ncols, (long long)m->nitems);
+		if (cli_check_vocabulary(test_path, test, m)) {
 			rc = 1;
 		} else if (starfa_init(&runtime) != 0) {
 			rc = cli_library_error();

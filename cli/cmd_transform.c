@@ -15,21 +15,19 @@ static void usage(FILE *out)
 		     "  --input DOCS     documents (docword: D, W, NNZ, then 'doc word count' lines; word ids those\n"
 		     "                   of the training corpus)\n"
 		     "  --format F       mtx, ratings or docword (default: guessed from the name)\n"
-		     "  --out THETA.tsv  where to write the proportions (replaced if it exists)\n"
-		     "  --iters N        most E-step iterations (default 100)\n"
-		     "  --tol X          stop once the mean absolute change of gamma is under X (default 1e-3)\n" CLI_RUNTIME_HELP);
+		     "  --out THETA.tsv  where to write the proportions (replaced if it exists)\n" CLI_TOPIC_HELP
+			     CLI_RUNTIME_HELP);
 }
 
 int cmd_transform(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		CLI_RUNTIME_OPTIONS,
+		CLI_TOPIC_OPTIONS,
 		{"model", required_argument, NULL, 'm'},
 		{"input", required_argument, NULL, 'i'},
 		{"format", required_argument, NULL, 'f'},
 		{"out", required_argument, NULL, 'o'},
-		{"iters", required_argument, NULL, 'n'},
-		{"tol", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -43,6 +41,8 @@ int cmd_transform(int argc, char **argv)
 	int opt;
 	while ((opt = getopt_long(argc, argv, "m:i:o:h", longopts, NULL)) != -1) {
 		int handled = cli_runtime_option(opt, optarg, &runtime);
+		if (!handled)
+			handled = cli_topic_option(opt, optarg, &to);
 		if (handled < 0)
 			return EXIT_USAGE;
 		if (handled)
@@ -60,14 +60,6 @@ int cmd_transform(int argc, char **argv)
 			break;
 		case 'o':
 			out_path = optarg;
-			break;
-		case 'n':
-			if (cli_parse_int("iters", optarg, 1, 1000000, &to.max_iters))
-				return EXIT_USAGE;
-			break;
-		case 't':
-			if (cli_parse_double("tol", optarg, 0, 1e6, &to.tol))
-				return EXIT_USAGE;
 			break;
 		case 'h':
 			usage(stdout);
@@ -98,12 +90,7 @@ int cmd_transform(int argc, char **argv)
 		starfa_model_free(m);
 		return cli_library_error();
 	}
-	int rc = 0;
-	if (docs->ncols > m->nitems) {
-		cli_error("%s:2: %lld words declared, but the model knows %lld: word ids must be those of its training "
-			  "corpus", input, (long long)docs->ncols, (long long)m->nitems);
-		rc = 1;
-	}
+	int rc = cli_check_vocabulary(input, docs, m);
 	float *theta = rc ? NULL : malloc(sizeof(float) * (size_t)((docs->nrows > 0 ? docs->nrows : 1) * m->rank));
 	if (!rc && !theta) {
 		cli_error("out of memory");

@@ -87,6 +87,26 @@ int cli_runtime_option(int opt, const char *arg, starfa_options *opts)
 	return 0;
 }
 
+int cli_topic_option(int opt, const char *arg, starfa_topic_options *to)
+{
+	switch (opt) {
+	case 1101:
+		return cli_parse_int("iters", arg, 1, 1000000, &to->max_iters) ? -1 : 1;
+	case 1102:
+		return cli_parse_double("tol", arg, 0, 1e6, &to->tol) ? -1 : 1;
+	}
+	return 0;
+}
+
+int cli_check_vocabulary(const char *path, const starfa_coo *docs, const starfa_model *m)
+{
+	if (docs->ncols <= m->nitems)
+		return 0;
+	cli_error("%s:2: %lld words declared, but the model knows %lld: word ids must be those of its training corpus",
+		  path, (long long)docs->ncols, (long long)m->nitems);
+	return 1;
+}
+
 int cli_shutdown(const starfa_options *opts, int rc)
 {
 	starfa_shutdown();

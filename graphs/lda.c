@@ -619,7 +619,7 @@ const starfa_algorithm starfa_algorithm_lda = {
 
 /* ------------------------------------------------------------------ inference with the topics fixed */
 
-/* γ of every document of S (documents x K, from the prior's α + 1... start) by the E-step with λ fixed. */
+/* γ of every document of S (documents x K, starting from 1) by the E-step with λ fixed. */
 static int infer_gamma(const starfa_tiled *S, const float *lambda, int64_t K, double alpha, int64_t max_iters,
 		       double tol, float *gamma, int64_t *iterations)
 {
@@ -667,9 +667,8 @@ static int perplexity_of(const float *lambda, int64_t W, int64_t K, double alpha
 {
 	const int64_t D = observed->nrows;
 	float *gamma = starfa_malloc((size_t)(D * K), sizeof(float)), *beta = starfa_malloc((size_t)(W * K), sizeof(float));
-	float *totals = starfa_calloc((size_t)K, sizeof(float));
 	starfa_tiled *S = NULL, *E = NULL;
-	int rc = !gamma || !beta || !totals ? STARFA_ENOMEM : 0;
+	int rc = !gamma || !beta ? STARFA_ENOMEM : 0;
 	if (!rc)
 		rc = inference_tiles(observed, W, &S);
 	if (!rc)
@@ -719,7 +718,6 @@ static int perplexity_of(const float *lambda, int64_t W, int64_t K, double alpha
 	starfa_tiled_free(E);
 	free(gamma);
 	free(beta);
-	free(totals);
 	free(row);
 	if (rc)
 		return rc;

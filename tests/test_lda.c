@@ -3,6 +3,7 @@
  * decreases in batch mode; the online mode trains; θ and β rows sum to 1; inference and the
  * document-completion perplexity against the reference's. */
 #include "testing.h"
+#include "train/algorithms.h" /* starfa_uniform_pm1: graphs/lda.c's start, 1 + 0.17 u, λ then γ */
 #ifdef STARFA_USE_CUDA
 #include "testing_cuda.h"
 #endif
@@ -10,16 +11,6 @@
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* graphs/lda.c's start: splitmix64 in [-1, 1), 1 + 0.17 u, λ first (words x K), then γ (documents x K). */
-static float uniform_pm1(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
-}
 
 struct ref {
 	int64_t D, W, K;
@@ -198,9 +189,9 @@ static int lda_matches_reference(starfa_worker_kind kind, uint64_t seed)
 	CHECK(r.gamma && r.lambda && r.et && r.elogt && r.bt && r.elogb && r.norm);
 	uint64_t start = 5ull * 0x9e3779b97f4a7c15ull + 7;
 	for (int64_t i = 0; i < W * K; i++)
-		r.lambda[i] = 1.0f + 0.17f * uniform_pm1(&start);
+		r.lambda[i] = 1.0f + 0.17f * starfa_uniform_pm1(&start);
 	for (int64_t i = 0; i < D * K; i++)
-		r.gamma[i] = 1.0f + 0.17f * uniform_pm1(&start);
+		r.gamma[i] = 1.0f + 0.17f * starfa_uniform_pm1(&start);
 	ref_topics(&r);
 	ref_docs(&r);
 	double tokens = 0;
