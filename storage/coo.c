@@ -159,16 +159,20 @@ int starfa_coo_split_rows(const starfa_coo *in, double test_fraction, uint64_t s
 	if (!(test_fraction >= 0 && test_fraction <= 1))
 		return starfa_set_error(STARFA_EINVAL, "test fraction %g outside [0, 1]", test_fraction);
 	/* Each row's new index on its side, and its name there (the input's id, else its 1-based index). */
-	int64_t *index = starfa_malloc((size_t)(in->nrows > 0 ? in->nrows : 1), sizeof *index), counts[2] = {0, 0},
-		entries[2] = {0, 0};
-	if (!index)
+	const size_t rows = (size_t)(in->nrows > 0 ? in->nrows : 1);
+	int64_t *index = starfa_malloc(rows, sizeof *index), counts[2] = {0, 0}, entries[2] = {0, 0};
+	unsigned char *side = starfa_malloc(rows, 1); /* 1: the row goes to the test set */
+	if (!index || !side) {
+		free(index);
+		free(side);
 		return STARFA_ENOMEM;
+	}
 	for (int64_t r = 0; r < in->nrows; r++) {
-		int side = goes_to_test((int32_t)r, -1, seed, test_fraction);
-		index[r] = counts[side]++;
+		side[r] = (unsigned char)goes_to_test((int32_t)r, -1, seed, test_fraction);
+		index[r] = counts[side[r]]++;
 	}
 	for (int64_t k = 0; k < in->nnz; k++)
-		entries[goes_to_test(in->row[k], -1, seed, test_fraction)]++;
+		entries[side[in->row[k]]]++;
 	starfa_coo *out[2] = {starfa_coo_new(counts[0], in->ncols, entries[0]),
 			      starfa_coo_new(counts[1], in->ncols, entries[1])};
 	rc = !out[0] || !out[1] ? STARFA_ENOMEM : 0;
@@ -183,13 +187,14 @@ int starfa_coo_split_rows(const starfa_coo *in, double test_fraction, uint64_t s
 		if (!in->row_ids)
 			snprintf(buf, sizeof buf, "%lld", (long long)r + 1);
 		int64_t got;
-		rc = idmap_intern(out[goes_to_test((int32_t)r, -1, seed, test_fraction)]->row_ids, name, strlen(name), &got);
+		rc = idmap_intern(out[side[r]]->row_ids, name, strlen(name), &got);
 	}
 	for (int64_t k = 0; k < in->nnz && !rc; k++) {
-		starfa_coo *o = out[goes_to_test(in->row[k], -1, seed, test_fraction)];
+		starfa_coo *o = out[side[in->row[k]]];
 		coo_push(o, (int32_t)index[in->row[k]], in->col[k], in->val[k]); /* cannot fail: reserved above */
 	}
 	free(index);
+	free(side);
 	if (rc) {
 		starfa_coo_free(out[0]);
 		starfa_coo_free(out[1]);
