@@ -9,8 +9,8 @@ static void usage(FILE *out)
 	fprintf(out, "usage: starfa eval --model MODEL --test FILE [--k K] [--format F] [OPTIONS]\n"
 		     "Scores a model on test entries, matched to its users and items by id, as its kind calls for.\n"
 		     "Explicit models: RMSE (unknown users and items predicted by the mean and the biases there\n"
-		     "are). Non-negative models: RMSE of W·Hᵀ. Implicit models: precision@k, MAP@k and NDCG@k, each\n"
-		     "test user's training items left out of its ranking. Topic models: the document-completion\n"
+		     "are). Implicit models: precision@k, MAP@k and NDCG@k, each test user's training items left\n"
+		     "out of its ranking. Topic models (lda) and count models (gap, klnmf): the document-completion\n"
 		     "perplexity of held-out documents (each one's entries, sorted by word id, alternate between an\n"
 		     "observed half, from which its mixture is inferred, and an evaluated half, whose tokens are\n"
 		     "scored: exp(-sum c log(theta_d . beta_w) / sum c)), as a task graph on every worker.\n"
@@ -18,7 +18,7 @@ static void usage(FILE *out)
 		     "  --test FILE      test entries (ratings file or Matrix Market)\n"
 		     "  --format F       mtx, ratings or docword (default: guessed from the name)\n"
 		     "  --k K            cut-off of the ranking metrics (default 10)\n"
-		     "topic models:\n" CLI_TOPIC_HELP CLI_RUNTIME_HELP);
+		     "topic and count models:\n" CLI_TOPIC_HELP CLI_RUNTIME_HELP);
 }
 
 int cmd_eval(int argc, char **argv)
@@ -88,7 +88,7 @@ int cmd_eval(int argc, char **argv)
 		starfa_model_free(m);
 		return cli_library_error();
 	}
-	if (m->kind == STARFA_MODEL_TOPIC) {
+	if (m->kind == STARFA_MODEL_TOPIC || m->kind == STARFA_MODEL_NONNEG) {
 		int rc = 0;
 		starfa_perplexity p;
 		if (cli_check_vocabulary(test_path, test, m)) {

@@ -364,7 +364,7 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 			unlink(c->log);
 		rc = 1;
 	}
-	if (rc == 0 && model->kind == STARFA_MODEL_TOPIC)
+	if (rc == 0 && (model->kind == STARFA_MODEL_TOPIC || model->kind == STARFA_MODEL_NONNEG))
 		printf("model: %lld documents, %lld words, %lld topics, trained in %.2f s, saved to %s\n",
 		       (long long)model->nusers, (long long)model->nitems, (long long)model->rank, total, c->out);
 	else if (rc == 0)
@@ -409,7 +409,8 @@ static int train_command(struct train_cli *cp)
 		starfa_coo_free(all);
 		return cli_library_error();
 	}
-	const int topics = c.algo->kind == STARFA_MODEL_TOPIC;
+	/* Topic and count models (LDA, GaP, KL-NMF): rows are documents, held out whole. */
+	const int topics = c.algo->kind == STARFA_MODEL_TOPIC || c.algo->kind == STARFA_MODEL_NONNEG;
 	if (c.test_fraction > 0) {
 		rc = topics ? starfa_coo_split_rows(all, c.test_fraction, c.seed, &train, &test)
 			    : starfa_coo_split(all, c.test_fraction, c.seed, &train, &test);

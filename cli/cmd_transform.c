@@ -7,11 +7,13 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: starfa transform --model MODEL --input DOCS --out THETA.tsv [OPTIONS]\n"
-		     "Infers each document's topic proportions with the model's topics fixed (LDA's E-step, as a task\n"
-		     "graph on every worker) and writes one line per document of DOCS, in its order: K tab-separated\n"
-		     "proportions summing to 1. A document with no words gets the prior's mean. The file is written\n"
-		     "beside THETA.tsv and renamed into place: a failure leaves no file behind.\n"
-		     "  --model MODEL    a topic model written by starfa train --algo lda\n"
+		     "Infers each document's topic proportions with the model's topics fixed (LDA's E-step, or the\n"
+		     "score updates of GaP and KL-NMF, as a task graph on every worker) and writes one line per\n"
+		     "document of DOCS, in its order: K tab-separated proportions summing to 1 (a count model's\n"
+		     "proportions are each topic's expected share of the document's words). A document with no words\n"
+		     "gets the prior's mean. The file is written beside THETA.tsv and renamed into place: a failure\n"
+		     "leaves no file behind.\n"
+		     "  --model MODEL    a model written by starfa train --algo lda, gap or klnmf\n"
 		     "  --input DOCS     documents (docword: D, W, NNZ, then 'doc word count' lines; word ids those\n"
 		     "                   of the training corpus)\n"
 		     "  --format F       mtx, ratings or docword (default: guessed from the name)\n"
@@ -80,8 +82,8 @@ int cmd_transform(int argc, char **argv)
 		return cli_library_error();
 	cli_model_print(stdout, m);
 	fflush(stdout);
-	if (m->kind != STARFA_MODEL_TOPIC) {
-		cli_error("transform needs a topic model (starfa train --algo lda); %s is %s (%s)", model_path,
+	if (m->kind != STARFA_MODEL_TOPIC && m->kind != STARFA_MODEL_NONNEG) {
+		cli_error("transform needs a topic or count model (starfa train --algo lda, gap or klnmf); %s is %s (%s)", model_path,
 			  starfa_model_kind_name(m->kind), m->algorithm);
 		starfa_model_free(m);
 		return 1;

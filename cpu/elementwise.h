@@ -65,7 +65,7 @@ STARFA_HD float starfa_dense_apply(int op, float a, float b, float z, float y)
 	case STARFA_DENSE_SCALE: return a * y + b;
 	case STARFA_DENSE_ADD: return y + a * z;
 	case STARFA_DENSE_MUL: return y * z;
-	case STARFA_DENSE_DIV: return y / (a > 0.0f ? fmaxf(a, z) : z);
+	case STARFA_DENSE_DIV: return y / (a > 0.0f ? fmaxf(a, z + b) : z + b);
 	case STARFA_DENSE_EXP: return expf(y);
 	case STARFA_DENSE_LOG: return logf(fmaxf(a, y));
 	case STARFA_DENSE_DIGAMMA: return starfa_digammaf(y);

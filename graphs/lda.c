@@ -372,10 +372,6 @@ static float near_one(uint64_t *rng)
 	return 1.0f + 0.17f * starfa_uniform_pm1(rng);
 }
 
-static int split_halves(const starfa_csr *docs, starfa_csr **observed, starfa_csr **evaluated, int64_t *empty);
-static int perplexity_of(const float *lambda, int64_t W, int64_t K, double alpha, const starfa_csr *observed,
-			 const starfa_csr *evaluated, int64_t max_iters, double tol, double *perplexity, int64_t *iterations);
-
 static int lda_setup(const starfa_coo *train, const starfa_coo *test, const void *params, void **state)
 {
 	struct lda *g = starfa_calloc(1, sizeof *g);
@@ -456,7 +452,7 @@ static int lda_setup(const starfa_coo *train, const starfa_coo *test, const void
 						(long long)test->ncols, (long long)g->W);
 		starfa_csr *t = NULL;
 		TRY(starfa_csr_from_coo(test, &t));
-		rc = split_halves(t, &g->test_obs, &g->test_eval, &g->test_empty);
+		rc = starfa_documents_split(t, &g->test_obs, &g->test_eval, &g->test_empty);
 		starfa_csr_free(t);
 		TRY(rc);
 	}
@@ -546,9 +542,10 @@ static int lda_evaluate(void *state, starfa_train_progress *p)
 	double test_perplexity = NAN;
 	if (g->test_obs) {
 		TRY(starfa_dense_sync(g->words.dlambda));
+		const struct starfa_topic_source src = {STARFA_MODEL_TOPIC, g->words.lambda, g->W, g->K, g->alpha, 0};
 		int64_t its = 0;
-		TRY(perplexity_of(g->words.lambda, g->W, g->K, g->alpha, g->test_obs, g->test_eval, g->o.eval_iters,
-					  g->o.inner_tol, &test_perplexity, &its));
+		TRY(starfa_documents_perplexity(&src, g->test_obs, g->test_eval, g->o.eval_iters, g->o.inner_tol,
+						&test_perplexity, &its));
 		p->has_test = 1;
 		p->test.entries = g->test_eval->nnz;
 	}
@@ -660,37 +657,67 @@ static int inference_tiles(const starfa_csr *docs, int64_t W, starfa_tiled **out
 	return starfa_tiled_create(&wide, &tiling, out);
 }
 
-/* The document-completion perplexity of topics λ: each document's mixture inferred from observed, the
- * perplexity exp(-Σ c log(θ_d·β_w) / Σ c) over evaluated's tokens (NaN when it has none). */
-static int perplexity_of(const float *lambda, int64_t W, int64_t K, double alpha, const starfa_csr *observed,
-			 const starfa_csr *evaluated, int64_t max_iters, double tol, double *perplexity, int64_t *iterations)
+/* Each document's topic weights w (documents x K, θ_d = w_d / Σ w_d) from S (c's tiles) with the topics
+ * fixed: LDA's γ by its E-step, or a count model's scores times the topics' totals (x_dk colsum(Λ)_k). */
+static int infer_weights(const struct starfa_topic_source *src, const starfa_tiled *S, const starfa_csr *c,
+			 int64_t max_iters, double tol, float *w, int64_t *iterations)
 {
-	const int64_t D = observed->nrows;
-	float *gamma = starfa_malloc((size_t)(D * K), sizeof(float)), *beta = starfa_malloc((size_t)(W * K), sizeof(float));
+	const int64_t K = src->K, D = c->nrows;
+	if (src->kind == STARFA_MODEL_TOPIC)
+		return infer_gamma(S, src->words, K, src->prior, max_iters, tol, w, iterations);
+	TRY(starfa_gap_infer(S, c, src->words, K, src->prior, src->rate, max_iters, tol, w, iterations));
+	double *totals = starfa_calloc((size_t)K, sizeof(double));
+	if (!totals)
+		return STARFA_ENOMEM;
+	for (int64_t v = 0; v < src->W; v++)
+		for (int64_t k = 0; k < K; k++)
+			totals[k] += src->words[v * K + k];
+	for (int64_t d = 0; d < D; d++)
+		for (int64_t k = 0; k < K; k++)
+			w[d * K + k] = (float)(w[d * K + k] * totals[k]);
+	free(totals);
+	return 0;
+}
+
+/* Weights to proportions, row by row; a row of zeros (a count model's empty document) gets 1 / K each. */
+static void normalize_rows(float *w, int64_t D, int64_t K)
+{
+	for (int64_t d = 0; d < D; d++) {
+		double total = 0;
+		for (int64_t k = 0; k < K; k++)
+			total += w[d * K + k];
+		for (int64_t k = 0; k < K; k++)
+			w[d * K + k] = total > 0 ? (float)(w[d * K + k] / total) : (float)(1.0 / (double)K);
+	}
+}
+
+int starfa_documents_perplexity(const struct starfa_topic_source *src, const starfa_csr *observed,
+				const starfa_csr *evaluated, int64_t max_iters, double tol, double *perplexity,
+				int64_t *iterations)
+{
+	const int64_t D = observed->nrows, K = src->K, W = src->W;
+	float *theta = starfa_malloc((size_t)(D * K), sizeof(float)), *beta = starfa_malloc((size_t)(W * K), sizeof(float));
 	starfa_tiled *S = NULL, *E = NULL;
-	int rc = !gamma || !beta ? STARFA_ENOMEM : 0;
+	int rc = !theta || !beta ? STARFA_ENOMEM : 0;
 	if (!rc)
 		rc = inference_tiles(observed, W, &S);
 	if (!rc)
-		rc = infer_gamma(S, lambda, K, alpha, max_iters, tol, gamma, iterations);
+		rc = infer_weights(src, S, observed, max_iters, tol, theta, iterations);
 	starfa_tiled_free(S);
+	if (!rc)
+		normalize_rows(theta, D, K);
 	double tokens = 0, loglik = 0;
 	for (int64_t e = 0; e < evaluated->nnz; e++)
 		tokens += evaluated->val[e];
-	/* log(θ_d·β_w) summed over the evaluated tokens, in the graph: θ = γ / Σγ, β = λ / Σ_w λ */
-	starfa_dense *dtheta = NULL, *dbeta = NULL, *drow = NULL;
+	/* log(θ_d·β_w) summed over the evaluated tokens, in the graph: β = λ / Σ_w λ */
+	starfa_dense *dtheta = NULL, *dbeta = NULL;
 	starfa_vector *vt = NULL;
 	starfa_sparse_values *P = NULL;
-	float *row = starfa_malloc((size_t)(D > 0 ? D : 1), sizeof(float));
-	if (!rc && !row)
-		rc = STARFA_ENOMEM;
 	if (!rc && tokens > 0) {
-		memcpy(beta, lambda, sizeof(float) * (size_t)(W * K));
+		memcpy(beta, src->words, sizeof(float) * (size_t)(W * K));
 		rc = inference_tiles(evaluated, W, &E);
 		if (!rc)
-			rc = starfa_dense_create(E, STARFA_ROWS, gamma, K, &dtheta);
-		if (!rc)
-			rc = starfa_dense_create(E, STARFA_ROWS, row, 1, &drow);
+			rc = starfa_dense_create(E, STARFA_ROWS, theta, K, &dtheta);
 		if (!rc)
 			rc = starfa_dense_create(E, STARFA_COLS, beta, K, &dbeta);
 		if (!rc)
@@ -698,13 +725,9 @@ static int perplexity_of(const float *lambda, int64_t W, int64_t K, double alpha
 		if (!rc)
 			rc = starfa_sparse_values_create(E, STARFA_ROWS, &P);
 		if (!rc)
-			rc = starfa_insert_dense_rowsum(dtheta, drow);
-		if (!rc)
-			rc = starfa_insert_dense_map(dtheta, STARFA_DENSE_DIV, 0, 0, drow, NULL);
-		if (!rc)
 			rc = starfa_insert_dense_colsum(dbeta, vt);
 		if (!rc)
-			rc = starfa_insert_dense_map(dbeta, STARFA_DENSE_DIV, 0, 0, NULL, vt);
+			rc = starfa_insert_dense_map(dbeta, STARFA_DENSE_DIV, LDA_EPS, 0, NULL, vt);
 		if (!rc)
 			rc = starfa_insert_sddmm(E, dtheta, dbeta, STARFA_SDDMM_PATTERN, P);
 		if (!rc)
@@ -713,21 +736,18 @@ static int perplexity_of(const float *lambda, int64_t W, int64_t K, double alpha
 	starfa_sparse_values_free(P);
 	starfa_vector_free(vt);
 	starfa_dense_free(dtheta);
-	starfa_dense_free(drow);
 	starfa_dense_free(dbeta);
 	starfa_tiled_free(E);
-	free(gamma);
+	free(theta);
 	free(beta);
-	free(row);
 	if (rc)
 		return rc;
 	*perplexity = tokens > 0 ? exp(-loglik / tokens) : NAN;
 	return 0;
 }
 
-/* Each document's entries, sorted by word id: the 1st, 3rd, ... into observed, the 2nd, 4th, ... into
- * evaluated (both with docs' dimensions); *empty gets the documents with no entries. */
-static int split_halves(const starfa_csr *docs, starfa_csr **observed, starfa_csr **evaluated, int64_t *empty)
+/* Documents' halves for document completion (train/algorithms.h). */
+int starfa_documents_split(const starfa_csr *docs, starfa_csr **observed, starfa_csr **evaluated, int64_t *empty)
 {
 	int64_t sizes[2] = {0, 0};
 	for (int64_t r = 0; r < docs->nrows; r++) {
@@ -774,12 +794,23 @@ static int check_topic_model(const starfa_model *m, const char *what)
 {
 	if (!m || !m->item_factors || !m->user_factors || m->rank < 1)
 		return starfa_set_error(STARFA_EINVAL, "%s: no model", what);
-	if (m->kind != STARFA_MODEL_TOPIC)
-		return starfa_set_error(STARFA_EINVAL, "%s needs a topic model (starfa train --algo lda); this one is %s (%s)",
+	if (m->kind != STARFA_MODEL_TOPIC && m->kind != STARFA_MODEL_NONNEG)
+		return starfa_set_error(STARFA_EINVAL,
+					"%s needs a topic model or a count model (starfa train --algo lda, gap or klnmf); this "
+					"one is %s (%s)",
 					what, starfa_model_kind_name(m->kind), m->algorithm);
-	if (!(m->alpha > 0))
+	if (m->kind == STARFA_MODEL_TOPIC && !(m->alpha > 0))
 		return starfa_set_error(STARFA_EINVAL, "%s: the model's document-topic prior alpha is %g, not > 0", what,
 					m->alpha);
+	if (m->kind == STARFA_MODEL_NONNEG && (!(m->alpha >= 1) || !(m->lambda >= 0)))
+		return starfa_set_error(STARFA_EINVAL, "%s: the model's prior (shape %g, rate %g) needs shape >= 1, rate >= 0",
+					what, m->alpha, m->lambda);
+	const int64_t n = m->nitems * m->rank;
+	for (int64_t i = 0; i < n; i++)
+		if (!(m->item_factors[i] >= 0) || !isfinite(m->item_factors[i]))
+			return starfa_set_error(STARFA_EINVAL, "%s: word %lld's weight in topic %lld is %g, not a number >= 0",
+						what, (long long)(i / m->rank) + 1, (long long)(i % m->rank) + 1,
+						m->item_factors[i]);
 	return 0;
 }
 
@@ -807,19 +838,14 @@ int starfa_topic_infer(const starfa_model *m, const starfa_coo *docs, const star
 	int rc = starfa_csr_from_coo(docs, &c);
 	if (!rc)
 		rc = inference_tiles(c, m->nitems, &S);
+	const struct starfa_topic_source src = {m->kind, m->item_factors, m->nitems, K, m->alpha, m->lambda};
 	if (!rc)
-		rc = infer_gamma(S, m->item_factors, K, m->alpha, o->max_iters, o->tol, theta, &its);
+		rc = infer_weights(&src, S, c, o->max_iters, o->tol, theta, &its);
 	starfa_tiled_free(S);
 	starfa_csr_free(c);
 	if (rc)
 		return rc;
-	for (int64_t d = 0; d < D; d++) {
-		double total = 0;
-		for (int64_t k = 0; k < K; k++)
-			total += theta[d * K + k];
-		for (int64_t k = 0; k < K; k++)
-			theta[d * K + k] = (float)(theta[d * K + k] / total);
-	}
+	normalize_rows(theta, D, K);
 	if (iterations)
 		*iterations = its;
 	return 0;
@@ -844,7 +870,7 @@ int starfa_topic_perplexity(const starfa_model *m, const starfa_coo *test, const
 	starfa_csr *c = NULL, *obs = NULL, *ev = NULL;
 	int rc = starfa_csr_from_coo(test, &c);
 	if (!rc)
-		rc = split_halves(c, &obs, &ev, &out->empty);
+		rc = starfa_documents_split(c, &obs, &ev, &out->empty);
 	starfa_csr_free(c);
 	if (!rc) {
 		for (int64_t e = 0; e < obs->nnz; e++)
@@ -852,9 +878,9 @@ int starfa_topic_perplexity(const starfa_model *m, const starfa_coo *test, const
 		for (int64_t e = 0; e < ev->nnz; e++)
 			out->evaluated_tokens += (int64_t)llround(ev->val[e]);
 	}
+	const struct starfa_topic_source src = {m->kind, m->item_factors, m->nitems, m->rank, m->alpha, m->lambda};
 	if (!rc && test->nrows > 0)
-		rc = perplexity_of(m->item_factors, m->nitems, m->rank, m->alpha, obs, ev, o->max_iters, o->tol,
-				   &out->perplexity, &out->iterations);
+		rc = starfa_documents_perplexity(&src, obs, ev, o->max_iters, o->tol, &out->perplexity, &out->iterations);
 	starfa_csr_free(obs);
 	starfa_csr_free(ev);
 	return rc;

@@ -395,7 +395,7 @@ typedef enum starfa_dense_op {
 	STARFA_DENSE_SCALE,   /* y = a·y + b */
 	STARFA_DENSE_ADD,     /* y = y + a·z */
 	STARFA_DENSE_MUL,     /* y = y·z */
-	STARFA_DENSE_DIV,     /* y = y / max(a, z)  (a = 0: y / z) */
+	STARFA_DENSE_DIV,     /* y = y / max(a, z + b)  (a = 0: y / (z + b)) */
 	STARFA_DENSE_EXP,     /* y = exp(y) */
 	STARFA_DENSE_LOG,     /* y = log(max(a, y)) */
 	STARFA_DENSE_DIGAMMA, /* y = ψ(y), the digamma function (E[log θ] of a Dirichlet) */

@@ -830,28 +830,43 @@ int starfa_topic_word(const starfa_model *m, float *beta)
 static int export_proportions(const starfa_model *m, starfa_export_what what, const char *path)
 {
 	const int topics = what == STARFA_EXPORT_TOPIC_WORD;
-	if (!topics && m->kind != STARFA_MODEL_TOPIC)
-		return starfa_set_error(STARFA_EINVAL, "doc-topic needs a topic model; this one is %s (%s)",
+	if (!topics && m->kind != STARFA_MODEL_TOPIC && m->kind != STARFA_MODEL_NONNEG)
+		return starfa_set_error(STARFA_EINVAL, "doc-topic needs a topic or count model; this one is %s (%s)",
 					starfa_model_kind_name(m->kind), m->algorithm);
 	const int64_t K = m->rank, rows = topics ? K : m->nusers, cols = topics ? m->nitems : K;
 	float *v = starfa_malloc((size_t)(rows * cols), sizeof(float));
-	if (!v)
+	double *weight = starfa_malloc((size_t)K, sizeof(double));
+	if (!v || !weight) {
+		free(v);
+		free(weight);
 		return STARFA_ENOMEM;
+	}
 	int rc = 0;
+	/* θ_d ∝ γ_d (LDA), or ∝ x_dk colsum(H)_k for a count model: each topic's expected share of the words */
+	for (int64_t k = 0; k < K; k++)
+		weight[k] = m->kind == STARFA_MODEL_TOPIC ? 1.0 : 0.0;
+	for (int64_t w = 0; !topics && m->kind == STARFA_MODEL_NONNEG && w < m->nitems; w++)
+		for (int64_t k = 0; k < K; k++)
+			weight[k] += m->item_factors[w * K + k];
 	if (topics) {
 		rc = starfa_topic_word(m, v);
 	} else {
 		for (int64_t d = 0; d < rows && !rc; d++) {
 			double total = 0;
 			for (int64_t k = 0; k < K; k++)
-				total += m->user_factors[d * K + k];
-			if (!(total > 0))
+				total += m->user_factors[d * K + k] * weight[k];
+			if (m->kind == STARFA_MODEL_TOPIC && !(total > 0))
 				rc = starfa_set_error(STARFA_EINVAL, "document %lld's gamma sums to %g, not > 0", (long long)d + 1,
 						      total);
-			for (int64_t k = 0; k < K; k++)
-				v[d * K + k] = (float)(m->user_factors[d * K + k] / total);
+			if (!(total >= 0) || !isfinite(total))
+				rc = starfa_set_error(STARFA_EINVAL, "document %lld's scores sum to %g, not a number >= 0",
+						      (long long)d + 1, total);
+			for (int64_t k = 0; k < K; k++) /* scores all zero (an empty document of KL-NMF): 1 / K each */
+				v[d * K + k] = total > 0 ? (float)(m->user_factors[d * K + k] * weight[k] / total)
+							 : (float)(1.0 / (double)K);
 		}
 	}
+	free(weight);
 	struct outfile o;
 	if (!rc)
 		rc = outfile_open(&o, path);

@@ -135,6 +135,23 @@ starfa_coo *testing_coo_of(const starfa_csr *S)
 	return coo;
 }
 
+starfa_coo *testing_corpus(int64_t D, int64_t W, int64_t nnz, uint64_t *rng, starfa_csr **csr)
+{
+	starfa_csr *S = testing_random_csr(D, W, nnz, 0.5, rng);
+	if (!S)
+		return NULL;
+	for (int64_t e = 0; e < S->nnz; e++)
+		S->val[e] = (float)(1 + (int)(4 * testing_uniform(rng)));
+	int64_t gone = S->rowptr[3] - S->rowptr[2];
+	memmove(S->colind + S->rowptr[2], S->colind + S->rowptr[3], sizeof(int32_t) * (size_t)(S->nnz - S->rowptr[3]));
+	memmove(S->val + S->rowptr[2], S->val + S->rowptr[3], sizeof(float) * (size_t)(S->nnz - S->rowptr[3]));
+	for (int64_t r = 3; r <= D; r++)
+		S->rowptr[r] -= gone;
+	S->nnz -= gone;
+	*csr = S;
+	return testing_coo_of(S);
+}
+
 static starfa_options runtime_opts;
 
 static int same_options(const starfa_options *a, const starfa_options *b)

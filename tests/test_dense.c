@@ -19,7 +19,7 @@ static double op_ref(starfa_dense_op op, float a, float b, double z, double y)
 	case STARFA_DENSE_SCALE: return a * y + b;
 	case STARFA_DENSE_ADD: return y + a * z;
 	case STARFA_DENSE_MUL: return y * z;
-	case STARFA_DENSE_DIV: return y / (a > 0 ? fmax(a, z) : z);
+	case STARFA_DENSE_DIV: return y / (a > 0 ? fmax(a, (double)z + b) : (double)z + b);
 	case STARFA_DENSE_EXP: return exp(y);
 	case STARFA_DENSE_LOG: return log(fmax(a, y));
 	case STARFA_DENSE_DIGAMMA: return testing_digamma(y);
@@ -65,7 +65,7 @@ static int dense_ops(starfa_worker_kind kind, uint64_t seed)
 				    op == STARFA_DENSE_DIV;
 			if (!reads && operand > 0)
 				continue;
-			float a = op == STARFA_DENSE_DIV && operand == 1 ? 0.0f : 0.3f, b = -0.25f;
+			float a = op == STARFA_DENSE_DIV && operand == 1 ? 0.0f : 0.3f, b = op == STARFA_DENSE_DIV ? 0.25f : -0.25f;
 			/* Y = Y0 written by the host between graphs (dense_sync brings the blocks home). */
 			CHECK_OK(starfa_dense_sync(dY));
 			starfa_dense_free(dY);

@@ -132,32 +132,13 @@ static int record(const starfa_train_progress *p, void *user_data)
 	return 0;
 }
 
-/* A corpus of counts 1..4 with an empty document (real corpora have them). */
-static starfa_coo *corpus(int64_t D, int64_t W, int64_t nnz, uint64_t *rng, starfa_csr **csr)
-{
-	starfa_csr *S = testing_random_csr(D, W, nnz, 0.5, rng);
-	if (!S)
-		return NULL;
-	for (int64_t e = 0; e < S->nnz; e++)
-		S->val[e] = (float)(1 + (int)(4 * testing_uniform(rng)));
-	/* document 2 loses its words */
-	int64_t gone = S->rowptr[3] - S->rowptr[2];
-	memmove(S->colind + S->rowptr[2], S->colind + S->rowptr[3], sizeof(int32_t) * (size_t)(S->nnz - S->rowptr[3]));
-	memmove(S->val + S->rowptr[2], S->val + S->rowptr[3], sizeof(float) * (size_t)(S->nnz - S->rowptr[3]));
-	for (int64_t r = 3; r <= D; r++)
-		S->rowptr[r] -= gone;
-	S->nnz -= gone;
-	*csr = S;
-	return testing_coo_of(S);
-}
-
 static int lda_matches_reference(starfa_worker_kind kind, uint64_t seed)
 {
 	CHECK_OK(testing_runtime_only(kind));
 	uint64_t rng = seed;
 	const int64_t D = 40, W = 60, K = 2 + (int64_t)testing_below(&rng, 6), iters = 4, inner = 3;
 	starfa_csr *S = NULL;
-	starfa_coo *coo = corpus(D, W, 700, &rng, &S);
+	starfa_coo *coo = testing_corpus(D, W, 700, &rng, &S);
 	CHECK(coo);
 	const starfa_algorithm *lda = starfa_algorithm_find("lda");
 	CHECK(lda && lda->kind == STARFA_MODEL_TOPIC);

@@ -76,6 +76,9 @@ void testing_poison(float *x, size_t n);
 starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, uint64_t *state);
 /* The same entries as a coordinate list (row by row), for starfa_train; NULL when out of memory. */
 starfa_coo *testing_coo_of(const starfa_csr *S);
+/* A bag-of-words corpus: testing_random_csr's pattern, counts 1..4, and document 2 with no words (real
+ * corpora have them); *csr gets the matrix, the result its entries. */
+starfa_coo *testing_corpus(int64_t D, int64_t W, int64_t nnz, uint64_t *rng, starfa_csr **csr);
 
 /* ψ(x) in double by the recurrence up to 20 and the asymptotic series: a reference independent of
  * starfa's own. */

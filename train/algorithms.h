@@ -9,8 +9,34 @@ extern const starfa_algorithm starfa_algorithm_ials; /* graphs/als.c: implicit A
 extern const starfa_algorithm starfa_algorithm_sgd;  /* graphs/sgd.c: SGD matrix factorization */
 extern const starfa_algorithm starfa_algorithm_ccd;  /* graphs/ccd.c: CCD++ */
 extern const starfa_algorithm starfa_algorithm_lda;  /* graphs/lda.c: LDA by variational Bayes */
+extern const starfa_algorithm starfa_algorithm_gap;  /* graphs/gap.c: GaP by MAP multiplicative updates */
+extern const starfa_algorithm starfa_algorithm_klnmf; /* graphs/gap.c: KL-NMF (GaP without the prior) */
 
 /* Helpers the algorithms share. */
+
+/* Topics over the words, as a topic model (kind STARFA_MODEL_TOPIC: LDA's λ, Dirichlet prior `prior` on
+ * the mixtures) or a count model (STARFA_MODEL_NONNEG: GaP's or KL-NMF's Λ, Gamma(prior, 1/rate) on the
+ * scores): words x k, column t topic t. */
+struct starfa_topic_source {
+	starfa_model_kind kind;
+	const float *words;
+	int64_t W, K;
+	double prior, rate;
+};
+
+/* Each document's entries, sorted by word id: the 1st, 3rd, ... into observed, the 2nd, 4th, ... into
+ * evaluated (both with docs' dimensions); *empty gets the documents with no entries (graphs/lda.c). */
+int starfa_documents_split(const starfa_csr *docs, starfa_csr **observed, starfa_csr **evaluated, int64_t *empty);
+/* The document-completion perplexity: each document's mixture inferred from observed, then
+ * exp(-Σ c log(θ_d·β_w) / Σ c) over evaluated's tokens (NaN when it has none). */
+int starfa_documents_perplexity(const struct starfa_topic_source *src, const starfa_csr *observed,
+				const starfa_csr *evaluated, int64_t max_iters, double tol, double *perplexity,
+				int64_t *iterations);
+/* GaP's score update with the word weights L (words x K) fixed, from each document's length spread evenly,
+ * until the mean absolute change of the scores is under tol (0: max_iters) (graphs/gap.c). S: c's tiles;
+ * X: c's documents x K. */
+int starfa_gap_infer(const starfa_tiled *S, const starfa_csr *c, const float *L, int64_t K, double shape, double rate,
+		     int64_t max_iters, double tol, float *X, int64_t *iterations);
 
 /* Adds a column to an iteration's progress line and CSV log (ignored past STARFA_MAX_COLUMNS). */
 static inline void starfa_progress_column(starfa_train_progress *p, const char *name, int digits, double value)

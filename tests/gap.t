@@ -1,0 +1,1 @@
+# runs the 'gap' group of tests/starfa_test

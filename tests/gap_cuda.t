@@ -1,0 +1,1 @@
+# runs the 'gap_cuda' group of tests/starfa_test
