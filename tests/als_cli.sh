@@ -67,7 +67,7 @@ expect 2 '--min-ratings expects an integer' -- recommend --model "$tmp/als.model
 expect 2 'needs --input FILE and --out MODEL' -- train --input "$tmp/ratings.csv"
 expect 2 '--rank expects an integer' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --rank 0
 expect 2 '--solver must be one of chol\|cg' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --solver lu
-expect 2 '--algo must be als, ials, sgd, ccd or lda' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
+expect 2 '--algo must be als, ials, sgd, ccd, lda, gap or klnmf' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
 expect 2 'not both' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --test "$tmp/test.csv" --test-fraction 0.2
 expect 1 'missing\.csv' -- train --input "$tmp/missing.csv" --out "$tmp/x.model" --log "$tmp/x.csv"
 expect 1 'cannot write the model' -- train --input "$tmp/ratings.csv" --out "$tmp/no/such/folder/x.model"
@@ -154,7 +154,8 @@ awk -F, 'NR > 1 && ($5 < $4 || $4 < 0) { bad = 1 } END { exit bad }' "$tmp/tasks
 if command -v python3 >/dev/null; then
 	gantt="$(dirname "$0")/../scripts/gantt.py"
 	[ -f "$gantt" ] || gantt="${STARFA_SRCDIR:-.}/scripts/gantt.py"
-	python3 "$gantt" "$tmp/tasks.csv" "$tmp/tasks.svg" | grep -q 'busy' || fail "gantt.py printed no busy times"
+	python3 "$gantt" "$tmp/tasks.csv" "$tmp/tasks.svg" >"$tmp/gantt.txt" || fail "gantt.py failed"
+	grep -q 'busy' "$tmp/gantt.txt" || fail "gantt.py printed no busy times"
 	grep -q '<svg' "$tmp/tasks.svg" || fail "gantt.py wrote no SVG"
 	python3 "$gantt" "$tmp/missing.csv" "$tmp/x.svg" 2>/dev/null && fail "gantt.py read a missing log"
 	[ -e "$tmp/x.svg" ] && fail "gantt.py wrote an SVG from nothing"
