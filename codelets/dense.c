@@ -218,6 +218,69 @@ int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense 
 			     STARFA_BUFFERS({X->blocks[block], STARPU_R}, {R->blocks[block], STARPU_W}));
 }
 
+/* ------------------------------------------------------------------ dense_cg */
+
+struct cg_args {
+	int start;
+};
+
+/* Buffers: 0 X, 1 R, 2 P, 3 Q, 4 rr, 5 lam (the blocks of one row band). */
+#define CG_ARGS(buffers)                                                                                      \
+	STARPU_MATRIX_GET_NY(buffers[0]), STARPU_MATRIX_GET_NX(buffers[0]), ((const struct cg_args *)cl_arg)->start, \
+		(float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]),                        \
+		(float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]),                        \
+		(float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]),                        \
+		(const float *)STARPU_MATRIX_GET_PTR(buffers[3]), STARPU_MATRIX_GET_LD(buffers[3]),                  \
+		(float *)STARPU_MATRIX_GET_PTR(buffers[4]), STARPU_MATRIX_GET_LD(buffers[4]),                        \
+		(const float *)STARPU_MATRIX_GET_PTR(buffers[5]), STARPU_MATRIX_GET_LD(buffers[5])
+
+static void dense_cg_cpu(void *buffers[], void *cl_arg)
+{
+	starfa_cpu_dense_cg(CG_ARGS(buffers));
+}
+
+#ifdef STARFA_USE_CUDA
+static void dense_cg_cuda(void *buffers[], void *cl_arg)
+{
+	STARFA_CUDA_CHECK("dense_cg", starfa_cuda_dense_cg(CG_ARGS(buffers), starpu_cuda_get_local_stream()));
+}
+#endif
+
+static uint32_t dense_cg_variant(const struct starpu_task *task)
+{
+	return (uint32_t)((const struct cg_args *)task->cl_arg)->start;
+}
+
+STARFA_CODELET(dense_cg, block_elements, dense_cg_variant, dense_cg_cpu, STARFA_CUDA_FUNC(dense_cg_cuda));
+
+int starfa_task_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, const starfa_dense *Q, starfa_dense *rr,
+			 const starfa_dense *lam, int64_t block, int start, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_dense_cg";
+	int rc = check_block(what, X, block);
+	if (rc)
+		return rc;
+	const starfa_dense *same[3] = {R, P, Q}, *one[2] = {rr, lam};
+	for (int i = 0; i < 3; i++)
+		if (!same[i] || same[i]->cols != X->cols || !starfa_dense_blocked_along(same[i], X->bounds, X->nblocks))
+			return starfa_set_error(STARFA_EINVAL, "%s: R, P and Q must be blocked like X, with its %lld columns",
+						what, (long long)X->cols);
+	for (int i = 0; i < 2; i++)
+		if (!one[i] || one[i]->cols != 1 || !starfa_dense_blocked_along(one[i], X->bounds, X->nblocks))
+			return starfa_set_error(STARFA_EINVAL, "%s: rr and lam must have one column, blocked like X", what);
+	if (X == R || X == P || R == P || (const starfa_dense *)X == Q || (const starfa_dense *)R == Q ||
+	    (const starfa_dense *)P == Q || (const starfa_dense *)rr == lam)
+		return starfa_set_error(STARFA_EINVAL, "%s: X, R, P, Q, rr and lam must be six matrices", what);
+	struct cg_args args = {start != 0};
+	double n = (double)(X->bounds[block + 1] - X->bounds[block]) * (double)X->cols;
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(X, block));
+	return starfa_submit(&dense_cg_cl, &args, sizeof args, n, attr,
+			     STARFA_BUFFERS({X->blocks[block], start ? STARPU_R : STARPU_RW}, {R->blocks[block], start ? STARPU_W : STARPU_RW},
+					    {P->blocks[block], start ? STARPU_W : STARPU_RW}, {Q->blocks[block], STARPU_R},
+					    {rr->blocks[block], start ? STARPU_W : STARPU_RW}, {lam->blocks[block], STARPU_R}));
+}
+
 /* ------------------------------------------------------------------ dense_convert */
 
 struct convert_args {

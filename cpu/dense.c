@@ -49,6 +49,39 @@ void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t
 	}
 }
 
+void starfa_cpu_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_t ldx, float *R, int64_t ldr, float *P,
+			 int64_t ldp, const float *Q, int64_t ldq, float *rr, int64_t ldrr, const float *lam, int64_t ldl)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		float *x = X + r * ldx, *res = R + r * ldr, *p = P + r * ldp;
+		const float *q = Q + r * ldq, l = lam[r * ldl];
+		double rr_new = 0.0;
+		if (start) {
+			for (int64_t c = 0; c < cols; c++) {
+				res[c] = q[c] - l * x[c];
+				p[c] = res[c];
+				rr_new += (double)res[c] * res[c];
+			}
+			rr[r * ldrr] = (float)rr_new;
+			continue;
+		}
+		double pq = 0.0;
+		for (int64_t c = 0; c < cols; c++)
+			pq += (double)p[c] * (q[c] + l * p[c]);
+		const double rr_old = rr[r * ldrr];
+		const float alpha = pq > 0.0 ? (float)(rr_old / pq) : 0.0f;
+		for (int64_t c = 0; c < cols; c++) {
+			x[c] += alpha * p[c];
+			res[c] -= alpha * (q[c] + l * p[c]);
+			rr_new += (double)res[c] * res[c];
+		}
+		const float beta = rr_old > 0.0 ? (float)(rr_new / rr_old) : 0.0f;
+		for (int64_t c = 0; c < cols; c++)
+			p[c] = res[c] + beta * p[c];
+		rr[r * ldrr] = (float)rr_new;
+	}
+}
+
 double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op)
 {
 	double s = 0.0;

@@ -21,6 +21,13 @@ void starfa_cpu_dense_map(int64_t rows, int64_t cols, int op, float a, float b, 
 int starfa_cpu_dense_colsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, int accumulate, float *v);
 /* R[r * ldr] = sum over c of X[r, c]. */
 void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, float *R, int64_t ldr);
+/* One step of conjugate gradients for each row's own system (A_r + lam_r I) x_r = b_r, matrix-free: X, R
+ * (the residual), P (the direction) and Q rows x cols, rr and lam one value per row (leading dimensions
+ * ldx ... ldl). start: r = Q - lam x (Q = b - A x), p = r, rr = r·r. Otherwise Q = A p and, with
+ * q = Q + lam p: alpha = rr / p·q, x += alpha p, r -= alpha q, rr' = r·r, p = r + (rr' / rr) p, rr = rr'
+ * (alpha 0 where p·q <= 0, beta 0 where rr <= 0: a converged row stays put). Dot products in double. */
+void starfa_cpu_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_t ldx, float *R, int64_t ldr, float *P,
+			 int64_t ldp, const float *Q, int64_t ldq, float *rr, int64_t ldrr, const float *lam, int64_t ldl);
 /* FP32 to FP16 (cpu/half.h) and back: rows x cols values, leading dimensions in elements of each. */
 void starfa_cpu_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y, int64_t ldy);
 void starfa_cpu_dense_from_half(int64_t rows, int64_t cols, const uint16_t *X, int64_t ldx, float *Y, int64_t ldy);

@@ -63,6 +63,59 @@ __global__ void colsum_kernel(int64_t rows, int64_t cols, const float *__restric
 	}
 }
 
+__device__ double warp_sum(double s)
+{
+	for (int offset = 16; offset > 0; offset /= 2)
+		s += __shfl_xor_sync(0xffffffffu, s, offset);
+	return s;
+}
+
+/* One warp per row: the row's dot products reduced across the warp (every lane gets them), then each
+ * lane updates its columns. */
+__global__ void cg_kernel(int64_t rows, int64_t cols, int start, float *__restrict__ X, int64_t ldx, float *__restrict__ R,
+			  int64_t ldr, float *__restrict__ P, int64_t ldp, const float *__restrict__ Q, int64_t ldq,
+			  float *__restrict__ rr, int64_t ldrr, const float *__restrict__ lam, int64_t ldl)
+{
+	const int lane = threadIdx.x % 32;
+	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+	for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+		float *x = X + r * ldx, *res = R + r * ldr, *p = P + r * ldp;
+		const float *q = Q + r * ldq, l = lam[r * ldl];
+		double rr_new = 0.0;
+		if (start) {
+			for (int64_t c = lane; c < cols; c += 32) {
+				const float v = q[c] - l * x[c];
+				res[c] = v;
+				p[c] = v;
+				rr_new += (double)v * v;
+			}
+			rr_new = warp_sum(rr_new);
+			if (lane == 0)
+				rr[r * ldrr] = (float)rr_new;
+			continue;
+		}
+		double pq = 0.0;
+		for (int64_t c = lane; c < cols; c += 32)
+			pq += (double)p[c] * (q[c] + l * p[c]);
+		pq = warp_sum(pq);
+		const double rr_old = rr[r * ldrr];
+		const float alpha = pq > 0.0 ? (float)(rr_old / pq) : 0.0f;
+		for (int64_t c = lane; c < cols; c += 32) {
+			x[c] += alpha * p[c];
+			const float v = res[c] - alpha * (q[c] + l * p[c]);
+			res[c] = v;
+			rr_new += (double)v * v;
+		}
+		rr_new = warp_sum(rr_new);
+		const float beta = rr_old > 0.0 ? (float)(rr_new / rr_old) : 0.0f;
+		for (int64_t c = lane; c < cols; c += 32)
+			p[c] = res[c] + beta * p[c];
+		__syncwarp();
+		if (lane == 0)
+			rr[r * ldrr] = (float)rr_new;
+	}
+}
+
 /* One warp per row. */
 __global__ void rowsum_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx, float *__restrict__ R,
 			      int64_t ldr)
@@ -128,6 +181,17 @@ extern "C" cudaError_t starfa_cuda_dense_rowsum(int64_t rows, int64_t cols, cons
 	if (rows <= 0)
 		return cudaSuccess;
 	rowsum_kernel<<<blocks_for(rows * 32), 256, 0, stream>>>(rows, cols, X, ldx, R, ldr);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t starfa_cuda_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_t ldx, float *R,
+					    int64_t ldr, float *P, int64_t ldp, const float *Q, int64_t ldq, float *rr,
+					    int64_t ldrr, const float *lam, int64_t ldl, cudaStream_t stream)
+{
+	if (rows <= 0)
+		return cudaSuccess;
+	cg_kernel<<<blocks_for(rows * 32), 256, 0, stream>>>(rows, cols, start, X, ldx, R, ldr, P, ldp, Q, ldq, rr, ldrr, lam,
+							      ldl);
 	return cudaGetLastError();
 }
 

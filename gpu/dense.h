@@ -16,6 +16,10 @@ cudaError_t starfa_cuda_dense_colsum(int64_t rows, int64_t cols, const float *X,
 				     cudaStream_t stream);
 cudaError_t starfa_cuda_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, float *R, int64_t ldr,
 				     cudaStream_t stream);
+/* starfa_cpu_dense_cg's step on device pointers: one warp per row. */
+cudaError_t starfa_cuda_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_t ldx, float *R, int64_t ldr,
+				 float *P, int64_t ldp, const float *Q, int64_t ldq, float *rr, int64_t ldrr, const float *lam,
+				 int64_t ldl, cudaStream_t stream);
 /* FP32 to FP16 and back (cpu/half.h): leading dimensions in elements of each side. */
 cudaError_t starfa_cuda_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y, int64_t ldy,
 				      cudaStream_t stream);

@@ -175,6 +175,19 @@ int starfa_insert_dense_rowsum(const starfa_dense *X, starfa_dense *R)
 	return 0;
 }
 
+int starfa_insert_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, const starfa_dense *Q, starfa_dense *rr,
+			   const starfa_dense *lam, int start)
+{
+	if (!X)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_dense_cg: missing operand");
+	for (int64_t b = 0; b < starfa_dense_blocks(X); b++) {
+		int rc = starfa_task_dense_cg(X, R, P, Q, rr, lam, b, start, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* The total of a fresh set of sums once `insert` has filled it. */
 static int total_of(starfa_sums *sums, int rc, double *total)
 {

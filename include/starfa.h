@@ -416,6 +416,16 @@ int starfa_task_dense_colsum(const starfa_dense *X, int64_t block, int accumulat
 /* Row sums of one block into R's block (R: one column, blocked like X). */
 int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense *R, const starfa_task_attr *attr);
 
+/* Conjugate gradients for one system per row, (A_r + lam_r I) x_r = b_r, matrix-free: the caller forms
+ * the products A p for every row at once (SFA: A p = Mᵀ·SDDMM(p, M) on S's pattern, one SDDMM and one
+ * SpMM), and this step does the per-row vector work of one block. X (the unknowns), R (the residual), P
+ * (the direction) and Q have X's columns, rr (each row's r·r) and lam (each row's shift) one column, all
+ * blocked alike. start: Q = b - A x, and r = Q - lam x, p = r, rr = r·r. Otherwise Q = A p, and with
+ * q = Q + lam p: alpha = rr / p·q, x += alpha p, r -= alpha q, rr' = r·r, p = r + (rr' / rr) p, rr = rr'
+ * (a row with p·q or rr at 0 stays put). Dot products in double. */
+int starfa_task_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, const starfa_dense *Q, starfa_dense *rr,
+			 const starfa_dense *lam, int64_t block, int start, const starfa_task_attr *attr);
+
 /* FP32 rows to FP16 rows and back, for factors kept in half precision. A half-precision dense holds its
  * rows' values as IEEE binary16 packed two to a float: c columns of floats store 2c halves, the half of
  * column q in the low 16 bits of float column q/2 when q is even (little-endian memory order, as CUDA's
@@ -528,6 +538,9 @@ int starfa_insert_dense_colsum(const starfa_dense *X, starfa_vector *v);
 int starfa_insert_dense_convert(starfa_dense *Y, starfa_convert dir, const starfa_dense *X);
 /* Row sums of every block into R. */
 int starfa_insert_dense_rowsum(const starfa_dense *X, starfa_dense *R);
+/* starfa_task_dense_cg on every block. */
+int starfa_insert_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, const starfa_dense *Q, starfa_dense *rr,
+			   const starfa_dense *lam, int start);
 /* A reduction of every tile (block), one slot each, and its total (this waits for the tasks). */
 int starfa_reduce_values(const starfa_sparse_values *Y, starfa_reduce_op op, float a, const starfa_sparse_values *X,
 			 double *total);

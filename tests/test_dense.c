@@ -246,6 +246,191 @@ static int half_conversion(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
+/* starfa_task_dense_cg on a system per row, A_r = B_r B_rᵀ / k + 0.1 I (SPD), shift lam_r in [0, 1): the
+ * start against its definition, each step against a double-precision step from the same (float) state,
+ * and after k + 2 steps x against the solution of (A_r + lam_r I) x = b_r by Cholesky. The products
+ * A p are formed on the host between the steps (the graph's caller's job). */
+static void cg_products(int64_t m, int64_t k, const double *A, const float *P, float *Q)
+{
+	for (int64_t r = 0; r < m; r++)
+		for (int64_t i = 0; i < k; i++) {
+			double s = 0;
+			for (int64_t j = 0; j < k; j++)
+				s += A[(r * k + i) * k + j] * P[r * k + j];
+			Q[r * k + i] = (float)s;
+		}
+}
+
+static int row_cg(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	starfa_csr *S = testing_random_csr(37, 20, 200, 0.5, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {(int64_t)(1 + testing_below(&rng, 4)), 1, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	const int64_t m = S->nrows, k = 1 + (int64_t)testing_below(&rng, 48); /* past one warp's 32 lanes */
+	const size_t n = (size_t)(m * k);
+	double *A = malloc(sizeof(double) * n * (size_t)k), *B = malloc(sizeof(double) * (size_t)(k * k));
+	float *X = malloc(sizeof(float) * n), *R = malloc(sizeof(float) * n), *P = malloc(sizeof(float) * n),
+	      *Q = malloc(sizeof(float) * n), *rr = malloc(sizeof(float) * (size_t)m), *lam = malloc(sizeof(float) * (size_t)m),
+	      *b = malloc(sizeof(float) * n), *X0 = malloc(sizeof(float) * n);
+	CHECK(A && B && X && R && P && Q && rr && lam && b && X0);
+	for (int64_t r = 0; r < m; r++) {
+		for (int64_t e = 0; e < k * k; e++)
+			B[e] = testing_uniform(&rng) * 2 - 1;
+		for (int64_t i = 0; i < k; i++)
+			for (int64_t j = 0; j < k; j++) {
+				double s = i == j ? 0.1 : 0;
+				for (int64_t l = 0; l < k; l++)
+					s += B[i * k + l] * B[j * k + l] / (double)k;
+				A[(r * k + i) * k + j] = s;
+			}
+		lam[r] = (float)testing_uniform(&rng);
+	}
+	for (size_t e = 0; e < n; e++) {
+		b[e] = (float)(testing_uniform(&rng) * 2 - 1);
+		X0[e] = X[e] = (float)(testing_uniform(&rng) * 2 - 1);
+	}
+	/* Q = b - A x0 */
+	cg_products(m, k, A, X, Q);
+	for (size_t e = 0; e < n; e++)
+		Q[e] = b[e] - Q[e];
+	testing_poison(R, n);
+	testing_poison(P, n);
+	testing_poison(rr, (size_t)m);
+	starfa_dense *dX = NULL, *dR = NULL, *dP = NULL, *dQ = NULL, *drr = NULL, *dlam = NULL;
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, X, k, &dX));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, R, k, &dR));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, P, k, &dP));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Q, k, &dQ));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, rr, 1, &drr));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, lam, 1, &dlam));
+	CHECK(starfa_insert_dense_cg(dX, dR, dP, dQ, drr, drr, 1) == STARFA_EINVAL); /* rr and lam one matrix */
+	starfa_stats_reset();
+	CHECK_OK(starfa_insert_dense_cg(dX, dR, dP, dQ, drr, dlam, 1));
+	CHECK_OK(starfa_dense_sync(dR));
+	CHECK_OK(starfa_dense_sync(dP));
+	CHECK_OK(starfa_dense_sync(drr));
+	for (int64_t r = 0; r < m; r++) {
+		double s = 0;
+		for (int64_t c = 0; c < k; c++) {
+			const float want = Q[r * k + c] - lam[r] * X[r * k + c];
+			CHECK_MSG(R[r * k + c] == want && P[r * k + c] == want, "start row %lld col %lld: r %g p %g, want %g",
+				  (long long)r, (long long)c, R[r * k + c], P[r * k + c], want);
+			s += (double)want * want;
+		}
+		CHECK_MSG(fabs(rr[r] - s) <= 1e-6 * s, "start row %lld: rr %.9g, want %.9g", (long long)r, rr[r], s);
+	}
+	double *x = malloc(sizeof(double) * n), *res = malloc(sizeof(double) * n), *p = malloc(sizeof(double) * n),
+	       *rrd = malloc(sizeof(double) * (size_t)m);
+	CHECK(x && res && p && rrd);
+	for (int64_t step = 0; step < k + 2; step++) {
+		/* the host's products from the graph's direction, then the reference step from the same state */
+		CHECK_OK(starfa_dense_sync(dX));
+		CHECK_OK(starfa_dense_sync(dR));
+		CHECK_OK(starfa_dense_sync(dP));
+		CHECK_OK(starfa_dense_sync(drr));
+		starfa_dense_free(dQ);
+		cg_products(m, k, A, P, Q);
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Q, k, &dQ));
+		for (int64_t r = 0; r < m; r++) {
+			double pq = 0, rn = 0;
+			for (int64_t c = 0; c < k; c++)
+				pq += (double)P[r * k + c] * ((double)Q[r * k + c] + lam[r] * (double)P[r * k + c]);
+			const double alpha = pq > 0 ? rr[r] / pq : 0;
+			for (int64_t c = 0; c < k; c++) {
+				const double q = (double)Q[r * k + c] + lam[r] * (double)P[r * k + c];
+				x[r * k + c] = X[r * k + c] + alpha * P[r * k + c];
+				res[r * k + c] = R[r * k + c] - alpha * q;
+				rn += res[r * k + c] * res[r * k + c];
+			}
+			const double beta = rr[r] > 0 ? rn / rr[r] : 0;
+			for (int64_t c = 0; c < k; c++)
+				p[r * k + c] = res[r * k + c] + beta * P[r * k + c];
+			rrd[r] = rn;
+		}
+		CHECK_OK(starfa_insert_dense_cg(dX, dR, dP, dQ, drr, dlam, 0));
+		CHECK_OK(starfa_dense_sync(dX));
+		CHECK_OK(starfa_dense_sync(dR));
+		CHECK_OK(starfa_dense_sync(dP));
+		CHECK_OK(starfa_dense_sync(drr));
+		for (int64_t r = 0; r < m; r++) {
+			double scale = 1e-30;
+			for (int64_t c = 0; c < k; c++)
+				scale = fmax(scale, fabs(x[r * k + c]) + fabs(res[r * k + c]) + fabs(p[r * k + c]));
+			for (int64_t c = 0; c < k; c++)
+				CHECK_MSG(fabs(X[r * k + c] - x[r * k + c]) <= 1e-4 * scale &&
+						  fabs(R[r * k + c] - res[r * k + c]) <= 1e-4 * scale &&
+						  fabs(P[r * k + c] - p[r * k + c]) <= 1e-4 * scale,
+					  "step %lld row %lld col %lld: x %g r %g p %g, reference %g %g %g", (long long)step,
+					  (long long)r, (long long)c, X[r * k + c], R[r * k + c], P[r * k + c], x[r * k + c],
+					  res[r * k + c], p[r * k + c]);
+			/* |r| to the rounding of r's elements (the residual cancels as CG converges) */
+			CHECK_MSG(fabs(sqrt(rr[r]) - sqrt(rrd[r])) <= 1e-4 * scale * sqrt((double)k), "step %lld row %lld: rr %g, reference %g",
+				  (long long)step, (long long)r, rr[r], rrd[r]);
+		}
+	}
+	starfa_worker_stats st;
+	starfa_stats_get(&st);
+	CHECK_MSG(st.tasks[kind] >= (k + 3) * starfa_dense_blocks(dX), "%lld tasks ran on the workers asked for",
+		  (long long)st.tasks[kind]);
+	/* The solution: (A_r + lam_r I) x = b_r by Cholesky in double. */
+	for (int64_t r = 0; r < m; r++) {
+		double *L = B; /* k x k scratch */
+		for (int64_t i = 0; i < k; i++)
+			for (int64_t j = 0; j <= i; j++) {
+				double s = A[(r * k + i) * k + j] + (i == j ? lam[r] : 0);
+				for (int64_t l = 0; l < j; l++)
+					s -= L[i * k + l] * L[j * k + l];
+				L[i * k + j] = i == j ? sqrt(s) : s / L[j * k + j];
+			}
+		double *y = x + r * k, norm = 0, err = 0;
+		for (int64_t i = 0; i < k; i++) {
+			double s = b[r * k + i];
+			for (int64_t l = 0; l < i; l++)
+				s -= L[i * k + l] * y[l];
+			y[i] = s / L[i * k + i];
+		}
+		for (int64_t i = k - 1; i >= 0; i--) {
+			double s = y[i];
+			for (int64_t l = i + 1; l < k; l++)
+				s -= L[l * k + i] * y[l];
+			y[i] = s / L[i * k + i];
+		}
+		for (int64_t i = 0; i < k; i++) {
+			norm = fmax(norm, fabs(y[i]));
+			err = fmax(err, fabs(X[r * k + i] - y[i]));
+		}
+		CHECK_MSG(err <= 2e-3 * (1 + norm), "row %lld (k %lld): CG's x is %g off the solution (max |x| %g)", (long long)r,
+			  (long long)k, err, norm);
+	}
+	starfa_dense_free(dX);
+	starfa_dense_free(dR);
+	starfa_dense_free(dP);
+	starfa_dense_free(dQ);
+	starfa_dense_free(drr);
+	starfa_dense_free(dlam);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(A);
+	free(B);
+	free(X);
+	free(R);
+	free(P);
+	free(Q);
+	free(rr);
+	free(lam);
+	free(b);
+	free(X0);
+	free(x);
+	free(res);
+	free(p);
+	free(rrd);
+	return 0;
+}
+
 TEST(dense, half_conversion_cpu)
 {
 	return half_conversion(STARFA_WORKER_CPU, testing_seed() + 22);
@@ -256,6 +441,11 @@ TEST(dense, maps_sums_and_reductions_cpu)
 	return dense_ops(STARFA_WORKER_CPU, testing_seed() + 21);
 }
 
+TEST(dense, row_cg_cpu)
+{
+	return row_cg(STARFA_WORKER_CPU, testing_seed() + 23);
+}
+
 #ifdef STARFA_USE_CUDA
 
 TEST(dense_cuda, maps_sums_and_reductions_cuda)
@@ -263,6 +453,13 @@ TEST(dense_cuda, maps_sums_and_reductions_cuda)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	return dense_ops(STARFA_WORKER_CUDA, testing_seed() + 21);
+}
+
+TEST(dense_cuda, row_cg_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return row_cg(STARFA_WORKER_CUDA, testing_seed() + 23);
 }
 
 TEST(dense_cuda, half_conversion_cuda)
