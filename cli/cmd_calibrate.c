@@ -484,15 +484,18 @@ enum {
 	EW_DENSE_REDUCE,
 	EW_TO_HALF,
 	EW_FROM_HALF,
+	EW_CG,
 	EW_NOPS
 };
 static const char *const ew_names[EW_NOPS] = {"sddmm (beta 1)", "values transpose", "values quotient",
 					       "values reduce (KL)", "dense map (mul)", "dense colsum",
-					       "dense rowsum", "dense reduce", "dense to FP16", "dense from FP16"};
+					       "dense rowsum", "dense reduce", "dense to FP16", "dense from FP16",
+					       "dense CG (start and step)"};
 
 struct ew_ctx {
 	starfa_tiled *S;
 	starfa_dense *rows, *cols, *rows_out, *sums_out, *halves; /* halves: rows in FP16, even ranks */
+	starfa_dense *cg_r, *cg_p, *cg_lam;                        /* dense_cg's residual, direction, shifts */
 	starfa_sparse_values *P, *PT;
 	starfa_vector *v;
 };
@@ -511,6 +514,10 @@ static int insert_ew_op(void *ctx, int op)
 	case EW_ROWSUM: return starfa_insert_dense_rowsum(e->rows, e->sums_out);
 	case EW_TO_HALF: return starfa_insert_dense_convert(e->halves, STARFA_TO_HALF, e->rows);
 	case EW_FROM_HALF: return starfa_insert_dense_convert(e->rows_out, STARFA_FROM_HALF, e->halves);
+	case EW_CG: { /* both variants; the start resets the state the step would otherwise run away with */
+		int rc = starfa_insert_dense_cg(e->rows_out, e->cg_r, e->cg_p, e->rows, e->sums_out, e->cg_lam, 1);
+		return rc ? rc : starfa_insert_dense_cg(e->rows_out, e->cg_r, e->cg_p, e->rows, e->sums_out, e->cg_lam, 0);
+	}
 	default: return starfa_reduce_dense(e->rows, STARFA_REDUCE_SQUARES, &total);
 	}
 }
@@ -524,17 +531,22 @@ static int calibrate_elementwise(const struct calibrate_cli *c, const starfa_csr
 	size_t nr = (size_t)(csr->nrows * k), nc = (size_t)(csr->ncols * k);
 	float *a = malloc(nr * sizeof *a), *b = malloc(nc * sizeof *b), *ya = malloc(nr * sizeof *ya);
 	float *sums = malloc((size_t)csr->nrows * sizeof *sums), *halves = malloc((nr / 2 + 1) * sizeof *halves);
-	if (!a || !b || !ya || !sums || !halves) {
+	float *cg_r = malloc(nr * sizeof *cg_r), *cg_p = malloc(nr * sizeof *cg_p),
+	      *cg_lam = malloc((size_t)csr->nrows * sizeof *cg_lam);
+	if (!a || !b || !ya || !sums || !halves || !cg_r || !cg_p || !cg_lam) {
 		cli_error("out of memory for rank %lld factors", (long long)k);
 		goto out;
 	}
 	fill(a, nr, 5);
 	fill(b, nc, 6);
 	fill(ya, nr, 7);
+	fill(cg_lam, (size_t)csr->nrows, 8);
 	starfa_tiling_options by_rows = placed((starfa_tiling_options){2, 2, 1, 1e6, 0});
 	if (starfa_tiled_create(csr, &by_rows, &e.S) || starfa_dense_create(e.S, STARFA_ROWS, a, k, &e.rows) ||
 	    starfa_dense_create(e.S, STARFA_COLS, b, k, &e.cols) || starfa_dense_create(e.S, STARFA_ROWS, ya, k, &e.rows_out) ||
 	    starfa_dense_create(e.S, STARFA_ROWS, sums, 1, &e.sums_out) ||
+	    starfa_dense_create(e.S, STARFA_ROWS, cg_r, k, &e.cg_r) || starfa_dense_create(e.S, STARFA_ROWS, cg_p, k, &e.cg_p) ||
+	    starfa_dense_create(e.S, STARFA_ROWS, cg_lam, 1, &e.cg_lam) ||
 	    (k % 2 == 0 && starfa_dense_create(e.S, STARFA_ROWS, halves, k / 2, &e.halves)) ||
 	    starfa_sparse_values_create(e.S, STARFA_ROWS, &e.P) || starfa_sparse_values_create(e.S, STARFA_COLS, &e.PT) ||
 	    starfa_vector_create(k, &e.v) || starfa_insert_values_map(e.P, STARFA_VALUES_COPY, 0, 0, NULL)) {
@@ -554,7 +566,13 @@ out:
 	starfa_dense_free(e.cols);
 	starfa_dense_free(e.rows_out);
 	starfa_dense_free(e.sums_out);
+	starfa_dense_free(e.cg_r);
+	starfa_dense_free(e.cg_p);
+	starfa_dense_free(e.cg_lam);
 	starfa_tiled_free(e.S);
+	free(cg_r);
+	free(cg_p);
+	free(cg_lam);
 	free(a);
 	free(b);
 	free(ya);

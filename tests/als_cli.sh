@@ -67,7 +67,7 @@ expect 2 '--min-ratings expects an integer' -- recommend --model "$tmp/als.model
 expect 2 'needs --input FILE and --out MODEL' -- train --input "$tmp/ratings.csv"
 expect 2 '--rank expects an integer' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --rank 0
 expect 2 '--solver must be one of chol\|cg' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --solver lu
-expect 2 '--algo must be als, ials, sgd, ccd, lda, gap or klnmf' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
+expect 2 '--algo must be als, ials, sgd, ccd, sfa, lda, gap or klnmf' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --algo svd
 expect 2 'not both' -- train --input "$tmp/ratings.csv" --out "$tmp/x.model" --test "$tmp/test.csv" --test-fraction 0.2
 expect 1 'missing\.csv' -- train --input "$tmp/missing.csv" --out "$tmp/x.model" --log "$tmp/x.csv"
 expect 1 'cannot write the model' -- train --input "$tmp/ratings.csv" --out "$tmp/no/such/folder/x.model"
@@ -129,6 +129,13 @@ expect 1 '1000 strata need' -- train --algo sgd --input "$tmp/ratings.csv" --out
 [ -e "$tmp/x.model" ] && fail "a failed sgd run left a model"
 expect 0 'iter +[0-9]+ .*train_rmse 0\.[0-9]+ .*test_rmse 0\.[0-9]+' -- train --algo sgd --fp16 \
 	--input "$tmp/ratings.csv" --test-fraction 0.2 --rank 4 --iters 5 --out "$tmp/sgd16.model" --strata 2
+
+# SFA: ALS's equations by CG on SDDMM + SpMM; an explicit model that eval and recommend take as ALS's.
+expect 0 'iter +[0-9]+ .*train_rmse 0\.[0-9]+ +loss 0\.[0-9]+ +test_rmse 0\.[0-9]+' -- train --algo sfa \
+	--input "$tmp/ratings.csv" --test-fraction 0.2 --rank 4 --iters 5 --cg-steps 2 --out "$tmp/sfa.model"
+expect 0 'rmse=[0-9]+\.[0-9]+' -- eval --model "$tmp/sfa.model" --test "$tmp/test.csv"
+expect 0 'model: explicit \(sfa\)' -- recommend --model "$tmp/sfa.model" --user 1 --k 3
+expect 2 '--cg-steps expects' -- train --algo sfa --input "$tmp/ratings.csv" --out "$tmp/x.model" --cg-steps 0
 
 # CCD++ likewise; --nonneg keeps the factors non-negative.
 expect 0 'iter +[0-9]+ .*train_rmse 0\.[0-9]+ +loss 0\.[0-9]+ +test_rmse 0\.[0-9]+' -- train --algo ccd \

@@ -10,6 +10,7 @@ static const starfa_algorithm *const table[] = {
 	&starfa_algorithm_ials,
 	&starfa_algorithm_sgd,
 	&starfa_algorithm_ccd,
+	&starfa_algorithm_sfa,
 	&starfa_algorithm_lda,
 	&starfa_algorithm_gap,
 	&starfa_algorithm_klnmf,

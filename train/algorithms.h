@@ -11,6 +11,7 @@ extern const starfa_algorithm starfa_algorithm_ccd;  /* graphs/ccd.c: CCD++ */
 extern const starfa_algorithm starfa_algorithm_lda;  /* graphs/lda.c: LDA by variational Bayes */
 extern const starfa_algorithm starfa_algorithm_gap;  /* graphs/gap.c: GaP by MAP multiplicative updates */
 extern const starfa_algorithm starfa_algorithm_klnmf; /* graphs/gap.c: KL-NMF (GaP without the prior) */
+extern const starfa_algorithm starfa_algorithm_sfa;  /* graphs/sfa.c: SFA, ALS's equations by CG on SDDMM + SpMM */
 
 /* Helpers the algorithms share. */
 

@@ -1,0 +1,1 @@
+# runs the 'sfa' group of tests/starfa_test

@@ -1,0 +1,1 @@
+# runs the 'sfa_cuda' group of tests/starfa_test
