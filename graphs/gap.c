@@ -48,6 +48,7 @@
 struct gap_options {
 	int64_t rank, iters, tiles, seed, eval_iters;
 	double shape, scale, tol;
+	int init; /* 0: NNDSVDa, 1: random */
 };
 
 struct gap {
@@ -137,7 +138,8 @@ static void gap_defaults(void *params)
 				  .eval_iters = 100,
 				  .shape = 1.1,
 				  .scale = 0, /* 0: the mean count of a topic in a document over (a - 1) */
-				  .tol = 0};
+				  .tol = 0,
+				  .init = 0};
 }
 
 static void klnmf_defaults(void *params)
@@ -194,6 +196,59 @@ static void gap_free(void *state)
 	free(g->cx);
 	free(g->cl);
 	free(g);
+}
+
+/* NNDSVDa (Boutsidis & Gallopoulos, "SVD based initialization: a head start for nonnegative matrix
+ * factorization", Pattern Recognition 2008; scikit-learn's init='nndsvda', its default for these
+ * updates): from S's leading k singular triplets (starfa_svds, with scikit-learn's 'auto' power
+ * iterations), factor 1 is √σ₁ |u₁|, |v₁|, and factor j the larger of the positive and the negative
+ * parts of u_j v_jᵀ, each part's norm split between its two sides; the values under 1e-6 become the
+ * mean of S over all its entries. */
+static int nndsvda(struct gap *g)
+{
+	const int64_t D = g->D, W = g->W, K = g->K, small = D < W ? D : W;
+	float *U = starfa_malloc((size_t)(D * K), sizeof(float)), *V = starfa_malloc((size_t)(W * K), sizeof(float)),
+	      *sv = starfa_malloc((size_t)K, sizeof(float));
+	int rc = !U || !V || !sv ? STARFA_ENOMEM : 0;
+	if (!rc)
+		rc = starfa_svds(g->S, K, K < small / 10 ? 7 : 4, (uint64_t)g->o.seed, U, sv, V);
+	for (int64_t j = 0; !rc && j < K; j++) {
+		double up = 0, un = 0, vp = 0, vn = 0; /* squared norms of the positive and negative parts */
+		for (int64_t d = 0; d < D; d++) {
+			const double x = U[d * K + j];
+			up += x > 0 ? x * x : 0;
+			un += x < 0 ? x * x : 0;
+		}
+		for (int64_t w = 0; w < W; w++) {
+			const double y = V[w * K + j];
+			vp += y > 0 ? y * y : 0;
+			vn += y < 0 ? y * y : 0;
+		}
+		up = sqrt(up), un = sqrt(un), vp = sqrt(vp), vn = sqrt(vn);
+		/* the first factor: both signs of the Perron vector pair, |u| and |v| */
+		const int first = j == 0, positive = first || up * vp > un * vn;
+		const double nu = first ? 1 : positive ? up : un, nv = first ? 1 : positive ? vp : vn;
+		const double lbd = first ? sqrt((double)sv[0]) : sqrt((double)sv[j] * nu * nv);
+		for (int64_t d = 0; d < D; d++) {
+			const double x = U[d * K + j], part = first ? fabs(x) : positive ? (x > 0 ? x : 0) : (x < 0 ? -x : 0);
+			g->X[d * K + j] = nu > 0 ? (float)(lbd * part / nu) : 0.0f;
+		}
+		for (int64_t w = 0; w < W; w++) {
+			const double y = V[w * K + j], part = first ? fabs(y) : positive ? (y > 0 ? y : 0) : (y < 0 ? -y : 0);
+			g->L[w * K + j] = nv > 0 ? (float)(lbd * part / nv) : 0.0f;
+		}
+	}
+	if (!rc) {
+		const float mean = (float)(g->tokens / ((double)D * (double)W));
+		for (int64_t e = 0; e < D * K; e++)
+			g->X[e] = g->X[e] < 1e-6f ? mean : g->X[e];
+		for (int64_t e = 0; e < W * K; e++)
+			g->L[e] = g->L[e] < 1e-6f ? mean : g->L[e];
+	}
+	free(U);
+	free(V);
+	free(sv);
+	return rc;
 }
 
 static int setup(const starfa_coo *train, const starfa_coo *test, const void *params, int klnmf, void **state)
@@ -255,14 +310,20 @@ static int setup(const starfa_coo *train, const starfa_coo *test, const void *pa
 	g->cl = starfa_malloc((size_t)g->K, sizeof(float));
 	if (!g->X || !g->XQ || !g->tmp || !g->L || !g->LQ || !g->cx || !g->cl)
 		return STARFA_ENOMEM;
-	/* The start: every entry scale (1 + u/2), u uniform in [-1, 1) from the seed's stream (X, then Λ),
-	 * scale^2 K the mean of S over all its entries (scikit-learn's random start has that mean). */
+	/* The start: NNDSVDa from the leading singular triplets, or every entry scale (1 + u/2), u uniform in
+	 * [-1, 1) from the seed's stream (X, then Λ), scale^2 K the mean of S over all its entries (scikit-learn's
+	 * random start has that mean). */
 	uint64_t rng = (uint64_t)g->o.seed * 0x9e3779b97f4a7c15ull + 11;
 	const float scale = (float)sqrt(g->tokens / ((double)g->D * (double)g->W * (double)g->K));
-	for (size_t e = 0; e < nx; e++)
-		g->X[e] = scale * (1.0f + 0.5f * starfa_uniform_pm1(&rng));
-	for (size_t e = 0; e < nl; e++)
-		g->L[e] = scale * (1.0f + 0.5f * starfa_uniform_pm1(&rng));
+	const int64_t small = g->D < g->W ? g->D : g->W;
+	if (g->o.init == 0 && g->K <= small) {
+		TRY(nndsvda(g));
+	} else {
+		for (size_t e = 0; e < nx; e++)
+			g->X[e] = scale * (1.0f + 0.5f * starfa_uniform_pm1(&rng));
+		for (size_t e = 0; e < nl; e++)
+			g->L[e] = scale * (1.0f + 0.5f * starfa_uniform_pm1(&rng));
+	}
 	TRY(starfa_dense_create(g->S, STARFA_ROWS, g->X, g->K, &g->dX));
 	TRY(starfa_dense_create(g->S, STARFA_ROWS, g->XQ, g->K, &g->dXQ));
 	TRY(starfa_dense_create(g->S, STARFA_ROWS, g->tmp, g->K, &g->dtmp));
@@ -365,7 +426,9 @@ static int gap_model(void *state, starfa_model **out)
 	{"eval-iters", STARFA_PARAM_INT64, GAP_FIELD(eval_iters), 1, 100000, NULL,                         \
 	 "most iterations inferring the test documents' scores"},                                          \
 	{"tiles", STARFA_PARAM_INT64, GAP_FIELD(tiles), 0, 1 << 16, NULL, "bands a side (0: planned)"},     \
-	{"seed", STARFA_PARAM_INT64, GAP_FIELD(seed), 0, 9.2e18, NULL, "seed of the start"}
+	{"seed", STARFA_PARAM_INT64, GAP_FIELD(seed), 0, 9.2e18, NULL, "seed of the start"},                \
+	{"init", STARFA_PARAM_CHOICE, GAP_FIELD(init), 0, 1, "nndsvda|random",                              \
+	 "the start: NNDSVDa from the leading singular vectors (scikit-learn's default here) or random"}
 
 static const starfa_param gap_params[] = {
 	GAP_COMMON,

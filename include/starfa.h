@@ -546,6 +546,13 @@ int starfa_reduce_values(const starfa_sparse_values *Y, starfa_reduce_op op, flo
 			 double *total);
 int starfa_reduce_dense(const starfa_dense *D, starfa_reduce_op op, double *total);
 
+/* The leading k singular triplets of S, S ≈ U diag(s) Vᵀ, by randomized subspace iteration (Halko,
+ * Martinsson & Tropp 2011; scikit-learn's randomized_svd) with k + 10 vectors and power_iters passes of
+ * S·Sᵀ (4 to 7 suit most matrices): the products are SpMM task graphs on S's two grids (S needs its
+ * transposed grid), the thin QRs and the small SVD run on the host in double. U: rows x k, V: columns x k
+ * (row-major), s descending. k at most the smaller dimension; the Gaussian start comes from seed. */
+int starfa_svds(const starfa_tiled *S, int64_t k, int64_t power_iters, uint64_t seed, float *U, float *s, float *V);
+
 /* The names of starfa's StarPU performance models (NULL-terminated), for
  * `starpu_perfmodel_display -s NAME` and `starpu_perfmodel_plot -s NAME`. */
 const char *const *starfa_perfmodel_symbols(void);

@@ -9,6 +9,7 @@
 #endif
 
 #include <float.h>
+#include <lapacke.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,7 @@ static int gap_matches_reference(starfa_worker_kind kind, uint64_t seed, const c
 	CHECK_OK(starfa_param_set(algo, params, "iters", "6"));
 	CHECK_OK(starfa_param_set(algo, params, "tiles", "3"));
 	CHECK_OK(starfa_param_set(algo, params, "seed", "7"));
+	CHECK_OK(starfa_param_set(algo, params, "init", "random"));
 	if (!klnmf)
 		CHECK_OK(starfa_param_set(algo, params, "shape", "1.5"));
 	struct history h = {0};
@@ -309,6 +311,101 @@ static int gap_matches_reference(starfa_worker_kind kind, uint64_t seed, const c
 	return 0;
 }
 
+/* starfa_svds against LAPACK's SVD of the dense matrix: the singular values, orthonormal U and V, and
+ * S v_j = s_j u_j; then KL-NMF from its NNDSVDa start: the divergence never rises, the factors stay
+ * non-negative. (On these structureless random counts NNDSVDa need not beat the random start.) */
+static int svds_and_nndsvda(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	const int64_t m = 60, n = 45, k = 1 + (int64_t)testing_below(&rng, 8);
+	starfa_csr *S = NULL;
+	starfa_coo *coo = testing_corpus(m, n, 900, &rng, &S);
+	CHECK(coo);
+	starfa_tiling_options tiling = {3, 2, 1, 0, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	float *U = malloc(sizeof(float) * (size_t)(m * k)), *V = malloc(sizeof(float) * (size_t)(n * k)),
+	      *sv = malloc(sizeof(float) * (size_t)k);
+	double *A = calloc((size_t)(m * n), sizeof(double)), *ref = malloc(sizeof(double) * (size_t)n),
+	       *superb = malloc(sizeof(double) * (size_t)n);
+	CHECK(U && V && sv && A && ref && superb);
+	testing_poison(U, (size_t)(m * k));
+	testing_poison(V, (size_t)(n * k));
+	CHECK_OK(starfa_svds(t, k, 7, 3, U, sv, V));
+	for (int64_t r = 0; r < m; r++)
+		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++)
+			A[r * n + S->colind[e]] = S->val[e];
+	double *Acopy = malloc(sizeof(double) * (size_t)(m * n));
+	CHECK(Acopy);
+	memcpy(Acopy, A, sizeof(double) * (size_t)(m * n));
+	CHECK(LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'N', 'N', (lapack_int)m, (lapack_int)n, Acopy, (lapack_int)n, ref, NULL, 1,
+			     NULL, 1, superb) == 0);
+	for (int64_t j = 0; j < k; j++) {
+		CHECK_MSG(fabs(sv[j] - ref[j]) <= 1e-3 * ref[0], "singular value %lld: %.7g, LAPACK %.7g", (long long)j, sv[j],
+			  ref[j]);
+		for (int64_t i = 0; i <= j; i++) {
+			double uu = 0, vv = 0;
+			for (int64_t r = 0; r < m; r++)
+				uu += (double)U[r * k + i] * U[r * k + j];
+			for (int64_t c = 0; c < n; c++)
+				vv += (double)V[c * k + i] * V[c * k + j];
+			CHECK_MSG(fabs(uu - (i == j)) <= 1e-4 && fabs(vv - (i == j)) <= 1e-4, "U or V not orthonormal at (%lld, %lld)",
+				  (long long)i, (long long)j);
+		}
+		/* S v_j = s_j u_j, to the accuracy of the subspace (a gap to the next value keeps it sharp) */
+		if (j + 1 < n && ref[j] - ref[j + 1] > 0.05 * ref[0] && (j == 0 || ref[j - 1] - ref[j] > 0.05 * ref[0]))
+			for (int64_t r = 0; r < m; r++) {
+				double sv_r = 0;
+				for (int64_t c = 0; c < n; c++)
+					sv_r += A[r * n + c] * V[c * k + j];
+				CHECK_MSG(fabs(sv_r - sv[j] * U[r * k + j]) <= 2e-3 * ref[0], "S v_%lld differs from s u at row %lld",
+					  (long long)j, (long long)r);
+			}
+	}
+	CHECK(starfa_svds(t, m + 1, 4, 3, U, sv, V) == STARFA_EINVAL);
+	/* KL-NMF from NNDSVDa and from the random start. */
+	const starfa_algorithm *algo = starfa_algorithm_find("klnmf");
+	void *params = calloc(1, algo->params_size);
+	CHECK(params);
+	algo->defaults(params);
+	char text[32];
+	snprintf(text, sizeof text, "%lld", (long long)k);
+	CHECK_OK(starfa_param_set(algo, params, "rank", text));
+	CHECK_OK(starfa_param_set(algo, params, "iters", "8"));
+	struct history h = {0}, hr = {0};
+	starfa_model *mn = NULL, *mr = NULL;
+	CHECK_OK(starfa_train(algo, params, coo, NULL, record, &h, &mn));
+	CHECK_OK(starfa_param_set(algo, params, "init", "random"));
+	CHECK_OK(starfa_train(algo, params, coo, NULL, record, &hr, &mr));
+	CHECK(h.n == 8 && hr.n == 8);
+	for (int64_t i = 1; i < 8; i++)
+		CHECK_MSG(h.kl[i] <= h.kl[i - 1] * (1 + 1e-5), "KL rose at iteration %lld: %.7g -> %.7g", (long long)i + 1,
+			  h.kl[i - 1], h.kl[i]);
+	CHECK(isfinite(h.kl[7]) && isfinite(hr.kl[7]));
+	for (int64_t i = 0; i < n * k; i++)
+		CHECK(mn->item_factors[i] >= 0 && isfinite(mn->item_factors[i]));
+	starfa_model_free(mn);
+	starfa_model_free(mr);
+	free(params);
+	free(U);
+	free(V);
+	free(sv);
+	free(A);
+	free(Acopy);
+	free(ref);
+	free(superb);
+	starfa_tiled_free(t);
+	starfa_coo_free(coo);
+	starfa_csr_free(S);
+	return 0;
+}
+
+TEST(gap, svds_matches_lapack_and_nndsvda_starts_klnmf_cpu)
+{
+	return svds_and_nndsvda(STARFA_WORKER_CPU, testing_seed() + 140);
+}
+
 TEST(gap, graph_matches_dense_reference_cpu)
 {
 	return gap_matches_reference(STARFA_WORKER_CPU, testing_seed() + 110, "gap");
@@ -332,6 +429,12 @@ TEST(gap_cuda, klnmf_matches_dense_reference_cuda)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	return gap_matches_reference(STARFA_WORKER_CUDA, testing_seed() + 120, "klnmf");
+}
+TEST(gap_cuda, svds_matches_lapack_and_nndsvda_starts_klnmf_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return svds_and_nndsvda(STARFA_WORKER_CUDA, testing_seed() + 140);
 }
 #else
 TEST(gap_cuda, not_built)

@@ -5,7 +5,8 @@ divergence D(S || W H^T) = sum_nz (s log(s / y) - s) + sum_all y is computed by 
 from the factors each one writes; it is printed per token (over sum s). Seconds per iteration: the fit's
 wall time over its iterations, on the same threads.
 
-scikit-learn runs twice: from its random start (init='random': |N(0, 1)| sqrt(mean / K), the scale of
+starfa's klnmf runs from its default NNDSVDa start (starfa_svds' randomized SVD) and from its random start,
+gap from NNDSVDa. scikit-learn runs twice: from its random start (init='random': |N(0, 1)| sqrt(mean / K), the scale of
 starfa's start) and from its default start for this solver (init='nndsvda', an SVD-based start). tol = 0
 so that both run every iteration.
 
@@ -44,11 +45,11 @@ def read_factors(path, rows, k):
     return out
 
 
-def run_starfa(binary, corpus, S, algo, k, iters, seed, threads, shape, work):
+def run_starfa(binary, corpus, S, algo, k, iters, seed, threads, shape, init, work):
     model, log = os.path.join(work, algo + ".model"), os.path.join(work, algo + ".csv")
     env = dict(os.environ, STARPU_SILENT="1")
     cmd = [binary, "train", "--algo", algo, "--input", corpus, "--rank", str(k), "--iters", str(iters), "--seed",
-           str(seed), "--out", model, "--log", log, "--ncpus", str(threads)]
+           str(seed), "--out", model, "--log", log, "--ncpus", str(threads), "--init", init]
     if algo == "gap":
         cmd += ["--shape", str(shape)]
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
@@ -90,9 +91,10 @@ def main():
     print("| factorization | KL per token | seconds / iteration | own figure |")
     print("| --- | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as work:
-        for algo in ("klnmf", "gap"):
-            W, H, secs, own = run_starfa(a.starfa, a.corpus, S, algo, a.k, a.iters, a.seed, a.threads, a.shape, work)
-            label = "starfa klnmf" if algo == "klnmf" else f"starfa gap (shape {a.shape})"
+        for algo, init in (("klnmf", "nndsvda"), ("klnmf", "random"), ("gap", "nndsvda")):
+            W, H, secs, own = run_starfa(a.starfa, a.corpus, S, algo, a.k, a.iters, a.seed, a.threads, a.shape, init,
+                                         work)
+            label = f"starfa {algo}" + (f" (shape {a.shape})" if algo == "gap" else "") + f", init={init}"
             print(f"| {label} | {kl(S, W, H):.6f} | {secs:.4f} | {own:.6f} |", flush=True)
     for init in ("random", "nndsvda"):
         W, H, secs = run_sklearn(S, a.k, a.iters, a.seed, init)
