@@ -949,6 +949,9 @@ int starfa_recommend(const starfa_model *m, int64_t user, int64_t k, const starf
 int starfa_eval(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out);
 
 /* ------------------------------------------------------------------ topic models
+ * A count model (kind STARFA_MODEL_NONNEG, `starfa train --algo gap` or `klnmf`) keeps the documents'
+ * scores X (user_factors) and the topics' word weights Λ (item_factors, words x rank), GaP's prior
+ * shape in `alpha` and rate 1/scale in `lambda` (KL-NMF: 1 and 0); the calls below take it too.
  * A topic model (kind STARFA_MODEL_TOPIC, `starfa train --algo lda`) keeps per document d its Dirichlet
  * γ_d (user_factors, documents x rank) and per topic k its Dirichlet λ_k over the words (item_factors,
  * words x rank: column k), with the document-topic prior α in `alpha` and the topic-word prior η in
@@ -966,9 +969,11 @@ void starfa_topic_options_default(starfa_topic_options *o);
 int starfa_topic_word(const starfa_model *m, float *beta);
 
 /* θ of each document of `docs` (documents x words, word ids below the model's items): docs->nrows x rank
- * proportions, each row summing to 1, inferred by LDA's E-step with the topics fixed, as a task graph
- * (starfa_init first). A document with no words gets the prior's mean (1 / rank each). *iterations
- * (may be NULL) gets the E-step's iterations. */
+ * proportions, each row summing to 1, inferred with the topics fixed, as a task graph (starfa_init
+ * first): by LDA's E-step for a topic model; for a count model (kind STARFA_MODEL_NONNEG: gap, klnmf) by
+ * GaP's score updates from each document's length spread evenly, θ_dk ∝ x_dk Σ_w λ_wk (the topic's
+ * expected share of the document's words). A document with no words gets the prior's mean (1 / rank
+ * each). *iterations (may be NULL) gets the iterations run. Also for the perplexity below. */
 int starfa_topic_infer(const starfa_model *m, const starfa_coo *docs, const starfa_topic_options *o, float *theta,
 		       int64_t *iterations);
 
