@@ -286,8 +286,9 @@ static int run_rounds(const struct calibrate_cli *c, const char *name, int64_t k
 
 /* ---------------------------------------------------------------- SDDMM and SpMM */
 
-enum { OP_SDDMM, OP_SDDMM_SCALED, OP_SPMM_ROWS, OP_SPMM_COLS, NOPS };
-static const char *const op_names[NOPS] = {"sddmm", "sddmm (scaled)", "spmm S*X", "spmm S^T*X"};
+enum { OP_SDDMM, OP_SDDMM_SCALED, OP_SPMM_ROWS, OP_SPMM_COLS, OP_FUSED_ROWS, OP_FUSED_COLS, NOPS };
+static const char *const op_names[NOPS] = {"sddmm", "sddmm (scaled)", "spmm S*X", "spmm S^T*X",
+					   "sddmm+spmm fused (quotient)", "sddmm+spmm fused S^T (pattern)"};
 
 struct tiles_ctx {
 	starfa_tiled *S;
@@ -302,6 +303,10 @@ static int insert_tiles_op(void *ctx, int op)
 	case OP_SDDMM: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_PATTERN, t->P);
 	case OP_SDDMM_SCALED: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_SCALED, t->P);
 	case OP_SPMM_ROWS: return starfa_insert_spmm(t->S, STARFA_ROWS, t->cols, t->rows_out);
+	case OP_FUSED_ROWS:
+		return starfa_insert_sddmm_spmm(t->S, STARFA_ROWS, t->rows, t->cols, STARFA_FUSED_QUOTIENT, 1e-12f, t->rows_out);
+	case OP_FUSED_COLS:
+		return starfa_insert_sddmm_spmm(t->S, STARFA_COLS, t->cols, t->rows, STARFA_FUSED_PATTERN, 0.0f, t->cols_out);
 	default: return starfa_insert_spmm(t->S, STARFA_COLS, t->rows, t->cols_out);
 	}
 }

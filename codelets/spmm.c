@@ -144,3 +144,85 @@ int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t
 	return starfa_submit(&spmm_cl, &args, sizeof args, flops, attr,
 			     STARFA_BUFFERS({tile->handle, STARPU_R}, {X->blocks[j], STARPU_R}, {Y->blocks[i], ymode}));
 }
+
+/* ------------------------------------------------------------------ sddmm_spmm (fused) */
+
+struct fused_args {
+	int beta, mode;
+	float eps;
+};
+
+/* Buffers: 0 S tile (CSR), 1 A row block (the tile's rows), 2 B row block (its columns), 3 Y row block. */
+#define FUSED_ARGS(buffers, args)                                                                             \
+	STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),      \
+		(const float *)STARPU_CSR_GET_NZVAL(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),     \
+		STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),                    \
+		STARPU_MATRIX_GET_LD(buffers[2]), STARPU_MATRIX_GET_NX(buffers[1]), (args)->mode, (args)->eps,          \
+		(args)->beta, (float *)STARPU_MATRIX_GET_PTR(buffers[3]), STARPU_MATRIX_GET_LD(buffers[3])
+
+static void fused_cpu(void *buffers[], void *cl_arg)
+{
+	starfa_cpu_sddmm_spmm(FUSED_ARGS(buffers, (const struct fused_args *)cl_arg));
+}
+
+#ifdef STARFA_USE_CUDA
+static void fused_cuda(void *buffers[], void *cl_arg)
+{
+	STARFA_CUDA_CHECK("sddmm_spmm", starfa_cuda_sddmm_spmm(FUSED_ARGS(buffers, (const struct fused_args *)cl_arg),
+							      starpu_cuda_get_local_stream()));
+}
+#endif
+
+static uint32_t fused_variant(const struct starpu_task *task)
+{
+	const struct fused_args *args = task->cl_arg;
+	return (uint32_t)(args->beta | args->mode << 1);
+}
+
+STARFA_CODELET(sddmm_spmm, spmm_cost, fused_variant, fused_cpu, STARFA_CUDA_FUNC(fused_cuda));
+
+int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_dense *A,
+			   const starfa_dense *B, starfa_fused_mode mode, float eps, starfa_dense *Y, int accumulate,
+			   const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_sddmm_spmm";
+	if (!S || !A || !B || !Y)
+		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
+	if (side != STARFA_ROWS && side != STARFA_COLS)
+		return starfa_set_error(STARFA_EINVAL, "%s: unknown side %d", what, (int)side);
+	if ((int)mode < 0 || mode > STARFA_FUSED_QUOTIENT)
+		return starfa_set_error(STARFA_EINVAL, "%s: unknown mode %d", what, (int)mode);
+	if (side == STARFA_COLS && !starfa_tiled_has_transpose(S))
+		return starfa_set_error(STARFA_EINVAL, "%s: the column side needs S's transposed grid "
+						       "(starfa_tiling_options.transposed = 1)", what);
+	const int rows = side == STARFA_ROWS;
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
+	const int64_t out_rows = rows ? S->nrows : S->ncols, in_rows = rows ? S->ncols : S->nrows;
+	const int64_t *out_bounds = rows ? S->row_bounds : S->col_bounds;
+	const int64_t *in_bounds = rows ? S->col_bounds : S->row_bounds;
+	if (A->rows != out_rows || Y->rows != out_rows || B->rows != in_rows || A->cols != B->cols || Y->cols != A->cols)
+		return starfa_set_error(STARFA_EINVAL,
+					"%s: on the %s side of S %lldx%lld, A and Y need %lld rows and B %lld, all with "
+					"the same K; A is %lldx%lld, B %lldx%lld, Y %lldx%lld",
+					what, rows ? "row" : "column", (long long)S->nrows, (long long)S->ncols,
+					(long long)out_rows, (long long)in_rows, (long long)A->rows, (long long)A->cols,
+					(long long)B->rows, (long long)B->cols, (long long)Y->rows, (long long)Y->cols);
+	if (!starfa_dense_blocked_along(A, out_bounds, grid->nr) || !starfa_dense_blocked_along(Y, out_bounds, grid->nr) ||
+	    !starfa_dense_blocked_along(B, in_bounds, grid->nc))
+		return starfa_set_error(STARFA_EINVAL, "%s: A and Y must be blocked along the side's rows, B along its "
+						       "columns (create them from S with the side and the other side)", what);
+	if (Y == A || Y == B || overlap(Y, A) || overlap(Y, B))
+		return starfa_set_error(STARFA_EINVAL, "%s: Y shares memory with A or B; Y must be a separate matrix", what);
+	if (i < 0 || j < 0 || i >= grid->nr || j >= grid->nc)
+		return starfa_index_error(what, "tile", i, j, grid->nr, grid->nc);
+	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, i));
+	if (tile->nnz == 0)
+		return accumulate ? 0 : starfa_submit_zero(Y->blocks[i], STARFA_ZERO_MATRIX, attr);
+	struct fused_args args = {accumulate != 0, (int)mode, eps};
+	double flops = 4.0 * (double)A->cols * (double)tile->nnz;
+	return starfa_submit(&sddmm_spmm_cl, &args, sizeof args, flops, attr,
+			     STARFA_BUFFERS({tile->handle, STARPU_R}, {A->blocks[i], STARPU_R}, {B->blocks[j], STARPU_R},
+					    {Y->blocks[i], accumulate ? STARPU_RW : STARPU_W}));
+}

@@ -41,6 +41,32 @@ void starfa_cpu_spmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *coli
 	}
 }
 
+/* f of the fused product, as starfa_fused_mode numbers them. */
+static inline float fused_value(int mode, float s, float y, float eps)
+{
+	return mode == 0 ? y : mode == 1 ? s * y : s / (y > eps ? y : eps);
+}
+
+void starfa_cpu_sddmm_spmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+			   const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int mode, float eps,
+			   int beta, float *Y, int64_t ldy)
+{
+	for (int64_t r = 0; r < nrows; r++) {
+		float *y = Y + r * ldy;
+		const float *a = A + r * lda;
+		if (!beta)
+			memset(y, 0, (size_t)k * sizeof *y);
+		for (uint32_t p = rowptr[r]; p < rowptr[r + 1]; p++) {
+			const float *b = B + (int64_t)colind[p] * ldb;
+			float d = 0.0f;
+#pragma omp simd reduction(+ : d)
+			for (int64_t c = 0; c < k; c++)
+				d += a[c] * b[c];
+			axpy(fused_value(mode, sval[p], d, eps), b, y, k);
+		}
+	}
+}
+
 void starfa_cpu_spmm_zero(int64_t nrows, int64_t k, float *Y, int64_t ldy)
 {
 	for (int64_t r = 0; r < nrows; r++)

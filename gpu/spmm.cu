@@ -412,6 +412,141 @@ extern "C" starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHan
 	return spmm_own(nrows, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
 }
 
+namespace {
+
+__device__ inline float fused_value(int mode, float s, float y, float eps)
+{
+	return mode == 0 ? y : mode == 1 ? s * y : s / fmaxf(eps, y);
+}
+
+__device__ inline float warp_total(float v)
+{
+	for (int offset = 16; offset > 0; offset /= 2)
+		v += __shfl_xor_sync(0xffffffffu, v, offset);
+	return v;
+}
+
+/* A warp per row; lane l holds the row's columns l, l + 32, ... (CH of them) of A and of Y. Two nonzeros
+ * a step, so that two rows of B are in flight. */
+template <int CH>
+__global__ void fused_kernel(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+			     const float *__restrict__ sval, const float *__restrict__ A, int64_t lda,
+			     const float *__restrict__ B, int64_t ldb, int k, int mode, float eps, int beta,
+			     float *__restrict__ Y, int64_t ldy)
+{
+	const int lane = threadIdx.x % kWarp;
+	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / kWarp);
+	for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / kWarp; r < nrows; r += warps) {
+		float a[CH], acc[CH];
+#pragma unroll
+		for (int t = 0; t < CH; t++) {
+			const int c = lane + t * kWarp;
+			a[t] = c < k ? A[r * lda + c] : 0.0f;
+			acc[t] = beta && c < k ? Y[r * ldy + c] : 0.0f;
+		}
+		uint32_t p = rowptr[r];
+		const uint32_t end = rowptr[r + 1];
+		for (; p + 1 < end; p += 2) {
+			const float *b0 = B + (int64_t)colind[p] * ldb, *b1 = B + (int64_t)colind[p + 1] * ldb;
+			float x0[CH], x1[CH], d0 = 0.0f, d1 = 0.0f;
+#pragma unroll
+			for (int t = 0; t < CH; t++) {
+				const int c = lane + t * kWarp;
+				x0[t] = c < k ? __ldg(b0 + c) : 0.0f;
+				x1[t] = c < k ? __ldg(b1 + c) : 0.0f;
+				d0 = fmaf(a[t], x0[t], d0);
+				d1 = fmaf(a[t], x1[t], d1);
+			}
+			const float f0 = fused_value(mode, sval[p], warp_total(d0), eps);
+			const float f1 = fused_value(mode, sval[p + 1], warp_total(d1), eps);
+#pragma unroll
+			for (int t = 0; t < CH; t++)
+				acc[t] = fmaf(f1, x1[t], fmaf(f0, x0[t], acc[t]));
+		}
+		if (p < end) {
+			const float *b0 = B + (int64_t)colind[p] * ldb;
+			float x0[CH], d0 = 0.0f;
+#pragma unroll
+			for (int t = 0; t < CH; t++) {
+				const int c = lane + t * kWarp;
+				x0[t] = c < k ? __ldg(b0 + c) : 0.0f;
+				d0 = fmaf(a[t], x0[t], d0);
+			}
+			const float f0 = fused_value(mode, sval[p], warp_total(d0), eps);
+#pragma unroll
+			for (int t = 0; t < CH; t++)
+				acc[t] = fmaf(f0, x0[t], acc[t]);
+		}
+#pragma unroll
+		for (int t = 0; t < CH; t++) {
+			const int c = lane + t * kWarp;
+			if (c < k)
+				Y[r * ldy + c] = acc[t];
+		}
+	}
+}
+
+/* Any rank: the dot product over the row's chunks, then Y's row updated in memory (the warp owns it). */
+__global__ void fused_kernel_wide(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+				  const float *__restrict__ sval, const float *__restrict__ A, int64_t lda,
+				  const float *__restrict__ B, int64_t ldb, int64_t k, int mode, float eps, int beta,
+				  float *__restrict__ Y, int64_t ldy)
+{
+	const int lane = threadIdx.x % kWarp;
+	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / kWarp);
+	for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / kWarp; r < nrows; r += warps) {
+		float *y = Y + r * ldy;
+		const float *a = A + r * lda;
+		if (!beta)
+			for (int64_t c = lane; c < k; c += kWarp)
+				y[c] = 0.0f;
+		for (uint32_t p = rowptr[r]; p < rowptr[r + 1]; p++) {
+			const float *b = B + (int64_t)colind[p] * ldb;
+			float d = 0.0f;
+			for (int64_t c = lane; c < k; c += kWarp)
+				d = fmaf(a[c], __ldg(b + c), d);
+			const float f = fused_value(mode, sval[p], warp_total(d), eps);
+			for (int64_t c = lane; c < k; c += kWarp)
+				y[c] = fmaf(f, __ldg(b + c), y[c]);
+		}
+	}
+}
+
+unsigned fused_blocks(int64_t nrows)
+{
+	int64_t b = (nrows * kWarp + kThreadsPerBlock - 1) / kThreadsPerBlock;
+	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+} // namespace
+
+extern "C" cudaError_t starfa_cuda_sddmm_spmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind,
+					      const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb,
+					      int64_t k, int mode, float eps, int beta, float *Y, int64_t ldy,
+					      cudaStream_t stream)
+{
+	if (nrows <= 0 || k <= 0)
+		return cudaSuccess;
+	const unsigned grid = fused_blocks(nrows);
+	const int kk = (int)k;
+	if (k <= 32)
+		fused_kernel<1><<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode,
+									eps, beta, Y, ldy);
+	else if (k <= 64)
+		fused_kernel<2><<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode,
+									eps, beta, Y, ldy);
+	else if (k <= 128)
+		fused_kernel<4><<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode,
+									eps, beta, Y, ldy);
+	else if (k <= 256)
+		fused_kernel<8><<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode,
+									eps, beta, Y, ldy);
+	else
+		fused_kernel_wide<<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, k, mode,
+									  eps, beta, Y, ldy);
+	return cudaGetLastError();
+}
+
 extern "C" cudaError_t starfa_cuda_spmm_zero(int64_t nrows, int64_t k, float *Y, int64_t ldy, cudaStream_t stream)
 {
 	if (nrows <= 0 || k <= 0)

@@ -20,13 +20,11 @@
  * With a = 1 and 1/b = 0 these are Lee and Seung's multiplicative updates for KL-NMF ("Algorithms for
  * non-negative matrix factorization", NIPS 2000), scikit-learn's NMF(beta_loss='kullback-leibler',
  * solver='mu'): `--algo klnmf`. One iteration, X then Λ (scikit-learn's order):
- *   P = S ⊘ max(ε, SDDMM(X, Λ))             row-side tiles
- *   X ← (X ∘ (P·Λ) + (a - 1)) ⊘ max(ε, colsum(Λ) + 1/b)
- *   P' = S ⊘ max(ε, SDDMM(Λ, X))            the transposed tiles, from the new X
- *   Λ ← Λ ∘ (P'ᵀ·X) ⊘ max(ε, colsum(X))
+ *   X ← (X ∘ (P·Λ) + (a - 1)) ⊘ max(ε, colsum(Λ) + 1/b),  P = S ⊘ max(ε, SDDMM(X, Λ))   row-side tiles
+ *   Λ ← Λ ∘ (P'ᵀ·X) ⊘ max(ε, colsum(X)),  P' = S ⊘ max(ε, SDDMM(Λ, X))   transposed tiles, the new X
+ * each P·Λ one fused SDDMM + SpMM task a tile (starfa_task_sddmm_spmm: the quotients never go to memory).
  * The objective: one SDDMM and a KL reduction over the nonzeros, Σ_all y = colsum(X)·colsum(Λ) (no pass
  * over the zeros), Σ x from the same column sums and Σ log x by a map and a reduction over X's blocks.
- * Its SDDMM is the next iteration's first.
  *
  * The scale b only sets the units of X: (X, Λ, b) and (cX, Λ/c, cb) fit alike. The default makes the
  * prior's mode (a - 1) b the mean count of a topic in a document, tokens / (documents K), so that Λ's
@@ -62,9 +60,8 @@ struct gap {
 	double tokens, shape, rate; /* a and 1/b */
 	float *X, *L, *XQ, *LQ, *tmp, *cx, *cl;
 	starfa_dense *dX, *dL, *dXQ, *dLQ, *dtmp;
-	starfa_sparse_values *P, *PT;
+	starfa_sparse_values *P; /* the objective's SDDMM */
 	starfa_vector *vX, *vL;
-	int fresh; /* P holds SDDMM(X, Λ) of the current factors (the objective's) */
 	double prev, kl;
 	starfa_csr *test_obs, *test_eval;
 	int64_t test_empty;
@@ -77,15 +74,12 @@ struct gap {
 			return rc_;                                                                        \
 	} while (0)
 
-/* X ← (X ∘ (P·Λ) + (a - 1)) ⊘ max(ε, colsum(Λ) + rate), P = S ⊘ max(ε, SDDMM(X, Λ)) (computed unless
- * fresh: P then holds the SDDMM already). XQ is scratch (documents x K), vL gets colsum(Λ). */
-static int update_scores(const starfa_tiled *S, starfa_dense *X, const starfa_dense *L, starfa_sparse_values *P,
-			 starfa_dense *XQ, starfa_vector *vL, double shape, double rate, int fresh)
+/* X ← (X ∘ (P·Λ) + (a - 1)) ⊘ max(ε, colsum(Λ) + rate), P·Λ with P = S ⊘ max(ε, SDDMM(X, Λ)) one fused
+ * task a tile (the quotient never goes to memory). XQ is scratch (documents x K), vL gets colsum(Λ). */
+static int update_scores(const starfa_tiled *S, starfa_dense *X, const starfa_dense *L, starfa_dense *XQ,
+			 starfa_vector *vL, double shape, double rate)
 {
-	if (!fresh)
-		TRY(starfa_insert_sddmm(S, X, L, STARFA_SDDMM_PATTERN, P));
-	TRY(starfa_insert_values_map(P, STARFA_VALUES_QUOTIENT, GAP_EPS, 0.0f, NULL));
-	TRY(starfa_insert_spmm_values(S, STARFA_ROWS, P, L, XQ));
+	TRY(starfa_insert_sddmm_spmm(S, STARFA_ROWS, X, L, STARFA_FUSED_QUOTIENT, GAP_EPS, XQ));
 	TRY(starfa_insert_dense_colsum(L, vL));
 	TRY(starfa_insert_dense_map(X, STARFA_DENSE_MUL, 0.0f, 0.0f, XQ, NULL));
 	if (shape != 1.0)
@@ -93,18 +87,16 @@ static int update_scores(const starfa_tiled *S, starfa_dense *X, const starfa_de
 	return starfa_insert_dense_map(X, STARFA_DENSE_DIV, GAP_EPS, (float)rate, NULL, vL);
 }
 
-/* Λ ← Λ ∘ (P'ᵀ·X) ⊘ max(ε, colsum(X)), P' = S ⊘ max(ε, SDDMM(Λ, X)) on the transposed tiles. */
+/* Λ ← Λ ∘ (P'ᵀ·X) ⊘ max(ε, colsum(X)), P' = S ⊘ max(ε, SDDMM(Λ, X)) fused on the transposed tiles. */
 static int update_words(struct gap *g)
 {
-	TRY(starfa_insert_sddmm(g->S, g->dL, g->dX, STARFA_SDDMM_PATTERN, g->PT));
-	TRY(starfa_insert_values_map(g->PT, STARFA_VALUES_QUOTIENT, GAP_EPS, 0.0f, NULL));
-	TRY(starfa_insert_spmm_values(g->S, STARFA_COLS, g->PT, g->dX, g->dLQ));
+	TRY(starfa_insert_sddmm_spmm(g->S, STARFA_COLS, g->dL, g->dX, STARFA_FUSED_QUOTIENT, GAP_EPS, g->dLQ));
 	TRY(starfa_insert_dense_colsum(g->dX, g->vX));
 	TRY(starfa_insert_dense_map(g->dL, STARFA_DENSE_MUL, 0.0f, 0.0f, g->dLQ, NULL));
 	return starfa_insert_dense_map(g->dL, STARFA_DENSE_DIV, GAP_EPS, 0.0f, NULL, g->vX);
 }
 
-/* F = D(S ‖ X·Λᵀ) + rate Σx - (a - 1) Σ log x, and D alone; leaves SDDMM(X, Λ) in P. */
+/* F = D(S ‖ X·Λᵀ) + rate Σx - (a - 1) Σ log x, and D alone. */
 static int objective(struct gap *g, double *F, double *kl)
 {
 	double nz = 0, all = 0, sum_x = 0, sum_log = 0;
@@ -181,7 +173,6 @@ static void gap_free(void *state)
 	starfa_dense_free(g->dLQ);
 	starfa_dense_free(g->dtmp);
 	starfa_sparse_values_free(g->P);
-	starfa_sparse_values_free(g->PT);
 	starfa_vector_free(g->vX);
 	starfa_vector_free(g->vL);
 	starfa_tiled_free(g->S);
@@ -330,7 +321,6 @@ static int setup(const starfa_coo *train, const starfa_coo *test, const void *pa
 	TRY(starfa_dense_create(g->S, STARFA_COLS, g->L, g->K, &g->dL));
 	TRY(starfa_dense_create(g->S, STARFA_COLS, g->LQ, g->K, &g->dLQ));
 	TRY(starfa_sparse_values_create(g->S, STARFA_ROWS, &g->P));
-	TRY(starfa_sparse_values_create(g->S, STARFA_COLS, &g->PT));
 	TRY(starfa_vector_create(g->K, &g->vX));
 	TRY(starfa_vector_create(g->K, &g->vL));
 	if (test) {
@@ -360,8 +350,7 @@ static int gap_iterate(void *state, int64_t iteration)
 {
 	struct gap *g = state;
 	(void)iteration;
-	TRY(update_scores(g->S, g->dX, g->dL, g->P, g->dXQ, g->vL, g->shape, g->rate, g->fresh));
-	g->fresh = 0;
+	TRY(update_scores(g->S, g->dX, g->dL, g->dXQ, g->vL, g->shape, g->rate));
 	TRY(update_words(g));
 	return starfa_wait();
 }
@@ -374,7 +363,6 @@ static int gap_evaluate(void *state, starfa_train_progress *p)
 	p->split = g->split;
 	double F = NAN, kl = NAN;
 	TRY(objective(g, &F, &kl));
-	g->fresh = 1; /* the next iteration starts from this SDDMM */
 	if (!isfinite(F))
 		return starfa_set_error(STARFA_ERUNTIME, "%s produced a non-finite objective in iteration %lld",
 					g->klnmf ? "KL-NMF" : "GaP", (long long)p->iteration);
@@ -485,7 +473,6 @@ int starfa_gap_infer(const starfa_tiled *S, const starfa_csr *c, const float *L,
 	float *Lc = starfa_malloc((size_t)(W * K), sizeof(float)), *XQ = starfa_malloc((size_t)(D * K), sizeof(float)),
 	      *prev = starfa_malloc((size_t)(D * K), sizeof(float)), *cl = starfa_malloc((size_t)K, sizeof(float));
 	starfa_dense *dX = NULL, *dL = NULL, *dXQ = NULL, *dprev = NULL;
-	starfa_sparse_values *P = NULL;
 	starfa_vector *vL = NULL;
 	int rc = !Lc || !XQ || !prev || !cl ? STARFA_ENOMEM : 0;
 	if (!rc) {
@@ -517,14 +504,12 @@ int starfa_gap_infer(const starfa_tiled *S, const starfa_csr *c, const float *L,
 	if (!rc)
 		rc = starfa_dense_create(S, STARFA_COLS, Lc, K, &dL);
 	if (!rc)
-		rc = starfa_sparse_values_create(S, STARFA_ROWS, &P);
-	if (!rc)
 		rc = starfa_vector_create(K, &vL);
 	int64_t it = 0;
 	while (!rc && it < max_iters) {
 		rc = starfa_insert_dense_map(dprev, STARFA_DENSE_COPY, 0.0f, 0.0f, dX, NULL);
 		if (!rc)
-			rc = update_scores(S, dX, dL, P, dXQ, vL, shape, rate, 0);
+			rc = update_scores(S, dX, dL, dXQ, vL, shape, rate);
 		it++;
 		if (!rc && tol > 0) { /* the mean absolute change of the scores */
 			double change = 0;
@@ -541,7 +526,6 @@ int starfa_gap_infer(const starfa_tiled *S, const starfa_csr *c, const float *L,
 	starfa_dense_free(dXQ);
 	starfa_dense_free(dprev);
 	starfa_dense_free(dL);
-	starfa_sparse_values_free(P);
 	starfa_vector_free(vL);
 	free(Lc);
 	free(XQ);

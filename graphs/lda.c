@@ -212,20 +212,18 @@ static int band_quotient(const starfa_tiled *S, struct lda_docs *d, int64_t b)
 
 /* The E-step on the documents of bands [b0, b1) with β̃ fixed: inner iterations until the mean absolute
  * change of their γ is under tol (scikit-learn's mean_change_tol, there per document, here over the
- * bands' documents at once; 0: exactly max_inner of them). `fresh`: P already holds SDDMM(θ̃, β̃) of these
- * bands (the bound's pass computed it). Leaves θ̃ and E[log θ] of the final γ; *ran gets the count. */
+ * bands' documents at once; 0: exactly max_inner of them). P·β̃ with P = S ⊘ max(ε, SDDMM(θ̃, β̃)) is one
+ * fused task a tile (starfa_task_sddmm_spmm): the normalizers never go to memory. Leaves θ̃ and E[log θ]
+ * of the final γ; *ran gets the count. */
 static int estep(const starfa_tiled *S, struct lda_docs *d, const starfa_dense *bt, float alpha, int64_t b0,
-		 int64_t b1, int64_t max_inner, double tol, int fresh, int64_t *ran)
+		 int64_t b1, int64_t max_inner, double tol, int64_t *ran)
 {
 	const int64_t *bounds = starfa_tiled_row_bounds(S);
 	const double n = (double)(bounds[b1] - bounds[b0]) * (double)d->K;
 	int64_t it = 0;
 	while (it < max_inner) {
 		for (int64_t b = b0; b < b1; b++) {
-			if (!(fresh && it == 0))
-				TRY(band_normalizers(S, d, bt, b));
-			TRY(band_quotient(S, d, b));
-			TRY(starfa_insert_spmm_band(S, STARFA_ROWS, b, d->P, bt, d->dg));
+			TRY(starfa_insert_sddmm_spmm_band(S, STARFA_ROWS, b, d->det, bt, STARFA_FUSED_QUOTIENT, LDA_EPS, d->dg));
 			TRY(starfa_task_dense_map(d->dg, b, STARFA_DENSE_MUL, 0, 0, d->det, NULL, NULL));
 			TRY(starfa_task_dense_map(d->dg, b, STARFA_DENSE_SCALE, 1.0f, alpha, NULL, NULL, NULL));
 			if (tol > 0) {
@@ -306,7 +304,6 @@ struct lda {
 	struct lda_words words;
 	starfa_sparse_values *PT;
 	starfa_split split[2];
-	int fresh;          /* P holds SDDMM(θ̃, β̃) of the current γ and λ (the bound computed it) */
 	int64_t inner_last; /* inner iterations of the last E-step (online: the most over the mini-batches) */
 	int64_t updates;    /* online: mini-batches so far */
 	double prev_bound;
@@ -464,12 +461,8 @@ static int mstep_batch(struct lda *g)
 {
 	struct lda_docs *d = &g->docs;
 	struct lda_words *w = &g->words;
-	for (int64_t b = 0; b < starfa_tiled_row_tiles(g->S); b++) {
-		TRY(band_normalizers(g->S, d, w->dbt, b));
-		TRY(band_quotient(g->S, d, b));
-	}
-	TRY(starfa_insert_values_transpose(d->P, g->PT));
-	TRY(starfa_insert_spmm_values(g->S, STARFA_COLS, g->PT, d->det, w->dsst));
+	/* Pᵀ·θ̃ on the transposed grid, P = S ⊘ max(ε, θ̃·β̃ᵀ) fused into it */
+	TRY(starfa_insert_sddmm_spmm(g->S, STARFA_COLS, w->dbt, d->det, STARFA_FUSED_QUOTIENT, LDA_EPS, w->dsst));
 	TRY(starfa_insert_dense_map(w->dlambda, STARFA_DENSE_COPY, 0, 0, w->dsst, NULL));
 	TRY(starfa_insert_dense_map(w->dlambda, STARFA_DENSE_MUL, 0, 0, w->dbt, NULL));
 	TRY(starfa_insert_dense_map(w->dlambda, STARFA_DENSE_SCALE, 1.0f, (float)g->eta, NULL, NULL));
@@ -506,21 +499,20 @@ static int lda_iterate(void *state, int64_t iteration)
 	const int64_t bands = starfa_tiled_row_tiles(g->S);
 	int64_t ran = 0;
 	if (!g->o.online) {
-		TRY(estep(g->S, &g->docs, g->words.dbt, (float)g->alpha, 0, bands, g->o.max_inner, g->o.inner_tol, g->fresh,
+		TRY(estep(g->S, &g->docs, g->words.dbt, (float)g->alpha, 0, bands, g->o.max_inner, g->o.inner_tol,
 			  &ran));
 		g->inner_last = ran;
 		TRY(mstep_batch(g));
 	} else {
 		g->inner_last = 0;
 		for (int64_t b = 0; b < bands; b++) {
-			TRY(estep(g->S, &g->docs, g->words.dbt, (float)g->alpha, b, b + 1, g->o.max_inner, g->o.inner_tol, 0,
+			TRY(estep(g->S, &g->docs, g->words.dbt, (float)g->alpha, b, b + 1, g->o.max_inner, g->o.inner_tol,
 				  &ran));
 			if (ran > g->inner_last)
 				g->inner_last = ran;
 			TRY(mstep_online(g, b));
 		}
 	}
-	g->fresh = 0;
 	return starfa_wait();
 }
 
@@ -532,7 +524,6 @@ static int lda_evaluate(void *state, starfa_train_progress *p)
 	p->split = g->split;
 	double elbo = NAN;
 	TRY(bound(g->S, &g->docs, &g->words, g->alpha, g->eta, &elbo));
-	g->fresh = !g->o.online; /* the next batch E-step starts from this P */
 	if (!isfinite(elbo))
 		return starfa_set_error(STARFA_ERUNTIME, "LDA produced a non-finite bound in iteration %lld",
 					(long long)p->iteration);
@@ -632,7 +623,7 @@ static int infer_gamma(const starfa_tiled *S, const float *lambda, int64_t K, do
 	for (int64_t b = 0; !rc && b < starfa_tiled_row_tiles(S); b++)
 		rc = docs_expectations(&d, b);
 	if (!rc)
-		rc = estep(S, &d, w.dbt, (float)alpha, 0, starfa_tiled_row_tiles(S), max_iters, tol, 0, iterations);
+		rc = estep(S, &d, w.dbt, (float)alpha, 0, starfa_tiled_row_tiles(S), max_iters, tol, iterations);
 	if (!rc)
 		rc = starfa_dense_sync(d.dgamma);
 	if (!rc)

@@ -94,6 +94,38 @@ int starfa_insert_spmm(const starfa_tiled *S, starfa_side side, const starfa_den
 	return starfa_insert_spmm_values(S, side, NULL, X, Y);
 }
 
+int starfa_insert_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
+				  const starfa_dense *B, starfa_fused_mode mode, float eps, starfa_dense *Y)
+{
+	if (!S)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm: missing operand");
+	if (side == STARFA_COLS && !starfa_tiled_has_transpose(S))
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm: the column side needs S's transposed "
+						       "grid (starfa_tiling_options.transposed = 1)");
+	int64_t nr, nc;
+	side_grid(S, side, &nr, &nc);
+	if (band < 0 || band >= nr)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm_band: band %lld outside [0, %lld)",
+					(long long)band, (long long)nr);
+	FOR_BAND_TILES(S, side, band, starfa_task_sddmm_spmm(S, side, band, j, A, B, mode, eps, Y, accumulate, NULL));
+	return 0;
+}
+
+int starfa_insert_sddmm_spmm(const starfa_tiled *S, starfa_side side, const starfa_dense *A, const starfa_dense *B,
+			     starfa_fused_mode mode, float eps, starfa_dense *Y)
+{
+	if (!S)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm: missing operand");
+	int64_t nr, nc;
+	side_grid(S, side, &nr, &nc);
+	for (int64_t i = 0; i < nr; i++) {
+		int rc = starfa_insert_sddmm_spmm_band(S, side, i, A, B, mode, eps, Y);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Calls fn on every tile (i, j) of a values set's grid. */
 #define FOR_EACH_TILE(S, side, call)                                                                     \
 	do {                                                                                             \

@@ -12,8 +12,9 @@
  * transposed tiles):
  *   E = (S - mu) - SDDMM(X, Y)            the residual on S's pattern
  *   Q = E·Y                               b - A'x (A' = A without λ); dense_cg start: r = Q - λ x, p = r
- *   cg-steps times:  E = SDDMM(P, Y), Q = E·Y, dense_cg step
- * Memory: O(nnz + (m + n) k) at any rank; the work of a CG step is 4 nnz k flops plus O((m + n) k).
+ *   cg-steps times:  Q = SDDMM(P, Y)·Y (one fused SDDMM + SpMM task a tile), dense_cg step
+ * Memory: O(nnz + (m + n) k) at any rank; the work of a CG step is 4 nnz k flops plus O((m + n) k), and
+ * its products never go to memory.
  * With enough CG steps a half-step is ALS's exact solve; warm starts make a few steps enough.
  *
  * The model is explicit (mu + x_u·y_v, no biases): eval and recommend treat it as they treat ALS's. */
@@ -119,8 +120,7 @@ static int half_step(struct sfa *g, struct side *s, const starfa_dense *fixed)
 	TRY(starfa_insert_spmm_values(g->S, s->side, s->E, fixed, s->dq));
 	TRY(starfa_insert_dense_cg(s->dx, s->dr, s->dp, s->dq, s->drr, s->dlam, 1));
 	for (int64_t t = 0; t < g->o.cg_steps; t++) {
-		TRY(starfa_insert_sddmm(g->S, s->dp, fixed, STARFA_SDDMM_PATTERN, s->E));
-		TRY(starfa_insert_spmm_values(g->S, s->side, s->E, fixed, s->dq));
+		TRY(starfa_insert_sddmm_spmm(g->S, s->side, s->dp, fixed, STARFA_FUSED_PATTERN, 0.0f, s->dq));
 		TRY(starfa_insert_dense_cg(s->dx, s->dr, s->dp, s->dq, s->drr, s->dlam, 0));
 	}
 	return 0;

@@ -340,6 +340,22 @@ int starfa_task_sddmm(const starfa_tiled *S, int64_t i, int64_t j, const starfa_
 int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_sparse_values *V,
 		     const starfa_dense *X, starfa_dense *Y, int accumulate, const starfa_task_attr *attr);
 
+/* SDDMM and SpMM fused on one tile (FusedMM): on `side`'s grid, tile (i, j),
+ *   Y_i (+)= f(S_ij, A_i·B_jᵀ) · B_j
+ * with f applied to each entry's product y and value s, and the products never written to memory.
+ * A and Y are blocked along the side's rows (block i: S's rows for STARFA_ROWS, its columns for
+ * STARFA_COLS on the transposed grid), B along its columns (block j); all have K columns. accumulate as
+ * starfa_task_spmm's. One pass where SDDMM, a values map and SpMM make three: LDA's and KL-NMF's
+ * S ⊘ (A·Bᵀ) times B, SFA's product with the normal equations' matrix. */
+typedef enum starfa_fused_mode {
+	STARFA_FUSED_PATTERN = 0,  /* f = y */
+	STARFA_FUSED_SCALED = 1,   /* f = s·y */
+	STARFA_FUSED_QUOTIENT = 2, /* f = s / max(eps, y) */
+} starfa_fused_mode;
+int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_dense *A,
+			   const starfa_dense *B, starfa_fused_mode mode, float eps, starfa_dense *Y, int accumulate,
+			   const starfa_task_attr *attr);
+
 /* Copies tile (i, j) of src's grid into tile (j, i) of dst, which is on the other side: the values of a
  * forward tile to the transposed grid or back, entry for entry through the tiled matrix's map. */
 int starfa_task_values_transpose(const starfa_sparse_values *src, int64_t i, int64_t j, starfa_sparse_values *dst,
@@ -525,6 +541,11 @@ int starfa_insert_spmm_values(const starfa_tiled *S, starfa_side side, const sta
 /* The same for one output block: the tasks of band `band` of the side's grid (a mini-batch of rows). */
 int starfa_insert_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_sparse_values *V,
 			    const starfa_dense *X, starfa_dense *Y);
+/* starfa_task_sddmm_spmm over every tile (of one band), each output block's tiles in order as SpMM's. */
+int starfa_insert_sddmm_spmm(const starfa_tiled *S, starfa_side side, const starfa_dense *A, const starfa_dense *B,
+			     starfa_fused_mode mode, float eps, starfa_dense *Y);
+int starfa_insert_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
+				  const starfa_dense *B, starfa_fused_mode mode, float eps, starfa_dense *Y);
 /* Every tile of src into dst (the other side). */
 int starfa_insert_values_transpose(const starfa_sparse_values *src, starfa_sparse_values *dst);
 /* starfa_task_values_map on every tile. */

@@ -9,6 +9,7 @@
 #include <cusparse.h>
 #endif
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -358,6 +359,99 @@ TEST(spmm, task_graph_matches_reference)
 	return graph_matches_reference(0);
 }
 
+/* The fused SDDMM + SpMM (starfa_task_sddmm_spmm) against a double-precision reference of
+ *   Y_r = sum_p f(s_p, a_r·b_c) b_c
+ * for every mode, both sides and ranks across the kernels' paths (registers, wide), on one worker kind;
+ * a crowded matrix gives empty bands (zero fills). Outputs poisoned with NaN before each run. */
+static int fused_matches_reference(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	static const int64_t fused_ranks[] = {1, 7, 20, 32, 33, 64, 100, 128, 200, 300};
+	for (int crowded = 0; crowded < 2; crowded++) {
+		starfa_csr *S = crowded ? crowded_csr(700, 500, &rng) : testing_random_csr(700, 500, 12000, 1.0, &rng);
+		CHECK(S);
+		starfa_csr *St = NULL;
+		CHECK_OK(starfa_csr_transpose(S, &St));
+		starfa_tiling_options tiling = {crowded ? 9 : 3, crowded ? 7 : 4, 1};
+		starfa_tiled *t = NULL;
+		CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+		for (size_t ri = 0; ri < sizeof fused_ranks / sizeof fused_ranks[0]; ri++) {
+			const int64_t k = fused_ranks[ri];
+			const int side = (int)testing_below(&rng, 2), mode = (int)testing_below(&rng, 3);
+			const starfa_csr *M = side ? St : S; /* the side's rows */
+			const int64_t m = M->nrows, n = M->ncols;
+			float *A = malloc(sizeof(float) * (size_t)(m * k)), *B = malloc(sizeof(float) * (size_t)(n * k)),
+			      *Y = malloc(sizeof(float) * (size_t)(m * k));
+			double *ref = calloc((size_t)(m * k), sizeof(double)), *mag = calloc((size_t)(m * k), sizeof(double));
+			CHECK(A && B && Y && ref && mag);
+			/* quotients need products away from 0: positive factors there */
+			for (int64_t e = 0; e < m * k; e++)
+				A[e] = (float)(mode == STARFA_FUSED_QUOTIENT ? 0.1 + testing_uniform(&rng) : 2 * testing_uniform(&rng) - 1);
+			for (int64_t e = 0; e < n * k; e++)
+				B[e] = (float)(mode == STARFA_FUSED_QUOTIENT ? 0.1 + testing_uniform(&rng) : 2 * testing_uniform(&rng) - 1);
+			testing_poison(Y, (size_t)(m * k));
+			for (int64_t r = 0; r < m; r++)
+				for (int64_t p = M->rowptr[r]; p < M->rowptr[r + 1]; p++) {
+					const float *b = B + (int64_t)M->colind[p] * k;
+					double y = 0, ymag = 0, f, fmag; /* fmag: what f's rounding scales with */
+					for (int64_t c = 0; c < k; c++) {
+						y += (double)A[r * k + c] * b[c];
+						ymag += fabs((double)A[r * k + c] * b[c]);
+					}
+					f = mode == STARFA_FUSED_PATTERN ? y : mode == STARFA_FUSED_SCALED ? M->val[p] * y
+													 : M->val[p] / fmax(1e-20, y);
+					fmag = mode == STARFA_FUSED_PATTERN ? ymag
+					       : mode == STARFA_FUSED_SCALED ? fabs(M->val[p]) * ymag
+									      : fabs(M->val[p]) * ymag / (y * y);
+					for (int64_t c = 0; c < k; c++) {
+						ref[r * k + c] += f * b[c];
+						mag[r * k + c] += (fabs(f) + fmag) * fabs(b[c]);
+					}
+				}
+			starfa_dense *dA = NULL, *dB = NULL, *dY = NULL;
+			CHECK_OK(starfa_dense_create(t, (starfa_side)side, A, k, &dA));
+			CHECK_OK(starfa_dense_create(t, side ? STARFA_ROWS : STARFA_COLS, B, k, &dB));
+			CHECK_OK(starfa_dense_create(t, (starfa_side)side, Y, k, &dY));
+			CHECK(starfa_insert_sddmm_spmm(t, (starfa_side)side, dA, dB, (starfa_fused_mode)mode, 1e-20f, dA) ==
+			      STARFA_EINVAL);
+			starfa_stats_reset();
+			CHECK_OK(starfa_insert_sddmm_spmm(t, (starfa_side)side, dA, dB, (starfa_fused_mode)mode, 1e-20f, dY));
+			CHECK_OK(starfa_dense_sync(dY));
+			starfa_worker_stats st;
+			starfa_stats_get(&st);
+			int other = kind == STARFA_WORKER_CPU ? STARFA_WORKER_CUDA : STARFA_WORKER_CPU;
+			CHECK(st.tasks[kind] > 0 && st.tasks[other] == 0);
+			for (int64_t r = 0; r < m; r++) {
+				const int64_t len = M->rowptr[r + 1] - M->rowptr[r];
+				for (int64_t c = 0; c < k; c++) {
+					const double tol = (double)(len + k + 4) * 4 * FLT_EPSILON * (mag[r * k + c] + 1e-30) * 2;
+					CHECK_MSG(fabs(Y[r * k + c] - ref[r * k + c]) <= tol,
+						  "side %d mode %d k %lld: Y[%lld][%lld] = %.9g, reference %.9g", side, mode, (long long)k,
+						  (long long)r, (long long)c, Y[r * k + c], ref[r * k + c]);
+				}
+			}
+			starfa_dense_free(dA);
+			starfa_dense_free(dB);
+			starfa_dense_free(dY);
+			free(A);
+			free(B);
+			free(Y);
+			free(ref);
+			free(mag);
+		}
+		starfa_tiled_free(t);
+		starfa_csr_free(S);
+		starfa_csr_free(St);
+	}
+	return 0;
+}
+
+TEST(spmm, fused_sddmm_spmm_matches_reference_cpu)
+{
+	return fused_matches_reference(STARFA_WORKER_CPU, testing_seed() + 31);
+}
+
 TEST(spmm, insert_rejects_mismatched_operands)
 {
 	CHECK_OK(testing_runtime());
@@ -633,6 +727,13 @@ TEST(spmm_cuda, empty_tile_writes_zeros)
 	free(Y);
 	CHECK(cusparseDestroy(handle) == CUSPARSE_STATUS_SUCCESS);
 	return 0;
+}
+
+TEST(spmm_cuda, fused_sddmm_spmm_matches_reference_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return fused_matches_reference(STARFA_WORKER_CUDA, testing_seed() + 31);
 }
 
 /* StarPU runs every task on the GPU when CPUs are kept out: both sides, zero fills included. */
