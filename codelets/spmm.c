@@ -154,23 +154,28 @@ struct fused_args {
 
 /* Buffers: 0 S tile (CSR), 1 A row block (the tile's rows), 2 B row block (its columns), 3 Y row block. */
 #define FUSED_ARGS(buffers, args)                                                                             \
-	STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),      \
+	STARPU_CSR_GET_NROW(buffers[0]), NNZ_ARG(buffers) STARPU_CSR_GET_ROWPTR(buffers[0]),                        \
+		STARPU_CSR_GET_COLIND(buffers[0]),                                                                 \
 		(const float *)STARPU_CSR_GET_NZVAL(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),     \
 		STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),                    \
 		STARPU_MATRIX_GET_LD(buffers[2]), STARPU_MATRIX_GET_NX(buffers[1]), (args)->mode, (args)->eps,          \
 		(args)->beta, (float *)STARPU_MATRIX_GET_PTR(buffers[3]), STARPU_MATRIX_GET_LD(buffers[3])
 
+#define NNZ_ARG(buffers)
 static void fused_cpu(void *buffers[], void *cl_arg)
 {
 	starfa_cpu_sddmm_spmm(FUSED_ARGS(buffers, (const struct fused_args *)cl_arg));
 }
+#undef NNZ_ARG
 
 #ifdef STARFA_USE_CUDA
+#define NNZ_ARG(buffers) STARPU_CSR_GET_NNZ(buffers[0]),
 static void fused_cuda(void *buffers[], void *cl_arg)
 {
 	STARFA_CUDA_CHECK("sddmm_spmm", starfa_cuda_sddmm_spmm(FUSED_ARGS(buffers, (const struct fused_args *)cl_arg),
 							      starpu_cuda_get_local_stream()));
 }
+#undef NNZ_ARG
 #endif
 
 static uint32_t fused_variant(const struct starpu_task *task)

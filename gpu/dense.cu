@@ -51,14 +51,30 @@ __global__ void convert_kernel(int64_t rows, int64_t cols, const void *__restric
 	}
 }
 
-/* One thread per column, walking the rows: coalesced across a warp's consecutive columns. */
-__global__ void colsum_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx, int accumulate,
+constexpr int64_t kColsumChunk = 512; /* rows a thread sums in the first pass */
+
+/* First pass: partial[q][c] = the sum of column c over chunk q of the rows, a thread per (chunk, column):
+ * coalesced across a warp's consecutive columns, every chunk at once. */
+__global__ void colsum_partial_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx,
+				      double *__restrict__ partial)
+{
+	const int64_t q = blockIdx.y, r0 = q * kColsumChunk, r1 = min(rows, r0 + kColsumChunk);
+	for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x) {
+		double s = 0.0;
+		for (int64_t r = r0; r < r1; r++)
+			s += X[r * ldx + c];
+		partial[q * cols + c] = s;
+	}
+}
+
+/* Second pass: v[c] = (accumulate ? v[c] : 0) + the chunks' sums in chunk order (the same bits every run). */
+__global__ void colsum_kernel(int64_t chunks, int64_t cols, const double *__restrict__ partial, int accumulate,
 			      float *__restrict__ v)
 {
 	for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x) {
 		double s = accumulate ? (double)v[c] : 0.0;
-		for (int64_t r = 0; r < rows; r++)
-			s += X[r * ldx + c];
+		for (int64_t q = 0; q < chunks; q++)
+			s += partial[q * cols + c];
 		v[c] = (float)s;
 	}
 }
@@ -171,8 +187,28 @@ extern "C" cudaError_t starfa_cuda_dense_colsum(int64_t rows, int64_t cols, cons
 {
 	if (cols <= 0)
 		return cudaSuccess;
-	colsum_kernel<<<blocks_for(cols), 256, 0, stream>>>(rows, cols, X, ldx, accumulate, v);
-	return cudaGetLastError();
+	const int64_t chunks = rows > 0 ? (rows + kColsumChunk - 1) / kColsumChunk : 0;
+	double *partial = nullptr;
+	cudaError_t err = cudaSuccess;
+	if (chunks > 0) {
+		if (chunks > 65535)
+			return cudaErrorInvalidValue; /* 33 M rows in one block: beyond any starfa block */
+		err = cudaMallocAsync((void **)&partial, (size_t)(chunks * cols) * sizeof(double), stream);
+		if (err != cudaSuccess)
+			return err;
+		colsum_partial_kernel<<<dim3(blocks_for(cols), (unsigned)chunks), 256, 0, stream>>>(rows, cols, X, ldx, partial);
+		err = cudaGetLastError();
+	}
+	if (err == cudaSuccess) {
+		colsum_kernel<<<blocks_for(cols), 256, 0, stream>>>(chunks, cols, partial, accumulate, v);
+		err = cudaGetLastError();
+	}
+	if (partial) {
+		cudaError_t ferr = cudaFreeAsync(partial, stream);
+		if (err == cudaSuccess)
+			err = ferr;
+	}
+	return err;
 }
 
 extern "C" cudaError_t starfa_cuda_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, float *R,

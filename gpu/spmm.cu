@@ -426,17 +426,84 @@ __device__ inline float warp_total(float v)
 	return v;
 }
 
-/* A warp per row; lane l holds the row's columns l, l + 32, ... (CH of them) of A and of Y. Two nonzeros
- * a step, so that two rows of B are in flight. */
+/* Adds f(s_p, a·b_p) b_p for p in [p0, p1) onto acc in CSR order, NZ nonzeros a step (NZ rows of B in
+ * flight, NZ independent warp reductions to hide the shuffles' latency); lane l holds columns l, l + 32,
+ * ... (CH of them) of a and acc. The whole warp calls it. */
+template <int CH, int NZ>
+__device__ inline void fused_range(const float (&a)[CH], float (&acc)[CH], uint32_t p0, uint32_t p1, int lane,
+				   const uint32_t *__restrict__ colind, const float *__restrict__ sval,
+				   const float *__restrict__ B, int64_t ldb, int k, int mode, float eps)
+{
+	uint32_t p = p0;
+	for (; p + NZ <= p1; p += NZ) {
+		float x[NZ][CH], d[NZ];
+#pragma unroll
+		for (int n = 0; n < NZ; n++) {
+			const float *b = B + (int64_t)colind[p + n] * ldb;
+			d[n] = 0.0f;
+#pragma unroll
+			for (int t = 0; t < CH; t++) {
+				const int c = lane + t * kWarp;
+				x[n][t] = c < k ? __ldg(b + c) : 0.0f;
+			}
+		}
+#pragma unroll
+		for (int n = 0; n < NZ; n++)
+#pragma unroll
+			for (int t = 0; t < CH; t++)
+				d[n] = fmaf(a[t], x[n][t], d[n]);
+#pragma unroll
+		for (int offset = 16; offset > 0; offset /= 2)
+#pragma unroll
+			for (int n = 0; n < NZ; n++)
+				d[n] += __shfl_xor_sync(0xffffffffu, d[n], offset);
+#pragma unroll
+		for (int n = 0; n < NZ; n++) {
+			const float f = fused_value(mode, sval[p + n], d[n], eps);
+#pragma unroll
+			for (int t = 0; t < CH; t++)
+				acc[t] = fmaf(f, x[n][t], acc[t]);
+		}
+	}
+	for (; p < p1; p++) {
+		const float *b0 = B + (int64_t)colind[p] * ldb;
+		float x0[CH], d0 = 0.0f;
+#pragma unroll
+		for (int t = 0; t < CH; t++) {
+			const int c = lane + t * kWarp;
+			x0[t] = c < k ? __ldg(b0 + c) : 0.0f;
+			d0 = fmaf(a[t], x0[t], d0);
+		}
+		const float f0 = fused_value(mode, sval[p], warp_total(d0), eps);
+#pragma unroll
+		for (int t = 0; t < CH; t++)
+			acc[t] = fmaf(f0, x0[t], acc[t]);
+	}
+}
+
+/* Nonzeros in flight: four while the registers allow, two for the widest rows. */
+template <int CH> struct fused_depth {
+	static constexpr int value = CH <= 4 ? 4 : 2;
+};
+
+/* A warp per row, A's and Y's shares of the row in registers. A row of long_min nonzeros or more is
+ * listed (long_rows, count first) for fused_long_rows instead, when there is a list. */
 template <int CH>
 __global__ void fused_kernel(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
 			     const float *__restrict__ sval, const float *__restrict__ A, int64_t lda,
 			     const float *__restrict__ B, int64_t ldb, int k, int mode, float eps, int beta,
-			     float *__restrict__ Y, int64_t ldy)
+			     float *__restrict__ Y, int64_t ldy, uint32_t long_min, uint32_t *__restrict__ long_rows,
+			     uint32_t *__restrict__ long_count)
 {
 	const int lane = threadIdx.x % kWarp;
 	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / kWarp);
 	for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / kWarp; r < nrows; r += warps) {
+		const uint32_t start = rowptr[r], end = rowptr[r + 1];
+		if (long_count && end - start >= long_min) { /* warp-uniform */
+			if (lane == 0)
+				long_rows[atomicAdd(long_count, 1u)] = (uint32_t)r;
+			continue;
+		}
 		float a[CH], acc[CH];
 #pragma unroll
 		for (int t = 0; t < CH; t++) {
@@ -444,45 +511,61 @@ __global__ void fused_kernel(int64_t nrows, const uint32_t *__restrict__ rowptr,
 			a[t] = c < k ? A[r * lda + c] : 0.0f;
 			acc[t] = beta && c < k ? Y[r * ldy + c] : 0.0f;
 		}
-		uint32_t p = rowptr[r];
-		const uint32_t end = rowptr[r + 1];
-		for (; p + 1 < end; p += 2) {
-			const float *b0 = B + (int64_t)colind[p] * ldb, *b1 = B + (int64_t)colind[p + 1] * ldb;
-			float x0[CH], x1[CH], d0 = 0.0f, d1 = 0.0f;
-#pragma unroll
-			for (int t = 0; t < CH; t++) {
-				const int c = lane + t * kWarp;
-				x0[t] = c < k ? __ldg(b0 + c) : 0.0f;
-				x1[t] = c < k ? __ldg(b1 + c) : 0.0f;
-				d0 = fmaf(a[t], x0[t], d0);
-				d1 = fmaf(a[t], x1[t], d1);
-			}
-			const float f0 = fused_value(mode, sval[p], warp_total(d0), eps);
-			const float f1 = fused_value(mode, sval[p + 1], warp_total(d1), eps);
-#pragma unroll
-			for (int t = 0; t < CH; t++)
-				acc[t] = fmaf(f1, x1[t], fmaf(f0, x0[t], acc[t]));
-		}
-		if (p < end) {
-			const float *b0 = B + (int64_t)colind[p] * ldb;
-			float x0[CH], d0 = 0.0f;
-#pragma unroll
-			for (int t = 0; t < CH; t++) {
-				const int c = lane + t * kWarp;
-				x0[t] = c < k ? __ldg(b0 + c) : 0.0f;
-				d0 = fmaf(a[t], x0[t], d0);
-			}
-			const float f0 = fused_value(mode, sval[p], warp_total(d0), eps);
-#pragma unroll
-			for (int t = 0; t < CH; t++)
-				acc[t] = fmaf(f0, x0[t], acc[t]);
-		}
+		fused_range<CH, fused_depth<CH>::value>(a, acc, start, end, lane, colind, sval, B, ldb, k, mode, eps);
 #pragma unroll
 		for (int t = 0; t < CH; t++) {
 			const int c = lane + t * kWarp;
 			if (c < k)
 				Y[r * ldy + c] = acc[t];
 		}
+	}
+}
+
+/* The listed long rows, a block each: its warps take consecutive equal shares of the row's nonzeros, and
+ * warp 0 adds their sums in warp order onto Y's value or zero, so the bits do not depend on the list's
+ * order or the timing. */
+template <int CH>
+__global__ void __launch_bounds__(kLongRowThreads)
+	fused_long_rows(const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+			const float *__restrict__ sval, const float *__restrict__ A, int64_t lda,
+			const float *__restrict__ B, int64_t ldb, int k, int mode, float eps, int beta,
+			float *__restrict__ Y, int64_t ldy, const uint32_t *__restrict__ long_rows,
+			const uint32_t *__restrict__ long_count)
+{
+	constexpr int kParts = kLongRowThreads / kWarp;
+	__shared__ float partial[kParts][CH * kWarp];
+	const int part = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+	const uint32_t count = *long_count;
+	for (uint32_t idx = blockIdx.x; idx < count; idx += gridDim.x) {
+		const int64_t r = long_rows[idx];
+		const uint32_t start = rowptr[r], end = rowptr[r + 1];
+		const uint32_t share = (end - start + kParts - 1) / kParts;
+		const uint32_t p0 = min(end, start + part * share), p1 = min(end, p0 + share);
+		float a[CH], acc[CH];
+#pragma unroll
+		for (int t = 0; t < CH; t++) {
+			const int c = lane + t * kWarp;
+			a[t] = c < k ? A[r * lda + c] : 0.0f;
+			acc[t] = 0.0f;
+		}
+		fused_range<CH, fused_depth<CH>::value>(a, acc, p0, p1, lane, colind, sval, B, ldb, k, mode, eps);
+#pragma unroll
+		for (int t = 0; t < CH; t++)
+			partial[part][t * kWarp + lane] = acc[t];
+		__syncthreads();
+		if (part == 0) {
+#pragma unroll
+			for (int t = 0; t < CH; t++) {
+				const int c = lane + t * kWarp;
+				if (c < k) {
+					float sum = beta ? Y[r * ldy + c] : 0.0f;
+					for (int q = 0; q < kParts; q++)
+						sum += partial[q][t * kWarp + lane];
+					Y[r * ldy + c] = sum;
+				}
+			}
+		}
+		__syncthreads(); /* partial is rewritten for the next row */
 	}
 }
 
@@ -518,33 +601,67 @@ unsigned fused_blocks(int64_t nrows)
 	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
 }
 
+template <int CH>
+cudaError_t fused_launch(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *A,
+			 int64_t lda, const float *B, int64_t ldb, int k, int mode, float eps, int beta, float *Y, int64_t ldy,
+			 uint32_t long_min, int64_t max_long, uint32_t *long_list, cudaStream_t stream)
+{
+	uint32_t *long_count = long_list, *long_rows = long_list ? long_list + 1 : nullptr;
+	fused_kernel<CH><<<fused_blocks(nrows), kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, k,
+									      mode, eps, beta, Y, ldy, long_min, long_rows,
+									      long_count);
+	cudaError_t err = cudaGetLastError();
+	if (err != cudaSuccess || !long_list)
+		return err;
+	const int64_t long_blocks = max_long < kLongRowBlocks ? max_long : kLongRowBlocks;
+	fused_long_rows<CH><<<(unsigned)long_blocks, kLongRowThreads, 0, stream>>>(rowptr, colind, sval, A, lda, B, ldb, k,
+										   mode, eps, beta, Y, ldy, long_rows,
+										   long_count);
+	return cudaGetLastError();
+}
+
 } // namespace
 
-extern "C" cudaError_t starfa_cuda_sddmm_spmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind,
+extern "C" cudaError_t starfa_cuda_sddmm_spmm(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
 					      const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb,
 					      int64_t k, int mode, float eps, int beta, float *Y, int64_t ldy,
 					      cudaStream_t stream)
 {
 	if (nrows <= 0 || k <= 0)
 		return cudaSuccess;
-	const unsigned grid = fused_blocks(nrows);
+	if (k > 256) /* the wide kernel: a warp per row, whatever its length */
+		fused_kernel_wide<<<fused_blocks(nrows), kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B,
+											ldb, k, mode, eps, beta, Y, ldy);
+	if (k > 256)
+		return cudaGetLastError();
+	/* Rows far longer than the tile's mean (a word in most documents, an item most users rated) would keep
+	 * their warp busy long after the rest: a second kernel spreads each over a block, as SpMM's does. */
+	const int64_t mean = (nnz + nrows - 1) / nrows;
+	int64_t long_min = mean * kLongRowOverMean > kLongRowMin ? mean * kLongRowOverMean : kLongRowMin;
+	if (long_min > UINT32_MAX)
+		long_min = UINT32_MAX;
+	const int64_t max_long = nrows <= UINT32_MAX ? nnz / long_min : 0;
+	uint32_t *long_list = nullptr;
+	cudaError_t err = cudaSuccess;
+	if (max_long > 0) {
+		err = cudaMallocAsync((void **)&long_list, (size_t)(max_long + 1) * sizeof(uint32_t), stream);
+		if (err == cudaSuccess)
+			err = cudaMemsetAsync(long_list, 0, sizeof(uint32_t), stream);
+		if (err != cudaSuccess)
+			return err;
+	}
 	const int kk = (int)k;
-	if (k <= 32)
-		fused_kernel<1><<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode,
-									eps, beta, Y, ldy);
-	else if (k <= 64)
-		fused_kernel<2><<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode,
-									eps, beta, Y, ldy);
-	else if (k <= 128)
-		fused_kernel<4><<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode,
-									eps, beta, Y, ldy);
-	else if (k <= 256)
-		fused_kernel<8><<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode,
-									eps, beta, Y, ldy);
-	else
-		fused_kernel_wide<<<grid, kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, k, mode,
-									  eps, beta, Y, ldy);
-	return cudaGetLastError();
+#define FUSED(ch)                                                                                                  \
+	fused_launch<ch>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode, eps, beta, Y, ldy, (uint32_t)long_min, \
+			 max_long, long_list, stream)
+	err = k <= 32 ? FUSED(1) : k <= 64 ? FUSED(2) : k <= 128 ? FUSED(4) : FUSED(8);
+#undef FUSED
+	if (long_list) {
+		cudaError_t ferr = cudaFreeAsync(long_list, stream);
+		if (err == cudaSuccess)
+			err = ferr;
+	}
+	return err;
 }
 
 extern "C" cudaError_t starfa_cuda_spmm_zero(int64_t nrows, int64_t k, float *Y, int64_t ldy, cudaStream_t stream)

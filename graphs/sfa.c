@@ -12,9 +12,12 @@
  * transposed tiles):
  *   E = (S - mu) - SDDMM(X, Y)            the residual on S's pattern
  *   Q = E·Y                               b - A'x (A' = A without λ); dense_cg start: r = Q - λ x, p = r
- *   cg-steps times:  Q = SDDMM(P, Y)·Y (one fused SDDMM + SpMM task a tile), dense_cg step
- * Memory: O(nnz + (m + n) k) at any rank; the work of a CG step is 4 nnz k flops plus O((m + n) k), and
- * its products never go to memory.
+ *   cg-steps times:  E = SDDMM(P, Y), Q = E·Y (or one fused SDDMM + SpMM task a tile: --product fused),
+ *                    dense_cg step
+ * Memory: O(nnz + (m + n) k) at any rank; the work of a CG step is 4 nnz k flops plus O((m + n) k). The
+ * separate SDDMM and SpMM kernels beat the fused one here (SDDMM's tiled kernel reuses B's rows from
+ * shared memory; the fused kernel re-reads them a nonzero at a time): 0.108 against 0.157 s an iteration
+ * at f = 100 on the Netflix shape on an H100 (bench/SFA.md).
  * With enough CG steps a half-step is ALS's exact solve; warm starts make a few steps enough.
  *
  * The model is explicit (mu + x_u·y_v, no biases): eval and recommend treat it as they treat ALS's. */
@@ -30,6 +33,7 @@ struct sfa_options {
 	int64_t rank, iters, cg_steps, tiles, seed, eval_k;
 	double lambda, tol;
 	int weighted_lambda;
+	int separate; /* 1: the product as an SDDMM into values, then an SpMM (0: one fused task a tile) */
 };
 
 /* One side's unknowns and CG state: x, the residual, the direction and the product (rows x k), r·r
@@ -120,7 +124,12 @@ static int half_step(struct sfa *g, struct side *s, const starfa_dense *fixed)
 	TRY(starfa_insert_spmm_values(g->S, s->side, s->E, fixed, s->dq));
 	TRY(starfa_insert_dense_cg(s->dx, s->dr, s->dp, s->dq, s->drr, s->dlam, 1));
 	for (int64_t t = 0; t < g->o.cg_steps; t++) {
-		TRY(starfa_insert_sddmm_spmm(g->S, s->side, s->dp, fixed, STARFA_FUSED_PATTERN, 0.0f, s->dq));
+		if (g->o.separate) {
+			TRY(starfa_insert_sddmm(g->S, s->dp, fixed, STARFA_SDDMM_PATTERN, s->E));
+			TRY(starfa_insert_spmm_values(g->S, s->side, s->E, fixed, s->dq));
+		} else {
+			TRY(starfa_insert_sddmm_spmm(g->S, s->side, s->dp, fixed, STARFA_FUSED_PATTERN, 0.0f, s->dq));
+		}
 		TRY(starfa_insert_dense_cg(s->dx, s->dr, s->dp, s->dq, s->drr, s->dlam, 0));
 	}
 	return 0;
@@ -137,7 +146,8 @@ static void sfa_defaults(void *params)
 				  .eval_k = 10,
 				  .lambda = 0.12, /* ALS's explicit defaults */
 				  .tol = 0,
-				  .weighted_lambda = 1};
+				  .weighted_lambda = 1,
+				  .separate = 1}; /* faster on an H100 at f = 32 and 100 (bench/SFA.md) */
 }
 
 static int sfa_check(const void *params)
@@ -323,6 +333,8 @@ static const starfa_param sfa_params[] = {
 	 "1: lambda times the row's entries (ALS-WR)"},
 	{"tol", STARFA_PARAM_DOUBLE, SFA_FIELD(tol), 0, 1, NULL,
 	 "stop when the loss's relative change is under this (0: run every iteration)"},
+	{"product", STARFA_PARAM_CHOICE, SFA_FIELD(separate), 0, 1, "fused|separate",
+	 "the CG product: one fused SDDMM + SpMM task a tile, or an SDDMM into values then an SpMM"},
 	{"eval-k", STARFA_PARAM_INT64, SFA_FIELD(eval_k), 1, 100000, NULL, "cut-off of ranking metrics"},
 	{"tiles", STARFA_PARAM_INT64, SFA_FIELD(tiles), 0, 1 << 16, NULL, "bands a side (0: planned)"},
 	{"seed", STARFA_PARAM_INT64, SFA_FIELD(seed), 0, 9.2e18, NULL, "seed of the start"},

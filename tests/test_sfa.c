@@ -133,6 +133,7 @@ static int sfa_matches_reference(starfa_worker_kind kind, uint64_t seed, int64_t
 	CHECK_OK(starfa_param_set(algo, params, "cg-steps", text));
 	CHECK_OK(starfa_param_set(algo, params, "tiles", "3"));
 	CHECK_OK(starfa_param_set(algo, params, "seed", "9"));
+	CHECK_OK(starfa_param_set(algo, params, "product", steps > 0 ? "fused" : "separate")); /* both paths */
 	struct history h = {0};
 	starfa_model *mdl = NULL;
 	CHECK_OK(starfa_train(algo, params, coo, NULL, record, &h, &mdl));

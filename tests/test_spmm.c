@@ -368,12 +368,29 @@ static int fused_matches_reference(starfa_worker_kind kind, uint64_t seed)
 	CHECK_OK(testing_runtime_only(kind));
 	uint64_t rng = seed;
 	static const int64_t fused_ranks[] = {1, 7, 20, 32, 33, 64, 100, 128, 200, 300};
-	for (int crowded = 0; crowded < 2; crowded++) {
-		starfa_csr *S = crowded ? crowded_csr(700, 500, &rng) : testing_random_csr(700, 500, 12000, 1.0, &rng);
+	for (int crowded = 0; crowded < 3; crowded++) {
+		starfa_csr *S = NULL;
+		if (crowded == 1) {
+			S = crowded_csr(700, 500, &rng);
+		} else if (crowded == 0) {
+			S = testing_random_csr(700, 500, 12000, 1.0, &rng);
+		} else { /* every 50th row (and column) far longer than the rest: the GPU's long-row kernel */
+			starfa_coo *coo = starfa_coo_new(700, 500, 700 * 500);
+			CHECK(coo);
+			for (int64_t r = 0; r < 700; r++)
+				for (int64_t c = 0; c < 500; c++)
+					if (r % 50 == 0 || c % 50 == 0 || testing_uniform(&rng) < 0.01) {
+						coo->row[coo->nnz] = (int32_t)r;
+						coo->col[coo->nnz] = (int32_t)c;
+						coo->val[coo->nnz++] = (float)(0.5 + testing_uniform(&rng));
+					}
+			CHECK_OK(starfa_csr_from_coo(coo, &S));
+			starfa_coo_free(coo);
+		}
 		CHECK(S);
 		starfa_csr *St = NULL;
 		CHECK_OK(starfa_csr_transpose(S, &St));
-		starfa_tiling_options tiling = {crowded ? 9 : 3, crowded ? 7 : 4, 1};
+		starfa_tiling_options tiling = {crowded == 1 ? 9 : crowded ? 2 : 3, crowded == 1 ? 7 : crowded ? 1 : 4, 1};
 		starfa_tiled *t = NULL;
 		CHECK_OK(starfa_tiled_create(S, &tiling, &t));
 		for (size_t ri = 0; ri < sizeof fused_ranks / sizeof fused_ranks[0]; ri++) {
