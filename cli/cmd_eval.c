@@ -10,7 +10,8 @@ static void usage(FILE *out)
 		     "Scores a model on test entries, matched to its users and items by id, as its kind calls for.\n"
 		     "Explicit models: RMSE (unknown users and items predicted by the mean and the biases there\n"
 		     "are). Implicit models: precision@k, MAP@k and NDCG@k, each test user's training items left\n"
-		     "out of its ranking. Topic models (lda) and count models (gap, klnmf): the document-completion\n"
+		     "out of its ranking. Other non-negative models: RMSE of W·Hᵀ. Topic models (lda) and count\n"
+		     "models (gap, klnmf): the document-completion\n"
 		     "perplexity of held-out documents (each one's entries, sorted by word id, alternate between an\n"
 		     "observed half, from which its mixture is inferred, and an evaluated half, whose tokens are\n"
 		     "scored: exp(-sum c log(theta_d . beta_w) / sum c)), as a task graph on every worker.\n"
@@ -88,7 +89,8 @@ int cmd_eval(int argc, char **argv)
 		starfa_model_free(m);
 		return cli_library_error();
 	}
-	if (m->kind == STARFA_MODEL_TOPIC || m->kind == STARFA_MODEL_NONNEG) {
+	/* count models (gap, klnmf) record their prior's shape, at least 1; other non-negative factors get RMSE */
+	if (m->kind == STARFA_MODEL_TOPIC || (m->kind == STARFA_MODEL_NONNEG && m->alpha >= 1)) {
 		int rc = 0;
 		starfa_perplexity p;
 		if (cli_check_vocabulary(test_path, test, m)) {

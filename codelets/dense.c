@@ -268,8 +268,12 @@ int starfa_task_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, cons
 	for (int i = 0; i < 2; i++)
 		if (!one[i] || one[i]->cols != 1 || !starfa_dense_blocked_along(one[i], X->bounds, X->nblocks))
 			return starfa_set_error(STARFA_EINVAL, "%s: rr and lam must have one column, blocked like X", what);
-	if (X == R || X == P || R == P || (const starfa_dense *)X == Q || (const starfa_dense *)R == Q ||
-	    (const starfa_dense *)P == Q || (const starfa_dense *)rr == lam)
+	const starfa_dense *all[6] = {X, R, P, Q, rr, lam};
+	int distinct = 1;
+	for (int a = 0; a < 6; a++)
+		for (int b = a + 1; b < 6; b++)
+			distinct &= all[a] != all[b];
+	if (!distinct)
 		return starfa_set_error(STARFA_EINVAL, "%s: X, R, P, Q, rr and lam must be six matrices", what);
 	struct cg_args args = {start != 0};
 	double n = (double)(X->bounds[block + 1] - X->bounds[block]) * (double)X->cols;

@@ -62,7 +62,7 @@ void starfa_cpu_sddmm_spmm(int64_t nrows, const uint32_t *restrict rowptr, const
 			memset(y, 0, (size_t)k * sizeof *y);
 		uint32_t p = rowptr[r];
 		const uint32_t end = rowptr[r + 1];
-		for (; p + 4 <= end; p += 4) {
+		for (; (uint64_t)p + 4 <= end; p += 4) {
 			const float *restrict b0 = B + (int64_t)colind[p] * ldb;
 			const float *restrict b1 = B + (int64_t)colind[p + 1] * ldb;
 			const float *restrict b2 = B + (int64_t)colind[p + 2] * ldb;

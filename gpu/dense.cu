@@ -58,12 +58,15 @@ constexpr int64_t kColsumChunk = 512; /* rows a thread sums in the first pass */
 __global__ void colsum_partial_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx,
 				      double *__restrict__ partial)
 {
-	const int64_t q = blockIdx.y, r0 = q * kColsumChunk, r1 = min(rows, r0 + kColsumChunk);
-	for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x) {
-		double s = 0.0;
-		for (int64_t r = r0; r < r1; r++)
-			s += X[r * ldx + c];
-		partial[q * cols + c] = s;
+	const int64_t chunks = (rows + kColsumChunk - 1) / kColsumChunk;
+	for (int64_t q = blockIdx.y; q < chunks; q += gridDim.y) {
+		const int64_t r0 = q * kColsumChunk, r1 = min(rows, r0 + kColsumChunk);
+		for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x) {
+			double s = 0.0;
+			for (int64_t r = r0; r < r1; r++)
+				s += X[r * ldx + c];
+			partial[q * cols + c] = s;
+		}
 	}
 }
 
@@ -191,12 +194,11 @@ extern "C" cudaError_t starfa_cuda_dense_colsum(int64_t rows, int64_t cols, cons
 	double *partial = nullptr;
 	cudaError_t err = cudaSuccess;
 	if (chunks > 0) {
-		if (chunks > 65535)
-			return cudaErrorInvalidValue; /* 33 M rows in one block: beyond any starfa block */
 		err = cudaMallocAsync((void **)&partial, (size_t)(chunks * cols) * sizeof(double), stream);
 		if (err != cudaSuccess)
 			return err;
-		colsum_partial_kernel<<<dim3(blocks_for(cols), (unsigned)chunks), 256, 0, stream>>>(rows, cols, X, ldx, partial);
+		const unsigned grid_y = (unsigned)(chunks < 65535 ? chunks : 65535); /* chunks beyond: grid-stride */
+		colsum_partial_kernel<<<dim3(blocks_for(cols), grid_y), 256, 0, stream>>>(rows, cols, X, ldx, partial);
 		err = cudaGetLastError();
 	}
 	if (err == cudaSuccess) {

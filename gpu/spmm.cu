@@ -435,7 +435,7 @@ __device__ inline void fused_range(const float (&a)[CH], float (&acc)[CH], uint3
 				   const float *__restrict__ B, int64_t ldb, int k, int mode, float eps)
 {
 	uint32_t p = p0;
-	for (; p + NZ <= p1; p += NZ) {
+	for (; (uint64_t)p + NZ <= p1; p += NZ) {
 		float x[NZ][CH], d[NZ];
 #pragma unroll
 		for (int n = 0; n < NZ; n++) {
@@ -539,8 +539,9 @@ __global__ void __launch_bounds__(kLongRowThreads)
 	for (uint32_t idx = blockIdx.x; idx < count; idx += gridDim.x) {
 		const int64_t r = long_rows[idx];
 		const uint32_t start = rowptr[r], end = rowptr[r + 1];
-		const uint32_t share = (end - start + kParts - 1) / kParts;
-		const uint32_t p0 = min(end, start + part * share), p1 = min(end, p0 + share);
+		const uint64_t share = (end - start + (uint64_t)kParts - 1) / kParts; /* 64-bit: no wrap near 2^32 */
+		const uint32_t p0 = (uint32_t)min((uint64_t)end, start + part * share);
+		const uint32_t p1 = (uint32_t)min((uint64_t)end, p0 + share);
 		float a[CH], acc[CH];
 #pragma unroll
 		for (int t = 0; t < CH; t++) {
@@ -645,10 +646,13 @@ extern "C" cudaError_t starfa_cuda_sddmm_spmm(int64_t nrows, int64_t nnz, const 
 	cudaError_t err = cudaSuccess;
 	if (max_long > 0) {
 		err = cudaMallocAsync((void **)&long_list, (size_t)(max_long + 1) * sizeof(uint32_t), stream);
-		if (err == cudaSuccess)
-			err = cudaMemsetAsync(long_list, 0, sizeof(uint32_t), stream);
 		if (err != cudaSuccess)
 			return err;
+		err = cudaMemsetAsync(long_list, 0, sizeof(uint32_t), stream);
+		if (err != cudaSuccess) {
+			cudaFreeAsync(long_list, stream);
+			return err;
+		}
 	}
 	const int kk = (int)k;
 #define FUSED(ch)                                                                                                  \

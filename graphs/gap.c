@@ -202,7 +202,7 @@ static int nndsvda(struct gap *g)
 	      *sv = starfa_malloc((size_t)K, sizeof(float));
 	int rc = !U || !V || !sv ? STARFA_ENOMEM : 0;
 	if (!rc)
-		rc = starfa_svds(g->S, K, K < small / 10 ? 7 : 4, (uint64_t)g->o.seed, U, sv, V);
+		rc = starfa_svds(g->S, K, (double)K < 0.1 * (double)small ? 7 : 4, (uint64_t)g->o.seed, U, sv, V);
 	for (int64_t j = 0; !rc && j < K; j++) {
 		double up = 0, un = 0, vp = 0, vn = 0; /* squared norms of the positive and negative parts */
 		for (int64_t d = 0; d < D; d++) {
@@ -416,7 +416,8 @@ static int gap_model(void *state, starfa_model **out)
 	{"tiles", STARFA_PARAM_INT64, GAP_FIELD(tiles), 0, 1 << 16, NULL, "bands a side (0: planned)"},     \
 	{"seed", STARFA_PARAM_INT64, GAP_FIELD(seed), 0, 9.2e18, NULL, "seed of the start"},                \
 	{"init", STARFA_PARAM_CHOICE, GAP_FIELD(init), 0, 1, "nndsvda|random",                              \
-	 "the start: NNDSVDa from the leading singular vectors (scikit-learn's default here) or random"}
+	 "the start: NNDSVDa from the leading singular vectors (scikit-learn's default here; random when the "  \
+	 "rank exceeds the smaller dimension) or random"}
 
 static const starfa_param gap_params[] = {
 	GAP_COMMON,

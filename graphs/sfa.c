@@ -99,10 +99,14 @@ static int side_create(struct sfa *g, struct side *s, starfa_side side, int64_t 
 	s->lam = starfa_malloc((size_t)rows, sizeof(float));
 	if (!s->x || !s->r || !s->p || !s->q || !s->rr || !s->lam)
 		return STARFA_ENOMEM;
-	for (size_t e = 0; e < n; e++)
-		s->x[e] = rng ? scale * starfa_uniform_pm1(rng) : 0.0f;
-	for (int64_t r = 0; r < rows; r++)
-		s->lam[r] = (float)(g->o.lambda * (g->o.weighted_lambda ? (double)counts[r] : 1.0));
+	/* A row with no entries keeps zero factors (its system is λ x = 0), as ALS's do; its λ counts one
+	 * entry so that CG's step stays defined. */
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t c = 0; c < g->k; c++)
+			s->x[r * g->k + c] = rng && counts[r] > 0 ? scale * starfa_uniform_pm1(rng) : 0.0f;
+		const double n_r = counts[r] > 0 ? (double)counts[r] : 1.0;
+		s->lam[r] = (float)(g->o.lambda * (g->o.weighted_lambda ? n_r : 1.0));
+	}
 	TRY(starfa_dense_create(g->S, side, s->x, g->k, &s->dx));
 	TRY(starfa_dense_create(g->S, side, s->r, g->k, &s->dr));
 	TRY(starfa_dense_create(g->S, side, s->p, g->k, &s->dp));

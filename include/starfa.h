@@ -993,8 +993,9 @@ int starfa_topic_word(const starfa_model *m, float *beta);
  * proportions, each row summing to 1, inferred with the topics fixed, as a task graph (starfa_init
  * first): by LDA's E-step for a topic model; for a count model (kind STARFA_MODEL_NONNEG: gap, klnmf) by
  * GaP's score updates from each document's length spread evenly, θ_dk ∝ x_dk Σ_w λ_wk (the topic's
- * expected share of the document's words). A document with no words gets the prior's mean (1 / rank
- * each). *iterations (may be NULL) gets the iterations run. Also for the perplexity below. */
+ * expected share of the document's words). A document with no words gets the prior's mean: 1 / rank
+ * each for LDA and KL-NMF, θ_k ∝ c_k / (c_k + rate) for GaP (c_k = Σ_w λ_wk: its scores sit at the
+ * prior's mode). *iterations (may be NULL) gets the iterations run. Also for the perplexity below. */
 int starfa_topic_infer(const starfa_model *m, const starfa_coo *docs, const starfa_topic_options *o, float *theta,
 		       int64_t *iterations);
 

@@ -19,7 +19,8 @@ static void ref_half(const starfa_csr *S, double mu, double lambda, int64_t k, d
 	       *r = malloc(sizeof(double) * (size_t)k), *p = malloc(sizeof(double) * (size_t)k),
 	       *q = malloc(sizeof(double) * (size_t)k);
 	for (int64_t u = 0; u < S->nrows; u++) {
-		const double lam = lambda * (double)(S->rowptr[u + 1] - S->rowptr[u]);
+		const int64_t entries = S->rowptr[u + 1] - S->rowptr[u];
+		const double lam = lambda * (double)(entries > 0 ? entries : 1); /* an empty row counts one */
 		double *xu = x + u * k;
 		memset(A, 0, sizeof(double) * (size_t)(k * k));
 		memset(b, 0, sizeof(double) * (size_t)k);
@@ -116,6 +117,18 @@ static int sfa_matches_reference(starfa_worker_kind kind, uint64_t seed, int64_t
 	CHECK(S);
 	for (int64_t e = 0; e < S->nnz; e++)
 		S->val[e] = (float)(1 + (int)(5 * testing_uniform(&rng)));
+	/* item 5 loses its entries (a split can leave items with none): its factors must stay zero */
+	int64_t kept = 0;
+	for (int64_t u = 0, e = 0; u < m; u++) {
+		const int64_t end = S->rowptr[u + 1];
+		for (; e < end; e++)
+			if (S->colind[e] != 5) {
+				S->colind[kept] = S->colind[e];
+				S->val[kept++] = S->val[e];
+			}
+		S->rowptr[u + 1] = kept;
+	}
+	S->nnz = kept;
 	starfa_coo *coo = testing_coo_of(S);
 	starfa_csr *T = NULL;
 	CHECK(coo);
@@ -148,8 +161,9 @@ static int sfa_matches_reference(starfa_worker_kind kind, uint64_t seed, int64_t
 	CHECK(X && Y);
 	uint64_t start = 9ull * 0x9e3779b97f4a7c15ull + 13;
 	const float scale = (float)(1.0 / sqrt((double)k));
-	for (int64_t i = 0; i < n * k; i++)
-		Y[i] = scale * starfa_uniform_pm1(&start);
+	for (int64_t v = 0; v < n; v++) /* an item with no entries starts (and stays) at zero */
+		for (int64_t d = 0; d < k; d++)
+			Y[v * k + d] = T->rowptr[v + 1] > T->rowptr[v] ? scale * starfa_uniform_pm1(&start) : 0.0f;
 	for (int64_t it = 0; it < iters; it++) {
 		ref_half(S, mu, 0.12, k, X, Y, steps > 0 ? steps : -1);
 		ref_half(T, mu, 0.12, k, Y, X, steps > 0 ? steps : -1);
@@ -166,7 +180,8 @@ static int sfa_matches_reference(starfa_worker_kind kind, uint64_t seed, int64_t
 			const double *F = s ? Y : X;
 			for (int64_t r = 0; r < M->nrows; r++)
 				for (int64_t d = 0; d < k; d++)
-					reg += 0.12 * (double)(M->rowptr[r + 1] - M->rowptr[r]) * F[r * k + d] * F[r * k + d];
+					reg += 0.12 * (double)(M->rowptr[r + 1] > M->rowptr[r] ? M->rowptr[r + 1] - M->rowptr[r] : 1) *
+					       F[r * k + d] * F[r * k + d];
 		}
 		const double want = (sse + reg) / (double)S->nnz;
 		CHECK_MSG(fabs(h.loss[it] - want) <= 1e-4 * want, "iteration %lld: loss %.8g, reference %.8g", (long long)it + 1,
@@ -182,6 +197,8 @@ static int sfa_matches_reference(starfa_worker_kind kind, uint64_t seed, int64_t
 	for (int64_t i = 0; i < n * k; i++)
 		CHECK_MSG(fabs(mdl->item_factors[i] - Y[i]) <= 2e-3 * (1 + fabs(Y[i])), "Y[%lld] = %.7g, reference %.7g",
 			  (long long)i, mdl->item_factors[i], Y[i]);
+	for (int64_t d = 0; d < k; d++)
+		CHECK_MSG(mdl->item_factors[5 * k + d] == 0.0f, "the item with no entries has factor %g", mdl->item_factors[5 * k + d]);
 	CHECK(fabs(mdl->global_mean - mu) <= 1e-6 * mu);
 	/* starfa_eval on the training entries gives the last train RMSE. */
 	starfa_metrics met;
