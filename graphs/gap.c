@@ -272,25 +272,7 @@ static int setup(const starfa_coo *train, const starfa_coo *test, const void *pa
 		g->rate = 1.0 / scale;
 	}
 	/* Both grids, the bands as the planner says for an SDDMM sweep. */
-	int64_t T = g->o.tiles;
-	starfa_tiling_options tiling = {T, T, 1, 0, 0};
-	if (T == 0) {
-		double sweep = (double)c->nnz * (double)g->K;
-		TRY(starfa_plan_tiling("sddmm", sweep, sweep, 2, &tiling, g->split));
-		if (!tiling.placed) {
-			int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
-			tiling.row_tiles = tiling.col_tiles = workers > 0 ? workers : 1;
-		}
-	}
-	if (tiling.row_tiles > g->D)
-		tiling.row_tiles = g->D;
-	if (tiling.col_tiles > g->W)
-		tiling.col_tiles = g->W;
-	if (tiling.row_tiles < 1 || tiling.col_tiles < 1)
-		tiling.row_tiles = tiling.col_tiles = 1;
-	if (tiling.placed && tiling.cpu_bands > 0 && (tiling.row_tiles <= tiling.cpu_bands || tiling.col_tiles <= tiling.cpu_bands))
-		tiling.placed = 0; /* a tiny corpus: no bands to place */
-	TRY(starfa_tiled_create(c, &tiling, &g->S));
+	TRY(starfa_sweep_tiles(c, g->K, g->o.tiles, 0, g->split, &g->S));
 	const size_t nx = (size_t)(g->D * g->K), nl = (size_t)(g->W * g->K);
 	g->X = starfa_malloc(nx, sizeof(float));
 	g->XQ = starfa_malloc(nx, sizeof(float));

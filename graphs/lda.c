@@ -397,29 +397,8 @@ static int lda_setup(const starfa_coo *train, const starfa_coo *test, const void
 		return starfa_set_error(STARFA_EINVAL, "the corpus has no tokens");
 	/* Bands: in batch mode as the planner says for an SDDMM sweep (the GPUs alone with GPUs, else one a
 	 * worker); in online mode one row band a mini-batch. */
-	int64_t P = g->o.tiles;
-	starfa_tiling_options tiling = {P, P, 1, 0, 0};
-	if (P == 0) {
-		double sweep = (double)c->nnz * (double)g->K;
-		TRY(starfa_plan_tiling("sddmm", sweep, sweep, 2, &tiling, g->split));
-		if (!tiling.placed) {
-			int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
-			tiling.row_tiles = tiling.col_tiles = workers > 0 ? workers : 1;
-		}
-	}
-	if (g->o.online) {
-		tiling.row_tiles = (g->D + g->o.batch - 1) / g->o.batch;
-		tiling.placed = tiling.placed && tiling.cpu_bands == 0; /* the GPUs alone, or StarPU places */
-	}
-	if (tiling.row_tiles > g->D)
-		tiling.row_tiles = g->D;
-	if (tiling.col_tiles > g->W)
-		tiling.col_tiles = g->W;
-	if (tiling.row_tiles < 1 || tiling.col_tiles < 1)
-		tiling.row_tiles = tiling.col_tiles = 1;
-	if (tiling.placed && tiling.cpu_bands > 0 && (tiling.row_tiles <= tiling.cpu_bands || tiling.col_tiles <= tiling.cpu_bands))
-		tiling.placed = 0; /* a tiny corpus: no bands to place */
-	TRY(starfa_tiled_create(c, &tiling, &g->S));
+	TRY(starfa_sweep_tiles(c, g->K, g->o.tiles, g->o.online ? (g->D + g->o.batch - 1) / g->o.batch : 0, g->split,
+			       &g->S));
 	/* The start: λ and γ near 1 (a deterministic stream of the seed). */
 	uint64_t rng = (uint64_t)g->o.seed * 0x9e3779b97f4a7c15ull + 7;
 	float *lambda0 = starfa_malloc((size_t)(g->W * g->K), sizeof(float)),

@@ -204,25 +204,7 @@ static int sfa_setup(const starfa_coo *train, const starfa_coo *test, const void
 	}
 	g->mu = sum / (double)c->nnz;
 	/* Both grids, the bands as the planner says for an SDDMM sweep (a CG step is one SDDMM and one SpMM). */
-	int64_t T = g->o.tiles;
-	starfa_tiling_options tiling = {T, T, 1, 0, 0};
-	if (T == 0) {
-		double sweep = (double)c->nnz * (double)g->k;
-		TRY(starfa_plan_tiling("sddmm", sweep, sweep, 2, &tiling, g->split));
-		if (!tiling.placed) {
-			int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
-			tiling.row_tiles = tiling.col_tiles = workers > 0 ? workers : 1;
-		}
-	}
-	if (tiling.row_tiles > c->nrows)
-		tiling.row_tiles = c->nrows;
-	if (tiling.col_tiles > c->ncols)
-		tiling.col_tiles = c->ncols;
-	if (tiling.row_tiles < 1 || tiling.col_tiles < 1)
-		tiling.row_tiles = tiling.col_tiles = 1;
-	if (tiling.placed && tiling.cpu_bands > 0 && (tiling.row_tiles <= tiling.cpu_bands || tiling.col_tiles <= tiling.cpu_bands))
-		tiling.placed = 0;
-	TRY(starfa_tiled_create(c, &tiling, &g->S));
+	TRY(starfa_sweep_tiles(c, g->k, g->o.tiles, 0, g->split, &g->S));
 	int64_t *row_n = starfa_calloc((size_t)c->nrows + 1, sizeof(int64_t)),
 		*col_n = starfa_calloc((size_t)c->ncols + 1, sizeof(int64_t));
 	if (!row_n || !col_n) {

@@ -152,6 +152,26 @@ starfa_coo *testing_corpus(int64_t D, int64_t W, int64_t nnz, uint64_t *rng, sta
 	return testing_coo_of(S);
 }
 
+int testing_halves(const starfa_csr *S, starfa_coo **observed, starfa_coo **evaluated)
+{
+	starfa_coo *obs = starfa_coo_new(S->nrows, S->ncols, S->nnz), *ev = starfa_coo_new(S->nrows, S->ncols, S->nnz);
+	if (!obs || !ev) {
+		starfa_coo_free(obs);
+		starfa_coo_free(ev);
+		return -1;
+	}
+	for (int64_t d = 0; d < S->nrows; d++)
+		for (int64_t e = S->rowptr[d]; e < S->rowptr[d + 1]; e++) {
+			starfa_coo *h = (e - S->rowptr[d]) % 2 ? ev : obs;
+			h->row[h->nnz] = (int32_t)d;
+			h->col[h->nnz] = S->colind[e];
+			h->val[h->nnz++] = S->val[e];
+		}
+	*observed = obs;
+	*evaluated = ev;
+	return 0;
+}
+
 static starfa_options runtime_opts;
 
 static int same_options(const starfa_options *a, const starfa_options *b)

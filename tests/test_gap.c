@@ -250,15 +250,8 @@ static int gap_matches_reference(starfa_worker_kind kind, uint64_t seed, const c
 	starfa_perplexity p;
 	CHECK_OK(starfa_topic_perplexity(m, coo, &to, &p));
 	CHECK(p.documents == D && p.empty == 1 && p.iterations == 5);
-	starfa_coo *obs = starfa_coo_new(D, W, S->nnz), *ev = starfa_coo_new(D, W, S->nnz);
-	CHECK(obs && ev);
-	for (int64_t d = 0; d < D; d++)
-		for (int64_t e = S->rowptr[d]; e < S->rowptr[d + 1]; e++) {
-			starfa_coo *h2 = (e - S->rowptr[d]) % 2 ? ev : obs;
-			h2->row[h2->nnz] = (int32_t)d;
-			h2->col[h2->nnz] = S->colind[e];
-			h2->val[h2->nnz++] = S->val[e];
-		}
+	starfa_coo *obs = NULL, *ev = NULL;
+	CHECK(testing_halves(S, &obs, &ev) == 0);
 	starfa_csr *O = NULL;
 	CHECK_OK(starfa_csr_from_coo(obs, &O));
 	struct ref q = r;

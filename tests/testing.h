@@ -79,6 +79,10 @@ starfa_coo *testing_coo_of(const starfa_csr *S);
 /* A bag-of-words corpus: testing_random_csr's pattern, counts 1..4, and document 2 with no words (real
  * corpora have them); *csr gets the matrix, the result its entries. */
 starfa_coo *testing_corpus(int64_t D, int64_t W, int64_t nnz, uint64_t *rng, starfa_csr **csr);
+/* Document completion's halves of S, written out here apart from the library's: each row's entries in
+ * CSR order (sorted by column), the 1st, 3rd, ... into *observed, the 2nd, 4th, ... into *evaluated.
+ * Returns 0, or -1 out of memory. */
+int testing_halves(const starfa_csr *S, starfa_coo **observed, starfa_coo **evaluated);
 
 /* ψ(x) in double by the recurrence up to 20 and the asymptotic series: a reference independent of
  * starfa's own. */

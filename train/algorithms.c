@@ -29,3 +29,32 @@ const starfa_algorithm *starfa_algorithm_find(const char *name)
 			return table[i];
 	return NULL;
 }
+
+int starfa_sweep_tiles(const starfa_csr *c, int64_t k, int64_t tiles, int64_t row_tiles, starfa_split split[2],
+		       starfa_tiled **out)
+{
+	starfa_tiling_options tiling = {tiles, tiles, 1, 0, 0};
+	if (tiles == 0) {
+		const double sweep = (double)c->nnz * (double)k;
+		int rc = starfa_plan_tiling("sddmm", sweep, sweep, 2, &tiling, split);
+		if (rc)
+			return rc;
+		if (!tiling.placed) {
+			int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
+			tiling.row_tiles = tiling.col_tiles = workers > 0 ? workers : 1;
+		}
+	}
+	if (row_tiles > 0) {
+		tiling.row_tiles = row_tiles;
+		tiling.placed = tiling.placed && tiling.cpu_bands == 0; /* the GPUs alone, or StarPU places */
+	}
+	if (tiling.row_tiles > c->nrows)
+		tiling.row_tiles = c->nrows;
+	if (tiling.col_tiles > c->ncols)
+		tiling.col_tiles = c->ncols;
+	if (tiling.row_tiles < 1 || tiling.col_tiles < 1)
+		tiling.row_tiles = tiling.col_tiles = 1;
+	if (tiling.placed && tiling.cpu_bands > 0 && (tiling.row_tiles <= tiling.cpu_bands || tiling.col_tiles <= tiling.cpu_bands))
+		tiling.placed = 0; /* a tiny matrix: no bands to place */
+	return starfa_tiled_create(c, &tiling, out);
+}
