@@ -96,12 +96,13 @@ static int update_words(struct gap *g)
 	return starfa_insert_dense_map(g->dL, STARFA_DENSE_DIV, GAP_EPS, 0.0f, NULL, g->vX);
 }
 
-/* F = D(S ‖ X·Λᵀ) + rate Σx - (a - 1) Σ log x, and D alone. */
+/* F = D(S ‖ X·Λᵀ) + rate Σx - (a - 1) Σ log x, and D alone; after an iteration (it reads colsum(X) where
+ * the Λ update left it). */
 static int objective(struct gap *g, double *F, double *kl)
 {
 	double nz = 0, all = 0, sum_x = 0, sum_log = 0;
 	TRY(starfa_insert_sddmm(g->S, g->dX, g->dL, STARFA_SDDMM_PATTERN, g->P));
-	TRY(starfa_insert_dense_colsum(g->dX, g->vX));
+	/* vX holds colsum(X) from the iteration's Λ update (X has not changed since); Λ has */
 	TRY(starfa_insert_dense_colsum(g->dL, g->vL));
 	if (g->shape != 1.0) {
 		TRY(starfa_insert_dense_map(g->dtmp, STARFA_DENSE_COPY, 0.0f, 0.0f, g->dX, NULL));

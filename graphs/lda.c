@@ -418,7 +418,8 @@ static int lda_setup(const starfa_coo *train, const starfa_coo *test, const void
 	free(lambda0);
 	free(gamma0);
 	TRY(rc);
-	TRY(starfa_sparse_values_create(g->S, STARFA_COLS, &g->PT));
+	if (g->o.online) /* the batch M-step's quotient is fused into its SpMM */
+		TRY(starfa_sparse_values_create(g->S, STARFA_COLS, &g->PT));
 	TRY(words_expectations(&g->words));
 	for (int64_t b = 0; b < starfa_tiled_row_tiles(g->S); b++)
 		TRY(docs_expectations(&g->docs, b));
