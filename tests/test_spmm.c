@@ -466,6 +466,86 @@ static int fused_matches_reference(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
+/* The fused CPU kernels themselves, the register kernels (ranks up to 64 with AVX-512) and the portable
+ * one, at every rank 1..70, every mode, overwriting and adding, with leading dimensions above the rank
+ * whose padding must stay untouched, against a double reference. Rows of every length mod 4 (the
+ * four-nonzero steps and their tails) and empty ones. */
+TEST(spmm, fused_cpu_kernels_match_reference)
+{
+	uint64_t rng = testing_seed() + 37;
+	const int64_t m = 41, n = 57;
+	for (int64_t k = 1; k <= 70; k++) {
+		const int mode = (int)(k % 3), beta = (int)((k / 3) % 2);
+		const int64_t lda = k + 3, ldb = k + 1, ldy = k + 2;
+		uint32_t rowptr[42], *colind = malloc(sizeof(uint32_t) * (size_t)(m * n));
+		float *sval = malloc(sizeof(float) * (size_t)(m * n)), *A = malloc(sizeof(float) * (size_t)(m * lda)),
+		      *B = malloc(sizeof(float) * (size_t)(n * ldb)), *Y0 = malloc(sizeof(float) * (size_t)(m * ldy)),
+		      *Y[2] = {malloc(sizeof(float) * (size_t)(m * ldy)), malloc(sizeof(float) * (size_t)(m * ldy))};
+		CHECK(colind && sval && A && B && Y0 && Y[0] && Y[1]);
+		rowptr[0] = 0;
+		for (int64_t r = 0; r < m; r++) {
+			const int64_t len = r % 7 == 3 ? 0 : (int64_t)testing_below(&rng, r % 5 == 0 ? (uint64_t)n : 12);
+			for (int64_t q = 0; q < len; q++) {
+				colind[rowptr[r] + q] = (uint32_t)testing_below(&rng, (uint64_t)n);
+				sval[rowptr[r] + q] = (float)(0.5 + testing_uniform(&rng));
+			}
+			rowptr[r + 1] = rowptr[r] + (uint32_t)len;
+		}
+		for (int64_t e = 0; e < m * lda; e++)
+			A[e] = (float)(mode == 2 ? 0.1 + testing_uniform(&rng) : 2 * testing_uniform(&rng) - 1);
+		for (int64_t e = 0; e < n * ldb; e++)
+			B[e] = (float)(mode == 2 ? 0.1 + testing_uniform(&rng) : 2 * testing_uniform(&rng) - 1);
+		for (int64_t e = 0; e < m * ldy; e++)
+			Y0[e] = e % ldy < k ? (beta ? (float)(2 * testing_uniform(&rng) - 1) : NAN) : PAD_SENTINEL;
+		memcpy(Y[0], Y0, sizeof(float) * (size_t)(m * ldy));
+		memcpy(Y[1], Y0, sizeof(float) * (size_t)(m * ldy));
+		starfa_cpu_sddmm_spmm(m, rowptr, colind, sval, A, lda, B, ldb, k, mode, 1e-20f, beta, Y[0], ldy);
+		starfa_cpu_sddmm_spmm_portable(m, rowptr, colind, sval, A, lda, B, ldb, k, mode, 1e-20f, beta, Y[1], ldy);
+		for (int64_t r = 0; r < m; r++) {
+			double ref[70], mag[70];
+			for (int64_t c = 0; c < k; c++) {
+				ref[c] = beta ? Y0[r * ldy + c] : 0;
+				mag[c] = fabs(ref[c]);
+			}
+			for (uint32_t p = rowptr[r]; p < rowptr[r + 1]; p++) {
+				const float *b = B + (int64_t)colind[p] * ldb;
+				double y = 0, ymag = 0;
+				for (int64_t c = 0; c < k; c++) {
+					y += (double)A[r * lda + c] * b[c];
+					ymag += fabs((double)A[r * lda + c] * b[c]);
+				}
+				const double f = mode == 0 ? y : mode == 1 ? sval[p] * y : sval[p] / fmax(1e-20, y);
+				const double fmag = mode == 0 ? ymag : mode == 1 ? sval[p] * ymag : sval[p] * ymag / (y * y);
+				for (int64_t c = 0; c < k; c++) {
+					ref[c] += f * b[c];
+					mag[c] += (fabs(f) + fmag) * fabs(b[c]);
+				}
+			}
+			const double len = rowptr[r + 1] - rowptr[r];
+			for (int w = 0; w < 2; w++) {
+				for (int64_t c = 0; c < k; c++) {
+					const double tol = (len + (double)k + 4) * 8 * FLT_EPSILON * (mag[c] + 1e-30);
+					CHECK_MSG(fabs(Y[w][r * ldy + c] - ref[c]) <= tol,
+						  "%s kernel, k %lld mode %d beta %d: Y[%lld][%lld] = %.9g, reference %.9g",
+						  w ? "portable" : "dispatched", (long long)k, mode, beta, (long long)r, (long long)c,
+						  Y[w][r * ldy + c], ref[c]);
+				}
+				for (int64_t c = k; c < ldy; c++)
+					CHECK_MSG(Y[w][r * ldy + c] == PAD_SENTINEL, "%s kernel, k %lld: padding of row %lld written",
+						  w ? "portable" : "dispatched", (long long)k, (long long)r);
+			}
+		}
+		free(colind);
+		free(sval);
+		free(A);
+		free(B);
+		free(Y0);
+		free(Y[0]);
+		free(Y[1]);
+	}
+	return 0;
+}
+
 TEST(spmm, fused_sddmm_spmm_matches_reference_cpu)
 {
 	return fused_matches_reference(STARFA_WORKER_CPU, testing_seed() + 31);
