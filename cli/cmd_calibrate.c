@@ -490,17 +490,20 @@ enum {
 	EW_TO_HALF,
 	EW_FROM_HALF,
 	EW_CG,
+	EW_DIRICHLET,
 	EW_NOPS
 };
 static const char *const ew_names[EW_NOPS] = {"sddmm (beta 1)", "values transpose", "values quotient",
 					       "values reduce (KL)", "dense map (mul)", "dense colsum",
 					       "dense rowsum", "dense reduce", "dense to FP16", "dense from FP16",
-					       "dense CG (start and step)"};
+					       "dense CG (start and step)", "dense Dirichlet step (all rows, masked)"};
 
 struct ew_ctx {
 	starfa_tiled *S;
 	starfa_dense *rows, *cols, *rows_out, *sums_out, *halves; /* halves: rows in FP16, even ranks */
 	starfa_dense *cg_r, *cg_p, *cg_lam;                        /* dense_cg's residual, direction, shifts */
+	starfa_dense *dir_gamma, *dir_elog, *dir_exp, *dir_g, *dir_active; /* dense_dirichlet's operands */
+	starfa_sums *dir_left;
 	starfa_sparse_values *P, *PT;
 	starfa_vector *v;
 };
@@ -523,8 +526,27 @@ static int insert_ew_op(void *ctx, int op)
 		int rc = starfa_insert_dense_cg(e->rows_out, e->cg_r, e->cg_p, e->rows, e->sums_out, e->cg_lam, 1);
 		return rc ? rc : starfa_insert_dense_cg(e->rows_out, e->cg_r, e->cg_p, e->rows, e->sums_out, e->cg_lam, 0);
 	}
+	case EW_DIRICHLET: /* both variants; tol 0 keeps every row active */
+		for (int64_t b = 0; b < starfa_tiled_row_tiles(e->S); b++) {
+			int rc = starfa_task_dense_dirichlet(e->dir_gamma, e->dir_elog, e->dir_exp, e->dir_g, NULL, 0.05f, 0.0f,
+							     e->dir_left, b, b, NULL);
+			if (!rc)
+				rc = starfa_task_dense_dirichlet(e->dir_gamma, e->dir_elog, e->dir_exp, e->dir_g, e->dir_active,
+								 0.05f, 0.0f, e->dir_left, b, b, NULL);
+			if (rc)
+				return rc;
+		}
+		return 0;
 	default: return starfa_reduce_dense(e->rows, STARFA_REDUCE_SQUARES, &total);
 	}
+}
+
+/* Positive values in [lo, lo + 1): Dirichlet parameters and their expectations. */
+static void fill_positive(float *x, size_t n, uint64_t seed, float lo)
+{
+	fill(x, n, seed);
+	for (size_t i = 0; i < n; i++)
+		x[i] += lo + 0.5f;
 }
 
 /* Calibrates the element-wise operations at one rank, on a 2 x 2 grid whose second row band has no
@@ -538,7 +560,11 @@ static int calibrate_elementwise(const struct calibrate_cli *c, const starfa_csr
 	float *sums = malloc((size_t)csr->nrows * sizeof *sums), *halves = malloc((nr / 2 + 1) * sizeof *halves);
 	float *cg_r = malloc(nr * sizeof *cg_r), *cg_p = malloc(nr * sizeof *cg_p),
 	      *cg_lam = malloc((size_t)csr->nrows * sizeof *cg_lam);
-	if (!a || !b || !ya || !sums || !halves || !cg_r || !cg_p || !cg_lam) {
+	float *dir_gamma = malloc(nr * sizeof *dir_gamma), *dir_elog = malloc(nr * sizeof *dir_elog),
+	      *dir_exp = malloc(nr * sizeof *dir_exp), *dir_g = malloc(nr * sizeof *dir_g),
+	      *dir_active = malloc((size_t)csr->nrows * sizeof *dir_active);
+	if (!a || !b || !ya || !sums || !halves || !cg_r || !cg_p || !cg_lam || !dir_gamma || !dir_elog || !dir_exp ||
+	    !dir_g || !dir_active) {
 		cli_error("out of memory for rank %lld factors", (long long)k);
 		goto out;
 	}
@@ -546,12 +572,23 @@ static int calibrate_elementwise(const struct calibrate_cli *c, const starfa_csr
 	fill(b, nc, 6);
 	fill(ya, nr, 7);
 	fill(cg_lam, (size_t)csr->nrows, 8);
+	fill_positive(dir_gamma, nr, 9, 0.5f);
+	fill_positive(dir_exp, nr, 10, 0.1f);
+	fill_positive(dir_g, nr, 11, 0.5f);
+	for (int64_t r = 0; r < csr->nrows; r++)
+		dir_active[r] = 1.0f;
 	starfa_tiling_options by_rows = placed((starfa_tiling_options){2, 2, 1, 1e6, 0});
 	if (starfa_tiled_create(csr, &by_rows, &e.S) || starfa_dense_create(e.S, STARFA_ROWS, a, k, &e.rows) ||
 	    starfa_dense_create(e.S, STARFA_COLS, b, k, &e.cols) || starfa_dense_create(e.S, STARFA_ROWS, ya, k, &e.rows_out) ||
 	    starfa_dense_create(e.S, STARFA_ROWS, sums, 1, &e.sums_out) ||
 	    starfa_dense_create(e.S, STARFA_ROWS, cg_r, k, &e.cg_r) || starfa_dense_create(e.S, STARFA_ROWS, cg_p, k, &e.cg_p) ||
 	    starfa_dense_create(e.S, STARFA_ROWS, cg_lam, 1, &e.cg_lam) ||
+	    starfa_dense_create(e.S, STARFA_ROWS, dir_gamma, k, &e.dir_gamma) ||
+	    starfa_dense_create(e.S, STARFA_ROWS, dir_elog, k, &e.dir_elog) ||
+	    starfa_dense_create(e.S, STARFA_ROWS, dir_exp, k, &e.dir_exp) ||
+	    starfa_dense_create(e.S, STARFA_ROWS, dir_g, k, &e.dir_g) ||
+	    starfa_dense_create(e.S, STARFA_ROWS, dir_active, 1, &e.dir_active) ||
+	    starfa_sums_create(starfa_tiled_row_tiles(e.S), &e.dir_left) ||
 	    (k % 2 == 0 && starfa_dense_create(e.S, STARFA_ROWS, halves, k / 2, &e.halves)) ||
 	    starfa_sparse_values_create(e.S, STARFA_ROWS, &e.P) || starfa_sparse_values_create(e.S, STARFA_COLS, &e.PT) ||
 	    starfa_vector_create(k, &e.v) || starfa_insert_values_map(e.P, STARFA_VALUES_COPY, 0, 0, NULL)) {
@@ -574,10 +611,21 @@ out:
 	starfa_dense_free(e.cg_r);
 	starfa_dense_free(e.cg_p);
 	starfa_dense_free(e.cg_lam);
+	starfa_dense_free(e.dir_gamma);
+	starfa_dense_free(e.dir_elog);
+	starfa_dense_free(e.dir_exp);
+	starfa_dense_free(e.dir_g);
+	starfa_dense_free(e.dir_active);
+	starfa_sums_free(e.dir_left);
 	starfa_tiled_free(e.S);
 	free(cg_r);
 	free(cg_p);
 	free(cg_lam);
+	free(dir_gamma);
+	free(dir_elog);
+	free(dir_exp);
+	free(dir_g);
+	free(dir_active);
 	free(a);
 	free(b);
 	free(ya);

@@ -3,6 +3,8 @@
 #include "codelets/codelet.h"
 #include "cpu/dense.h"
 #include "cpu/elementwise.h"
+
+#include <math.h>
 #ifdef STARFA_USE_CUDA
 #include "gpu/dense.h"
 #include <starpu_cuda.h>
@@ -283,6 +285,91 @@ int starfa_task_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, cons
 			     STARFA_BUFFERS({X->blocks[block], start ? STARPU_R : STARPU_RW}, {R->blocks[block], start ? STARPU_W : STARPU_RW},
 					    {P->blocks[block], start ? STARPU_W : STARPU_RW}, {Q->blocks[block], STARPU_R},
 					    {rr->blocks[block], start ? STARPU_W : STARPU_RW}, {lam->blocks[block], STARPU_R}));
+}
+
+/* ------------------------------------------------------------------ dense_dirichlet */
+
+struct dirichlet_args {
+	float prior, tol;
+	int masked;
+};
+
+/* Buffers: 0 gamma, 1 elog, 2 expelog, 3 G (the blocks of one row band), 4 the slot (a double), 5 (masked)
+ * the rows' active values. */
+#define DIRICHLET_ARGS(buffers, args)                                                                         \
+	STARPU_MATRIX_GET_NY(buffers[0]), STARPU_MATRIX_GET_NX(buffers[0]), (args)->prior, (args)->tol,       \
+		(const float *)STARPU_MATRIX_GET_PTR(buffers[3]), STARPU_MATRIX_GET_LD(buffers[3]),                  \
+		(float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]),                        \
+		(float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]),                        \
+		(float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]),                        \
+		(args)->masked ? (float *)STARPU_MATRIX_GET_PTR(buffers[5]) : NULL,                                  \
+		(args)->masked ? STARPU_MATRIX_GET_LD(buffers[5]) : 0
+
+static void dense_dirichlet_cpu(void *buffers[], void *cl_arg)
+{
+	*(double *)STARPU_VARIABLE_GET_PTR(buffers[4]) =
+		starfa_cpu_dense_dirichlet(DIRICHLET_ARGS(buffers, (const struct dirichlet_args *)cl_arg));
+}
+
+#ifdef STARFA_USE_CUDA
+static void dense_dirichlet_cuda(void *buffers[], void *cl_arg)
+{
+	STARFA_CUDA_CHECK("dense_dirichlet",
+			  starfa_cuda_dense_dirichlet(DIRICHLET_ARGS(buffers, (const struct dirichlet_args *)cl_arg),
+						      (double *)STARPU_VARIABLE_GET_PTR(buffers[4]),
+						      starpu_cuda_get_local_stream()));
+}
+#endif
+
+static uint32_t dense_dirichlet_variant(const struct starpu_task *task)
+{
+	return (uint32_t)((const struct dirichlet_args *)task->cl_arg)->masked;
+}
+
+STARFA_CODELET(dense_dirichlet, block_elements, dense_dirichlet_variant, dense_dirichlet_cpu,
+	       STARFA_CUDA_FUNC(dense_dirichlet_cuda));
+
+int starfa_task_dense_dirichlet(starfa_dense *gamma, starfa_dense *elog, starfa_dense *expelog, const starfa_dense *G,
+				starfa_dense *active, float prior, float tol, starfa_sums *sums, int64_t slot, int64_t block,
+				const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_dense_dirichlet";
+	int rc = check_block(what, gamma, block);
+	if (!rc)
+		rc = starfa_check_slot(what, sums, slot);
+	if (rc)
+		return rc;
+	const starfa_dense *same[3] = {elog, expelog, G};
+	for (int i = 0; i < 3; i++)
+		if (!same[i] || same[i]->cols != gamma->cols ||
+		    !starfa_dense_blocked_along(same[i], gamma->bounds, gamma->nblocks))
+			return starfa_set_error(STARFA_EINVAL, "%s: elog, expelog and G must be blocked like gamma, with its "
+							       "%lld columns", what, (long long)gamma->cols);
+	if (active && (active->cols != 1 || !starfa_dense_blocked_along(active, gamma->bounds, gamma->nblocks)))
+		return starfa_set_error(STARFA_EINVAL, "%s: active must have one column, blocked like gamma", what);
+	const starfa_dense *all[5] = {gamma, elog, expelog, G, active};
+	for (int a = 0; a < 5; a++)
+		for (int b = a + 1; b < 5; b++)
+			if (all[a] && all[a] == all[b])
+				return starfa_set_error(STARFA_EINVAL, "%s: gamma, elog, expelog, G and active must be "
+								       "distinct matrices", what);
+	if (!(prior >= 0) || !isfinite(prior) || !(tol >= 0) || !isfinite(tol))
+		return starfa_set_error(STARFA_EINVAL, "%s: prior and tol must be finite and >= 0 (prior %g, tol %g)", what,
+					(double)prior, (double)tol);
+	struct dirichlet_args args = {prior, tol, active != NULL};
+	/* a digamma and an exp per value: about 30 flops */
+	double n = 30.0 * (double)(gamma->bounds[block + 1] - gamma->bounds[block]) * (double)gamma->cols;
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(gamma, block));
+	if (active)
+		return starfa_submit(&dense_dirichlet_cl, &args, sizeof args, n, attr,
+				     STARFA_BUFFERS({gamma->blocks[block], STARPU_RW}, {elog->blocks[block], STARPU_RW},
+						    {expelog->blocks[block], STARPU_RW}, {G->blocks[block], STARPU_R},
+						    {sums->handles[slot], STARPU_W}, {active->blocks[block], STARPU_RW}));
+	return starfa_submit(&dense_dirichlet_cl, &args, sizeof args, n, attr,
+			     STARFA_BUFFERS({gamma->blocks[block], STARPU_RW}, {elog->blocks[block], STARPU_W},
+					    {expelog->blocks[block], STARPU_RW}, {G->blocks[block], STARPU_R},
+					    {sums->handles[slot], STARPU_W}));
 }
 
 /* ------------------------------------------------------------------ dense_convert */

@@ -148,18 +148,21 @@ int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t
 /* ------------------------------------------------------------------ sddmm_spmm (fused) */
 
 struct fused_args {
-	int beta, mode;
+	int beta, mode, masked;
 	float eps;
 };
 
-/* Buffers: 0 S tile (CSR), 1 A row block (the tile's rows), 2 B row block (its columns), 3 Y row block. */
+/* Buffers: 0 S tile (CSR), 1 A row block (the tile's rows), 2 B row block (its columns), 3 Y row block,
+ * 4 (masked) the rows' active values. */
 #define FUSED_ARGS(buffers, args)                                                                             \
 	STARPU_CSR_GET_NROW(buffers[0]), NNZ_ARG(buffers) STARPU_CSR_GET_ROWPTR(buffers[0]),                        \
 		STARPU_CSR_GET_COLIND(buffers[0]),                                                                 \
 		(const float *)STARPU_CSR_GET_NZVAL(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),     \
 		STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),                    \
 		STARPU_MATRIX_GET_LD(buffers[2]), STARPU_MATRIX_GET_NX(buffers[1]), (args)->mode, (args)->eps,          \
-		(args)->beta, (float *)STARPU_MATRIX_GET_PTR(buffers[3]), STARPU_MATRIX_GET_LD(buffers[3])
+		(args)->beta, (float *)STARPU_MATRIX_GET_PTR(buffers[3]), STARPU_MATRIX_GET_LD(buffers[3]),             \
+		(args)->masked ? (const float *)STARPU_MATRIX_GET_PTR(buffers[4]) : NULL,                              \
+		(args)->masked ? STARPU_MATRIX_GET_LD(buffers[4]) : 0
 
 #define NNZ_ARG(buffers)
 static void fused_cpu(void *buffers[], void *cl_arg)
@@ -181,14 +184,14 @@ static void fused_cuda(void *buffers[], void *cl_arg)
 static uint32_t fused_variant(const struct starpu_task *task)
 {
 	const struct fused_args *args = task->cl_arg;
-	return (uint32_t)(args->beta | args->mode << 1);
+	return (uint32_t)(args->beta | args->mode << 1 | args->masked << 3);
 }
 
 STARFA_CODELET(sddmm_spmm, spmm_cost, fused_variant, fused_cpu, STARFA_CUDA_FUNC(fused_cuda));
 
 int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_dense *A,
-			   const starfa_dense *B, starfa_fused_mode mode, float eps, starfa_dense *Y, int accumulate,
-			   const starfa_task_attr *attr)
+			   const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
+			   starfa_dense *Y, int accumulate, const starfa_task_attr *attr)
 {
 	const char *what = "starfa_task_sddmm_spmm";
 	if (!S || !A || !B || !Y)
@@ -218,6 +221,10 @@ int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, i
 						       "columns (create them from S with the side and the other side)", what);
 	if (Y == A || Y == B || overlap(Y, A) || overlap(Y, B))
 		return starfa_set_error(STARFA_EINVAL, "%s: Y shares memory with A or B; Y must be a separate matrix", what);
+	if (active && (active->cols != 1 || !starfa_dense_blocked_along(active, out_bounds, grid->nr)))
+		return starfa_set_error(STARFA_EINVAL, "%s: active must have one column, blocked like Y", what);
+	if (active && (active == Y || overlap(Y, active)))
+		return starfa_set_error(STARFA_EINVAL, "%s: active shares memory with Y", what);
 	if (i < 0 || j < 0 || i >= grid->nr || j >= grid->nc)
 		return starfa_index_error(what, "tile", i, j, grid->nr, grid->nc);
 	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
@@ -225,8 +232,12 @@ int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, i
 	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, i));
 	if (tile->nnz == 0)
 		return accumulate ? 0 : starfa_submit_zero(Y->blocks[i], STARFA_ZERO_MATRIX, attr);
-	struct fused_args args = {accumulate != 0, (int)mode, eps};
+	struct fused_args args = {accumulate != 0, (int)mode, active != NULL, eps};
 	double flops = 4.0 * (double)A->cols * (double)tile->nnz;
+	if (active) /* Y's skipped rows keep their values: RW even when the active rows are overwritten */
+		return starfa_submit(&sddmm_spmm_cl, &args, sizeof args, flops, attr,
+				     STARFA_BUFFERS({tile->handle, STARPU_R}, {A->blocks[i], STARPU_R}, {B->blocks[j], STARPU_R},
+						    {Y->blocks[i], STARPU_RW}, {active->blocks[i], STARPU_R}));
 	return starfa_submit(&sddmm_spmm_cl, &args, sizeof args, flops, attr,
 			     STARFA_BUFFERS({tile->handle, STARPU_R}, {A->blocks[i], STARPU_R}, {B->blocks[j], STARPU_R},
 					    {Y->blocks[i], accumulate ? STARPU_RW : STARPU_W}));

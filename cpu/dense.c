@@ -49,6 +49,37 @@ void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t
 	}
 }
 
+double starfa_cpu_dense_dirichlet(int64_t rows, int64_t cols, float prior, float tol, const float *G, int64_t ldg,
+				  float *gamma, int64_t ldgam, float *elog, int64_t lde, float *expelog, int64_t ldx,
+				  float *active, int64_t ldact)
+{
+	double left = 0.0;
+	for (int64_t r = 0; r < rows; r++) {
+		if (active && active[r * ldact] == 0.0f)
+			continue;
+		const float *g = G + r * ldg;
+		float *gam = gamma + r * ldgam, *el = elog + r * lde, *ex = expelog + r * ldx;
+		double change = 0.0, total = 0.0;
+		for (int64_t c = 0; c < cols; c++) {
+			const float v = prior + ex[c] * g[c];
+			change += fabs((double)v - gam[c]);
+			total += v;
+			gam[c] = v;
+		}
+		const float psi_total = starfa_digammaf((float)total);
+		for (int64_t c = 0; c < cols; c++) {
+			el[c] = starfa_digammaf(gam[c]) - psi_total;
+			ex[c] = expf(el[c]);
+		}
+		change /= (double)cols;
+		const int stays = change >= (double)tol;
+		if (active)
+			active[r * ldact] = stays ? 1.0f : 0.0f;
+		left += isfinite(change) ? (double)stays : NAN;
+	}
+	return left;
+}
+
 void starfa_cpu_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_t ldx, float *R, int64_t ldr, float *P,
 			 int64_t ldp, const float *Q, int64_t ldq, float *rr, int64_t ldrr, const float *lam, int64_t ldl)
 {

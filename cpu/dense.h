@@ -28,6 +28,13 @@ void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t
  * (alpha 0 where p·q <= 0, beta 0 where rr <= 0: a converged row stays put). Dot products in double. */
 void starfa_cpu_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_t ldx, float *R, int64_t ldr, float *P,
 			 int64_t ldp, const float *Q, int64_t ldq, float *rr, int64_t ldrr, const float *lam, int64_t ldl);
+/* One variational step of per-row Dirichlet parameters (starfa_task_dense_dirichlet): for each row r with
+ * active[r] != 0 (active NULL: every row), gamma' = prior + expelog ∘ G, change = mean |gamma' - gamma|,
+ * gamma = gamma', elog = ψ(gamma) - ψ(Σ gamma), expelog = exp(elog), active[r] = change >= tol.
+ * Returns the count of rows left at or above tol, NaN if a change is not finite. */
+double starfa_cpu_dense_dirichlet(int64_t rows, int64_t cols, float prior, float tol, const float *G, int64_t ldg,
+				  float *gamma, int64_t ldgam, float *elog, int64_t lde, float *expelog, int64_t ldx,
+				  float *active, int64_t ldact);
 /* FP32 to FP16 (cpu/half.h) and back: rows x cols values, leading dimensions in elements of each. */
 void starfa_cpu_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y, int64_t ldy);
 void starfa_cpu_dense_from_half(int64_t rows, int64_t cols, const uint16_t *X, int64_t ldx, float *Y, int64_t ldy);

@@ -65,10 +65,13 @@ static inline float fused_value(int mode, float s, float y, float eps)
 STARFA_CPU_CLONES
 static void fused_portable(int64_t nrows, const uint32_t *restrict rowptr, const uint32_t *restrict colind,
 			   const float *restrict sval, const float *restrict A, int64_t lda, const float *restrict B,
-			   int64_t ldb, int64_t k, int mode, float eps, int beta, float *restrict Y, int64_t ldy)
+			   int64_t ldb, int64_t k, int mode, float eps, int beta, float *restrict Y, int64_t ldy,
+			   const float *restrict active, int64_t ldact)
 {
 	const uint32_t nnz = rowptr[nrows];
 	for (int64_t r = 0; r < nrows; r++) {
+		if (active && active[r * ldact] == 0.0f)
+			continue;
 		float *restrict y = Y + r * ldy;
 		const float *restrict a = A + r * lda;
 		if (!beta)
@@ -147,7 +150,8 @@ AVX512 static inline __m128 hsum4(__m512 d0, __m512 d1, __m512 d2, __m512 d3)
 					     const uint32_t *restrict colind, const float *restrict sval,          \
 					     const float *restrict A, int64_t lda, const float *restrict B,        \
 					     int64_t ldb, int64_t k, int mode, float eps, int beta,                \
-					     float *restrict Y, int64_t ldy)                                       \
+					     float *restrict Y, int64_t ldy, const float *restrict active,         \
+					     int64_t ldact)                                                        \
 	{                                                                                                           \
 		__mmask16 mask[NC];                                                                                 \
 		UNROLL for (int c = 0; c < NC; c++) {                                                                      \
@@ -158,6 +162,8 @@ AVX512 static inline __m128 hsum4(__m512 d0, __m512 d1, __m512 d2, __m512 d3)
 		const uint32_t nnz = rowptr[nrows];                                                                 \
 		const int lines = (int)((k * (int64_t)sizeof(float) + 63) / 64) + 1;                               \
 		for (int64_t r = 0; r < nrows; r++) {                                                               \
+			if (active && active[r * ldact] == 0.0f)                                                    \
+				continue;                                                                           \
 			__m512 a[NC], y[NC];                                                                        \
 			float *restrict yr = Y + r * ldy;                                                           \
 			UNROLL for (int c = 0; c < NC; c++) {                                                              \
@@ -234,26 +240,28 @@ int starfa_cpu_sddmm_spmm_registers(int64_t k)
 
 void starfa_cpu_sddmm_spmm(int64_t nrows, const uint32_t *restrict rowptr, const uint32_t *restrict colind,
 			   const float *restrict sval, const float *restrict A, int64_t lda, const float *restrict B,
-			   int64_t ldb, int64_t k, int mode, float eps, int beta, float *restrict Y, int64_t ldy)
+			   int64_t ldb, int64_t k, int mode, float eps, int beta, float *restrict Y, int64_t ldy,
+			   const float *restrict active, int64_t ldact)
 {
 #if STARFA_CPU_FUSED_AVX512
 	if (starfa_cpu_sddmm_spmm_registers(k)) {
 		void (*const kernel[4])(int64_t, const uint32_t *, const uint32_t *, const float *, const float *, int64_t,
-					const float *, int64_t, int64_t, int, float, int, float *, int64_t) = {
+					const float *, int64_t, int64_t, int, float, int, float *, int64_t, const float *,
+					int64_t) = {
 			fused_avx512_1, fused_avx512_2, fused_avx512_3, fused_avx512_4};
-		kernel[(k - 1) / 16](nrows, rowptr, colind, sval, A, lda, B, ldb, k, mode, eps, beta, Y, ldy);
+		kernel[(k - 1) / 16](nrows, rowptr, colind, sval, A, lda, B, ldb, k, mode, eps, beta, Y, ldy, active, ldact);
 		return;
 	}
 #endif
-	fused_portable(nrows, rowptr, colind, sval, A, lda, B, ldb, k, mode, eps, beta, Y, ldy);
+	fused_portable(nrows, rowptr, colind, sval, A, lda, B, ldb, k, mode, eps, beta, Y, ldy, active, ldact);
 }
 
 /* Not a clone set itself: the library exports no function that has clones. */
 void starfa_cpu_sddmm_spmm_portable(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
 				    const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int mode, float eps,
-				    int beta, float *Y, int64_t ldy)
+				    int beta, float *Y, int64_t ldy, const float *active, int64_t ldact)
 {
-	fused_portable(nrows, rowptr, colind, sval, A, lda, B, ldb, k, mode, eps, beta, Y, ldy);
+	fused_portable(nrows, rowptr, colind, sval, A, lda, B, ldb, k, mode, eps, beta, Y, ldy, active, ldact);
 }
 
 void starfa_cpu_spmm_zero(int64_t nrows, int64_t k, float *Y, int64_t ldy)

@@ -16,16 +16,17 @@ void starfa_cpu_spmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *coli
 /* The fused SDDMM + SpMM of one tile: for every row r,
  *   Y[r, 0:k] = (beta ? Y[r, 0:k] : 0) + sum_p f(sval[p], A[r, 0:k]·B[colind[p], 0:k]) * B[colind[p], 0:k]
  * with f (starfa_fused_mode) y, s·y or s / max(eps, y); the products never go to memory. Nonzeros in CSR
- * order, one thread. Ranks up to 64 on a CPU with AVX-512 run a kernel that keeps A's row and Y's in
+ * order, one thread. active (a column, leading dimension ldact; NULL: every row): rows whose value is 0
+ * are skipped, their Y rows neither read nor written. Ranks up to 64 on a CPU with AVX-512 run a kernel that keeps A's row and Y's in
  * registers (starfa_cpu_sddmm_spmm_registers says when); the rest the portable one. */
 void starfa_cpu_sddmm_spmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
 			   const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int mode, float eps,
-			   int beta, float *Y, int64_t ldy);
+			   int beta, float *Y, int64_t ldy, const float *active, int64_t ldact);
 
 /* The same on every CPU and rank (the register kernels sum in another order). */
 void starfa_cpu_sddmm_spmm_portable(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
 				    const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int mode, float eps,
-				    int beta, float *Y, int64_t ldy);
+				    int beta, float *Y, int64_t ldy, const float *active, int64_t ldact);
 
 /* 1 when starfa_cpu_sddmm_spmm runs a register kernel at rank k on this CPU. */
 int starfa_cpu_sddmm_spmm_registers(int64_t k);

@@ -135,6 +135,58 @@ __global__ void cg_kernel(int64_t rows, int64_t cols, int start, float *__restri
 	}
 }
 
+/* One warp per row: the new parameters and their change and total across the lanes, then the row's
+ * expectations. Each block counts its rows left active in shared memory and adds the count (NaN when a
+ * change is not finite) to *left once. */
+__global__ void dirichlet_kernel(int64_t rows, int64_t cols, float prior, float tol, const float *__restrict__ G,
+				 int64_t ldg, float *__restrict__ gamma, int64_t ldgam, float *__restrict__ elog, int64_t lde,
+				 float *__restrict__ expelog, int64_t ldx, float *__restrict__ active, int64_t ldact,
+				 double *__restrict__ left)
+{
+	__shared__ unsigned block_left, block_bad;
+	if (threadIdx.x == 0) {
+		block_left = 0;
+		block_bad = 0;
+	}
+	__syncthreads();
+	const int lane = threadIdx.x % 32;
+	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+	for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+		if (active && active[r * ldact] == 0.0f) /* warp-uniform */
+			continue;
+		const float *g = G + r * ldg;
+		float *gam = gamma + r * ldgam, *el = elog + r * lde, *ex = expelog + r * ldx;
+		double change = 0.0, total = 0.0;
+		for (int64_t c = lane; c < cols; c += 32) {
+			const float v = prior + ex[c] * g[c];
+			change += fabs((double)v - gam[c]);
+			total += v;
+			gam[c] = v;
+		}
+		change = warp_sum(change) / (double)cols;
+		total = warp_sum(total);
+		const float psi_total = starfa_digammaf((float)total);
+		for (int64_t c = lane; c < cols; c += 32) {
+			const float e = starfa_digammaf(gam[c]) - psi_total;
+			el[c] = e;
+			ex[c] = expf(e);
+		}
+		const bool stays = change >= (double)tol;
+		__syncwarp();
+		if (lane == 0) {
+			if (active)
+				active[r * ldact] = stays ? 1.0f : 0.0f;
+			if (!isfinite(change))
+				atomicOr(&block_bad, 1u);
+			else if (stays)
+				atomicAdd(&block_left, 1u);
+		}
+	}
+	__syncthreads();
+	if (threadIdx.x == 0 && (block_left || block_bad))
+		atomicAdd(left, block_bad ? (double)NAN : (double)block_left);
+}
+
 /* One warp per row. */
 __global__ void rowsum_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx, float *__restrict__ R,
 			      int64_t ldr)
@@ -230,6 +282,19 @@ extern "C" cudaError_t starfa_cuda_dense_cg(int64_t rows, int64_t cols, int star
 		return cudaSuccess;
 	cg_kernel<<<blocks_for(rows * 32), 256, 0, stream>>>(rows, cols, start, X, ldx, R, ldr, P, ldp, Q, ldq, rr, ldrr, lam,
 							      ldl);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t starfa_cuda_dense_dirichlet(int64_t rows, int64_t cols, float prior, float tol, const float *G,
+						   int64_t ldg, float *gamma, int64_t ldgam, float *elog, int64_t lde,
+						   float *expelog, int64_t ldx, float *active, int64_t ldact, double *left,
+						   cudaStream_t stream)
+{
+	cudaError_t err = cudaMemsetAsync(left, 0, sizeof *left, stream);
+	if (err != cudaSuccess || rows <= 0 || cols <= 0)
+		return err;
+	dirichlet_kernel<<<blocks_for(rows * 32), 256, 0, stream>>>(rows, cols, prior, tol, G, ldg, gamma, ldgam, elog, lde,
+								     expelog, ldx, active, ldact, left);
 	return cudaGetLastError();
 }
 

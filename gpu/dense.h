@@ -20,6 +20,11 @@ cudaError_t starfa_cuda_dense_rowsum(int64_t rows, int64_t cols, const float *X,
 cudaError_t starfa_cuda_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_t ldx, float *R, int64_t ldr,
 				 float *P, int64_t ldp, const float *Q, int64_t ldq, float *rr, int64_t ldrr, const float *lam,
 				 int64_t ldl, cudaStream_t stream);
+/* starfa_cpu_dense_dirichlet on device pointers, a warp per row; *left (one double in device memory)
+ * = its count (overwritten). */
+cudaError_t starfa_cuda_dense_dirichlet(int64_t rows, int64_t cols, float prior, float tol, const float *G, int64_t ldg,
+					float *gamma, int64_t ldgam, float *elog, int64_t lde, float *expelog, int64_t ldx,
+					float *active, int64_t ldact, double *left, cudaStream_t stream);
 /* FP32 to FP16 and back (cpu/half.h): leading dimensions in elements of each side. */
 cudaError_t starfa_cuda_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y, int64_t ldy,
 				      cudaStream_t stream);

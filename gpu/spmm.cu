@@ -492,12 +492,14 @@ template <int CH>
 __global__ void fused_kernel(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
 			     const float *__restrict__ sval, const float *__restrict__ A, int64_t lda,
 			     const float *__restrict__ B, int64_t ldb, int k, int mode, float eps, int beta,
-			     float *__restrict__ Y, int64_t ldy, uint32_t long_min, uint32_t *__restrict__ long_rows,
-			     uint32_t *__restrict__ long_count)
+			     float *__restrict__ Y, int64_t ldy, const float *__restrict__ active, int64_t ldact,
+			     uint32_t long_min, uint32_t *__restrict__ long_rows, uint32_t *__restrict__ long_count)
 {
 	const int lane = threadIdx.x % kWarp;
 	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / kWarp);
 	for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / kWarp; r < nrows; r += warps) {
+		if (active && active[r * ldact] == 0.0f) /* warp-uniform; an inactive row is never listed as long */
+			continue;
 		const uint32_t start = rowptr[r], end = rowptr[r + 1];
 		if (long_count && end - start >= long_min) { /* warp-uniform */
 			if (lane == 0)
@@ -574,11 +576,13 @@ __global__ void __launch_bounds__(kLongRowThreads)
 __global__ void fused_kernel_wide(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
 				  const float *__restrict__ sval, const float *__restrict__ A, int64_t lda,
 				  const float *__restrict__ B, int64_t ldb, int64_t k, int mode, float eps, int beta,
-				  float *__restrict__ Y, int64_t ldy)
+				  float *__restrict__ Y, int64_t ldy, const float *__restrict__ active, int64_t ldact)
 {
 	const int lane = threadIdx.x % kWarp;
 	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / kWarp);
 	for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / kWarp; r < nrows; r += warps) {
+		if (active && active[r * ldact] == 0.0f)
+			continue;
 		float *y = Y + r * ldy;
 		const float *a = A + r * lda;
 		if (!beta)
@@ -605,12 +609,13 @@ unsigned fused_blocks(int64_t nrows)
 template <int CH>
 cudaError_t fused_launch(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *A,
 			 int64_t lda, const float *B, int64_t ldb, int k, int mode, float eps, int beta, float *Y, int64_t ldy,
-			 uint32_t long_min, int64_t max_long, uint32_t *long_list, cudaStream_t stream)
+			 const float *active, int64_t ldact, uint32_t long_min, int64_t max_long, uint32_t *long_list,
+			 cudaStream_t stream)
 {
 	uint32_t *long_count = long_list, *long_rows = long_list ? long_list + 1 : nullptr;
 	fused_kernel<CH><<<fused_blocks(nrows), kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B, ldb, k,
-									      mode, eps, beta, Y, ldy, long_min, long_rows,
-									      long_count);
+									      mode, eps, beta, Y, ldy, active, ldact,
+									      long_min, long_rows, long_count);
 	cudaError_t err = cudaGetLastError();
 	if (err != cudaSuccess || !long_list)
 		return err;
@@ -626,13 +631,14 @@ cudaError_t fused_launch(int64_t nrows, const uint32_t *rowptr, const uint32_t *
 extern "C" cudaError_t starfa_cuda_sddmm_spmm(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
 					      const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb,
 					      int64_t k, int mode, float eps, int beta, float *Y, int64_t ldy,
-					      cudaStream_t stream)
+					      const float *active, int64_t ldact, cudaStream_t stream)
 {
 	if (nrows <= 0 || k <= 0)
 		return cudaSuccess;
 	if (k > 256) /* the wide kernel: a warp per row, whatever its length */
 		fused_kernel_wide<<<fused_blocks(nrows), kThreadsPerBlock, 0, stream>>>(nrows, rowptr, colind, sval, A, lda, B,
-											ldb, k, mode, eps, beta, Y, ldy);
+											ldb, k, mode, eps, beta, Y, ldy, active,
+											ldact);
 	if (k > 256)
 		return cudaGetLastError();
 	/* Rows far longer than the tile's mean (a word in most documents, an item most users rated) would keep
@@ -656,8 +662,8 @@ extern "C" cudaError_t starfa_cuda_sddmm_spmm(int64_t nrows, int64_t nnz, const 
 	}
 	const int kk = (int)k;
 #define FUSED(ch)                                                                                                  \
-	fused_launch<ch>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode, eps, beta, Y, ldy, (uint32_t)long_min, \
-			 max_long, long_list, stream)
+	fused_launch<ch>(nrows, rowptr, colind, sval, A, lda, B, ldb, kk, mode, eps, beta, Y, ldy, active, ldact,        \
+			 (uint32_t)long_min, max_long, long_list, stream)
 	err = k <= 32 ? FUSED(1) : k <= 64 ? FUSED(2) : k <= 128 ? FUSED(4) : FUSED(8);
 #undef FUSED
 	if (long_list) {

@@ -43,10 +43,11 @@ starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHandle_t cuspa
 /* starfa_cpu_sddmm_spmm's contract on device pointers (nnz: the tile's nonzeros): a warp per row, the
  * rank across its lanes (each lane keeps its share of A's row and Y's in registers up to k = 256; beyond,
  * Y's row is updated in memory), a row's nonzeros in CSR order; up to k = 256 a row far longer than the
- * tile's mean is spread over a block whose warps' sums are added in order. Deterministic. */
+ * tile's mean is spread over a block whose warps' sums are added in order. Deterministic. Rows whose
+ * active value is 0 are skipped (active NULL: none). */
 cudaError_t starfa_cuda_sddmm_spmm(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
 				   const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int mode, float eps,
-				   int beta, float *Y, int64_t ldy, cudaStream_t stream);
+				   int beta, float *Y, int64_t ldy, const float *active, int64_t ldact, cudaStream_t stream);
 
 /* Y[0:nrows, 0:k] = 0 on `stream`: an output block no nonzero contributes to. */
 cudaError_t starfa_cuda_spmm_zero(int64_t nrows, int64_t k, float *Y, int64_t ldy, cudaStream_t stream);

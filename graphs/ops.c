@@ -95,7 +95,8 @@ int starfa_insert_spmm(const starfa_tiled *S, starfa_side side, const starfa_den
 }
 
 int starfa_insert_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
-				  const starfa_dense *B, starfa_fused_mode mode, float eps, starfa_dense *Y)
+				  const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
+				  starfa_dense *Y)
 {
 	if (!S)
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm: missing operand");
@@ -107,7 +108,7 @@ int starfa_insert_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64
 	if (band < 0 || band >= nr)
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm_band: band %lld outside [0, %lld)",
 					(long long)band, (long long)nr);
-	FOR_BAND_TILES(S, side, band, starfa_task_sddmm_spmm(S, side, band, j, A, B, mode, eps, Y, accumulate, NULL));
+	FOR_BAND_TILES(S, side, band, starfa_task_sddmm_spmm(S, side, band, j, A, B, mode, eps, active, Y, accumulate, NULL));
 	return 0;
 }
 
@@ -119,7 +120,7 @@ int starfa_insert_sddmm_spmm(const starfa_tiled *S, starfa_side side, const star
 	int64_t nr, nc;
 	side_grid(S, side, &nr, &nc);
 	for (int64_t i = 0; i < nr; i++) {
-		int rc = starfa_insert_sddmm_spmm_band(S, side, i, A, B, mode, eps, Y);
+		int rc = starfa_insert_sddmm_spmm_band(S, side, i, A, B, mode, eps, NULL, Y);
 		if (rc)
 			return rc;
 	}

@@ -346,15 +346,18 @@ int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t
  * A and Y are blocked along the side's rows (block i: S's rows for STARFA_ROWS, its columns for
  * STARFA_COLS on the transposed grid), B along its columns (block j); all have K columns. accumulate as
  * starfa_task_spmm's. One pass where SDDMM, a values map and SpMM make three: LDA's and KL-NMF's
- * S ⊘ (A·Bᵀ) times B, SFA's product with the normal equations' matrix. */
+ * S ⊘ (A·Bᵀ) times B, SFA's product with the normal equations' matrix.
+ * active (one column blocked like Y; NULL: every row) skips rows, active-row compaction: a row whose
+ * active value is 0 costs nothing and its row of Y is left as it is (LDA's documents whose E-step has
+ * converged). A tile with no entries and accumulate 0 zeroes its whole block, as without active. */
 typedef enum starfa_fused_mode {
 	STARFA_FUSED_PATTERN = 0,  /* f = y */
 	STARFA_FUSED_SCALED = 1,   /* f = s·y */
 	STARFA_FUSED_QUOTIENT = 2, /* f = s / max(eps, y) */
 } starfa_fused_mode;
 int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_dense *A,
-			   const starfa_dense *B, starfa_fused_mode mode, float eps, starfa_dense *Y, int accumulate,
-			   const starfa_task_attr *attr);
+			   const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
+			   starfa_dense *Y, int accumulate, const starfa_task_attr *attr);
 
 /* Copies tile (i, j) of src's grid into tile (j, i) of dst, which is on the other side: the values of a
  * forward tile to the transposed grid or back, entry for entry through the tiled matrix's map. */
@@ -439,6 +442,19 @@ int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense 
  * blocked alike. start: Q = b - A x, and r = Q - lam x, p = r, rr = r·r. Otherwise Q = A p, and with
  * q = Q + lam p: alpha = rr / p·q, x += alpha p, r -= alpha q, rr' = r·r, p = r + (rr' / rr) p, rr = rr'
  * (a row with p·q or rr at 0 stays put). Dot products in double. */
+/* One variational step of per-row Dirichlet parameters (the documents' γ in LDA's E-step, Blei, Ng &
+ * Jordan 2003), on block `block`: for every row r whose active value is not 0 (active: one column
+ * blocked like gamma; NULL: every row), with G_r the row's product (LDA: P·β̃ from the fused operation)
+ *   γ'_r = prior + θ̃_r ∘ G_r,  change_r = mean_k |γ'_rk − γ_rk|,  γ_r = γ'_r,
+ *   E[log θ]_r = ψ(γ_r) − ψ(Σ_k γ_rk) into elog,  θ̃_r = exp(E[log θ]_r) into expelog,
+ *   active_r = 1 if change_r >= tol, else 0 (the row has converged: scikit-learn's mean_change_tol),
+ * and the sums' slot = the number of those rows with change_r >= tol (NaN when a change is not finite).
+ * Rows whose active value is 0 keep γ, E[log θ] and θ̃. gamma, elog, expelog and G: the same columns,
+ * blocked alike, distinct. One task where the element-wise maps make a dozen. */
+int starfa_task_dense_dirichlet(starfa_dense *gamma, starfa_dense *elog, starfa_dense *expelog, const starfa_dense *G,
+				starfa_dense *active, float prior, float tol, starfa_sums *sums, int64_t slot, int64_t block,
+				const starfa_task_attr *attr);
+
 int starfa_task_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, const starfa_dense *Q, starfa_dense *rr,
 			 const starfa_dense *lam, int64_t block, int start, const starfa_task_attr *attr);
 
@@ -545,7 +561,8 @@ int starfa_insert_spmm_band(const starfa_tiled *S, starfa_side side, int64_t ban
 int starfa_insert_sddmm_spmm(const starfa_tiled *S, starfa_side side, const starfa_dense *A, const starfa_dense *B,
 			     starfa_fused_mode mode, float eps, starfa_dense *Y);
 int starfa_insert_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
-				  const starfa_dense *B, starfa_fused_mode mode, float eps, starfa_dense *Y);
+				  const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
+				  starfa_dense *Y);
 /* Every tile of src into dst (the other side). */
 int starfa_insert_values_transpose(const starfa_sparse_values *src, starfa_sparse_values *dst);
 /* starfa_task_values_map on every tile. */

@@ -434,6 +434,165 @@ static int row_cg(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The Dirichlet step (starfa_task_dense_dirichlet) against a double reference, row by row: on the active
+ * rows γ, E[log θ], θ̃ and the stopping decision at a tol that splits them; the inactive rows keep their
+ * bits; each band's count; without a mask every row; a non-finite row makes its band's count NaN. */
+static int dirichlet_step(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	starfa_csr *S = testing_random_csr(61, 20, 200, 0.5, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {(int64_t)(1 + testing_below(&rng, 4)), 1, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	const int64_t m = S->nrows, k = 1 + (int64_t)testing_below(&rng, 70), bands = starfa_tiled_row_tiles(t);
+	const int64_t *bounds = starfa_tiled_row_bounds(t);
+	const size_t n = (size_t)(m * k);
+	const float prior = 0.05f;
+	float *gam = malloc(sizeof(float) * n), *el = malloc(sizeof(float) * n), *ex = malloc(sizeof(float) * n),
+	      *G = malloc(sizeof(float) * n), *act = malloc(sizeof(float) * (size_t)m);
+	float *gam0 = malloc(sizeof(float) * n), *el0 = malloc(sizeof(float) * n), *ex0 = malloc(sizeof(float) * n),
+	      *act0 = malloc(sizeof(float) * (size_t)m);
+	double *change = malloc(sizeof(double) * (size_t)m), *sorted = malloc(sizeof(double) * (size_t)m),
+	       *slots = malloc(sizeof(double) * (size_t)bands);
+	CHECK(gam && el && ex && G && act && gam0 && el0 && ex0 && act0 && change && sorted && slots);
+	for (int pass = 0; pass < 3; pass++) { /* 0: masked, 1: no mask, 2: masked with a NaN row */
+		for (size_t e = 0; e < n; e++) {
+			gam0[e] = (float)(0.1 + 3 * testing_uniform(&rng));
+			ex0[e] = (float)(0.05 + testing_uniform(&rng));
+			G[e] = (float)(5 * testing_uniform(&rng));
+		}
+		testing_poison(el0, n);
+		for (int64_t r = 0; r < m; r++)
+			act0[r] = pass == 1 || testing_uniform(&rng) < 0.7 ? 1.0f : 0.0f;
+		const int64_t bad = pass == 2 ? (int64_t)testing_below(&rng, (uint64_t)m) : -1;
+		if (bad >= 0) {
+			act0[bad] = 1.0f;
+			G[bad * k] = NAN;
+		}
+		/* the reference's changes, and a tol halfway between two of them well apart */
+		int64_t nact = 0;
+		for (int64_t r = 0; r < m; r++) {
+			double c = 0;
+			for (int64_t j = 0; j < k; j++)
+				c += fabs((double)prior + (double)ex0[r * k + j] * G[r * k + j] - gam0[r * k + j]);
+			change[r] = c / (double)k;
+			if (act0[r] != 0.0f && r != bad)
+				sorted[nact++] = change[r];
+		}
+		qsort(sorted, (size_t)nact, sizeof *sorted, compare_doubles);
+		double tol = 0;
+		for (int64_t i = nact / 2; i + 1 < nact && tol == 0; i++)
+			if (sorted[i + 1] - sorted[i] > 1e-3 * sorted[i + 1])
+				tol = 0.5 * (sorted[i] + sorted[i + 1]);
+		memcpy(gam, gam0, sizeof(float) * n);
+		memcpy(el, el0, sizeof(float) * n);
+		memcpy(ex, ex0, sizeof(float) * n);
+		memcpy(act, act0, sizeof(float) * (size_t)m);
+		starfa_dense *dgam = NULL, *del = NULL, *dex = NULL, *dG = NULL, *dact = NULL;
+		starfa_sums *left = NULL;
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, gam, k, &dgam));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, el, k, &del));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, ex, k, &dex));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, G, k, &dG));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, act, 1, &dact));
+		CHECK_OK(starfa_sums_create(bands, &left));
+		if (pass == 0) {
+			CHECK(starfa_task_dense_dirichlet(dgam, del, dex, dG, dgam, prior, (float)tol, left, 0, 0, NULL) ==
+			      STARFA_EINVAL);
+			CHECK(starfa_task_dense_dirichlet(dgam, del, del, dG, dact, prior, (float)tol, left, 0, 0, NULL) ==
+			      STARFA_EINVAL);
+			CHECK(starfa_task_dense_dirichlet(dgam, del, dex, dG, dact, prior, -1.0f, left, 0, 0, NULL) ==
+			      STARFA_EINVAL);
+			CHECK(starfa_task_dense_dirichlet(dgam, del, dex, dG, dact, prior, (float)tol, left, bands, 0, NULL) ==
+			      STARFA_EINVAL);
+		}
+		starfa_stats_reset();
+		for (int64_t b = 0; b < bands; b++)
+			CHECK_OK(starfa_task_dense_dirichlet(dgam, del, dex, dG, pass == 1 ? NULL : dact, prior, (float)tol, left,
+							     b, b, NULL));
+		CHECK_OK(starfa_sums_read(left, slots));
+		starfa_worker_stats st;
+		starfa_stats_get(&st);
+		CHECK(st.tasks[kind] == bands);
+		CHECK_OK(starfa_dense_sync(dgam));
+		CHECK_OK(starfa_dense_sync(del));
+		CHECK_OK(starfa_dense_sync(dex));
+		CHECK_OK(starfa_dense_sync(dact));
+		for (int64_t b = 0; b < bands; b++) {
+			double want = 0;
+			int has_bad = 0;
+			for (int64_t r = bounds[b]; r < bounds[b + 1]; r++) {
+				if (act0[r] == 0.0f) {
+					CHECK_MSG(memcmp(gam + r * k, gam0 + r * k, sizeof(float) * (size_t)k) == 0 &&
+						  memcmp(el + r * k, el0 + r * k, sizeof(float) * (size_t)k) == 0 &&
+						  memcmp(ex + r * k, ex0 + r * k, sizeof(float) * (size_t)k) == 0 && act[r] == 0.0f,
+						  "k %lld: inactive row %lld changed", (long long)k, (long long)r);
+					continue;
+				}
+				if (r == bad) {
+					has_bad = 1;
+					continue;
+				}
+				double total = 0;
+				for (int64_t j = 0; j < k; j++)
+					total += (double)prior + (double)ex0[r * k + j] * G[r * k + j];
+				for (int64_t j = 0; j < k; j++) {
+					const double g = (double)prior + (double)ex0[r * k + j] * G[r * k + j];
+					const double e = testing_digamma(g) - testing_digamma(total);
+					CHECK_MSG(fabs(gam[r * k + j] - g) <= 4 * FLT_EPSILON * g, "k %lld row %lld: gamma %.9g, want %.9g",
+						  (long long)k, (long long)r, gam[r * k + j], g);
+					CHECK_MSG(fabs(el[r * k + j] - e) <= 1e-5 * (1 + fabs(e)) && fabs(ex[r * k + j] - exp(e)) <= 1e-5 * exp(e),
+						  "k %lld row %lld: E[log] %.9g exp %.9g, want %.9g %.9g", (long long)k, (long long)r,
+						  el[r * k + j], ex[r * k + j], e, exp(e));
+				}
+				const int stays = change[r] >= tol;
+				want += stays;
+				if (pass != 1)
+					CHECK_MSG(act[r] == (stays ? 1.0f : 0.0f), "k %lld row %lld: change %.9g, tol %.9g, active %g",
+						  (long long)k, (long long)r, change[r], tol, act[r]);
+			}
+			if (has_bad)
+				CHECK_MSG(isnan(slots[b]), "band %lld: a NaN row, count %g", (long long)b, slots[b]);
+			else
+				CHECK_MSG(slots[b] == want, "band %lld: %g rows left, want %g", (long long)b, slots[b], want);
+		}
+		starfa_dense_free(dgam);
+		starfa_dense_free(del);
+		starfa_dense_free(dex);
+		starfa_dense_free(dG);
+		starfa_dense_free(dact);
+		starfa_sums_free(left);
+	}
+	free(gam);
+	free(el);
+	free(ex);
+	free(G);
+	free(act);
+	free(gam0);
+	free(el0);
+	free(ex0);
+	free(act0);
+	free(change);
+	free(sorted);
+	free(slots);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	return 0;
+}
+
+TEST(dense, dirichlet_step_cpu)
+{
+	return dirichlet_step(STARFA_WORKER_CPU, testing_seed() + 24);
+}
+
 TEST(dense, half_conversion_cpu)
 {
 	return half_conversion(STARFA_WORKER_CPU, testing_seed() + 22);
@@ -463,6 +622,13 @@ TEST(dense_cuda, row_cg_cuda)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	return row_cg(STARFA_WORKER_CUDA, testing_seed() + 23);
+}
+
+TEST(dense_cuda, dirichlet_step_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return dirichlet_step(STARFA_WORKER_CUDA, testing_seed() + 24);
 }
 
 TEST(dense_cuda, half_conversion_cuda)

@@ -362,7 +362,9 @@ TEST(spmm, task_graph_matches_reference)
 /* The fused SDDMM + SpMM (starfa_task_sddmm_spmm) against a double-precision reference of
  *   Y_r = sum_p f(s_p, a_r·b_c) b_c
  * for every mode, both sides and ranks across the kernels' paths (registers, wide), on one worker kind;
- * a crowded matrix gives empty bands (zero fills). Outputs poisoned with NaN before each run. */
+ * a crowded matrix gives empty bands (zero fills). Outputs poisoned with NaN before each run. Half the
+ * runs skip a random third of the rows (active values 0): those keep their poison (or the zeros of an
+ * empty band's fill). */
 static int fused_matches_reference(starfa_worker_kind kind, uint64_t seed)
 {
 	CHECK_OK(testing_runtime_only(kind));
@@ -398,8 +400,13 @@ static int fused_matches_reference(starfa_worker_kind kind, uint64_t seed)
 		for (size_t ri = 0; ri < sizeof fused_ranks / sizeof fused_ranks[0]; ri++) {
 			const int64_t k = fused_ranks[ri];
 			const int side = (int)testing_below(&rng, 2), mode = (int)testing_below(&rng, 3);
+			const int masked = (int)testing_below(&rng, 2);
 			const starfa_csr *M = side ? St : S; /* the side's rows */
 			const int64_t m = M->nrows, n = M->ncols;
+			float *active = malloc(sizeof(float) * (size_t)m);
+			CHECK(active);
+			for (int64_t r = 0; r < m; r++)
+				active[r] = !masked || testing_uniform(&rng) >= 1.0 / 3 ? 1.0f : 0.0f;
 			float *A = malloc(sizeof(float) * (size_t)(m * k)), *B = malloc(sizeof(float) * (size_t)(n * k)),
 			      *Y = malloc(sizeof(float) * (size_t)(m * k));
 			double *ref = calloc((size_t)(m * k), sizeof(double)), *mag = calloc((size_t)(m * k), sizeof(double));
@@ -428,14 +435,22 @@ static int fused_matches_reference(starfa_worker_kind kind, uint64_t seed)
 						mag[r * k + c] += (fabs(f) + fmag) * fabs(b[c]);
 					}
 				}
-			starfa_dense *dA = NULL, *dB = NULL, *dY = NULL;
+			starfa_dense *dA = NULL, *dB = NULL, *dY = NULL, *dact = NULL;
+			CHECK_OK(starfa_dense_create(t, (starfa_side)side, active, 1, &dact));
 			CHECK_OK(starfa_dense_create(t, (starfa_side)side, A, k, &dA));
 			CHECK_OK(starfa_dense_create(t, side ? STARFA_ROWS : STARFA_COLS, B, k, &dB));
 			CHECK_OK(starfa_dense_create(t, (starfa_side)side, Y, k, &dY));
 			CHECK(starfa_insert_sddmm_spmm(t, (starfa_side)side, dA, dB, (starfa_fused_mode)mode, 1e-20f, dA) ==
 			      STARFA_EINVAL);
 			starfa_stats_reset();
-			CHECK_OK(starfa_insert_sddmm_spmm(t, (starfa_side)side, dA, dB, (starfa_fused_mode)mode, 1e-20f, dY));
+			if (masked) {
+				int64_t nr = side ? starfa_tiled_col_tiles(t) : starfa_tiled_row_tiles(t);
+				for (int64_t b = 0; b < nr; b++)
+					CHECK_OK(starfa_insert_sddmm_spmm_band(t, (starfa_side)side, b, dA, dB, (starfa_fused_mode)mode,
+									       1e-20f, dact, dY));
+			} else {
+				CHECK_OK(starfa_insert_sddmm_spmm(t, (starfa_side)side, dA, dB, (starfa_fused_mode)mode, 1e-20f, dY));
+			}
 			CHECK_OK(starfa_dense_sync(dY));
 			starfa_worker_stats st;
 			starfa_stats_get(&st);
@@ -443,6 +458,16 @@ static int fused_matches_reference(starfa_worker_kind kind, uint64_t seed)
 			CHECK(st.tasks[kind] > 0 && st.tasks[other] == 0);
 			for (int64_t r = 0; r < m; r++) {
 				const int64_t len = M->rowptr[r + 1] - M->rowptr[r];
+				if (active[r] == 0.0f) {
+					int zeros = 1, poison = 1;
+					for (int64_t c = 0; c < k; c++) {
+						zeros &= Y[r * k + c] == 0.0f;
+						poison &= isnan(Y[r * k + c]);
+					}
+					CHECK_MSG(poison || (zeros && len == 0), "side %d mode %d k %lld: skipped row %lld written", side,
+						  mode, (long long)k, (long long)r);
+					continue;
+				}
 				for (int64_t c = 0; c < k; c++) {
 					const double tol = (double)(len + k + 4) * 4 * FLT_EPSILON * (mag[r * k + c] + 1e-30) * 2;
 					CHECK_MSG(fabs(Y[r * k + c] - ref[r * k + c]) <= tol,
@@ -453,6 +478,8 @@ static int fused_matches_reference(starfa_worker_kind kind, uint64_t seed)
 			starfa_dense_free(dA);
 			starfa_dense_free(dB);
 			starfa_dense_free(dY);
+			starfa_dense_free(dact);
+			free(active);
 			free(A);
 			free(B);
 			free(Y);
@@ -469,7 +496,8 @@ static int fused_matches_reference(starfa_worker_kind kind, uint64_t seed)
 /* The fused CPU kernels themselves, the register kernels (ranks up to 64 with AVX-512) and the portable
  * one, at every rank 1..70, every mode, overwriting and adding, with leading dimensions above the rank
  * whose padding must stay untouched, against a double reference. Rows of every length mod 4 (the
- * four-nonzero steps and their tails) and empty ones. */
+ * four-nonzero steps and their tails) and empty ones. At every other rank a mask of active rows: the
+ * others must keep their bits (NaN poison included). */
 TEST(spmm, fused_cpu_kernels_match_reference)
 {
 	uint64_t rng = testing_seed() + 37;
@@ -477,6 +505,10 @@ TEST(spmm, fused_cpu_kernels_match_reference)
 	for (int64_t k = 1; k <= 70; k++) {
 		const int mode = (int)(k % 3), beta = (int)((k / 3) % 2);
 		const int64_t lda = k + 3, ldb = k + 1, ldy = k + 2;
+		const int masked = k % 2 == 0;
+		float active[41 * 3];
+		for (int64_t r = 0; r < m; r++)
+			active[r * 3] = testing_uniform(&rng) < 0.3 ? 0.0f : 1.0f;
 		uint32_t rowptr[42], *colind = malloc(sizeof(uint32_t) * (size_t)(m * n));
 		float *sval = malloc(sizeof(float) * (size_t)(m * n)), *A = malloc(sizeof(float) * (size_t)(m * lda)),
 		      *B = malloc(sizeof(float) * (size_t)(n * ldb)), *Y0 = malloc(sizeof(float) * (size_t)(m * ldy)),
@@ -499,9 +531,18 @@ TEST(spmm, fused_cpu_kernels_match_reference)
 			Y0[e] = e % ldy < k ? (beta ? (float)(2 * testing_uniform(&rng) - 1) : NAN) : PAD_SENTINEL;
 		memcpy(Y[0], Y0, sizeof(float) * (size_t)(m * ldy));
 		memcpy(Y[1], Y0, sizeof(float) * (size_t)(m * ldy));
-		starfa_cpu_sddmm_spmm(m, rowptr, colind, sval, A, lda, B, ldb, k, mode, 1e-20f, beta, Y[0], ldy);
-		starfa_cpu_sddmm_spmm_portable(m, rowptr, colind, sval, A, lda, B, ldb, k, mode, 1e-20f, beta, Y[1], ldy);
+		starfa_cpu_sddmm_spmm(m, rowptr, colind, sval, A, lda, B, ldb, k, mode, 1e-20f, beta, Y[0], ldy,
+				      masked ? active : NULL, 3);
+		starfa_cpu_sddmm_spmm_portable(m, rowptr, colind, sval, A, lda, B, ldb, k, mode, 1e-20f, beta, Y[1], ldy,
+					       masked ? active : NULL, 3);
 		for (int64_t r = 0; r < m; r++) {
+			if (masked && active[r * 3] == 0.0f) {
+				for (int w = 0; w < 2; w++)
+					CHECK_MSG(memcmp(Y[w] + r * ldy, Y0 + r * ldy, sizeof(float) * (size_t)ldy) == 0,
+						  "%s kernel, k %lld: inactive row %lld written", w ? "portable" : "dispatched",
+						  (long long)k, (long long)r);
+				continue;
+			}
 			double ref[70], mag[70];
 			for (int64_t c = 0; c < k; c++) {
 				ref[c] = beta ? Y0[r * ldy + c] : 0;
