@@ -1,6 +1,7 @@
 /* Element-wise maps, sums and reductions of dense blocks on the CPU. */
 #include "cpu/dense.h"
 
+#include "cpu/clones.h"
 #include "cpu/elementwise.h"
 #include "cpu/half.h"
 
@@ -17,12 +18,44 @@ static inline float operand(const float *Z, int64_t ldz, int zkind, int64_t r, i
 	}
 }
 
+/* One loop per op and operand kind, with the op a constant in it: the op's switch folds away and the
+ * loop vectorizes (the exp, log and digamma of cpu/special.h are branch-free for this). z is the
+ * operand's row (a full row, or the per-column vector), or NULL for the scalar zs (per-row operand or
+ * none). */
+#define DENSE_MAP_LOOP(OP)                                                                                             \
+	case OP:                                                                                                       \
+		if (z) {                                                                                               \
+			_Pragma("omp simd") for (int64_t c = 0; c < n; c++) y[c] = starfa_dense_apply(OP, a, b, z[c], y[c]); \
+		} else {                                                                                               \
+			_Pragma("omp simd") for (int64_t c = 0; c < n; c++) y[c] = starfa_dense_apply(OP, a, b, zs, y[c]);   \
+		}                                                                                                      \
+		break;
+
+STARFA_CPU_CLONES static void dense_map_row(int op, float a, float b, const float *z, float zs, float *y, int64_t n)
+{
+	switch (op) {
+		DENSE_MAP_LOOP(STARFA_DENSE_SET)
+		DENSE_MAP_LOOP(STARFA_DENSE_COPY)
+		DENSE_MAP_LOOP(STARFA_DENSE_SCALE)
+		DENSE_MAP_LOOP(STARFA_DENSE_ADD)
+		DENSE_MAP_LOOP(STARFA_DENSE_MUL)
+		DENSE_MAP_LOOP(STARFA_DENSE_DIV)
+		DENSE_MAP_LOOP(STARFA_DENSE_EXP)
+		DENSE_MAP_LOOP(STARFA_DENSE_LOG)
+		DENSE_MAP_LOOP(STARFA_DENSE_DIGAMMA)
+		DENSE_MAP_LOOP(STARFA_DENSE_LGAMMA)
+	default: break; /* an unknown op leaves y as it is, as starfa_dense_apply does */
+	}
+}
+
 void starfa_cpu_dense_map(int64_t rows, int64_t cols, int op, float a, float b, const float *Z, int64_t ldz,
 			  int zkind, float *Y, int64_t ldy)
 {
-	for (int64_t r = 0; r < rows; r++)
-		for (int64_t c = 0; c < cols; c++)
-			Y[r * ldy + c] = starfa_dense_apply(op, a, b, operand(Z, ldz, zkind, r, c), Y[r * ldy + c]);
+	for (int64_t r = 0; r < rows; r++) {
+		const float *z = zkind == STARFA_OPERAND_SAME ? Z + r * ldz : zkind == STARFA_OPERAND_PER_COL ? Z : NULL;
+		const float zs = zkind == STARFA_OPERAND_PER_ROW ? Z[r * ldz] : 0.0f;
+		dense_map_row(op, a, b, z, zs, Y + r * ldy, cols);
+	}
 }
 
 int starfa_cpu_dense_colsum(int64_t rows, int64_t cols, const float *X, int64_t ldx, int accumulate, float *v)
@@ -49,6 +82,17 @@ void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t
 	}
 }
 
+/* E[log θ] = ψ(γ) - ψ(Σγ) and θ~ = exp(E[log θ]) of one row (vectorized, see dense_map_row). */
+STARFA_CPU_CLONES static void dirichlet_expectations(const float *gam, float *el, float *ex, float psi_total,
+						     int64_t n)
+{
+	_Pragma("omp simd") for (int64_t c = 0; c < n; c++)
+	{
+		el[c] = starfa_digammaf(gam[c]) - psi_total;
+		ex[c] = starfa_expf(el[c]);
+	}
+}
+
 double starfa_cpu_dense_dirichlet(int64_t rows, int64_t cols, float prior, float tol, const float *G, int64_t ldg,
 				  float *gamma, int64_t ldgam, float *elog, int64_t lde, float *expelog, int64_t ldx,
 				  float *active, int64_t ldact)
@@ -67,10 +111,7 @@ double starfa_cpu_dense_dirichlet(int64_t rows, int64_t cols, float prior, float
 			gam[c] = v;
 		}
 		const float psi_total = starfa_digammaf((float)total);
-		for (int64_t c = 0; c < cols; c++) {
-			el[c] = starfa_digammaf(gam[c]) - psi_total;
-			ex[c] = expf(el[c]);
-		}
+		dirichlet_expectations(gam, el, ex, psi_total, cols);
 		change /= (double)cols;
 		const int stays = change >= (double)tol;
 		if (active)

@@ -16,9 +16,9 @@ STARFA_HD float starfa_values_apply(int op, float a, float b, float x, float y)
 	case STARFA_VALUES_SCALE: return a * y + b;
 	case STARFA_VALUES_AXPBY: return a * x + b * y;
 	case STARFA_VALUES_MUL: return x * y;
-	case STARFA_VALUES_QUOTIENT: return x / fmaxf(a, y);
-	case STARFA_VALUES_EXP: return expf(y);
-	case STARFA_VALUES_LOG: return logf(fmaxf(a, y));
+	case STARFA_VALUES_QUOTIENT: return x / starfa_maxf(a, y);
+	case STARFA_VALUES_EXP: return starfa_expf(y);
+	case STARFA_VALUES_LOG: return starfa_logf(starfa_maxf(a, y));
 	default: return y;
 	}
 }
@@ -65,9 +65,9 @@ STARFA_HD float starfa_dense_apply(int op, float a, float b, float z, float y)
 	case STARFA_DENSE_SCALE: return a * y + b;
 	case STARFA_DENSE_ADD: return y + a * z;
 	case STARFA_DENSE_MUL: return y * z;
-	case STARFA_DENSE_DIV: return y / (a > 0.0f ? fmaxf(a, z + b) : z + b);
-	case STARFA_DENSE_EXP: return expf(y);
-	case STARFA_DENSE_LOG: return logf(fmaxf(a, y));
+	case STARFA_DENSE_DIV: return y / (a > 0.0f ? starfa_maxf(a, z + b) : z + b);
+	case STARFA_DENSE_EXP: return starfa_expf(y);
+	case STARFA_DENSE_LOG: return starfa_logf(starfa_maxf(a, y));
 	case STARFA_DENSE_DIGAMMA: return starfa_digammaf(y);
 	case STARFA_DENSE_LGAMMA: return starfa_lgammaf(y);
 	default: return y;

@@ -161,6 +161,68 @@ static int dense_ops(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
+/* exp, log and digamma maps over their whole range, against double: exp of [-87.3, 88.7] (below, a
+ * result under FLT_MIN may be 0), log and digamma of log-uniform values from 1e-30 (log: 1e-44,
+ * subnormals) to 1e30, and the special values: NaN stays NaN, log(0) = -inf, log and digamma of a
+ * negative are NaN, digamma(0) is NaN, of +inf is +inf, exp(+inf) = +inf, exp(-inf) = 0. The CPU
+ * computes them branch-free (cpu/special.h), the device with its own exp and log. */
+static int special_functions(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	starfa_csr *S = testing_random_csr(500, 40, 600, 0.0, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {(int64_t)(1 + testing_below(&rng, 4)), 1, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	const int64_t m = S->nrows, k = 1 + (int64_t)testing_below(&rng, 40), n = m * k;
+	float *Y = malloc(sizeof(float) * (size_t)n), *Y0 = malloc(sizeof(float) * (size_t)n);
+	CHECK(Y && Y0);
+	const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, -1.0f, -1e-30f, 1.0f, 2.0f, 6.0f, 1.4616321f,
+				 1e-44f, FLT_MIN, FLT_MAX, -87.4f, 88.8f};
+	const int nspecial = (int)(sizeof special / sizeof special[0]);
+	for (int op = STARFA_DENSE_EXP; op <= STARFA_DENSE_DIGAMMA; op++) {
+		for (int64_t e = 0; e < n; e++) {
+			double u = testing_uniform(&rng);
+			Y0[e] = op == STARFA_DENSE_EXP ? (float)(-87.3 + 176.0 * u)
+				: op == STARFA_DENSE_LOG ? (float)exp(-101.3 + 170.4 * u)
+							 : (float)exp(-69.1 + 138.2 * u);
+			if (testing_below(&rng, 8) == 0)
+				Y0[e] = special[testing_below(&rng, (uint64_t)nspecial)];
+		}
+		memcpy(Y, Y0, sizeof(float) * (size_t)n);
+		starfa_dense *dY = NULL;
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Y, k, &dY));
+		/* LOG computes log(max(a, y)): a = -inf keeps y as it is, zeros and negatives included. */
+		CHECK_OK(starfa_insert_dense_map(dY, (starfa_dense_op)op, op == STARFA_DENSE_LOG ? -INFINITY : 0.0f, 0,
+						 NULL, NULL));
+		CHECK_OK(starfa_dense_sync(dY));
+		starfa_dense_free(dY);
+		for (int64_t e = 0; e < n; e++) {
+			const float x = Y0[e], got = Y[e];
+			const double ref = op == STARFA_DENSE_EXP ? exp(x)
+					   : op == STARFA_DENSE_LOG ? (x < 0 ? NAN : log(x))
+								    : (x > 0 ? testing_digamma(x) : NAN);
+			int ok;
+			if (isnan(ref) || isinf(ref) || fabs(ref) > FLT_MAX)
+				ok = isnan(ref) ? isnan(got) : got == (ref > 0 ? INFINITY : -INFINITY) ||
+								   (op == STARFA_DENSE_DIGAMMA && x < 1e-38f && got < -1e38f);
+			else if (op == STARFA_DENSE_EXP)
+				ok = ref < FLT_MIN ? got >= 0 && got <= FLT_MIN : fabs(got - ref) <= 3e-7 * ref;
+			else if (op == STARFA_DENSE_LOG)
+				ok = fabs(got - ref) <= 3e-7 * fabs(ref) + 1e-9;
+			else /* the recurrence's terms 1/x and log(x) set the scale of the rounding */
+				ok = fabs(got - ref) <= 4e-7 * (fabs(ref) + (x < 6 ? 1 / (double)x : 0) + log((double)x + 7));
+			CHECK_MSG(ok, "op %d of %.9g gave %.9g, reference %.9g", op, x, got, ref);
+		}
+	}
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(Y);
+	free(Y0);
+	return 0;
+}
+
 /* The value of FP16 bits, from the format's definition. */
 static double half_value(uint16_t h)
 {
@@ -603,6 +665,11 @@ TEST(dense, maps_sums_and_reductions_cpu)
 	return dense_ops(STARFA_WORKER_CPU, testing_seed() + 21);
 }
 
+TEST(dense, special_functions_cpu)
+{
+	return special_functions(STARFA_WORKER_CPU, testing_seed() + 25);
+}
+
 TEST(dense, row_cg_cpu)
 {
 	return row_cg(STARFA_WORKER_CPU, testing_seed() + 23);
@@ -629,6 +696,13 @@ TEST(dense_cuda, dirichlet_step_cuda)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	return dirichlet_step(STARFA_WORKER_CUDA, testing_seed() + 24);
+}
+
+TEST(dense_cuda, special_functions_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return special_functions(STARFA_WORKER_CUDA, testing_seed() + 25);
 }
 
 TEST(dense_cuda, half_conversion_cuda)
