@@ -49,12 +49,18 @@ struct lda_options {
 /* The document side: per document γ, E[log θ], θ̃, the SpMM output and scratch (documents x K), one
  * value per document (documents x 1) and whether its E-step goes on (1) or has converged (0); the
  * quotient P on the row grid; per band the count of documents still going. */
+/* Inner iterations of the E-step in flight: the host reads how many documents of iteration i go on once
+ * iteration i + LDA_ESTEP_LAG - 1 is submitted, so that the workers never wait for its decision (and a
+ * band may run ahead of another). The iterations submitted past the one where every document stopped
+ * find no active row: they cost a few microseconds a task and change nothing. */
+#define LDA_ESTEP_LAG 3
+
 struct lda_docs {
 	int64_t D, K;
 	float *gamma, *elogt, *et, *g, *tmp, *row, *active;
 	starfa_dense *dgamma, *delogt, *det, *dg, *dtmp, *drow, *dactive;
 	starfa_sparse_values *P;
-	starfa_sums *left;
+	starfa_sums *left[LDA_ESTEP_LAG]; /* inner iteration i's counts go to left[i % LDA_ESTEP_LAG] */
 	double *slots;
 };
 
@@ -84,7 +90,8 @@ static void docs_free(struct lda_docs *d)
 	starfa_dense_free(d->drow);
 	starfa_dense_free(d->dactive);
 	starfa_sparse_values_free(d->P);
-	starfa_sums_free(d->left);
+	for (int i = 0; i < LDA_ESTEP_LAG; i++)
+		starfa_sums_free(d->left[i]);
 	free(d->gamma);
 	free(d->elogt);
 	free(d->et);
@@ -123,7 +130,9 @@ static int docs_create(const starfa_tiled *S, int64_t K, const float *gamma0, fl
 	TRY(starfa_dense_create(S, STARFA_ROWS, d->row, 1, &d->drow));
 	TRY(starfa_dense_create(S, STARFA_ROWS, d->active, 1, &d->dactive));
 	TRY(starfa_sparse_values_create(S, STARFA_ROWS, &d->P));
-	return starfa_sums_create(bands, &d->left);
+	for (int i = 0; i < LDA_ESTEP_LAG; i++)
+		TRY(starfa_sums_create(bands, &d->left[i]));
+	return 0;
 }
 
 static void words_free(struct lda_words *w)
@@ -220,6 +229,19 @@ static int band_quotient(const starfa_tiled *S, struct lda_docs *d, int64_t b)
 	return 0;
 }
 
+/* Whether every document of bands [b0, b1) had stopped after inner iteration `it` (waits for it). */
+static int estep_stopped(struct lda_docs *d, int64_t it, int64_t b0, int64_t b1, int *all_stopped)
+{
+	TRY(starfa_sums_read_slots(d->left[it % LDA_ESTEP_LAG], b0, b1 - b0, d->slots));
+	double left = 0;
+	for (int64_t b = 0; b < b1 - b0; b++)
+		left += d->slots[b];
+	if (!isfinite(left))
+		return starfa_set_error(STARFA_ERUNTIME, "LDA's E-step produced a non-finite gamma");
+	*all_stopped = left == 0;
+	return 0;
+}
+
 /* The E-step on the documents of bands [b0, b1) with β̃ fixed: inner iterations, each document until the
  * mean absolute change of its γ is under tol (scikit-learn's mean_change_tol; 0: exactly max_inner of
  * them), or until max_inner. An inner iteration is, a band, P·β̃ with P = S ⊘ max(ε, SDDMM(θ̃, β̃)) as one
@@ -231,24 +253,29 @@ static int estep(const starfa_tiled *S, struct lda_docs *d, const starfa_dense *
 {
 	for (int64_t b = b0; b < b1; b++)
 		TRY(starfa_task_dense_map(d->dactive, b, STARFA_DENSE_SET, 1.0f, 0, NULL, NULL, NULL));
-	int64_t it = 0;
+	int64_t it = 0, checked = 0; /* iterations submitted; iterations whose counts were read */
 	while (it < max_inner) {
 		for (int64_t b = b0; b < b1; b++) {
 			TRY(starfa_insert_sddmm_spmm_band(S, STARFA_ROWS, b, d->det, bt, STARFA_FUSED_QUOTIENT, LDA_EPS,
 							  d->dactive, d->dg));
 			TRY(starfa_task_dense_dirichlet(d->dgamma, d->delogt, d->det, d->dg, d->dactive, alpha, (float)tol,
-							d->left, b, b, NULL));
+							d->left[it % LDA_ESTEP_LAG], b, b, NULL));
 		}
 		it++;
-		if (tol > 0) {
-			TRY(starfa_sums_read(d->left, d->slots));
-			double left = 0;
-			for (int64_t b = b0; b < b1; b++)
-				left += d->slots[b];
-			if (!isfinite(left))
-				return starfa_set_error(STARFA_ERUNTIME, "LDA's E-step produced a non-finite gamma");
-			if (left == 0)
-				break;
+		/* Iteration `checked` is read before iteration checked + LDA_ESTEP_LAG reuses its slots. */
+		int all_stopped = 0;
+		if (tol > 0 && it - checked == LDA_ESTEP_LAG)
+			TRY(estep_stopped(d, checked++, b0, b1, &all_stopped));
+		if (all_stopped) {
+			*ran = checked;
+			return 0;
+		}
+	}
+	for (int all_stopped = 0; tol > 0 && checked < it;) {
+		TRY(estep_stopped(d, checked++, b0, b1, &all_stopped));
+		if (all_stopped) {
+			*ran = checked;
+			return 0;
 		}
 	}
 	*ran = it;

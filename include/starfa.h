@@ -299,6 +299,9 @@ int64_t starfa_sums_count(const starfa_sums *s);
 int starfa_sums_total(starfa_sums *s, double *total);
 /* Waits for the slots' tasks and copies them to out (n doubles). */
 int starfa_sums_read(starfa_sums *s, double *out);
+/* Waits for the tasks of slots [first, first + count) only (later tasks on other slots may still run)
+ * and copies them to out (count doubles). */
+int starfa_sums_read_slots(starfa_sums *s, int64_t first, int64_t count, double *out);
 
 /* ------------------------------------------------------------------ per-tile tasks
  * Each inserts one task on one tile (or one band, one block) and returns as soon as it is submitted;

@@ -138,15 +138,23 @@ void starfa_sums_free(starfa_sums *s)
 
 int64_t starfa_sums_count(const starfa_sums *s) { return s->n; }
 
-int starfa_sums_read(starfa_sums *s, double *out)
+int starfa_sums_read_slots(starfa_sums *s, int64_t first, int64_t count, double *out)
 {
-	for (int64_t k = 0; k < s->n; k++) {
+	if (!s || !out || first < 0 || count < 0 || first > s->n - count)
+		return starfa_set_error(STARFA_EINVAL, "slots [%lld, %lld) of sums with %lld slots",
+					(long long)first, (long long)(first + count), s ? (long long)s->n : 0LL);
+	for (int64_t k = first; k < first + count; k++) {
 		if (starpu_data_acquire(s->handles[k], STARPU_R) != 0)
 			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on sum slot %lld", (long long)k);
-		out[k] = s->slots[k];
+		out[k - first] = s->slots[k];
 		starpu_data_release(s->handles[k]);
 	}
 	return 0;
+}
+
+int starfa_sums_read(starfa_sums *s, double *out)
+{
+	return starfa_sums_read_slots(s, 0, s ? s->n : 0, out);
 }
 
 int starfa_sums_total(starfa_sums *s, double *total)
