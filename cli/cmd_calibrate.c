@@ -491,12 +491,14 @@ enum {
 	EW_FROM_HALF,
 	EW_CG,
 	EW_DIRICHLET,
+	EW_UNIFORM,
 	EW_NOPS
 };
 static const char *const ew_names[EW_NOPS] = {"sddmm (beta 1)", "values transpose", "values quotient",
 					       "values reduce (KL)", "dense map (mul)", "dense colsum",
 					       "dense rowsum", "dense reduce", "dense to FP16", "dense from FP16",
-					       "dense CG (start and step)", "dense Dirichlet step (all rows, masked)"};
+					       "dense CG (start and step)", "dense Dirichlet step (all rows, masked)",
+					       "dense uniform draws"};
 
 struct ew_ctx {
 	starfa_tiled *S;
@@ -537,6 +539,7 @@ static int insert_ew_op(void *ctx, int op)
 				return rc;
 		}
 		return 0;
+	case EW_UNIFORM: return starfa_insert_dense_uniform(e->rows_out, 0.5f, 1.5f, 42);
 	default: return starfa_reduce_dense(e->rows, STARFA_REDUCE_SQUARES, &total);
 	}
 }

@@ -287,6 +287,55 @@ int starfa_task_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, cons
 					    {rr->blocks[block], start ? STARPU_W : STARPU_RW}, {lam->blocks[block], STARPU_R}));
 }
 
+/* ------------------------------------------------------------------ dense_uniform */
+
+struct uniform_args {
+	float lo, hi;
+	uint64_t seed;
+	int64_t row0, cols;
+};
+
+/* Buffers: 0 Y's block (W). */
+static void dense_uniform_cpu(void *buffers[], void *cl_arg)
+{
+	const struct uniform_args *args = cl_arg;
+	starfa_cpu_dense_uniform(STARPU_MATRIX_GET_NY(buffers[0]), args->cols, args->row0, args->lo, args->hi, args->seed,
+				 (float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]));
+}
+
+#ifdef STARFA_USE_CUDA
+static void dense_uniform_cuda(void *buffers[], void *cl_arg)
+{
+	const struct uniform_args *args = cl_arg;
+	STARFA_CUDA_CHECK("dense_uniform",
+			  starfa_cuda_dense_uniform(STARPU_MATRIX_GET_NY(buffers[0]), args->cols, args->row0, args->lo,
+						    args->hi, args->seed, (float *)STARPU_MATRIX_GET_PTR(buffers[0]),
+						    STARPU_MATRIX_GET_LD(buffers[0]), starpu_cuda_get_local_stream()));
+}
+#endif
+
+STARFA_CODELET(dense_uniform, block_elements, starfa_no_variant, dense_uniform_cpu,
+	       STARFA_CUDA_FUNC(dense_uniform_cuda));
+
+int starfa_task_dense_uniform(starfa_dense *Y, int64_t block, float lo, float hi, uint64_t seed,
+			      const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_dense_uniform";
+	int rc = check_block(what, Y, block);
+	if (rc)
+		return rc;
+	if (!isfinite(lo) || !isfinite(hi) || !(lo <= hi) || !isfinite(hi - lo))
+		return starfa_set_error(STARFA_EINVAL, "%s: lo and hi must be finite with lo <= hi (lo %g, hi %g)", what,
+					(double)lo, (double)hi);
+	struct uniform_args args = {lo, hi, seed, Y->bounds[block], Y->cols};
+	/* a hash of three multiplies and an FMA per value */
+	double n = 10.0 * (double)(Y->bounds[block + 1] - Y->bounds[block]) * (double)Y->cols;
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(Y, block));
+	return starfa_submit(&dense_uniform_cl, &args, sizeof args, n, attr,
+			     STARFA_BUFFERS({Y->blocks[block], STARPU_W}));
+}
+
 /* ------------------------------------------------------------------ dense_dirichlet */
 
 struct dirichlet_args {

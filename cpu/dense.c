@@ -82,6 +82,14 @@ void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t
 	}
 }
 
+void starfa_cpu_dense_uniform(int64_t rows, int64_t cols, int64_t row0, float lo, float hi, uint64_t seed, float *Y,
+			      int64_t ldy)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++)
+			Y[r * ldy + c] = starfa_uniform_between(lo, hi, seed, (uint64_t)((row0 + r) * cols + c));
+}
+
 /* E[log θ] = ψ(γ) - ψ(Σγ) and θ~ = exp(E[log θ]) of one row (vectorized, see dense_map_row). */
 STARFA_CPU_CLONES static void dirichlet_expectations(const float *gam, float *el, float *ex, float psi_total,
 						     int64_t n)

@@ -28,6 +28,11 @@ void starfa_cpu_dense_rowsum(int64_t rows, int64_t cols, const float *X, int64_t
  * (alpha 0 where p·q <= 0, beta 0 where rr <= 0: a converged row stays put). Dot products in double. */
 void starfa_cpu_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_t ldx, float *R, int64_t ldr, float *P,
 			 int64_t ldp, const float *Q, int64_t ldq, float *rr, int64_t ldrr, const float *lam, int64_t ldl);
+/* Y = uniform draws in [lo, hi): element (r, c) of the block, whose first row is row `row0` of a dense
+ * of `cols` columns, gets starfa_uniform_between(lo, hi, seed, (row0 + r) * cols + c). */
+void starfa_cpu_dense_uniform(int64_t rows, int64_t cols, int64_t row0, float lo, float hi, uint64_t seed, float *Y,
+			      int64_t ldy);
+
 /* One variational step of per-row Dirichlet parameters (starfa_task_dense_dirichlet): for each row r with
  * active[r] != 0 (active NULL: every row), gamma' = prior + expelog ∘ G, change = mean |gamma' - gamma|,
  * gamma = gamma', elog = ψ(gamma) - ψ(Σ gamma), expelog = exp(elog), active[r] = change >= tol.

@@ -5,6 +5,7 @@
 #define STARFA_CPU_ELEMENTWISE_H
 
 #include "cpu/special.h"
+#include <stdint.h>
 #include "starfa.h"
 
 /* y = op(a, b, x, y) of a values map. */
@@ -54,6 +55,24 @@ STARFA_HD int starfa_reduce_reads_x(int op)
 {
 	return op == STARFA_REDUCE_SQDIFF || op == STARFA_REDUCE_KL || op == STARFA_REDUCE_XLOGY ||
 	       op == STARFA_REDUCE_CONFIDENCE;
+}
+
+/* A uniform draw in [0, 1) for element `index` of a stream `seed`: the top 24 bits of SplitMix64's
+ * output for counter index + 1 (Steele, Lea & Flood 2014), so any element is drawn alone, the same on
+ * the host and the device. */
+STARFA_HD float starfa_uniform_at(uint64_t seed, uint64_t index)
+{
+	uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	z ^= z >> 31;
+	return (float)(z >> 40) * 0x1p-24f;
+}
+
+/* lo + (hi - lo) u for that draw, with one rounding (fmaf): the same bits on the host and the device. */
+STARFA_HD float starfa_uniform_between(float lo, float hi, uint64_t seed, uint64_t index)
+{
+	return fmaf(hi - lo, starfa_uniform_at(seed, index), lo);
 }
 
 /* y = op(a, b, z, y) of a dense map. */

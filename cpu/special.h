@@ -111,7 +111,9 @@ STARFA_HD float starfa_logf(float x)
 STARFA_HD float starfa_digammaf(float x)
 {
 	float y = x, s = 0.0f;
-#ifndef __CUDA_ARCH__
+#ifdef __CUDACC__
+#pragma unroll
+#else
 #pragma GCC unroll 6
 #endif
 	for (int i = 0; i < 6; i++) {

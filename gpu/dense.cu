@@ -36,6 +36,16 @@ __global__ void map_kernel(int64_t rows, int64_t cols, int op, float a, float b,
 	}
 }
 
+__global__ void uniform_kernel(int64_t rows, int64_t cols, int64_t row0, float lo, float hi, uint64_t seed,
+			       float *__restrict__ Y, int64_t ldy)
+{
+	const int64_t n = rows * cols;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t r = e / cols, c = e - r * cols;
+		Y[r * ldy + c] = starfa_uniform_between(lo, hi, seed, (uint64_t)((row0 + r) * cols + c));
+	}
+}
+
 /* One thread per value; the same rounding as the CPU's (cpu/half.h). */
 template <bool kToHalf>
 __global__ void convert_kernel(int64_t rows, int64_t cols, const void *__restrict__ X, int64_t ldx, void *__restrict__ Y,
@@ -234,6 +244,15 @@ extern "C" cudaError_t starfa_cuda_dense_map(int64_t rows, int64_t cols, int op,
 	if (rows <= 0 || cols <= 0)
 		return cudaSuccess;
 	map_kernel<<<blocks_for(rows * cols), 256, 0, stream>>>(rows, cols, op, a, b, Z, ldz, zkind, Y, ldy);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t starfa_cuda_dense_uniform(int64_t rows, int64_t cols, int64_t row0, float lo, float hi,
+						 uint64_t seed, float *Y, int64_t ldy, cudaStream_t stream)
+{
+	if (rows <= 0 || cols <= 0)
+		return cudaSuccess;
+	uniform_kernel<<<blocks_for(rows * cols), 256, 0, stream>>>(rows, cols, row0, lo, hi, seed, Y, ldy);
 	return cudaGetLastError();
 }
 

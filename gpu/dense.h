@@ -20,6 +20,9 @@ cudaError_t starfa_cuda_dense_rowsum(int64_t rows, int64_t cols, const float *X,
 cudaError_t starfa_cuda_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_t ldx, float *R, int64_t ldr,
 				 float *P, int64_t ldp, const float *Q, int64_t ldq, float *rr, int64_t ldrr, const float *lam,
 				 int64_t ldl, cudaStream_t stream);
+/* starfa_cpu_dense_uniform on device pointers, a thread per value (the same bits). */
+cudaError_t starfa_cuda_dense_uniform(int64_t rows, int64_t cols, int64_t row0, float lo, float hi, uint64_t seed,
+				      float *Y, int64_t ldy, cudaStream_t stream);
 /* starfa_cpu_dense_dirichlet on device pointers, a warp per row; *left (one double in device memory)
  * = its count (overwritten). */
 cudaError_t starfa_cuda_dense_dirichlet(int64_t rows, int64_t cols, float prior, float tol, const float *G, int64_t ldg,

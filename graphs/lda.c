@@ -15,10 +15,11 @@
  *   λ = η + β̃ ∘ (Pᵀ·θ̃)                  SpMM on the transposed grid          (batch)
  *   λ = (1 - ρ) λ + ρ (η + (D / |B|) β̃ ∘ (P_Bᵀ·θ̃_B))  per mini-batch B of documents (online;
  *                                           ρ = (offset + t)^-decay at the t-th mini-batch)
- * Each E-step starts every document's γ at 1 (Hoffman et al.'s batch algorithm; scikit-learn draws it
- * near 1), or with warm-start where the last pass left it. Warm starts save inner iterations but, with
- * the per-document stopping rule, end the documents' ascent early: on sotu and moby the bound after
- * 15 passes was lower than from fresh starts. Each E-step and M-step is a coordinate ascent step of
+ * Each E-step of training starts every document's γ at new draws near 1, of mean 1 and variance 0.01 as
+ * scikit-learn's Gamma(100, 1/100) (uniform here, drawn in the graph: starfa_task_dense_uniform), or at
+ * 1 (fresh: Hoffman et al.'s batch algorithm), or where the last pass left it (warm). Warm starts save
+ * inner iterations but, with the per-document stopping rule, end the documents' ascent early: on sotu
+ * and moby the bound after 15 passes was lower than from fresh starts. Inference starts at 1. Each E-step and M-step is a coordinate ascent step of
  * the evidence lower bound maximized over the per-token φ:
  *   L = Σ_nz s log(θ̃·β̃) + Σ_d [Σ_k (α - γ_dk) E[log θ_dk] + log Γ(γ_dk) - log Γ(α)] - log Γ(Σ_k γ_dk) + log Γ(Kα)]
  *       + Σ_k [Σ_w (η - λ_kw) E[log β_kw] + log Γ(λ_kw) - log Γ(η)] - log Γ(Σ_w λ_kw) + log Γ(Wη)]
@@ -43,7 +44,14 @@
 struct lda_options {
 	int64_t rank, iters, max_inner, tiles, seed, batch, eval_iters;
 	double alpha, eta, inner_tol, tol, offset, decay;
-	int online, warm;
+	int online, start; /* start: an lda_start */
+};
+
+/* Where each E-step starts the documents' γ. */
+enum lda_start {
+	LDA_START_RANDOM = 0, /* uniform draws of mean 1 and variance 0.01 (scikit-learn's Gamma(100, 1/100)) */
+	LDA_START_FRESH = 1,  /* 1 (Hoffman et al.'s batch algorithm) */
+	LDA_START_WARM = 2    /* where the last pass left it */
 };
 
 /* The document side: per document γ, E[log θ], θ̃, the SpMM output and scratch (documents x K), one
@@ -504,24 +512,30 @@ static int mstep_online(struct lda *g, int64_t b)
 	return words_expectations(w);
 }
 
-/* Band b's documents start their E-step at γ = 1 (unless warm starts). */
-static int fresh_start(struct lda *g, int64_t b)
+/* Band b's documents start pass `pass`'s E-step (see enum lda_start): draws in 1 ± sqrt(3)/10 from a
+ * stream of the seed and the pass, or 1, or as they are. */
+static int estep_start(struct lda *g, int64_t pass, int64_t b)
 {
-	if (g->o.warm)
+	if (g->o.start == LDA_START_WARM)
 		return 0;
-	TRY(starfa_task_dense_map(g->docs.dgamma, b, STARFA_DENSE_SET, 1.0f, 0, NULL, NULL, NULL));
+	if (g->o.start == LDA_START_RANDOM) {
+		const float half = 0.17320508f; /* sqrt(3) / 10: variance 0.01 */
+		const uint64_t stream = (uint64_t)g->o.seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)pass * 0xD1B54A32D192ED03ull;
+		TRY(starfa_task_dense_uniform(g->docs.dgamma, b, 1.0f - half, 1.0f + half, stream, NULL));
+	} else {
+		TRY(starfa_task_dense_map(g->docs.dgamma, b, STARFA_DENSE_SET, 1.0f, 0, NULL, NULL, NULL));
+	}
 	return docs_expectations(&g->docs, b);
 }
 
 static int lda_iterate(void *state, int64_t iteration)
 {
 	struct lda *g = state;
-	(void)iteration;
 	const int64_t bands = starfa_tiled_row_tiles(g->S);
 	int64_t ran = 0;
 	if (!g->o.online) {
 		for (int64_t b = 0; b < bands; b++)
-			TRY(fresh_start(g, b));
+			TRY(estep_start(g, iteration, b));
 		TRY(estep(g->S, &g->docs, g->words.dbt, (float)g->alpha, 0, bands, g->o.max_inner, g->o.inner_tol,
 			  &ran));
 		g->inner_last = ran;
@@ -529,7 +543,7 @@ static int lda_iterate(void *state, int64_t iteration)
 	} else {
 		g->inner_last = 0;
 		for (int64_t b = 0; b < bands; b++) {
-			TRY(fresh_start(g, b));
+			TRY(estep_start(g, iteration, b));
 			TRY(estep(g->S, &g->docs, g->words.dbt, (float)g->alpha, b, b + 1, g->o.max_inner, g->o.inner_tol,
 				  &ran));
 			if (ran > g->inner_last)
@@ -598,9 +612,9 @@ static const starfa_param lda_params[] = {
 	 "batch: one M-step a pass; online: one a mini-batch of documents (Hoffman et al.)"},
 	{"alpha", STARFA_PARAM_DOUBLE, LDA_FIELD(alpha), 0, 1e6, NULL, "document-topic prior (0: 1 / rank)"},
 	{"eta", STARFA_PARAM_DOUBLE, LDA_FIELD(eta), 0, 1e6, NULL, "topic-word prior (0: 1 / rank)"},
-	{"estep-start", STARFA_PARAM_CHOICE, LDA_FIELD(warm), 0, 1, "fresh|warm",
-	 "each E-step starts the documents' gamma at 1 (fresh, as Hoffman et al. and scikit-learn) or where the last "
-	 "pass left it (warm: fewer inner iterations, a lower bound)"},
+	{"estep-start", STARFA_PARAM_CHOICE, LDA_FIELD(start), 0, 2, "random|fresh|warm",
+	 "each pass's E-step starts the documents' gamma at new draws near 1 (random, as scikit-learn), at 1 (fresh, "
+	 "as Hoffman et al.) or where the last pass left it (warm: fewer inner iterations, a lower bound)"},
 	{"max-inner", STARFA_PARAM_INT64, LDA_FIELD(max_inner), 1, 100000, NULL, "most E-step iterations a pass"},
 	{"inner-tol", STARFA_PARAM_DOUBLE, LDA_FIELD(inner_tol), 0, 1e6, NULL,
 	 "a document's E-step stops when the mean absolute change of its gamma is under this (0: max-inner)"},

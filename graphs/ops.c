@@ -172,6 +172,18 @@ int starfa_insert_dense_map(starfa_dense *Y, starfa_dense_op op, float a, float 
 	return 0;
 }
 
+int starfa_insert_dense_uniform(starfa_dense *Y, float lo, float hi, uint64_t seed)
+{
+	if (!Y)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_dense_uniform: missing operand");
+	for (int64_t b = 0; b < starfa_dense_blocks(Y); b++) {
+		int rc = starfa_task_dense_uniform(Y, b, lo, hi, seed, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int starfa_insert_dense_convert(starfa_dense *Y, starfa_convert dir, const starfa_dense *X)
 {
 	if (!Y)

@@ -445,6 +445,13 @@ int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense 
  * blocked alike. start: Q = b - A x, and r = Q - lam x, p = r, rr = r·r. Otherwise Q = A p, and with
  * q = Q + lam p: alpha = rr / p·q, x += alpha p, r -= alpha q, rr' = r·r, p = r + (rr' / rr) p, rr = rr'
  * (a row with p·q or rr at 0 stays put). Dot products in double. */
+/* Fills block `block` of Y with uniform draws in [lo, hi) (finite, lo <= hi): the element in row r of Y
+ * (counted from Y's first row, not the block's) and column c gets lo + (hi − lo)·u, u the top 24 bits
+ * of SplitMix64 (Steele, Lea & Flood 2014) at counter r·cols + c + 1 from `seed`, over 2^24. The values
+ * depend on the seed and the element only: the same on CPU and CUDA workers, with any blocking. */
+int starfa_task_dense_uniform(starfa_dense *Y, int64_t block, float lo, float hi, uint64_t seed,
+			      const starfa_task_attr *attr);
+
 /* One variational step of per-row Dirichlet parameters (the documents' γ in LDA's E-step, Blei, Ng &
  * Jordan 2003), on block `block`: for every row r whose active value is not 0 (active: one column
  * blocked like gamma; NULL: every row), with G_r the row's product (LDA: P·β̃ from the fused operation)
@@ -576,6 +583,7 @@ int starfa_insert_dense_map(starfa_dense *Y, starfa_dense_op op, float a, float 
 			    const starfa_vector *v);
 /* Column sums of the whole matrix into v (blocks added in order). */
 int starfa_insert_dense_colsum(const starfa_dense *X, starfa_vector *v);
+int starfa_insert_dense_uniform(starfa_dense *Y, float lo, float hi, uint64_t seed);
 int starfa_insert_dense_convert(starfa_dense *Y, starfa_convert dir, const starfa_dense *X);
 /* Row sums of every block into R. */
 int starfa_insert_dense_rowsum(const starfa_dense *X, starfa_dense *R);

@@ -65,6 +65,14 @@ double testing_digamma(double x)
 	return r + log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f / 240)));
 }
 
+uint64_t testing_splitmix64(uint64_t seed, uint64_t index)
+{
+	uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
 uint64_t testing_seed(void)
 {
 	return seed;

@@ -223,6 +223,62 @@ static int special_functions(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
+/* Uniform draws: every value on a poisoned output is exactly lo + (hi - lo) u (one rounding) with u
+ * from the element's place in the whole matrix, whatever the blocking; they lie in [lo, hi) with the
+ * mean and variance of the uniform; another seed gives other values; bad bounds are refused. */
+static int uniform_draws(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	starfa_csr *S = testing_random_csr(700, 30, 900, 0.5, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {(int64_t)(1 + testing_below(&rng, 6)), 1, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	const int64_t m = S->nrows, k = 1 + (int64_t)testing_below(&rng, 33), n = m * k;
+	float *Y = malloc(sizeof(float) * (size_t)n);
+	CHECK(Y);
+	const float lo = (float)(4 * testing_uniform(&rng) - 2), hi = lo + (float)(3 * testing_uniform(&rng));
+	const uint64_t s1 = rng, s2 = rng ^ 1;
+	testing_poison(Y, (size_t)n);
+	starfa_dense *dY = NULL;
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Y, k, &dY));
+	CHECK_OK(starfa_insert_dense_uniform(dY, lo, hi, s1));
+	CHECK_OK(starfa_dense_sync(dY));
+	double sum = 0, squares = 0;
+	for (int64_t e = 0; e < n; e++) {
+		const float u = (float)(testing_splitmix64(s1, (uint64_t)e) >> 40) * 0x1p-24f, want = fmaf(hi - lo, u, lo);
+		CHECK_MSG(Y[e] == want, "value %lld: %.9g, want %.9g", (long long)e, Y[e], want);
+		CHECK(Y[e] >= lo && (Y[e] < hi || lo == hi));
+		sum += u;
+		squares += ((double)u - 0.5) * ((double)u - 0.5);
+	}
+	/* u's mean 1/2 (sd 1/sqrt(12 n)) and variance 1/12 (sd about 0.075 / sqrt(n)), within 6 sd */
+	CHECK_MSG(fabs(sum / n - 0.5) < 6 / sqrt(12.0 * n), "mean of u %g over %lld", sum / n, (long long)n);
+	CHECK_MSG(fabs(squares / n - 1.0 / 12) < 6 * 0.0745 / sqrt((double)n), "variance of u %g", squares / n);
+	/* another seed: other values (equal in about n / 2^24 places) */
+	CHECK_OK(starfa_insert_dense_uniform(dY, lo, hi, s2));
+	CHECK_OK(starfa_dense_sync(dY));
+	int64_t same = 0;
+	for (int64_t e = 0; e < n; e++)
+		same += Y[e] == fmaf(hi - lo, (float)(testing_splitmix64(s1, (uint64_t)e) >> 40) * 0x1p-24f, lo);
+	CHECK_MSG(same <= 2 || lo == hi, "%lld of %lld values the same with another seed", (long long)same, (long long)n);
+	CHECK(starfa_insert_dense_uniform(dY, 1.0f, 0.5f, s1) == STARFA_EINVAL);
+	CHECK(starfa_insert_dense_uniform(dY, NAN, 1.0f, s1) == STARFA_EINVAL);
+	CHECK(starfa_insert_dense_uniform(dY, -FLT_MAX, FLT_MAX, s1) == STARFA_EINVAL);
+	CHECK(starfa_task_dense_uniform(dY, starfa_dense_blocks(dY), 0.0f, 1.0f, s1, NULL) == STARFA_EINVAL);
+	CHECK(starfa_insert_dense_uniform(NULL, 0.0f, 1.0f, s1) == STARFA_EINVAL);
+	starfa_worker_stats st;
+	starfa_stats_get(&st);
+	int other = kind == STARFA_WORKER_CPU ? STARFA_WORKER_CUDA : STARFA_WORKER_CPU;
+	CHECK(st.tasks[kind] > 0 && st.tasks[other] == 0);
+	starfa_dense_free(dY);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(Y);
+	return 0;
+}
+
 /* The value of FP16 bits, from the format's definition. */
 static double half_value(uint16_t h)
 {
@@ -670,6 +726,11 @@ TEST(dense, special_functions_cpu)
 	return special_functions(STARFA_WORKER_CPU, testing_seed() + 25);
 }
 
+TEST(dense, uniform_draws_cpu)
+{
+	return uniform_draws(STARFA_WORKER_CPU, testing_seed() + 26);
+}
+
 TEST(dense, row_cg_cpu)
 {
 	return row_cg(STARFA_WORKER_CPU, testing_seed() + 23);
@@ -703,6 +764,13 @@ TEST(dense_cuda, special_functions_cuda)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	return special_functions(STARFA_WORKER_CUDA, testing_seed() + 25);
+}
+
+TEST(dense_cuda, uniform_draws_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return uniform_draws(STARFA_WORKER_CUDA, testing_seed() + 26);
 }
 
 TEST(dense_cuda, half_conversion_cuda)

@@ -169,6 +169,17 @@ static void ref_start(struct ref *r, uint64_t seed)
 	ref_docs(r);
 }
 
+/* graphs/lda.c's random start of pass `pass` (from 1) for element i of γ (documents x K, row-major):
+ * 1 ± sqrt(3)/10 by a uniform draw, SplitMix64 (Steele, Lea & Flood 2014) at counter i + 1 of the
+ * stream seed·0x9E3779B97F4A7C15 xor pass·0xD1B54A32D192ED03, its top 24 bits over 2^24. */
+static double ref_random_start(uint64_t seed, int64_t pass, int64_t i)
+{
+	const uint64_t z = testing_splitmix64(seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)pass * 0xD1B54A32D192ED03ull,
+					      (uint64_t)i);
+	const float half = 0.17320508f;
+	return fmaf(2 * half, (float)(z >> 40) * 0x1p-24f, 1.0f - half);
+}
+
 struct history {
 	int64_t n, ni;
 	double bound[16], inner[16];
@@ -316,48 +327,51 @@ static int lda_matches_reference(starfa_worker_kind kind, uint64_t seed)
 	starfa_csr_free(O);
 	starfa_coo_free(obs);
 	starfa_coo_free(ev);
-	/* Each document's E-step from γ = 1 every pass (the default) and stopping on its own (the default
-	 * inner-tol, as scikit-learn's): the documents converge at different inner iterations, the converged
-	 * ones drop out, and the graph still follows the reference; the bound still never decreases. Float against double moves a document's stop by an
+	/* Each document's E-step from new draws near 1 every pass (the default, as scikit-learn) or from
+	 * γ = 1 (fresh), stopping on its own (the default inner-tol, as scikit-learn's): the documents
+	 * converge at different inner iterations, the converged ones drop out, and the graph still follows
+	 * the reference; the bound still never decreases. Float against double moves a document's stop by an
 	 * iteration at times (up to 1.7e-3 of γ over 50 seeds), so the tolerance here is loose; the dense
 	 * group checks the Dirichlet step's stopping exactly. */
 	CHECK_OK(starfa_param_set(lda, params, "max-inner", "40"));
 	CHECK_OK(starfa_param_set(lda, params, "inner-tol", "0.001"));
-	CHECK_OK(starfa_param_set(lda, params, "estep-start", "fresh"));
-	starfa_model *me = NULL;
-	h.n = h.ni = 0;
-	CHECK_OK(starfa_train(lda, params, coo, NULL, record, &h, &me));
-	CHECK(h.n == iters && h.ni == iters);
-	ref_start(&r, 5);
-	int64_t partial = 0; /* passes where some documents stopped before others */
-	for (int64_t it = 0; it < iters; it++) {
-		for (int64_t i = 0; i < D * K; i++) /* a fresh start every pass */
-			r.gamma[i] = 1.0;
-		ref_docs(&r);
-		const int64_t most = ref_estep_each(&r, 40, 1e-3);
-		partial += most > 1;
-		ref_mstep(&r);
-		double want = ref_bound(&r) / tokens;
-		CHECK_MSG(fabs(h.bound[it] - want) <= 5e-4 * (1 + fabs(want)),
-			  "per-document E-step, iteration %lld: bound per token %.7g, reference %.7g", (long long)it + 1,
-			  h.bound[it], want);
-		CHECK_MSG(fabs(h.inner[it] - (double)most) <= 1 + 0.1 * (double)most,
-			  "per-document E-step, iteration %lld: %g inner iterations, reference %lld", (long long)it + 1,
-			  h.inner[it], (long long)most);
-		CHECK_MSG(it == 0 || h.bound[it] >= h.bound[it - 1] - 1e-5 * fabs(h.bound[it]),
-			  "per-document E-step: the bound decreased at iteration %lld: %.7g -> %.7g", (long long)it + 1,
-			  h.bound[it - 1], h.bound[it]);
+	for (int random = 0; random < 2; random++) {
+		CHECK_OK(starfa_param_set(lda, params, "estep-start", random ? "random" : "fresh"));
+		starfa_model *me = NULL;
+		h.n = h.ni = 0;
+		CHECK_OK(starfa_train(lda, params, coo, NULL, record, &h, &me));
+		CHECK(h.n == iters && h.ni == iters);
+		ref_start(&r, 5);
+		int64_t partial = 0; /* passes where some documents stopped before others */
+		for (int64_t it = 0; it < iters; it++) {
+			for (int64_t i = 0; i < D * K; i++) /* a new start every pass */
+				r.gamma[i] = random ? ref_random_start(5, it + 1, i) : 1.0;
+			ref_docs(&r);
+			const int64_t most = ref_estep_each(&r, 40, 1e-3);
+			partial += most > 1;
+			ref_mstep(&r);
+			double want = ref_bound(&r) / tokens;
+			CHECK_MSG(fabs(h.bound[it] - want) <= 5e-4 * (1 + fabs(want)),
+				  "per-document E-step (%s start), iteration %lld: bound per token %.7g, reference %.7g",
+				  random ? "random" : "fresh", (long long)it + 1, h.bound[it], want);
+			CHECK_MSG(fabs(h.inner[it] - (double)most) <= 1 + 0.1 * (double)most,
+				  "per-document E-step, iteration %lld: %g inner iterations, reference %lld", (long long)it + 1,
+				  h.inner[it], (long long)most);
+			CHECK_MSG(it == 0 || h.bound[it] >= h.bound[it - 1] - 1e-5 * fabs(h.bound[it]),
+				  "per-document E-step: the bound decreased at iteration %lld: %.7g -> %.7g",
+				  (long long)it + 1, h.bound[it - 1], h.bound[it]);
+		}
+		CHECK(partial > 0);
+		for (int64_t i = 0; i < D * K; i++)
+			CHECK_MSG(fabs(me->user_factors[i] - r.gamma[i]) <= 1e-2 * (1 + fabs(r.gamma[i])),
+				  "per-document E-step (%s start): gamma[%lld] = %.7g, reference %.7g",
+				  random ? "random" : "fresh", (long long)i, me->user_factors[i], r.gamma[i]);
+		for (int64_t i = 0; i < W * K; i++)
+			CHECK_MSG(fabs(me->item_factors[i] - r.lambda[i]) <= 5e-3 * (1 + fabs(r.lambda[i])),
+				  "per-document E-step (%s start): lambda[%lld] = %.7g, reference %.7g",
+				  random ? "random" : "fresh", (long long)i, me->item_factors[i], r.lambda[i]);
+		starfa_model_free(me);
 	}
-	CHECK(partial > 0);
-	for (int64_t i = 0; i < D * K; i++)
-		CHECK_MSG(fabs(me->user_factors[i] - r.gamma[i]) <= 1e-2 * (1 + fabs(r.gamma[i])),
-			  "per-document E-step: gamma[%lld] = %.7g, reference %.7g", (long long)i, me->user_factors[i],
-			  r.gamma[i]);
-	for (int64_t i = 0; i < W * K; i++)
-		CHECK_MSG(fabs(me->item_factors[i] - r.lambda[i]) <= 5e-3 * (1 + fabs(r.lambda[i])),
-			  "per-document E-step: lambda[%lld] = %.7g, reference %.7g", (long long)i, me->item_factors[i],
-			  r.lambda[i]);
-	starfa_model_free(me);
 	CHECK_OK(starfa_param_set(lda, params, "max-inner", "3"));
 	/* Online mode: trains, θ and β stay proportions. */
 	CHECK_OK(starfa_param_set(lda, params, "mode", "online"));
