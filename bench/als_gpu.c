@@ -4,6 +4,12 @@
  *
  *   starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] [--solve-rows R] [--no-kernels]
  *                    [--no-train] [--gpus N] [--cpus N] [--md FILE]
+ *   starfa_als_bench [--matrix NAME] --dump FILE
+ *
+ * --dump writes the matrix to FILE and stops (no GPU needed), for peers run on the same matrix and
+ * values (bench/compare/implicit_gpu.py): the 8 bytes "STARFCSR", then nrows, ncols and nnz as int64,
+ * rowptr (nrows + 1 int64), colind (nnz int32) and the values (nnz float32), little-endian. The file
+ * appears complete or not at all (written to FILE.partial, then renamed).
  *
  * --cpus N adds N CPU workers to the training runs (default none: GPU workers only); with --gpus 0 the
  * training runs on CPU workers alone, and runs where there is no GPU (the kernel timings are then left
@@ -478,6 +484,33 @@ static void print_profile(const char *run, const struct iter_log *l)
 	}
 }
 
+/* The matrix in the --dump format; 0 on success. */
+static int dump_matrix(const starfa_csr *c, const char *path)
+{
+	char partial[4096];
+	if (snprintf(partial, sizeof partial, "%s.partial", path) >= (int)sizeof partial) {
+		fprintf(stderr, "starfa_als_bench: --dump path too long\n");
+		return 1;
+	}
+	FILE *f = fopen(partial, "wb");
+	if (!f) {
+		fprintf(stderr, "starfa_als_bench: cannot write %s\n", partial);
+		return 1;
+	}
+	const int64_t head[3] = {c->nrows, c->ncols, c->nnz};
+	int ok = fwrite("STARFCSR", 1, 8, f) == 8 && fwrite(head, sizeof head, 1, f) == 1 &&
+		 fwrite(c->rowptr, sizeof *c->rowptr, (size_t)c->nrows + 1, f) == (size_t)c->nrows + 1 &&
+		 fwrite(c->colind, sizeof *c->colind, (size_t)c->nnz, f) == (size_t)c->nnz &&
+		 fwrite(c->val, sizeof *c->val, (size_t)c->nnz, f) == (size_t)c->nnz;
+	ok = (fclose(f) == 0) && ok;
+	if (!ok || rename(partial, path) != 0) {
+		fprintf(stderr, "starfa_als_bench: writing %s failed\n", path);
+		remove(partial);
+		return 1;
+	}
+	return 0;
+}
+
 static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda, int ncpus)
 {
 	char cpus[32] = "no CPU workers";
@@ -522,7 +555,7 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda, 
 
 int main(int argc, char **argv)
 {
-	const char *matrix = "netflix", *md_path = NULL;
+	const char *matrix = "netflix", *md_path = NULL, *dump_path = NULL;
 	int64_t rank = 100, solve_rows = 131072;
 	int iters = 6, no_train = 0, no_kernels = 0, gpus[8], ngpus = 0, ncpus = 0;
 	static const struct option longopts[] = {{"matrix", required_argument, 0, 'm'},
@@ -535,6 +568,7 @@ int main(int argc, char **argv)
 						  {"no-kernels", no_argument, 0, 'K'},
 						  {"gpus", required_argument, 0, 'g'},
 						  {"cpus", required_argument, 0, 'c'},
+						  {"dump", required_argument, 0, 'd'},
 						  {"help", no_argument, 0, 'h'},
 						  {0, 0, 0, 0}};
 	int opt;
@@ -549,6 +583,7 @@ int main(int argc, char **argv)
 		case 'n': no_train = 1; break;
 		case 'c': ncpus = atoi(optarg); break;
 		case 'K': no_kernels = 1; break;
+		case 'd': dump_path = optarg; break;
 		case 'g': /* comma-separated GPU counts to train on. Measured: a second count in the same
 			   * process ran at the first one's speed (StarPU re-initialized), so the numbers in
 			   * bench/ALS.md come from one count per process. */
@@ -557,7 +592,8 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] "
-					"[--solve-rows R] [--no-train] [--no-kernels] [--gpus N,M,...] [--cpus N] [--md FILE]\n");
+					"[--solve-rows R] [--no-train] [--no-kernels] [--gpus N,M,...] [--cpus N] [--md FILE]\n"
+					"       starfa_als_bench [--matrix NAME] --dump FILE\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -582,6 +618,16 @@ int main(int argc, char **argv)
 	o.seed = 1;
 	o.data_dirs[o.ndata_dirs++] = "data";
 	o.data_dirs[o.ndata_dirs++] = "../shared/data";
+	if (dump_path) {
+		struct bench_matrix dm;
+		if (bench_matrix_load(matrix, &o, &dm) != 0)
+			return 1;
+		int rc = dump_matrix(dm.csr, dump_path);
+		if (!rc)
+			printf("%s: %lld x %lld, %lld nonzeros, written to %s\n", dm.name, (long long)dm.nrows,
+			       (long long)dm.ncols, (long long)dm.nnz, dump_path);
+		return rc;
+	}
 	struct bench_device dev;
 	memset(&dev, 0, sizeof dev);
 	gpu_probe(&dev, &o);

@@ -436,9 +436,9 @@ static int lda_setup(const starfa_coo *train, const starfa_coo *test, const void
 	if (!(g->tokens > 0))
 		return starfa_set_error(STARFA_EINVAL, "the corpus has no tokens");
 	/* Bands: in batch mode as the planner says for an SDDMM sweep (the GPUs alone with GPUs, else one a
-	 * worker); in online mode one row band a mini-batch. */
-	TRY(starfa_sweep_tiles(c, g->K, g->o.tiles, g->o.online ? (g->D + g->o.batch - 1) / g->o.batch : 0, g->split,
-			       &g->S));
+	 * worker); in online mode one row band a mini-batch: `batch` consecutive documents, the last
+	 * mini-batch what is left (scikit-learn's gen_batches). */
+	TRY(starfa_sweep_tiles(c, g->K, g->o.tiles, g->o.online ? g->o.batch : 0, g->split, &g->S));
 	/* The start: λ and γ near 1 (a deterministic stream of the seed). */
 	uint64_t rng = (uint64_t)g->o.seed * 0x9e3779b97f4a7c15ull + 7;
 	float *lambda0 = starfa_malloc((size_t)(g->W * g->K), sizeof(float)),

@@ -188,6 +188,10 @@ typedef struct starfa_tiling_options {
 	int placed;
 	int64_t cpu_bands;
 	double row_cpu_share, col_cpu_share;
+	/* > 0: the row bands are consecutive runs of this many rows, in order, the last one holding what
+	 * is left (mini-batches of documents); row_tiles and row_cost are then ignored, and no band may be
+	 * placed on the CPU workers (cpu_bands 0). */
+	int64_t row_band;
 } starfa_tiling_options;
 
 /* How a sweep is shared between the worker kinds, from the calibrated performance models of the

@@ -316,6 +316,13 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 		return starfa_set_error(STARFA_EINVAL,
 					"starfa_tiled_create: row_cost (%g) and col_cost (%g) must be in [0, 16777216]",
 					row_cost, col_cost);
+	const int64_t row_band = opts ? opts->row_band : 0;
+	if (row_band < 0)
+		return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: negative row_band (%lld)", (long long)row_band);
+	if (row_band > 0) {
+		row_tiles = (csr->nrows + row_band - 1) / row_band;
+		row_cost = 0;
+	}
 	if (row_tiles == 0 || col_tiles == 0) {
 		int64_t r, c;
 		auto_grid(csr, &r, &c);
@@ -340,6 +347,8 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 		if ((cpu_bands < row_tiles || cpu_bands < col_tiles) && starpu_cuda_worker_get_count() == 0)
 			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: bands placed on CUDA workers, but "
 							       "there is none");
+		if (cpu_bands > 0 && row_band > 0)
+			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: row_band with CPU bands");
 		if (cpu_bands > row_tiles || cpu_bands > col_tiles)
 			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: %lld CPU bands in a %lldx%lld grid",
 						(long long)cpu_bands, (long long)row_tiles, (long long)col_tiles);
@@ -365,7 +374,11 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 		add_row_cost(row_counts, csr->nrows, row_cost);
 	if (col_cost > 0)
 		add_row_cost(col_counts, csr->ncols, col_cost);
-	balanced_bounds(row_counts, csr->nrows, row_tiles, placed ? cpu_bands : 0, row_share, t->row_bounds);
+	if (row_band > 0)
+		for (int64_t b = 0; b <= row_tiles; b++)
+			t->row_bounds[b] = b * row_band < csr->nrows ? b * row_band : csr->nrows;
+	else
+		balanced_bounds(row_counts, csr->nrows, row_tiles, placed ? cpu_bands : 0, row_share, t->row_bounds);
 	balanced_bounds(col_counts, csr->ncols, col_tiles, placed ? cpu_bands : 0, col_share, t->col_bounds);
 	rc = build_grid(csr, t->row_bounds, row_tiles, t->col_bounds, col_tiles, &t->grid);
 	if (rc)

@@ -138,6 +138,34 @@ TEST(tiling, clamps_more_tiles_than_rows)
 	return 0;
 }
 
+/* row_band: consecutive runs of that many rows whatever their nonzeros (skewed rows), the last band
+ * what is left; the tiles still cover every nonzero once; negative is refused. */
+TEST(tiling, row_band_cuts_runs_of_rows)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 9;
+	const int64_t m = 50 + (int64_t)testing_below(&rng, 300), band = 1 + (int64_t)testing_below(&rng, 70);
+	starfa_csr *csr = testing_random_csr(m, 40, 8 * m, 1.5, &rng);
+	CHECK(csr);
+	starfa_tiling_options opts = {7, 2, 1, 4.0, 0};
+	opts.row_band = band;
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(csr, &opts, &t));
+	const int64_t bands = (m + band - 1) / band;
+	CHECK_MSG(starfa_tiled_row_tiles(t) == bands, "%lld bands of %lld rows: %lld", (long long)m, (long long)band,
+		  (long long)starfa_tiled_row_tiles(t));
+	const int64_t *bounds = starfa_tiled_row_bounds(t);
+	for (int64_t b = 0; b <= bands; b++)
+		CHECK(bounds[b] == (b * band < m ? b * band : m));
+	if (check_tiles_cover(csr, t))
+		return 1;
+	starfa_tiled_free(t);
+	opts.row_band = -1;
+	CHECK(starfa_tiled_create(csr, &opts, &t) == STARFA_EINVAL && t == NULL);
+	starfa_csr_free(csr);
+	return 0;
+}
+
 TEST(tiling, single_nonzero_and_empty_tiles)
 {
 	CHECK_OK(testing_runtime());

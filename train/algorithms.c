@@ -30,7 +30,7 @@ const starfa_algorithm *starfa_algorithm_find(const char *name)
 	return NULL;
 }
 
-int starfa_sweep_tiles(const starfa_csr *c, int64_t k, int64_t tiles, int64_t row_tiles, starfa_split split[2],
+int starfa_sweep_tiles(const starfa_csr *c, int64_t k, int64_t tiles, int64_t row_band, starfa_split split[2],
 		       starfa_tiled **out)
 {
 	starfa_tiling_options tiling = {tiles, tiles, 1, 0, 0};
@@ -44,8 +44,8 @@ int starfa_sweep_tiles(const starfa_csr *c, int64_t k, int64_t tiles, int64_t ro
 			tiling.row_tiles = tiling.col_tiles = workers > 0 ? workers : 1;
 		}
 	}
-	if (row_tiles > 0) {
-		tiling.row_tiles = row_tiles;
+	if (row_band > 0) {
+		tiling.row_band = row_band;
 		tiling.placed = tiling.placed && tiling.cpu_bands == 0; /* the GPUs alone, or StarPU places */
 	}
 	if (tiling.row_tiles > c->nrows)

@@ -17,10 +17,11 @@ extern const starfa_algorithm starfa_algorithm_sfa;  /* graphs/sfa.c: SFA, ALS's
 
 /* S's tiles on both grids for sweeps of SDDMM and SpMM at rank k (train/algorithms.c): `tiles` bands a
  * side, or with 0 as the planner says for an SDDMM sweep (split gets its choice), one band a worker where
- * it places nothing. row_tiles > 0 overrides the row bands (a band a mini-batch), keeping a placement
- * only when it is the GPUs alone. The bands are clamped to the matrix's rows and columns, and a
- * placement with no more bands than CPU bands (a tiny matrix) is dropped. */
-int starfa_sweep_tiles(const starfa_csr *c, int64_t k, int64_t tiles, int64_t row_tiles, starfa_split split[2],
+ * it places nothing. row_band > 0 makes the row bands consecutive runs of that many rows (a band a
+ * mini-batch of documents), keeping a placement only when it is the GPUs alone. The bands are clamped
+ * to the matrix's rows and columns, and a placement with no more bands than CPU bands (a tiny matrix)
+ * is dropped. */
+int starfa_sweep_tiles(const starfa_csr *c, int64_t k, int64_t tiles, int64_t row_band, starfa_split split[2],
 		       starfa_tiled **out);
 
 /* Topics over the words, as a topic model (kind STARFA_MODEL_TOPIC: LDA's λ, Dirichlet prior `prior` on

@@ -6,9 +6,12 @@ from its topic-word matrix and the mixtures it infers for the held-out documents
 (document completion: each held-out document's entries, sorted by word id, alternate between an observed
 half, 1st, 3rd, ..., and an evaluated half). starfa's own `starfa eval` figure is printed beside it as a
 cross-check. Seconds per iteration: the fit's wall time over its iterations, on the same threads.
+--mode online runs the online variational Bayes of Hoffman, Blei & Bach (2010) instead, with
+scikit-learn's defaults everywhere (mini-batches of 128 documents, learning offset 10, decay 0.7);
+tomotopy has no such mode and is left out.
 
   compare.py --corpus FILE.docword.txt [--k K] [--iters N] [--test-fraction F] [--seed S]
-             [--threads T] [--starfa BIN] [--only starfa,sklearn,gensim,tomotopy]
+             [--threads T] [--starfa BIN] [--only starfa,sklearn,gensim,tomotopy] [--mode batch|online]
 
 Prints one Markdown table row per library.
 """
@@ -67,12 +70,18 @@ def normalize_rows(a):
     return a / a.sum(axis=1, keepdims=True)
 
 
-def run_starfa(binary, train_path, obs_path, test_path, k, iters, seed, threads, work):
+ONLINE = {"batch": 128, "offset": 10.0, "decay": 0.7}  # scikit-learn's batch_size, learning_offset, learning_decay
+
+
+def run_starfa(binary, train_path, obs_path, test_path, k, iters, seed, threads, work, mode):
     model = os.path.join(work, "starfa.model")
     log = os.path.join(work, "starfa.csv")
     env = dict(os.environ, STARPU_SILENT="1")
     cmd = [binary, "train", "--algo", "lda", "--input", train_path, "--rank", str(k), "--iters", str(iters), "--seed",
            str(seed), "--out", model, "--log", log, "--ncpus", str(threads)]
+    if mode == "online":
+        cmd += ["--mode", "online", "--batch", str(ONLINE["batch"]), "--offset", str(ONLINE["offset"]), "--decay",
+                str(ONLINE["decay"])]
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
     secs = np.genfromtxt(log, delimiter=",", names=True)["seconds"]
     theta_path, beta_path = os.path.join(work, "theta.tsv"), os.path.join(work, "beta.tsv")
@@ -88,10 +97,12 @@ def run_starfa(binary, train_path, obs_path, test_path, k, iters, seed, threads,
     return theta, beta, float(np.sum(secs)) / iters, f"starfa eval: {own:.2f}"
 
 
-def run_sklearn(train, obs, k, iters, seed, threads):
+def run_sklearn(train, obs, k, iters, seed, threads, mode):
     from sklearn.decomposition import LatentDirichletAllocation
-    lda = LatentDirichletAllocation(n_components=k, learning_method="batch", max_iter=iters, doc_topic_prior=1 / k,
-                                    topic_word_prior=1 / k, random_state=seed, n_jobs=threads, evaluate_every=-1)
+    lda = LatentDirichletAllocation(n_components=k, learning_method=mode, max_iter=iters, doc_topic_prior=1 / k,
+                                    topic_word_prior=1 / k, random_state=seed, n_jobs=threads, evaluate_every=-1,
+                                    batch_size=ONLINE["batch"], learning_offset=ONLINE["offset"],
+                                    learning_decay=ONLINE["decay"])
     t0 = time.perf_counter()
     lda.fit(train)
     t = time.perf_counter() - t0
@@ -104,20 +115,22 @@ def bows(X):
             for r in range(X.shape[0])]
 
 
-def run_gensim(train, obs, k, iters, seed, threads):
+def run_gensim(train, obs, k, iters, seed, threads, mode):
     from gensim.models import LdaModel
     corpus = bows(train)
     id2word = {w: str(w) for w in range(train.shape[1])}
     t0 = time.perf_counter()
+    online = dict(update_every=1, chunksize=ONLINE["batch"], offset=ONLINE["offset"], decay=ONLINE["decay"])
+    batch = dict(update_every=0, chunksize=len(corpus))
     lda = LdaModel(corpus=corpus, id2word=id2word, num_topics=k, alpha=np.full(k, 1 / k), eta=1 / k, passes=iters,
-                   iterations=100, gamma_threshold=1e-3, update_every=0, chunksize=len(corpus), random_state=seed,
-                   eval_every=None)
+                   iterations=100, gamma_threshold=1e-3, random_state=seed, eval_every=None,
+                   **(online if mode == "online" else batch))
     t = time.perf_counter() - t0
     gamma, _ = lda.inference(bows(obs))
     return normalize_rows(gamma), normalize_rows(lda.get_topics()), t / iters, ""
 
 
-def run_tomotopy(train, obs, k, iters, seed, threads):
+def run_tomotopy(train, obs, k, iters, seed, threads, mode):
     import tomotopy as tp
     mdl = tp.LDAModel(k=k, alpha=1 / k, eta=1 / k, seed=seed)
     X = train.tocsr()
@@ -156,6 +169,7 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--starfa", default=os.path.join(here, "..", "..", "build", "starfa"))
     ap.add_argument("--only", default="starfa,sklearn,gensim,tomotopy")
+    ap.add_argument("--mode", choices=("batch", "online"), default="batch")
     a = ap.parse_args()
     X = read_docword(a.corpus)
     rng = np.random.default_rng(a.seed)
@@ -164,7 +178,8 @@ def main():
     obs, ev = halves(test)
     name = os.path.basename(a.corpus).split(".")[0]
     print(f"<!-- {name}: {train.shape[0]} training documents, {test.shape[0]} held out ({int(obs.sum())} observed, "
-          f"{int(ev.sum())} evaluated tokens), {X.shape[1]} words, K={a.k}, {a.iters} iterations, {a.threads} threads -->")
+          f"{int(ev.sum())} evaluated tokens), {X.shape[1]} words, K={a.k}, {a.iters} iterations, {a.threads} threads, "
+          f"{a.mode} -->")
     print("| corpus | K | library | held-out perplexity | s/iteration | note |")
     print("| --- | ---: | --- | ---: | ---: | --- |")
     with tempfile.TemporaryDirectory() as work:
@@ -173,13 +188,15 @@ def main():
         write_docword(paths["test"], test)
         write_docword(paths["obs"], obs)
         for lib in a.only.split(","):
+            if lib == "tomotopy" and a.mode == "online":
+                continue
             try:
                 if lib == "starfa":
                     theta, beta, spi, note = run_starfa(a.starfa, paths["train"], paths["obs"], paths["test"], a.k, a.iters,
-                                                        a.seed, a.threads, work)
+                                                        a.seed, a.threads, work, a.mode)
                 else:
                     fn = {"sklearn": run_sklearn, "gensim": run_gensim, "tomotopy": run_tomotopy}[lib]
-                    theta, beta, spi, note = fn(train, obs, a.k, a.iters, a.seed, a.threads)
+                    theta, beta, spi, note = fn(train, obs, a.k, a.iters, a.seed, a.threads, a.mode)
                 print(f"| {name} | {a.k} | {lib} | {perplexity(theta, beta, ev):.2f} | {spi:.4f} | {note} |", flush=True)
             except Exception as e:  # a library missing or failing: say so in its row
                 print(f"| {name} | {a.k} | {lib} | failed: {type(e).__name__}: {e} | | |", flush=True)
