@@ -9,6 +9,7 @@
 #endif
 
 #include <math.h>
+#include <stdint.h>
 
 /* The digamma function ψ(x) = d/dx log Γ(x) for x > 0: the recurrence ψ(x) = ψ(x + 1) - 1/x up to
  * x >= 6, then the asymptotic series (error below 1e-7 relative there). x <= 0: NaN (Dirichlet
@@ -49,7 +50,7 @@ STARFA_HD float starfa_expf(float x)
 #else
 	const float lo = -87.3365448f, hi = 88.7228394f; /* log(FLT_MIN), log(FLT_MAX) */
 	const float shifter = 12582912.0f;             /* 1.5 · 2^23: adding it rounds to an integer */
-	const float xc = x < lo ? lo : x > hi ? hi : x;
+	const float xc = x > hi ? hi : x >= lo ? x : lo; /* NaN: lo, so that n below is a number */
 	const float n = (xc * 1.44269504f + shifter) - shifter;
 	const float r = (xc - n * 0.693359375f) + n * 2.12194440e-4f;
 	float p = 1.0f / 5040;
@@ -60,11 +61,11 @@ STARFA_HD float starfa_expf(float x)
 	p = p * r + 0.5f;
 	p = p * r + 1.0f;
 	p = p * r + 1.0f;
-	const int ni = (int)n, n1 = ni / 2;
+	const int ni = (int)n, n1 = ni / 2; /* n in [-126, 128]: both biased exponents in [64, 191] */
 	union {
 		float f;
-		int i;
-	} s1 = {.i = (n1 + 127) << 23}, s2 = {.i = (ni - n1 + 127) << 23};
+		uint32_t i;
+	} s1 = {.i = (uint32_t)(n1 + 127) << 23}, s2 = {.i = (uint32_t)(ni - n1 + 127) << 23};
 	const float v = p * s1.f * s2.f;
 	return x != x ? x : x > hi ? INFINITY : x < lo ? 0.0f : v;
 #endif
@@ -84,10 +85,10 @@ STARFA_HD float starfa_logf(float x)
 	const int sub = x < 1.17549435e-38f;
 	union {
 		float f;
-		int i;
+		uint32_t i;
 	} u = {.f = sub ? scaled : x};
-	int e = ((u.i >> 23) & 0xff) - 127;
-	u.i = (u.i & 0x007fffff) | 0x3f800000; /* m in [1, 2) */
+	int e = (int)((u.i >> 23) & 0xff) - 127;
+	u.i = (u.i & 0x007fffffu) | 0x3f800000u; /* m in [1, 2) */
 	const float half = u.f * 0.5f;
 	const int high = u.f > 1.41421356f;
 	const float m = high ? half : u.f;
