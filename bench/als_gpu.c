@@ -11,7 +11,9 @@
  * rowptr (nrows + 1 int64), colind (nnz int32) and the values (nnz float32), little-endian. The file
  * appears complete or not at all (written to FILE.partial, then renamed).
  *
- * --cpus N adds N CPU workers to the training runs (default none: GPU workers only); with --gpus 0 the
+ * --cpus N adds N CPU workers to the training runs (default none: GPU workers only; `all`: as many as
+ * starfa_init starts by default, every core but one a GPU and the one it leaves to the submitting
+ * thread); with --gpus 0 the
  * training runs on CPU workers alone, and runs where there is no GPU (the kernel timings are then left
  * out).
  *
@@ -514,6 +516,7 @@ static int dump_matrix(const starfa_csr *c, const char *path)
 static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda, int ncpus)
 {
 	char cpus[32] = "no CPU workers";
+	ncpus = starfa_worker_count(STARFA_WORKER_CPU);
 	if (ncpus > 0)
 		snprintf(cpus, sizeof cpus, "%d CPU worker%s", ncpus, ncpus > 1 ? "s" : "");
 	out("\n### Training iterations through StarPU (%d GPU%s, %s, scheduler %s)\n\n", ncuda, ncuda == 1 ? "" : "s",
@@ -581,7 +584,9 @@ int main(int argc, char **argv)
 		case 's': solve_rows = atoll(optarg); break;
 		case 'o': md_path = optarg; break;
 		case 'n': no_train = 1; break;
-		case 'c': ncpus = atoi(optarg); break;
+		case 'c': /* -1: starfa_init's default count; below that, refused */
+			ncpus = strcmp(optarg, "all") == 0 ? -1 : atoi(optarg) >= 0 ? atoi(optarg) : -2;
+			break;
 		case 'K': no_kernels = 1; break;
 		case 'd': dump_path = optarg; break;
 		case 'g': /* comma-separated GPU counts to train on. Measured: a second count in the same
@@ -597,7 +602,7 @@ int main(int argc, char **argv)
 			return opt == 'h' ? 0 : 2;
 		}
 	}
-	int any_gpu = ngpus == 0, bad_count = ncpus < 0; /* the default is one GPU */
+	int any_gpu = ngpus == 0, bad_count = ncpus < -1; /* the default is one GPU */
 	for (int g = 0; g < ngpus; g++) {
 		bad_count |= gpus[g] < 0 || (gpus[g] == 0 && ncpus == 0); /* every run needs a worker */
 		any_gpu |= gpus[g] > 0;
@@ -656,7 +661,9 @@ int main(int argc, char **argv)
 	else
 		out("Device: %s. ", dev.name);
 	char workers[96] = "";
-	int len = ncpus > 0 ? snprintf(workers, sizeof workers, " --cpus %d", ncpus) : 0;
+	int len = ncpus > 0   ? snprintf(workers, sizeof workers, " --cpus %d", ncpus)
+		  : ncpus < 0 ? snprintf(workers, sizeof workers, " --cpus all")
+			      : 0;
 	for (int g = 0; g < ngpus && len < (int)sizeof workers; g++)
 		len += snprintf(workers + len, sizeof workers - (size_t)len, "%s%d", g ? "," : " --gpus ", gpus[g]);
 	out("Matrix: %s.\nCommand: `starfa_als_bench --matrix %s --rank %lld --iters %d --repeat %d --solve-rows %lld%s%s`.\n",

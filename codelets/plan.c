@@ -165,16 +165,11 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 		return starfa_set_error(STARFA_EINVAL, "starfa_plan_tiling: no operation '%s'", operation);
 	/* The default is the GPUs alone: the split measured slower than the GPU alone where it was tried on
 	 * large inputs (bench/PLACEMENT.md), so it is asked for, not assumed. */
-	const char *env = getenv("STARFA_PLACEMENT");
-	int mode = 1;
-	if (env && *env) {
-		if (strcmp(env, "split") == 0)
-			mode = 0;
-		else if (strcmp(env, "any") == 0)
-			mode = 2;
-		else if (strcmp(env, "gpu") != 0)
-			return starfa_set_error(STARFA_EINVAL, "STARFA_PLACEMENT must be gpu, split or any, not '%s'", env);
-	}
+	starfa_placement placement;
+	int rc = starfa_placement_mode(&placement);
+	if (rc)
+		return rc;
+	const int mode = placement == STARFA_PLACE_SPLIT ? 0 : placement == STARFA_PLACE_ANY ? 2 : 1;
 	starfa_split local[2];
 	if (!split)
 		split = local;

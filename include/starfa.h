@@ -174,15 +174,16 @@ void starfa_print_info(FILE *out);
 typedef struct starfa_tiled starfa_tiled;
 
 typedef struct starfa_tiling_options {
-	int64_t row_tiles; /* 0: automatic */
+	int64_t row_tiles; /* 0: automatic (with GPUs one tile a GPU; else about 4 a core) */
 	int64_t col_tiles; /* 0: automatic */
 	int transposed;    /* 1: also build the transposed grid (column-side sweeps) */
 	/* The bands are cut so that each has about the same cost, counting each nonzero as 1 and each
 	 * row (column) as row_cost (col_cost): 0 balances nonzeros alone; per-row work such as ALS's
 	 * solves is worth more (starfa_rowsolve_row_cost). */
 	double row_cost, col_cost;
-	/* Placement of the bands' tasks (starfa_plan_tiling fills it from the measured speeds). 0: StarPU
-	 * places every task. Otherwise the last cpu_bands bands of each side are cut to row_cpu_share
+	/* Placement of the bands' tasks (starfa_plan_tiling fills it from the measured speeds). 0: on a
+	 * machine with GPUs, as placed with cpu_bands 0 (every task on the GPUs) unless STARFA_PLACEMENT=any
+	 * (then StarPU places every task, as it does where there is no GPU). Otherwise the last cpu_bands bands of each side are cut to row_cpu_share
 	 * (col_cpu_share) of that side's cost and run on the CPU workers only, the other bands on the CUDA
 	 * workers only; with cpu_bands 0, every task of the matrix runs on the CUDA workers. */
 	int placed;

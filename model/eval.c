@@ -156,7 +156,8 @@ static int ranking_metrics(const struct starfa_factors *f, const struct starfa_m
 	double relevant = 0, pr_div = 0, mean_ap = 0, ndcg = 0;
 	int64_t users = 0;
 	int failed = 0;
-#pragma omp parallel reduction(+ : relevant, pr_div, mean_ap, ndcg, users) reduction(| : failed)
+#pragma omp parallel num_threads(starfa_host_threads()) reduction(+ : relevant, pr_div, mean_ap, ndcg, users) \
+	reduction(| : failed)
 	{
 		struct scored *heap = malloc((size_t)k * sizeof *heap);
 		if (!heap)
@@ -236,7 +237,7 @@ int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_m
 		/* Explicit: the score holds the mean and the biases; non-negative: W·Hᵀ alone (the view has
 		 * neither, starfa_model_factors). */
 		double sum = 0;
-#pragma omp parallel for reduction(+ : sum)
+#pragma omp parallel for num_threads(starfa_host_threads()) reduction(+ : sum)
 		for (int64_t e = 0; e < test->n; e++) {
 			double d = (double)starfa_factors_score(f, test->user[e], test->item[e]) - test->val[e];
 			sum += d * d;

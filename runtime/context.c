@@ -1,11 +1,13 @@
 /* StarPU start/stop, worker accounting and the `starfa info` report. */
 #include "runtime/internal.h"
+#include "runtime/sync.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #ifdef STARFA_USE_CUDA
 #include <cuda_runtime_api.h>
 #endif
+#include <omp.h>
 #include <pthread.h>
 #include <starpu.h>
 #include <starpu_profiling.h>
@@ -57,6 +59,26 @@ static const char *default_scheduler(const struct starpu_conf *conf)
 	(void)conf;
 #endif
 	return "lws";
+}
+
+static int gpus_present(const struct starpu_conf *conf)
+{
+#ifdef STARFA_USE_CUDA
+	int gpus = 0;
+	return conf->ncuda != 0 && cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0;
+#else
+	(void)conf;
+	return 0;
+#endif
+}
+
+static int online_cores(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
 }
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -156,6 +178,10 @@ int starfa_init(const starfa_options *opts)
 		pthread_mutex_unlock(&init_lock);
 		return 0;
 	}
+	if (starfa_wait_spin_configure() != 0) {
+		pthread_mutex_unlock(&init_lock);
+		return STARFA_EINVAL;
+	}
 	if (opts->silent)
 		setenv("STARPU_SILENT", "1", 0); /* a user's explicit STARPU_SILENT=0 still wins */
 	if (opts->trace_dir) {
@@ -186,6 +212,11 @@ int starfa_init(const starfa_options *opts)
 		conf.sched_policy_name = default_scheduler(&conf);
 	if (opts->calibrate >= 0)
 		conf.calibrate = opts->calibrate;
+	/* With GPUs, one core stays out of the CPU workers for the thread that submits the graph (and
+	 * waits for it), unless the CPU worker count was given: with a worker spinning on every core, that
+	 * thread shared a core with one and lost scheduler ticks to it (bench/PLACEMENT.md). */
+	if (conf.ncpus < 0 && conf.reserve_ncpus <= 0 && online_cores() >= 4 && gpus_present(&conf))
+		conf.reserve_ncpus = 1;
 	/* StarPU's OpenCL and accelerator drivers are not used by starfa. */
 	conf.nopencl = 0;
 	conf.nmic = 0;
@@ -229,6 +260,8 @@ int starfa_init(const starfa_options *opts)
 					name, STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
 	}
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+	/* The waits poll before they sleep only where a core is left to this thread (runtime/sync.h). */
+	starfa_wait_spin_enable((int)(starpu_cpu_worker_get_count() + starpu_cuda_worker_get_count()) < online_cores());
 	blas_single_thread();
 #ifdef STARFA_USE_CUDA
 	/* A cuSPARSE handle per CUDA worker, bound to its stream, for codelets that call cuSPARSE. */
@@ -263,6 +296,29 @@ void starfa_shutdown(void)
 		nworker_total = nbus_total = 0;
 	}
 	pthread_mutex_unlock(&init_lock);
+}
+
+int starfa_placement_mode(starfa_placement *mode)
+{
+	const char *env = getenv("STARFA_PLACEMENT");
+	*mode = STARFA_PLACE_GPU;
+	if (!env || !*env || strcmp(env, "gpu") == 0)
+		return 0;
+	if (strcmp(env, "split") == 0)
+		*mode = STARFA_PLACE_SPLIT;
+	else if (strcmp(env, "any") == 0)
+		*mode = STARFA_PLACE_ANY;
+	else
+		return starfa_set_error(STARFA_EINVAL, "STARFA_PLACEMENT must be gpu, split or any, not '%s'", env);
+	return 0;
+}
+
+int starfa_host_threads(void)
+{
+	if (!starfa_runtime_started())
+		return omp_get_max_threads();
+	int free_cores = online_cores() - (int)(starpu_cpu_worker_get_count() + starpu_cuda_worker_get_count());
+	return free_cores > 1 ? free_cores : 1;
 }
 
 int starfa_runtime_started(void)
@@ -446,14 +502,6 @@ void starfa_profile_clear(starfa_profile *p)
 	free(p->workers);
 	free(p->links);
 	memset(p, 0, sizeof *p);
-}
-
-int starfa_wait(void)
-{
-	int ret = starpu_task_wait_for_all();
-	if (ret != 0)
-		return starfa_set_error(STARFA_ERUNTIME, "starpu_task_wait_for_all failed: %s", strerror(-ret));
-	return 0;
 }
 
 void starfa_print_info(FILE *out)

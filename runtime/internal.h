@@ -28,6 +28,18 @@ void *starfa_calloc(size_t count, size_t size);
  * p stays valid). */
 void *starfa_realloc_array(void *p, uint64_t count, size_t elem);
 
+/* Where the automatic placement puts a sweep's bands (STARFA_PLACEMENT): on the GPUs alone (gpu, the
+ * default), split between the GPUs and the cores as the calibrated models predict (split), or
+ * anywhere StarPU likes (any). An error for another value. */
+typedef enum { STARFA_PLACE_GPU, STARFA_PLACE_SPLIT, STARFA_PLACE_ANY } starfa_placement;
+int starfa_placement_mode(starfa_placement *mode);
+
+/* Threads for the host's own parallel loops (OpenMP in the calling thread): while StarPU runs, the
+ * cores its workers leave free (at least 1), as an idle worker spins on its core and a loop thread
+ * that shares one runs at half speed and waits scheduler ticks at its barriers; otherwise OpenMP's
+ * default. */
+int starfa_host_threads(void);
+
 /* Whether starfa_init has started StarPU (and starfa_shutdown not yet stopped it). */
 int starfa_runtime_started(void);
 

@@ -1,5 +1,6 @@
 /* Dense matrices in row blocks aligned with a side's bands, and small vectors, as StarPU handles. */
 #include "storage/tiled.h"
+#include "runtime/sync.h"
 
 #include <string.h>
 
@@ -86,7 +87,7 @@ int starfa_dense_blocked_along(const starfa_dense *d, const int64_t *bounds, int
 int starfa_dense_sync(starfa_dense *d)
 {
 	for (int64_t b = 0; b < d->nblocks; b++) {
-		int ret = starpu_data_acquire(d->blocks[b], STARPU_R);
+		int ret = starfa_acquire(d->blocks[b], STARPU_R);
 		if (ret != 0)
 			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on block %lld",
 						(long long)b);
@@ -132,7 +133,7 @@ int64_t starfa_vector_size(const starfa_vector *v) { return v->n; }
 
 static int vector_access(starfa_vector *v, float *buf, int write)
 {
-	int ret = starpu_data_acquire(v->handle, write ? STARPU_W : STARPU_R);
+	int ret = starfa_acquire(v->handle, write ? STARPU_W : STARPU_R);
 	if (ret != 0)
 		return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on a vector");
 	if (write)

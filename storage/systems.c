@@ -1,6 +1,7 @@
 /* ALS workspaces as StarPU handles: per-band pools of systems and right-hand sides, solve status
  * words, and small Gram matrices. */
 #include "storage/systems.h"
+#include "runtime/sync.h"
 
 #include "cpu/half.h"
 #include "cpu/solve.h"
@@ -110,7 +111,7 @@ int starfa_systems_report(starfa_systems *sys, starfa_solve_report *out)
 	memset(out, 0, sizeof *out);
 	out->first_bad_row = -1;
 	for (int64_t i = 0; i < sys->nbands; i++) {
-		if (starpu_data_acquire(sys->status[i], STARPU_R) != 0)
+		if (starfa_acquire(sys->status[i], STARPU_R) != 0)
 			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on the status of band %lld",
 						(long long)i);
 		const uint32_t *st = sys->status_data + i * STARFA_SOLVE_STATUS_WORDS;
@@ -133,7 +134,7 @@ int starfa_systems_read(starfa_systems *sys, int64_t band, float *A, float *b)
 	/* Only what is asked for: a slot no task has written yet has nothing to read. */
 	starpu_data_handle_t ha = starfa_systems_slot_A(sys, band), hb = starfa_systems_slot_b(sys, band);
 	if (A) {
-		if (starpu_data_acquire(ha, STARPU_R) != 0)
+		if (starfa_acquire(ha, STARPU_R) != 0)
 			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on the systems of band %lld",
 						(long long)band);
 		const void *pa = (const void *)starpu_vector_get_local_ptr(ha);
@@ -144,7 +145,7 @@ int starfa_systems_read(starfa_systems *sys, int64_t band, float *A, float *b)
 		starpu_data_release(ha);
 	}
 	if (b) {
-		if (starpu_data_acquire(hb, STARPU_R) != 0)
+		if (starfa_acquire(hb, STARPU_R) != 0)
 			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on the right-hand sides of "
 								 "band %lld", (long long)band);
 		memcpy(b, (const float *)starpu_vector_get_local_ptr(hb), (size_t)(rows * k) * sizeof(float));
@@ -187,7 +188,7 @@ void starfa_gram_free(starfa_gram *g)
 
 int starfa_gram_read(starfa_gram *g, float *out)
 {
-	if (starpu_data_acquire(g->handle, STARPU_R) != 0)
+	if (starfa_acquire(g->handle, STARPU_R) != 0)
 		return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on a Gram matrix");
 	memcpy(out, g->data, (size_t)(g->k * g->k) * sizeof(float));
 	starpu_data_release(g->handle);

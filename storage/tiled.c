@@ -98,23 +98,27 @@ static int64_t clamp_tiles(int64_t want, int64_t n)
 	return n > 0 && want > n ? n : want;
 }
 
-/* Automatic grid: about TILES_PER_WORKER tiles per worker, none under MIN_AUTO_TILE_NNZ.
- * When there are GPUs, only they count: a CPU core runs these kernels some fifty times
- * slower than a GPU (bench/RESULTS.md), so tiles cut for the cores would only add per-task
- * cost to the GPUs' share; the perfmodels still send a tile to a core when it finishes
- * sooner there. */
-static void auto_grid(const starfa_csr *csr, int64_t *row_tiles, int64_t *col_tiles)
+/* Automatic grid. With GPUs, one tile a GPU, placed there (see starfa_tiled_create): each task then
+ * carries as much work as it can, so StarPU's per-task cost (submission, scheduling, a launch and its
+ * completion: tens of microseconds) is paid once a GPU per sweep; on the Netflix shape 48 tiles cost
+ * +60% over the kernel at K = 32 where one tile costs +4% (bench/RESULTS.md). A core runs these kernels
+ * tens of times slower than a GPU, so tiles cut for the cores would only add per-task cost to the
+ * GPUs' share. Without GPUs: about TILES_PER_WORKER tiles a core, none under MIN_AUTO_TILE_NNZ and
+ * none over MAX_AUTO_TILE_NNZ (the largest size `starfa calibrate` covers: StarPU forces calibration
+ * runs for sizes outside a model's range). */
+static void auto_grid(const starfa_csr *csr, int on_gpus, int64_t *row_tiles, int64_t *col_tiles)
 {
 	int64_t cuda = starpu_cuda_worker_get_count(), cpus = starpu_cpu_worker_get_count();
-	int64_t workers = cuda > 0 ? cuda : cpus;
-	int64_t want = TILES_PER_WORKER * (workers > 0 ? workers : 1);
+	int64_t want = on_gpus ? cuda : TILES_PER_WORKER * (cpus > 0 ? cpus : 1);
 	int64_t by_size = csr->nnz / MIN_AUTO_TILE_NNZ;
 	if (want > by_size)
 		want = by_size;
-	/* Twice the bare minimum: the grid balances its row and column bands, not each tile. */
-	int64_t at_least = (2 * csr->nnz + MAX_AUTO_TILE_NNZ - 1) / MAX_AUTO_TILE_NNZ;
-	if (want < at_least)
-		want = at_least;
+	if (!on_gpus) {
+		/* Twice the bare minimum: the grid balances its row and column bands, not each tile. */
+		int64_t at_least = (2 * csr->nnz + MAX_AUTO_TILE_NNZ - 1) / MAX_AUTO_TILE_NNZ;
+		if (want < at_least)
+			want = at_least;
+	}
 	if (want < 1)
 		want = 1;
 	int64_t r = 1;
@@ -323,9 +327,26 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 		row_tiles = (csr->nrows + row_band - 1) / row_band;
 		row_cost = 0;
 	}
+	int placed = opts && opts->placed;
+	int64_t cpu_bands = placed ? opts->cpu_bands : 0;
+	double row_share = placed ? opts->row_cpu_share : 0, col_share = placed ? opts->col_cpu_share : 0;
+	/* On a machine with GPUs a grid nobody placed is the GPUs' alone, as the planner's default
+	 * (codelets/plan.c): StarPU then never sends a tile to a core to learn its speed there (a tile of
+	 * ten million entries, sent to a core for its first calibration, took 0.25 s against 0.3 ms on an
+	 * H100). STARFA_PLACEMENT=any leaves every task to StarPU. */
+	int on_gpus = 0;
+	if (!placed && starpu_cuda_worker_get_count() > 0) {
+		starfa_placement mode;
+		int rc = starfa_placement_mode(&mode);
+		if (rc)
+			return rc;
+		on_gpus = mode != STARFA_PLACE_ANY;
+	}
+	if (on_gpus)
+		placed = 1, cpu_bands = 0;
 	if (row_tiles == 0 || col_tiles == 0) {
 		int64_t r, c;
-		auto_grid(csr, &r, &c);
+		auto_grid(csr, on_gpus, &r, &c);
 		if (row_tiles == 0)
 			row_tiles = r;
 		if (col_tiles == 0)
@@ -333,9 +354,6 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 	}
 	row_tiles = clamp_tiles(row_tiles, csr->nrows);
 	col_tiles = clamp_tiles(col_tiles, csr->ncols);
-	int placed = opts && opts->placed;
-	int64_t cpu_bands = placed ? opts->cpu_bands : 0;
-	double row_share = placed ? opts->row_cpu_share : 0, col_share = placed ? opts->col_cpu_share : 0;
 	if (placed) {
 		if (cpu_bands < 0 || !(row_share >= 0 && row_share <= 1) || !(col_share >= 0 && col_share <= 1))
 			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: cpu_bands (%lld) must be >= 0 and the "

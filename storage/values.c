@@ -1,5 +1,6 @@
 /* Sparse values on either grid of a tiled matrix, and partial sums, as StarPU handles. */
 #include "storage/tiled.h"
+#include "runtime/sync.h"
 
 #include <string.h>
 
@@ -68,7 +69,7 @@ int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
 	const int64_t *bounds = starfa_side_bounds(v->pattern, v->side);
 	int64_t ntiles = g->nr * g->nc;
 	for (int64_t k = 0; k < ntiles; k++)
-		if (v->handles[k] && starpu_data_acquire(v->handles[k], STARPU_R) != 0) {
+		if (v->handles[k] && starfa_acquire(v->handles[k], STARPU_R) != 0) {
 			for (int64_t m = 0; m < k; m++)
 				if (v->handles[m])
 					starpu_data_release(v->handles[m]);
@@ -144,7 +145,7 @@ int starfa_sums_read_slots(starfa_sums *s, int64_t first, int64_t count, double 
 		return starfa_set_error(STARFA_EINVAL, "slots [%lld, %lld) of sums with %lld slots",
 					(long long)first, (long long)(first + count), s ? (long long)s->n : 0LL);
 	for (int64_t k = first; k < first + count; k++) {
-		if (starpu_data_acquire(s->handles[k], STARPU_R) != 0)
+		if (starfa_acquire(s->handles[k], STARPU_R) != 0)
 			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on sum slot %lld", (long long)k);
 		out[k - first] = s->slots[k];
 		starpu_data_release(s->handles[k]);

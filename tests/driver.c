@@ -205,6 +205,13 @@ int testing_runtime_with(const starfa_options *opts)
 	return rc;
 }
 
+void testing_runtime_stop(void)
+{
+	if (runtime_started)
+		starfa_shutdown();
+	runtime_started = 0;
+}
+
 int testing_runtime(void)
 {
 	starfa_options opts;

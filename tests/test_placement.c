@@ -21,8 +21,8 @@ static void sddmm_reference(const starfa_csr *S, const float *A, const float *B,
 }
 
 /* Runs an SDDMM over every tile of t under the task log, checks it against the reference, and counts
- * its tasks per worker kind. */
-static int sddmm_on(const starfa_csr *S, const starfa_tiled *t, int64_t k, uint64_t *rng, int64_t tasks[2])
+ * its tasks per worker kind; wait 0 reads the values back before any starfa_wait. */
+static int sddmm_on(const starfa_csr *S, const starfa_tiled *t, int64_t k, uint64_t *rng, int64_t tasks[2], int wait)
 {
 	float *A = malloc(sizeof *A * (size_t)(S->nrows * k)), *B = malloc(sizeof *B * (size_t)(S->ncols * k));
 	float *P = malloc(sizeof *P * (size_t)S->nnz);
@@ -39,6 +39,8 @@ static int sddmm_on(const starfa_csr *S, const starfa_tiled *t, int64_t k, uint6
 	CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &V));
 	CHECK_OK(starfa_task_log_begin());
 	int rc = starfa_insert_sddmm(t, dA, dB, STARFA_SDDMM_PATTERN, V);
+	if (!rc && !wait)
+		rc = starfa_sparse_values_gather(V, P);
 	if (!rc)
 		rc = starfa_wait();
 	starfa_task_record *log = NULL;
@@ -50,7 +52,8 @@ static int sddmm_on(const starfa_csr *S, const starfa_tiled *t, int64_t k, uint6
 		if (strcmp(log[i].codelet, "sddmm") == 0)
 			tasks[starfa_worker_kind_of(log[i].worker)]++;
 	free(log);
-	CHECK_OK(starfa_sparse_values_gather(V, P));
+	if (wait)
+		CHECK_OK(starfa_sparse_values_gather(V, P));
 	/* The gather puts the values in S's CSR order. */
 	int64_t bad = 0;
 	for (int64_t e = 0; e < S->nnz; e++)
@@ -115,7 +118,7 @@ TEST(placement, cpu_bands_run_on_cpu_workers)
 	starfa_tiled *t = NULL;
 	CHECK_OK(starfa_tiled_create(S, &o, &t));
 	int64_t tasks[2];
-	CHECK_OK(sddmm_on(S, t, 12, &rng, tasks));
+	CHECK_OK(sddmm_on(S, t, 12, &rng, tasks, 1));
 	CHECK_MSG(tasks[STARFA_WORKER_CPU] == tiles_in(t, 0, 3) && tasks[STARFA_WORKER_CUDA] == 0,
 		  "%lld cpu and %lld cuda tasks for %lld tiles", (long long)tasks[0], (long long)tasks[1],
 		  (long long)tiles_in(t, 0, 3));
@@ -124,19 +127,73 @@ TEST(placement, cpu_bands_run_on_cpu_workers)
 	return 0;
 }
 
+
+/* The waits poll before they sleep where a core is left free (one CPU worker on a machine of two or more
+ * cores): the graph's results and the values read back through those waits are the reference's, with
+ * the default spin, a long one and none; a spin limit that is not a number is refused at start. */
+TEST(placement, waits_with_a_free_core)
+{
+	uint64_t rng = testing_seed() + 53;
+	starfa_csr *S = testing_random_csr(500, 400, 9000, 1.0, &rng);
+	CHECK(S);
+	const char *limits[] = {NULL, "100000", "0"};
+	for (int i = 0; i < 3; i++) {
+		if (limits[i])
+			setenv("STARFA_WAIT_SPIN_US", limits[i], 1);
+		else
+			unsetenv("STARFA_WAIT_SPIN_US");
+		starfa_options opts;
+		starfa_options_default(&opts);
+		opts.ncpus = 1;
+		opts.ncuda = 0;
+		CHECK_OK(testing_runtime_with(&opts));
+		starfa_tiled *t = NULL;
+		starfa_tiling_options o = {3, 2, 0};
+		CHECK_OK(starfa_tiled_create(S, &o, &t));
+		int64_t tasks[2];
+		for (int rep = 0; rep < 3; rep++)
+			CHECK_OK(sddmm_on(S, t, 8, &rng, tasks, 1));
+		CHECK(tasks[STARFA_WORKER_CPU] == tiles_in(t, 0, 3));
+		/* Read back with no starfa_wait before: the gather's own waits hold the reads back. */
+		for (int rep = 0; rep < 3; rep++)
+			CHECK_OK(sddmm_on(S, t, 24, &rng, tasks, 0));
+		starfa_tiled_free(t);
+		testing_runtime_stop();
+	}
+	setenv("STARFA_WAIT_SPIN_US", "fast", 1);
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncuda = 0;
+	opts.silent = 1;
+	int rc = starfa_init(&opts);
+	unsetenv("STARFA_WAIT_SPIN_US");
+	if (rc == 0)
+		starfa_shutdown();
+	CHECK_MSG(rc == STARFA_EINVAL && strstr(starfa_last_error(), "STARFA_WAIT_SPIN_US"), "starfa_init gave %d: %s", rc,
+		  starfa_last_error());
+	starfa_csr_free(S);
+	return 0;
+}
+
 #ifdef STARFA_USE_CUDA
+/* Every worker of the machine, CPU and CUDA, or the test is skipped. */
+#define SKIP_UNLESS_BOTH_KINDS()                                                                                \
+	do {                                                                                                    \
+		if (!gpu_available())                                                                           \
+			SKIP("no CUDA device");                                                                 \
+		starfa_options all_;                                                                            \
+		starfa_options_default(&all_);                                                                  \
+		CHECK_OK(testing_runtime_with(&all_));                                                          \
+		if (starfa_worker_count(STARFA_WORKER_CPU) == 0 || starfa_worker_count(STARFA_WORKER_CUDA) == 0) \
+			SKIP("needs CPU and CUDA workers");                                                     \
+	} while (0)
+
 /* Two GPU bands and two CPU bands holding 30% of the nonzeros: the cut lands there (within the heaviest
  * rows), each band's tasks run on its kind only, and SDDMM matches the reference. With cpu_bands 0 every
  * task, band or not, runs on the GPUs. */
 TEST(placement_cuda, bands_run_where_placed)
 {
-	if (!gpu_available())
-		SKIP("no CUDA device");
-	starfa_options opts;
-	starfa_options_default(&opts);
-	CHECK_OK(testing_runtime_with(&opts));
-	if (starfa_worker_count(STARFA_WORKER_CPU) == 0 || starfa_worker_count(STARFA_WORKER_CUDA) == 0)
-		SKIP("needs CPU and CUDA workers");
+	SKIP_UNLESS_BOTH_KINDS();
 	uint64_t rng = testing_seed() + 47;
 	starfa_csr *S = testing_random_csr(4000, 3000, 80000, 1.2, &rng);
 	CHECK(S);
@@ -150,14 +207,14 @@ TEST(placement_cuda, bands_run_where_placed)
 	CHECK_MSG(fabs((double)cpu_nnz - 0.3 * (double)S->nnz) <= 2.0 * (double)heaviest,
 		  "the CPU bands hold %lld of %lld nonzeros", (long long)cpu_nnz, (long long)S->nnz);
 	int64_t tasks[2];
-	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks));
+	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks, 1));
 	CHECK_MSG(tasks[STARFA_WORKER_CPU] == tiles_in(t, 2, 4) && tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 2),
 		  "%lld cpu and %lld cuda tasks for %lld and %lld tiles", (long long)tasks[0], (long long)tasks[1],
 		  (long long)tiles_in(t, 2, 4), (long long)tiles_in(t, 0, 2));
 	starfa_tiled_free(t);
 	starfa_tiling_options gpus = {3, 3, 0, 0, 0, 1, 0, 0, 0};
 	CHECK_OK(starfa_tiled_create(S, &gpus, &t));
-	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks));
+	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks, 1));
 	CHECK(tasks[STARFA_WORKER_CPU] == 0 && tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 3));
 	starfa_tiled_free(t);
 	/* The planner with GPUs places every band, two a GPU at the least. */
@@ -166,6 +223,44 @@ TEST(placement_cuda, bands_run_where_placed)
 	CHECK_OK(starfa_plan_tiling("sddmm", (double)S->nnz * 16, (double)S->nnz * 16, 2, &plan, split));
 	CHECK(plan.placed == 1 && plan.row_tiles >= 2 * starfa_worker_count(STARFA_WORKER_CUDA));
 	CHECK(split[0].cuda_bands == 2 * starfa_worker_count(STARFA_WORKER_CUDA));
+	starfa_csr_free(S);
+	return 0;
+}
+
+/* A grid nobody placed is the GPUs' alone where there are GPUs: the automatic one has a tile a GPU, an
+ * explicit one keeps its tiles, and every task runs on a GPU; STARFA_PLACEMENT=any gives the tasks back
+ * to StarPU (the results are the reference's either way). */
+TEST(placement_cuda, unplaced_grids_run_on_gpus)
+{
+	SKIP_UNLESS_BOTH_KINDS();
+	const int64_t gpus = starfa_worker_count(STARFA_WORKER_CUDA);
+	uint64_t rng = testing_seed() + 59;
+	starfa_csr *S = testing_random_csr(6000, 5000, 200000, 1.0, &rng);
+	CHECK(S);
+	starfa_tiled *t = NULL;
+	int64_t tasks[2];
+	CHECK_OK(starfa_tiled_create(S, NULL, &t));
+	const int64_t tiles = starfa_tiled_row_tiles(t) * starfa_tiled_col_tiles(t);
+	CHECK_MSG(tiles >= gpus && tiles < 2 * gpus + 2, "%lld tiles for %lld GPUs", (long long)tiles, (long long)gpus);
+	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks, 1));
+	CHECK(tasks[STARFA_WORKER_CPU] == 0 && tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, starfa_tiled_row_tiles(t)));
+	starfa_tiled_free(t);
+	starfa_tiling_options o = {4, 3, 0};
+	CHECK_OK(starfa_tiled_create(S, &o, &t));
+	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks, 1));
+	CHECK(tasks[STARFA_WORKER_CPU] == 0 && tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 4));
+	starfa_tiled_free(t);
+	setenv("STARFA_PLACEMENT", "any", 1);
+	int rc = starfa_tiled_create(S, &o, &t);
+	unsetenv("STARFA_PLACEMENT");
+	CHECK_OK(rc);
+	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks, 1));
+	CHECK(tasks[STARFA_WORKER_CPU] + tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 4));
+	starfa_tiled_free(t);
+	setenv("STARFA_PLACEMENT", "everywhere", 1);
+	rc = starfa_tiled_create(S, &o, &t);
+	unsetenv("STARFA_PLACEMENT");
+	CHECK(rc == STARFA_EINVAL && t == NULL && strstr(starfa_last_error(), "STARFA_PLACEMENT"));
 	starfa_csr_free(S);
 	return 0;
 }

@@ -101,6 +101,9 @@ int testing_runtime_with(const starfa_options *opts);
 /* The same with one kind of worker alone (CPU cores or GPUs), so that a test body checks that kind's
  * kernels through the task graph. */
 int testing_runtime_only(starfa_worker_kind kind);
+/* Stops the runtime a testing_runtime* call started (the next one starts it afresh, reading the
+ * environment again). */
+void testing_runtime_stop(void);
 /* CPU workers alone, ncpus of them (more than the cores are fine: they then share them). */
 int testing_runtime_cpus(int ncpus);
 

@@ -1,0 +1,121 @@
+/* Waits that spin briefly before they sleep (runtime/sync.h). */
+#include "runtime/sync.h"
+#include "runtime/internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+static long spin_ns = STARFA_WAIT_SPIN_DEFAULT_US * 1000L;
+static int spin_on;
+
+void starfa_wait_spin_enable(int on)
+{
+	spin_on = on;
+}
+
+int starfa_wait_spin_configure(void)
+{
+	const char *env = getenv("STARFA_WAIT_SPIN_US");
+	spin_ns = STARFA_WAIT_SPIN_DEFAULT_US * 1000L;
+	if (!env || !*env)
+		return 0;
+	char *end = NULL;
+	errno = 0;
+	long us = strtol(env, &end, 10);
+	if (errno || *end || us < 0 || us > 1000000)
+		return starfa_set_error(STARFA_EINVAL, "STARFA_WAIT_SPIN_US must be a number of microseconds in [0, 1000000], "
+						       "not '%s'",
+					env);
+	spin_ns = us * 1000L;
+	return 0;
+}
+
+static long elapsed_ns(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
+static inline void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* Polls done() until it holds or the spin limit passes. Returns whether it held. */
+static int spin(int (*done)(void *), void *arg)
+{
+	if (!spin_on || spin_ns <= 0)
+		return done(arg);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (done(arg))
+			return 1;
+		if (elapsed_ns(&t0) >= spin_ns)
+			return 0;
+		for (int i = 0; i < 32; i++)
+			relax();
+	}
+}
+
+static int no_tasks_left(void *arg)
+{
+	(void)arg;
+	return starpu_task_nsubmitted() == 0;
+}
+
+int starfa_wait(void)
+{
+	spin(no_tasks_left, NULL); /* then StarPU's own wait, at once when nothing is left */
+	int ret = starpu_task_wait_for_all();
+	if (ret != 0)
+		return starfa_set_error(STARFA_ERUNTIME, "starpu_task_wait_for_all failed: %s", strerror(-ret));
+	return 0;
+}
+
+struct acquisition {
+	atomic_int done;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+/* StarPU calls this once the data is ours (in a worker's thread, or in the caller's at once). */
+static void acquired(void *arg)
+{
+	struct acquisition *a = arg;
+	pthread_mutex_lock(&a->lock);
+	atomic_store(&a->done, 1);
+	pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->lock);
+}
+
+static int is_acquired(void *arg)
+{
+	return atomic_load(&((struct acquisition *)arg)->done);
+}
+
+int starfa_acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
+{
+	struct acquisition a;
+	atomic_init(&a.done, 0);
+	pthread_mutex_init(&a.lock, NULL);
+	pthread_cond_init(&a.cond, NULL);
+	int ret = starpu_data_acquire_cb(handle, mode, acquired, &a);
+	if (ret == 0) {
+		spin(is_acquired, &a);
+		/* Taking the lock also waits for acquired() to leave it before the mutex goes. */
+		pthread_mutex_lock(&a.lock);
+		while (!atomic_load(&a.done))
+			pthread_cond_wait(&a.cond, &a.lock);
+		pthread_mutex_unlock(&a.lock);
+	}
+	pthread_cond_destroy(&a.cond);
+	pthread_mutex_destroy(&a.lock);
+	return ret;
+}
