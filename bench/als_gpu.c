@@ -513,10 +513,10 @@ static int dump_matrix(const starfa_csr *c, const char *path)
 	return 0;
 }
 
-static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda, int ncpus)
+static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 {
 	char cpus[32] = "no CPU workers";
-	ncpus = starfa_worker_count(STARFA_WORKER_CPU);
+	const int ncpus = starfa_worker_count(STARFA_WORKER_CPU); /* what starfa_init started */
 	if (ncpus > 0)
 		snprintf(cpus, sizeof cpus, "%d CPU worker%s", ncpus, ncpus > 1 ? "s" : "");
 	out("\n### Training iterations through StarPU (%d GPU%s, %s, scheduler %s)\n\n", ncuda, ncuda == 1 ? "" : "s",
@@ -708,7 +708,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "starfa_als_bench: %s\n", starfa_last_error());
 				return 1;
 			}
-			training(coo, rank, iters, gpus[g], ncpus);
+			training(coo, rank, iters, gpus[g]);
 			starfa_shutdown();
 		}
 		starfa_coo_free(coo);

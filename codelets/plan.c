@@ -116,8 +116,9 @@ static double sweep_us(const struct curve *cpu, const struct curve *cuda, double
 	return fmax(*gpu_us, *cpu_us);
 }
 
-/* The split of one sweep; mode: 0 computed, 1 the GPUs alone (the prediction is still made). */
-static void plan_side(const struct curve *cpu, const struct curve *cuda, double cost, int64_t per_gpu, int mode,
+/* The split of one sweep: computed under STARFA_PLACE_SPLIT, the GPUs alone otherwise (the prediction is
+ * still made). */
+static void plan_side(const struct curve *cpu, const struct curve *cuda, double cost, int64_t per_gpu, starfa_placement mode,
 		      starfa_split *out)
 {
 	int ngpu = starpu_cuda_worker_get_count(), ncpu = starpu_cpu_worker_get_count();
@@ -128,7 +129,7 @@ static void plan_side(const struct curve *cpu, const struct curve *cuda, double 
 		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, ngpu, ncpu, per_gpu, &g, &c) * 1e-3;
 	if (cpu->n > 0 && ncpu > 0)
 		out->cpu_ms = predict(cpu, cost / ncpu) * 1e-3;
-	if (mode == 1 || !out->calibrated || ncpu == 0 || !(cost > 0))
+	if (mode != STARFA_PLACE_SPLIT || !out->calibrated || ncpu == 0 || !(cost > 0))
 		return;
 	/* The cores' time grows with s and the GPUs' shrinks: bisect for where they meet. */
 	double lo = 0, hi = 1;
@@ -165,17 +166,16 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 		return starfa_set_error(STARFA_EINVAL, "starfa_plan_tiling: no operation '%s'", operation);
 	/* The default is the GPUs alone: the split measured slower than the GPU alone where it was tried on
 	 * large inputs (bench/PLACEMENT.md), so it is asked for, not assumed. */
-	starfa_placement placement;
-	int rc = starfa_placement_mode(&placement);
+	starfa_placement mode;
+	int rc = starfa_placement_mode(&mode);
 	if (rc)
 		return rc;
-	const int mode = placement == STARFA_PLACE_SPLIT ? 0 : placement == STARFA_PLACE_ANY ? 2 : 1;
 	starfa_split local[2];
 	if (!split)
 		split = local;
 	memset(split, 0, 2 * sizeof *split);
 	int ngpu = starpu_cuda_worker_get_count();
-	if (ngpu == 0 || mode == 2) {
+	if (ngpu == 0 || mode == STARFA_PLACE_ANY) {
 		/* No GPU, or StarPU places everything: the caller's own band count. */
 		split[0].cuda_ms = split[0].cpu_ms = split[0].split_ms = NAN;
 		split[1] = split[0];

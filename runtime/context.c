@@ -45,22 +45,6 @@ static void blas_threads_restore(void)
 	blas_set_threads = NULL;
 }
 
-/* dmda where there will be GPUs: every codelet has a perfmodel, and the models choose between a
- * core and a GPU. With cores alone they have nothing to choose between, and dmda's placement at
- * submission, from predictions that are off for ALS's unequal bands, lost to work stealing: lws
- * was 3-10% faster on SDDMM and 0-15% on ALS on two cores (bench/ALS.md). */
-static const char *default_scheduler(const struct starpu_conf *conf)
-{
-#ifdef STARFA_USE_CUDA
-	int gpus = 0;
-	if (conf->ncuda != 0 && cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0)
-		return "dmda";
-#else
-	(void)conf;
-#endif
-	return "lws";
-}
-
 static int gpus_present(const struct starpu_conf *conf)
 {
 #ifdef STARFA_USE_CUDA
@@ -206,16 +190,21 @@ int starfa_init(const starfa_options *opts)
 		conf.ncpus = opts->ncpus;
 	if (opts->ncuda >= 0)
 		conf.ncuda = opts->ncuda;
+	/* The default scheduler is dmda where there will be GPUs: every codelet has a perfmodel, and the
+	 * models choose between a core and a GPU. With cores alone they have nothing to choose between, and
+	 * dmda's placement at submission, from predictions that are off for ALS's unequal bands, lost to
+	 * work stealing: lws was 3-10% faster on SDDMM and 0-15% on ALS on two cores (bench/ALS.md). */
+	const int gpus = gpus_present(&conf), cores = online_cores();
 	if (opts->scheduler)
 		conf.sched_policy_name = opts->scheduler;
 	else if (!getenv("STARPU_SCHED"))
-		conf.sched_policy_name = default_scheduler(&conf);
+		conf.sched_policy_name = gpus ? "dmda" : "lws";
 	if (opts->calibrate >= 0)
 		conf.calibrate = opts->calibrate;
 	/* With GPUs, one core stays out of the CPU workers for the thread that submits the graph (and
 	 * waits for it), unless the CPU worker count was given: with a worker spinning on every core, that
 	 * thread shared a core with one and lost scheduler ticks to it (bench/PLACEMENT.md). */
-	if (conf.ncpus < 0 && conf.reserve_ncpus <= 0 && online_cores() >= 4 && gpus_present(&conf))
+	if (conf.ncpus < 0 && conf.reserve_ncpus <= 0 && cores >= 4 && gpus)
 		conf.reserve_ncpus = 1;
 	/* StarPU's OpenCL and accelerator drivers are not used by starfa. */
 	conf.nopencl = 0;
@@ -261,7 +250,7 @@ int starfa_init(const starfa_options *opts)
 	}
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
 	/* The waits poll before they sleep only where a core is left to this thread (runtime/sync.h). */
-	starfa_wait_spin_enable((int)(starpu_cpu_worker_get_count() + starpu_cuda_worker_get_count()) < online_cores());
+	starfa_wait_spin_enable((int)(starpu_cpu_worker_get_count() + starpu_cuda_worker_get_count()) < cores);
 	blas_single_thread();
 #ifdef STARFA_USE_CUDA
 	/* A cuSPARSE handle per CUDA worker, bound to its stream, for codelets that call cuSPARSE. */
