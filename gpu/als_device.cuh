@@ -24,11 +24,7 @@
 
 #include "cpu/solve.h" /* the status words */
 
-#include <mma.h>
-
 #include <cfloat>
-
-using namespace nvcuda;
 
 namespace {
 
@@ -49,21 +45,32 @@ __host__ __device__ inline int64_t padded(int64_t k)
  *   U   max(kp x lda, 4 x kChunk x kp) floats: the system, or the gathered chunk (the A operand) and
  *       its weighted copy (the B operand), each split into TF32 high and low parts
  *   vec 5 x kp floats: b, x, r, p, q
+ *   part kWarps x kp floats, each warp's partial product of a matvec: in U after the system where the
+ *       chunks leave room, else after vec; none without chunks (the stored systems' solve keeps its
+ *       occupancy and runs the one-thread-a-row product)
  *   red 2 x kWarps floats, then the tiles' starts and prefix sums (2 x (MAX_TILES + 1) uint32)  */
 struct Layout {
 	int kp, lda;
-	size_t u, vec, red, rs, pre, bytes;
+	size_t u, vec, part, red, rs, pre, bytes;
+	bool has_part;
 };
 
 __host__ __device__ inline Layout layout(int kp, bool chunks_too = true)
 {
 	Layout L;
 	L.kp = kp;
-	L.lda = kp + 4; /* a multiple of 4 (wmma), and rows 16 bytes off one another's banks */
+	L.lda = kp + 4; /* a multiple of 4 (16-byte rows), and rows 16 bytes off one another's banks */
 	size_t sys = (size_t)kp * L.lda, chunks = chunks_too ? 4 * (size_t)kChunk * kp : 0;
 	L.u = 0;
 	L.vec = L.u + (sys > chunks ? sys : chunks) * sizeof(float);
 	L.red = L.vec + 5 * (size_t)kp * sizeof(float);
+	const size_t part = (size_t)kWarps * kp;
+	L.has_part = chunks_too;
+	L.part = L.u + sys * sizeof(float);
+	if (chunks_too && chunks < sys + part) {
+		L.part = L.red;
+		L.red += part * sizeof(float);
+	}
 	L.rs = L.red + 2 * kWarps * sizeof(float);
 	L.pre = L.rs + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
 	L.bytes = L.pre + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
@@ -71,7 +78,7 @@ __host__ __device__ inline Layout layout(int kp, bool chunks_too = true)
 }
 
 struct Shared {
-	float *U, *b, *x, *r, *p, *q;
+	float *U, *b, *x, *r, *p, *q, *part;
 	float *red;
 	uint32_t *rs, *pre;
 	int kp, lda;
@@ -89,6 +96,7 @@ __device__ inline Shared carve(unsigned char *base, int kp, bool chunks_too = tr
 	s.r = s.x + kp;
 	s.p = s.r + kp;
 	s.q = s.p + kp;
+	s.part = L.has_part ? (float *)(base + L.part) : nullptr;
 	s.red = (float *)(base + L.red);
 	s.rs = (uint32_t *)(base + L.rs);
 	s.pre = (uint32_t *)(base + L.pre);
@@ -114,9 +122,12 @@ template <int FPW> struct Acc {
 	float c[FPW][2][4];
 };
 
+/* x rounded to TF32 (nearest, ties away from zero), as bits: the half-ulp add carries into the kept
+ * bits, the mask drops the rest. Bit for bit what cvt.rna.tf32.f32 gives for finite x, in two integer
+ * instructions (the conversion itself compiles to a longer sequence on sm_90). */
 __device__ inline uint32_t tf32_bits(float x)
 {
-	return __float_as_uint(wmma::__float_to_tf32(x));
+	return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
 }
 
 /* d += a b on the tensor cores: m16n8k8, TF32 inputs, float32 accumulation. */
@@ -129,22 +140,26 @@ __device__ inline void mma_tf32(float (&d)[4], const uint4 &a, const uint2 &b)
 }
 
 /* The chunk in shared memory, in the order the mma.sync fragments are read: for each k-step (8 entries)
- * and 16-row block I of the A operand (the chunk transposed), 32 lanes x 4 words (a0..a3 of that lane:
- * one 16-byte load); for each k-step and 8-column block J of the B operand (the chunk, weighted), 32
- * lanes x 2 words. Lane slots are XOR-swizzled so that the stores of a gathered row (lanes along k)
- * meet at most two to a bank, while each lane's load stays one aligned vector. Element (e, d) of the
- * chunk: */
+ * and 16-row block I of the A operand (the chunk transposed), 32 lanes x 4 words of TF32 high parts
+ * (a0..a3 of that lane: one 16-byte load), then the same for the low parts; for each k-step and
+ * 8-column block J of the B operand (the chunk, weighted), 32 lanes x 2 words of high parts, then of
+ * low parts. A fragment's low part is thus a fixed 512 (A) or 256 (B) bytes after its high part: one
+ * address for both loads. Lane slots are XOR-swizzled so that the stores of a gathered row (lanes along
+ * k) meet at most two to a bank, while each lane's load stays one aligned vector. Element (e, d) of the
+ * chunk, high part (word index; the A part first, the B part after it): */
+constexpr int kLoA = 128, kLoB = 64; /* words from a high part to its low part */
+
 __device__ inline int a_slot(int e, int d, int nb)
 {
 	const int kk = e & 7, r = d & 15, lane = (r & 7) * 4 + (kk & 3), slot = lane ^ ((lane >> 3) & 3);
-	return ((((e >> 3) * nb + (d >> 4)) * 32 + slot) << 2) + ((kk >> 2) << 1) + (r >> 3);
+	return (((e >> 3) * nb + (d >> 4)) << 8) + (slot << 2) + ((kk >> 2) << 1) + (r >> 3);
 }
 
 __device__ inline int b_slot(int e, int d, int nb2)
 {
 	const int kk = e & 7, J = d >> 3, lane = (d & 7) * 4 + (kk & 3);
 	const int slot = lane ^ (((lane >> 4) & 1) << 1) ^ (J & 3);
-	return ((((e >> 3) * nb2 + J) * 32 + slot) << 1) + (kk >> 2);
+	return (((e >> 3) * nb2 + J) << 7) + (slot << 1) + (kk >> 2);
 }
 
 /* The upper fragments (bi <= bj) in the order rows 0, nb-1, 1, nb-2, ... each left to right, cut into
@@ -228,30 +243,60 @@ template <int LANES> __device__ inline void gather(float (&v)[kPer][LANES], cons
 
 /* Sums entries [begin, end) of row u (in the sources' order) into the warp's blocks of the Gram sum
  * (acc). With a right-hand side (modes 0 and 1), column k of the B operand holds each entry's target
- * instead of zero padding, so column k of the sum is b_u (kp must exceed k). The sources' starts and prefix sums are in s.rs and s.pre. Software-
- * pipelined: while the tensor cores work on chunk c from shared memory, the loads of chunk c + 1's
- * theta rows and of chunk c + 2's column indices are in flight. Ends with a __syncthreads(), so s.U is
- * free. */
-template <int FPW, int LANES>
+ * instead of zero padding, so column k of the sum is b_u (kp must exceed k). The sources' starts and
+ * prefix sums are in s.rs and s.pre. PRECISE: 3xTF32, else TF32. Software-pipelined: while the tensor
+ * cores work on chunk c from shared memory, the loads of chunk c + 1's theta rows and of chunk c + 2's
+ * column indices are in flight. Ends with a __syncthreads(), so s.U is free.
+ *
+ * The kernel is bound by instruction issue, so everything that does not change from chunk to chunk is
+ * computed once: a warp stores entries warp + j kWarps of a chunk, so an entry's position within its
+ * k-step (e & 7) is the warp's number, and a lane's slot in the A and B parts is a fixed base plus j
+ * and l (its 32-lane pass over the row) times constant strides; each of the warp's fragments reads at a
+ * fixed offset plus the k-step's stride. */
+template <int FPW, int LANES, bool PRECISE>
 __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, const Weights &wt, uint32_t begin,
-			  uint32_t end, bool precise, Acc<FPW> &acc)
+			  uint32_t end, Acc<FPW> &acc)
 {
+	static_assert(kWarps == 8, "a warp's entries share their position in a k-step (e & 7 == warp)");
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int kp = s.kp, nb = kp / 16, nb2 = kp / 8;
-	const bool weighted = wt.mode == 1 || wt.mode == 2, rhs = wt.mode <= 1;
-	/* Split once into TF32 parts as it is stored: x = hi + lo. */
-	const int part = kChunk * kp;
-	uint32_t *aHi = (uint32_t *)s.U, *aLo = aHi + part, *bHi = aLo + part, *bLo = bHi + part;
-	int fbi[FPW], fbj[FPW];
+	const bool weighted = wt.mode == 1 || wt.mode == 2;
+	const int target_col = wt.mode <= 1 ? (int)k : -1; /* the B column that holds the targets, if any */
+	/* Split once into TF32 parts as it is stored: x = hi + lo. The A part, then the B part. */
+	uint32_t *const A = (uint32_t *)s.U, *const B = A + 2 * kChunk * kp;
+	/* One k-step's A part (nb blocks x 2 x 32 lanes x 4 words) and B part (nb2 x 2 x 32 x 2) are both
+	 * nb * 256 words; one 32-lane pass over a theta row moves two A blocks and four B blocks on: 512. */
+	const int step_words = nb * 256;
+	const int store_a0 = a_slot(warp, lane, nb), store_b0 = b_slot(warp, lane, nb2);
+	int nfrag = 0, frag_a[FPW], frag_b[FPW][2];
+	unsigned new_row = 0; /* fragments whose A operand differs from the previous fragment's */
+	{
+		const int sa = lane ^ ((lane >> 3) & 3), sb = lane ^ (((lane >> 4) & 1) << 1);
+		int prev = -1;
 #pragma unroll
-	for (int i = 0; i < FPW; i++) {
-		if (!warp_fragment(i, nb, &fbi[i], &fbj[i]))
-			fbi[i] = fbj[i] = -1;
+		for (int i = 0; i < FPW; i++) {
+			int bi, bj;
+			frag_a[i] = frag_b[i][0] = frag_b[i][1] = 0;
+			if (!warp_fragment(i, nb, &bi, &bj))
+				continue; /* the valid fragments are a prefix */
+			nfrag = i + 1;
+			frag_a[i] = (bi << 8) + (sa << 2);
+			if (bi != prev)
+				new_row |= 1u << i;
+			prev = bi;
 #pragma unroll
-		for (int h = 0; h < 2; h++)
+			for (int h = 0; h < 2; h++) {
+				const int J = 2 * bj + h;
+				frag_b[i][h] = (J << 7) + ((sb ^ (J & 3)) << 1);
+			}
+		}
 #pragma unroll
-			for (int q = 0; q < 4; q++)
-				acc.c[i][h][q] = 0.0f;
+		for (int i = 0; i < FPW; i++)
+#pragma unroll
+			for (int h = 0; h < 2; h++)
+#pragma unroll
+				for (int q = 0; q < 4; q++)
+					acc.c[i][h][q] = 0.0f;
 	}
 	float v[kPer][LANES];
 	EntryInfo cur = entry_info(s, src, wt, begin, end);
@@ -259,23 +304,28 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 	EntryInfo nxt = entry_info(s, src, wt, begin + kChunk, end);
 	for (uint32_t g0 = begin; g0 < end; g0 += kChunk) {
 		const uint32_t cnt = end - g0 < (uint32_t)kChunk ? end - g0 : (uint32_t)kChunk;
+		/* Where register pressure is high (the fused kernel), the compiler would rather recompute the
+		 * two store bases from the thread index, twenty instructions, at every store than keep them:
+		 * an empty asm that "changes" them makes recomputing impossible. */
+		int store_a = store_a0, store_b = store_b0;
+		asm volatile("" : "+r"(store_a), "+r"(store_b));
 		/* chunk c from registers into shared memory (the previous chunk's readers are done) */
 #pragma unroll
 		for (int j = 0; j < kPer; j++) {
-			const int e = warp + j * kWarps;
-			const float w = __shfl_sync(0xffffffffu, cur.w, j), t = __shfl_sync(0xffffffffu, cur.t, j);
+			const float t = __shfl_sync(0xffffffffu, cur.t, j);
+			const float w = weighted ? __shfl_sync(0xffffffffu, cur.w, j) : 1.0f;
 #pragma unroll
 			for (int l = 0; l < LANES; l++) {
 				const int d = lane + 32 * l;
 				if (d < kp) {
-					const float x = v[j][l], y = rhs && d == k ? t : weighted ? w * x : x;
+					const float x = v[j][l], y = d == target_col ? t : w * x;
 					const uint32_t xh = tf32_bits(x), yh = tf32_bits(y);
-					const int ia = a_slot(e, d, nb), ib = b_slot(e, d, nb2);
-					aHi[ia] = xh;
-					bHi[ib] = yh;
-					if (precise) {
-						aLo[ia] = tf32_bits(x - __uint_as_float(xh));
-						bLo[ib] = tf32_bits(y - __uint_as_float(yh));
+					const int ia = store_a + j * step_words + 512 * l, ib = store_b + j * step_words + 512 * l;
+					A[ia] = xh;
+					B[ib] = yh;
+					if (PRECISE) {
+						A[ia + kLoA] = tf32_bits(x - __uint_as_float(xh));
+						B[ib + kLoB] = tf32_bits(y - __uint_as_float(yh));
 					}
 				}
 			}
@@ -287,27 +337,25 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 			nxt = entry_info(s, src, wt, g0 + 2 * kChunk, end);
 		}
 		const int steps = (int)((cnt + 7) / 8);
-		const int sa = lane ^ ((lane >> 3) & 3), sb = lane ^ (((lane >> 4) & 1) << 1);
-		for (int st = 0; st < steps; st++) {
-			uint4 ah = make_uint4(0, 0, 0, 0), al = make_uint4(0, 0, 0, 0);
-			int row = -1; /* the block row whose A fragment is loaded */
+		const uint32_t *a = A, *b = B;
+		for (int st = 0; st < steps; st++, a += step_words, b += step_words) {
+			uint4 ah, al;
 #pragma unroll
 			for (int i = 0; i < FPW; i++) {
-				if (fbi[i] < 0)
-					continue;
-				if (fbi[i] != row) {
-					const int ia = ((st * nb + fbi[i]) * 32 + sa) << 2;
-					ah = *(const uint4 *)(aHi + ia);
-					if (precise)
-						al = *(const uint4 *)(aLo + ia);
-					row = fbi[i];
+				if (i >= nfrag)
+					break;
+				if (i == 0 || (new_row >> i & 1)) {
+					const uint32_t *pa = a + frag_a[i];
+					ah = *(const uint4 *)pa;
+					if (PRECISE)
+						al = *(const uint4 *)(pa + kLoA);
 				}
 #pragma unroll
 				for (int h = 0; h < 2; h++) {
-					const int J = 2 * fbj[i] + h, ib = ((st * nb2 + J) * 32 + (sb ^ (J & 3))) << 1;
-					const uint2 bh = *(const uint2 *)(bHi + ib);
-					if (precise) {
-						const uint2 bl = *(const uint2 *)(bLo + ib);
+					const uint32_t *pb = b + frag_b[i][h];
+					const uint2 bh = *(const uint2 *)pb;
+					if (PRECISE) {
+						const uint2 bl = *(const uint2 *)(pb + kLoB);
 						mma_tf32(acc.c[i][h], al, bh);
 						mma_tf32(acc.c[i][h], ah, bl);
 					}
@@ -449,23 +497,53 @@ __device__ int solve_ldlt(const Shared &s, int k)
 	return 0;
 }
 
-/* q = M p with M full symmetric in s.U (column c read as row c: consecutive threads, consecutive banks). */
-__device__ inline void matvec(const Shared &s, int k, const float *p, float *q)
+/* q = M p with M full symmetric in s.U: warp w sums rows c = w, w + kWarps, ... (row c is column c),
+ * lanes along the row (consecutive banks), and the warps' partial sums meet in s.part. Each thread runs
+ * k / kWarps multiply-adds a lane pass where a thread a row of the product runs k (the fallback). */
+template <int LANES, bool SPLIT> __device__ inline void matvec(const Shared &s, int k, const float *p, float *q)
 {
+	if (!SPLIT) { /* no room for the partial sums (the stored systems' solve): a thread a row */
+		for (int i = threadIdx.x; i < k; i += kThreads) {
+			float sum = 0.0f;
+			for (int c = 0; c < k; c++)
+				sum += s.U[c * s.lda + i] * p[c];
+			q[i] = sum;
+		}
+		__syncthreads();
+		return;
+	}
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	float acc[LANES];
+#pragma unroll
+	for (int l = 0; l < LANES; l++)
+		acc[l] = 0.0f;
+	for (int c = warp; c < k; c += kWarps) {
+		const float pc = p[c], *row = s.U + c * s.lda;
+#pragma unroll
+		for (int l = 0; l < LANES; l++)
+			if (lane + 32 * l < k)
+				acc[l] += row[lane + 32 * l] * pc;
+	}
+#pragma unroll
+	for (int l = 0; l < LANES; l++)
+		if (lane + 32 * l < k)
+			s.part[warp * s.kp + lane + 32 * l] = acc[l];
+	__syncthreads();
 	for (int i = threadIdx.x; i < k; i += kThreads) {
 		float sum = 0.0f;
-		for (int c = 0; c < k; c++)
-			sum += s.U[c * s.lda + i] * p[c];
+#pragma unroll
+		for (int w = 0; w < kWarps; w++)
+			sum += s.part[w * s.kp + i];
 		q[i] = sum;
 	}
 	__syncthreads();
 }
 
 /* cpu/cg.h's steps, from s.x (loaded by the caller), on the resident system. Same returns. */
-__device__ int solve_cg(const Shared &s, int k, int steps)
+template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k, int steps)
 {
 	const int tid = threadIdx.x;
-	matvec(s, k, s.x, s.q);
+	matvec<LANES, SPLIT>(s, k, s.x, s.q);
 	float rr = 0.0f, bb = 0.0f;
 	for (int d = tid; d < k; d += kThreads) {
 		float r = s.b[d] - s.q[d];
@@ -480,7 +558,7 @@ __device__ int solve_cg(const Shared &s, int k, int steps)
 		return 2;
 	const float done = 16.0f * FLT_EPSILON * FLT_EPSILON * (rs > bsq ? rs : bsq);
 	for (int step = 0; step < steps && rs > done; step++) {
-		matvec(s, k, s.p, s.q);
+		matvec<LANES, SPLIT>(s, k, s.p, s.q);
 		float pq = 0.0f;
 		for (int d = tid; d < k; d += kThreads)
 			pq += s.p[d] * s.q[d];
@@ -508,8 +586,9 @@ __device__ int solve_cg(const Shared &s, int k, int steps)
 }
 
 /* Solves the finished system in s.U with right-hand side s.b into x_u (global, warm start for CG) and
- * records a failure the way cpu/solve.c does. */
-template <int LANES>
+ * records a failure the way cpu/solve.c does. SPLIT: CG's products split the rows over the warps (needs
+ * s.part, which blocks with chunks have). */
+template <int LANES, bool SPLIT>
 __device__ __noinline__ void solve_and_store(const Shared &s, int k, bool finite_a, int64_t u, bool cholesky, int cg_steps,
 				float *x, uint32_t *status)
 {
@@ -525,7 +604,7 @@ __device__ __noinline__ void solve_and_store(const Shared &s, int k, bool finite
 		for (int d = tid; d < k; d += kThreads)
 			s.x[d] = x[d];
 		__syncthreads();
-		failed = solve_cg(s, k, cg_steps);
+		failed = solve_cg<LANES, SPLIT>(s, k, cg_steps);
 	}
 	if (!cholesky || !failed)
 		for (int d = tid; d < k; d += kThreads)

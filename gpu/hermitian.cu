@@ -12,14 +12,14 @@ namespace {
 struct HermitianArgs {
 	starfa_cuda_rowsolve_tile tile;
 	int64_t k;
-	int weighted, accumulate, fp16, precise;
+	int weighted, accumulate, fp16;
 	float alpha;
 	const float *scale;
 	int64_t scale_ld;
 	void *A;
 };
 
-template <int FPW, int LANES>
+template <int FPW, int LANES, bool PRECISE>
 __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) hermitian_kernel(const __grid_constant__ HermitianArgs a)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
@@ -30,31 +30,35 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) hermitian_kernel(c
 	row_sources(s, src, u);
 	const Weights wt = {a.weighted ? 2 : 3, a.alpha, 0.0f};
 	Acc<FPW> acc;
-	gram_rows<FPW, LANES>(s, src, a.k, wt, 0, s.pre[1], a.precise != 0, acc);
+	gram_rows<FPW, LANES, PRECISE>(s, src, a.k, wt, 0, s.pre[1], acc);
 	store_blocks<FPW>(acc, kp / 16, s.U, s.lda, true);
 	__syncthreads();
 	const float inv = a.scale ? 1.0f / __ldg(a.scale + u * a.scale_ld) : 1.0f;
 	const size_t base = (size_t)u * k * k;
-	for (int idx = tid; idx < k * k; idx += kThreads) {
-		float v = s.U[(idx / k) * s.lda + idx % k] * inv;
-		if (a.fp16) {
-			__half *A = (__half *)a.A + base + idx;
-			if (a.accumulate)
-				v += __half2float(*A);
-			*A = __float2half_rn(v);
-		} else {
-			float *A = (float *)a.A + base + idx;
-			*A = a.accumulate ? *A + v : v;
+	const int lane = tid & 31, warp = tid >> 5;
+	for (int r = warp; r < k; r += kWarps) /* a warp a row: coalesced stores, no division */
+		for (int c = lane; c < k; c += 32) {
+			const size_t idx = (size_t)r * k + c;
+			float v = s.U[r * s.lda + c] * inv;
+			if (a.fp16) {
+				__half *A = (__half *)a.A + base + idx;
+				if (a.accumulate)
+					v += __half2float(*A);
+				*A = __float2half_rn(v);
+			} else {
+				float *A = (float *)a.A + base + idx;
+				*A = a.accumulate ? *A + v : v;
+			}
 		}
-	}
 }
 
-template <int FPW, int LANES> cudaError_t launch_hermitian(const HermitianArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
+template <int FPW, int LANES, bool PRECISE>
+cudaError_t launch_hermitian(const HermitianArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
 {
-	cudaError_t err = prepare(hermitian_kernel<FPW, LANES>, bytes);
+	cudaError_t err = prepare(hermitian_kernel<FPW, LANES, PRECISE>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	hermitian_kernel<FPW, LANES><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
+	hermitian_kernel<FPW, LANES, PRECISE><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
 	return cudaGetLastError();
 }
 
@@ -69,11 +73,13 @@ extern "C" cudaError_t starfa_cuda_hermitian(int64_t nrows, const uint32_t *rowp
 		return cudaErrorInvalidValue;
 	if (nrows == 0)
 		return cudaSuccess;
-	HermitianArgs a = {{rowptr, colind, val, theta, nullptr, ld}, k, weighted, accumulate, fp16,
-			   precision == STARFA_CUDA_GRAM_3XTF32, alpha, scale, scale_ld, A};
+	HermitianArgs a = {{rowptr, colind, val, theta, nullptr, ld}, k, weighted, accumulate, fp16, alpha, scale,
+			   scale_ld, A};
+	const bool precise = precision == STARFA_CUDA_GRAM_3XTF32;
 	const int kp = (int)padded(k);
 	const size_t bytes = layout(kp).bytes;
-#define LAUNCH(F, L) launch_hermitian<F, L>(a, nrows, bytes, stream)
+#define LAUNCH(F, L) (precise ? launch_hermitian<F, L, true>(a, nrows, bytes, stream) \
+			     : launch_hermitian<F, L, false>(a, nrows, bytes, stream))
 	return STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
 }

@@ -25,7 +25,7 @@ __host__ __device__ inline int rowsolve_kp(int64_t k)
 	return (int)padded(k + 1);
 }
 
-template <int FPW, int LANES>
+template <int FPW, int LANES, bool PRECISE>
 __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
 							   Partials parts, uint32_t *status)
 {
@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 	row_sources(s, src, u);
 	const Weights wt = {pb.implicit ? 1 : 0, pb.alpha, pb.mu};
 	Acc<FPW> acc;
-	gram_rows<FPW, LANES>(s, src, pb.k, wt, begin, end, pb.precision == STARFA_CUDA_GRAM_3XTF32, acc);
+	gram_rows<FPW, LANES, PRECISE>(s, src, pb.k, wt, begin, end, acc);
 	if (nparts > 1) {
 		/* A segment: write the partial sums; the row's last segment to finish goes on. */
 		store_blocks<FPW>(acc, kp / 16, parts.A + (size_t)part * kp * kp, kp, false);
@@ -69,17 +69,17 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 		s.b[d] = d < k ? s.U[d * s.lda + k] : 0.0f;
 	__syncthreads();
 	const bool finite_a = finish_system(s, k, __ldg(pb.lambda + (int64_t)u * pb.info_ld), pb.G);
-	solve_and_store<LANES>(s, k, finite_a, u, pb.cholesky != 0, pb.cg_steps, pb.X + (int64_t)u * pb.ldx, status);
+	solve_and_store<LANES, true>(s, k, finite_a, u, pb.cholesky != 0, pb.cg_steps, pb.X + (int64_t)u * pb.ldx, status);
 }
 
-template <int FPW, int LANES>
+template <int FPW, int LANES, bool PRECISE>
 cudaError_t launch_rowsolve(const starfa_cuda_rowsolve *pb, Partials parts, uint32_t *status, size_t bytes,
 			    cudaStream_t stream)
 {
-	cudaError_t err = prepare(rowsolve_kernel<FPW, LANES>, bytes);
+	cudaError_t err = prepare(rowsolve_kernel<FPW, LANES, PRECISE>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	rowsolve_kernel<FPW, LANES><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, status);
+	rowsolve_kernel<FPW, LANES, PRECISE><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, status);
 	return cudaGetLastError();
 }
 
@@ -107,7 +107,8 @@ extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, 
 		err = cudaMemsetAsync(parts.counter, 0, (size_t)pb->nparts * sizeof(unsigned), stream);
 	}
 	if (err == cudaSuccess) {
-#define LAUNCH(F, L) launch_rowsolve<F, L>(pb, parts, status, bytes, stream)
+#define LAUNCH(F, L) (pb->precision == STARFA_CUDA_GRAM_3XTF32 ? launch_rowsolve<F, L, true>(pb, parts, status, bytes, stream) \
+							    : launch_rowsolve<F, L, false>(pb, parts, status, bytes, stream))
 		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
 	}

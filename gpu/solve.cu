@@ -40,7 +40,7 @@ template <int LANES> __global__ void __launch_bounds__(kThreads) solve_kernel(co
 		s.b[d] = d < k ? __ldg(a.b + u * a.ldb + d) : 0.0f;
 	__syncthreads();
 	const bool finite_a = finish_system(s, k, __ldg(a.lambda + u * a.info_ld), a.G);
-	solve_and_store<LANES>(s, k, finite_a, u, a.cholesky != 0, a.cg_steps, a.X + u * a.ldx, a.status);
+	solve_and_store<LANES, false>(s, k, finite_a, u, a.cholesky != 0, a.cg_steps, a.X + u * a.ldx, a.status);
 }
 
 template <int LANES> cudaError_t launch_solve(const SolveArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
