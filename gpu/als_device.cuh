@@ -453,24 +453,93 @@ __device__ bool finish_system(const Shared &s, int64_t k, float lambda, const fl
 	return block_sum(s, finite ? 0.0f : 1.0f) == 0.0f;
 }
 
-/* M x = b by LDL^T on s.U (upper triangle, row-major: after step j, row j right of the diagonal holds
- * D_j L_j·), then L y = b, x = L^-T D^-1 y by warp 0. Warps update rows of the trailing triangle, lanes
- * along a row (no bank conflicts). (Variants that kept the pivot row in registers and updated four rows
- * at once, or solved by columns, measured slower: bench/ALS.md.) Returns 0, or 1 when a pivot is not
- * positive (not positive definite, or not finite): s.x is then not written. */
+/* M x = b by LDL^T on s.U (upper triangle, row-major: once factored, row j right of the diagonal holds
+ * D_j L_j·), then L y = b, x = L^-T D^-1 y by warp 0. Blocked by panels of 16 rows, three block-wide
+ * synchronisations a panel where the unblocked form needed one a column:
+ *   1. warp 0 factors the panel's 16 x 16 diagonal block (warp-synchronous, lanes over its elements);
+ *   2. the panel's rows right of that block take the panel's earlier rows off (a thread a column, the
+ *      16-row recurrence in registers);
+ *   3. every thread updates 4 x 4 tiles of the trailing triangle with the panel's 16 rows:
+ *      U[l][i] -= sum_q (U[q][l] / d_q) U[q][i], 16-byte loads, 16 multiply-adds per 8 loaded values.
+ * The same sums as the unblocked form, in another order. Returns 0, or 1 when a pivot is not positive
+ * (not positive definite, or not finite): s.x is then not written. */
 __device__ int solve_ldlt(const Shared &s, int k)
 {
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, lda = s.lda;
 	float *U = s.U;
-	for (int j = 0; j < k; j++) {
-		const float d = U[j * lda + j];
-		if (!(d > 0.0f) || !isfinite(d))
-			return 1; /* every thread read the same d */
-		const float inv = 1.0f / d;
-		for (int l = j + 1 + warp; l < k; l += kWarps) {
-			const float f = U[j * lda + l] * inv;
-			for (int i = l + lane; i < k; i += 32)
-				U[l * lda + i] -= f * U[j * lda + i];
+	float *bad = s.red + kWarps + 1; /* warp 0's verdict on the panel's pivots (block_sum uses red[0..7]) */
+	for (int j0 = 0; j0 < k; j0 += 16) {
+		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
+		if (warp == 0) { /* 1. the diagonal block; the previous panel's updates are in (sync below) */
+			float verdict = 0.0f;
+			for (int j = j0; j < j1; j++) {
+				__syncwarp();
+				const float d = U[j * lda + j];
+				if (!(d > 0.0f) || !isfinite(d)) {
+					verdict = 1.0f; /* every lane read the same d */
+					break;
+				}
+				const float inv = 1.0f / d;
+				for (int e = lane; e < 256; e += 32) {
+					const int l = j0 + (e >> 4), i = j0 + (e & 15);
+					if (l > j && l < j1 && i >= l && i < j1)
+						U[l * lda + i] -= U[j * lda + l] * inv * U[j * lda + i];
+				}
+			}
+			if (lane == 0)
+				*bad = verdict;
+		}
+		__syncthreads();
+		if (*bad != 0.0f)
+			return 1;
+		/* 2. the panel's rows right of the diagonal block, a thread a column (row q's multipliers are
+		 * its entries in the diagonal block over d_q) */
+		for (int i = j1 + tid; i < k; i += kThreads) {
+			float v[16];
+#pragma unroll
+			for (int r = 0; r < 16; r++)
+				v[r] = r < w ? U[(j0 + r) * lda + i] : 0.0f;
+#pragma unroll
+			for (int q = 0; q < 16; q++) {
+				if (q >= w)
+					break;
+				const float *row = U + (j0 + q) * lda;
+				const float f = v[q] / row[j0 + q];
+				U[(j0 + q) * lda + i] = v[q];
+#pragma unroll
+				for (int r = q + 1; r < 16; r++)
+					v[r] -= row[j0 + r] * f;
+			}
+		}
+		__syncthreads();
+		/* 3. the trailing triangle, 4 x 4 tiles (reads past k stay inside the kp x kp frame: zeros) */
+		const int m = k - j1, T = (m + 3) / 4;
+		for (int t = tid; t < T * T; t += kThreads) {
+			const int tl = t / T, ti = t % T;
+			if (ti < tl)
+				continue;
+			const int l0 = j1 + 4 * tl, i0 = j1 + 4 * ti;
+			float acc[4][4] = {};
+			for (int q = 0; q < w; q++) {
+				const float *row = U + (j0 + q) * lda;
+				const float inv = 1.0f / row[j0 + q];
+				const float4 a = *(const float4 *)(row + l0), b = *(const float4 *)(row + i0);
+				const float av[4] = {a.x * inv, a.y * inv, a.z * inv, a.w * inv};
+				const float bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+				for (int r = 0; r < 4; r++)
+#pragma unroll
+					for (int c = 0; c < 4; c++)
+						acc[r][c] += av[r] * bv[c];
+			}
+#pragma unroll
+			for (int r = 0; r < 4; r++)
+#pragma unroll
+				for (int c = 0; c < 4; c++) {
+					const int l = l0 + r, i = i0 + c;
+					if (l < k && i < k && i >= l)
+						U[l * lda + i] -= acc[r][c];
+				}
 		}
 		__syncthreads();
 	}
