@@ -454,9 +454,9 @@ __device__ bool finish_system(const Shared &s, int64_t k, float lambda, const fl
 }
 
 /* M x = b by LDL^T on s.U (upper triangle, row-major: once factored, row j right of the diagonal holds
- * D_j L_j·), then L y = b, x = L^-T D^-1 y by warp 0. Blocked by panels of 16 rows, three block-wide
+ * D_j L_j·), then L y = b and x = L^-T D^-1 y. Blocked by panels of 16 rows, three block-wide
  * synchronisations a panel where the unblocked form needed one a column:
- *   1. warp 0 factors the panel's 16 x 16 diagonal block (warp-synchronous, lanes over its elements);
+ *   1. warp 0 factors the panel's 16 x 16 diagonal block in registers (shuffles, no synchronisation);
  *   2. the panel's rows right of that block take the panel's earlier rows off (a thread a column, the
  *      16-row recurrence in registers);
  *   3. every thread updates 4 x 4 tiles of the trailing triangle with the panel's 16 rows:
@@ -471,20 +471,40 @@ __device__ int solve_ldlt(const Shared &s, int k)
 	for (int j0 = 0; j0 < k; j0 += 16) {
 		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
 		if (warp == 0) { /* 1. the diagonal block; the previous panel's updates are in (sync below) */
+			/* in registers: lane L holds column c = L & 15 of rows 2t + L / 16 (t < 8); the pivot row's
+			 * entries reach the other lanes by shuffles, so the 16 steps need no memory round trip */
+			const int c = lane & 15, half = lane >> 4;
+			float x[8];
+#pragma unroll
+			for (int t = 0; t < 8; t++) {
+				const int r = 2 * t + half;
+				x[t] = r < w && c < w && c >= r ? U[(j0 + r) * lda + j0 + c] : 0.0f;
+			}
 			float verdict = 0.0f;
-			for (int j = j0; j < j1; j++) {
-				__syncwarp();
-				const float d = U[j * lda + j];
+#pragma unroll
+			for (int j = 0; j < 16; j++) {
+				if (j >= w)
+					break;
+				const int owner = (j & 1) * 16; /* + column: the lane that holds (j, column) */
+				const float d = __shfl_sync(0xffffffffu, x[j >> 1], owner + j);
 				if (!(d > 0.0f) || !isfinite(d)) {
-					verdict = 1.0f; /* every lane read the same d */
+					verdict = 1.0f; /* every lane has the same d */
 					break;
 				}
-				const float inv = 1.0f / d;
-				for (int e = lane; e < 256; e += 32) {
-					const int l = j0 + (e >> 4), i = j0 + (e & 15);
-					if (l > j && l < j1 && i >= l && i < j1)
-						U[l * lda + i] -= U[j * lda + l] * inv * U[j * lda + i];
+				const float f = __shfl_sync(0xffffffffu, x[j >> 1], owner + c) / d; /* (j, c) / d */
+#pragma unroll
+				for (int t = 0; t < 8; t++) {
+					const int r = 2 * t + half;
+					const float m = __shfl_sync(0xffffffffu, x[j >> 1], owner + r); /* (j, r) */
+					if (r > j && r < w && c >= r && c < w)
+						x[t] -= m * f;
 				}
+			}
+#pragma unroll
+			for (int t = 0; t < 8; t++) {
+				const int r = 2 * t + half;
+				if (r < w && c < w && c >= r)
+					U[(j0 + r) * lda + j0 + c] = x[t];
 			}
 			if (lane == 0)
 				*bad = verdict;
@@ -543,26 +563,69 @@ __device__ int solve_ldlt(const Shared &s, int k)
 		}
 		__syncthreads();
 	}
-	if (warp == 0) {
-		float *y = s.b; /* in place: y = L^-1 b */
-		for (int j = 0; j < k; j++) {
-			__syncwarp();
-			const float f = y[j] / U[j * lda + j];
-			for (int i = j + 1 + lane; i < k; i += 32)
-				y[i] -= U[j * lda + i] * f;
+	/* L y = b (y in place of b), then L^T D x = y, also by panels: the 16 x 16 triangle by warp 0 in
+	 * registers (a shuffle a step), the rest of the vector by every thread, two synchronisations a panel
+	 * each way. L[i][j] = U[j][i] / d_j. */
+	float *y = s.b;
+	for (int j0 = 0; j0 < k; j0 += 16) {
+		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
+		if (warp == 0) {
+			float v = lane < w ? y[j0 + lane] : 0.0f;
+#pragma unroll
+			for (int j = 0; j < 16; j++) {
+				if (j >= w)
+					break;
+				const float *row = U + (j0 + j) * lda;
+				const float f = __shfl_sync(0xffffffffu, v, j) / row[j0 + j];
+				if (lane > j && lane < w)
+					v -= row[j0 + lane] * f;
+			}
+			if (lane < w)
+				y[j0 + lane] = v;
 		}
-		__syncwarp();
-		for (int j = k - 1; j >= 0; j--) {
-			float sum = 0.0f;
-			for (int i = j + 1 + lane; i < k; i += 32)
-				sum += U[j * lda + i] * s.x[i];
-			sum = warp_sum(sum);
-			if (lane == 0)
-				s.x[j] = (y[j] - sum) / U[j * lda + j];
-			__syncwarp();
+		__syncthreads();
+		for (int i = j1 + tid; i < k; i += kThreads) {
+			float v = y[i];
+			for (int q = 0; q < w; q++) {
+				const float *row = U + (j0 + q) * lda;
+				v -= row[i] * (y[j0 + q] / row[j0 + q]);
+			}
+			y[i] = v;
 		}
+		__syncthreads();
 	}
-	__syncthreads();
+	for (int j0 = (k - 1) / 16 * 16; j0 >= 0; j0 -= 16) {
+		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
+		{ /* what the solved x past the panel takes off its rows: 16 threads a row */
+			const int r = tid >> 4, t = tid & 15;
+			float z = 0.0f;
+			if (r < w)
+				for (int i = j1 + t; i < k; i += 16)
+					z += U[(j0 + r) * lda + i] * s.x[i];
+#pragma unroll
+			for (int o = 8; o > 0; o >>= 1)
+				z += __shfl_xor_sync(0xffffffffu, z, o);
+			if (t == 0 && r < w)
+				s.q[j0 + r] = z;
+		}
+		__syncthreads();
+		if (warp == 0) { /* lane i keeps the sum of U[i][j] x_j over the panel's solved j > i */
+			float own = 0.0f, acc = 0.0f;
+#pragma unroll
+			for (int j = 15; j >= 0; j--) {
+				if (j >= w)
+					continue;
+				if (lane == j)
+					own = (y[j0 + j] - s.q[j0 + j] - acc) / U[(j0 + j) * lda + j0 + j];
+				const float xj = __shfl_sync(0xffffffffu, own, j);
+				if (lane < j)
+					acc += U[(j0 + lane) * lda + j0 + j] * xj;
+			}
+			if (lane < w)
+				s.x[j0 + lane] = own;
+		}
+		__syncthreads();
+	}
 	return 0;
 }
 

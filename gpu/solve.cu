@@ -24,7 +24,8 @@ struct SolveArgs {
 	uint32_t *status;
 };
 
-template <int LANES> __global__ void __launch_bounds__(kThreads) solve_kernel(const __grid_constant__ SolveArgs a)
+/* Four blocks a multiprocessor: what a k = 100 system's shared memory allows, and 64 registers a thread. */
+template <int LANES> __global__ void __launch_bounds__(kThreads, 4) solve_kernel(const __grid_constant__ SolveArgs a)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int kp = (int)padded(a.k), k = (int)a.k, tid = threadIdx.x;

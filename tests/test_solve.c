@@ -440,4 +440,42 @@ TEST(als_cuda, solve_status_names_bad_rows)
 	batch_free(&bt);
 	return 0;
 }
+
+/* The blocked LDL^T (panels of 16) stops at a bad pivot in a later panel too, and says which row. */
+TEST(als_cuda, solve_finds_bad_pivots_in_later_panels)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 333;
+	static const int64_t ks[] = {20, 40, 101};
+	for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+		const int64_t k = ks[ki], rows = 9, late = k - 3;
+		struct batch bt;
+		CHECK(batch_make(&bt, rows, k, &rng) == 0);
+		bt.A[4 * k * k + late * k + late] = -1e6f;  /* not positive definite, seen at pivot k - 3 */
+		bt.A[7 * k * k + (k - 2) * k + k - 1] = NAN; /* not finite, late in the upper triangle */
+		struct device_batch d;
+		CHECK(device_batch_make(&d, &bt) == 0);
+		testing_fill_random(bt.X, (size_t)(rows * k), &rng);
+		float *keep = als_alloc((size_t)k);
+		CHECK(keep);
+		memcpy(keep, bt.X + 4 * k, sizeof(float) * (size_t)k);
+		uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+		if (cuda_solve(&bt, &d, 0, 0, 1, 0, st))
+			return 1;
+		CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 2 && st[STARFA_SOLVE_NOT_SPD] == 1 && st[STARFA_SOLVE_NONFINITE_A] == 1 &&
+				  st[STARFA_SOLVE_FIRST_BAD_ROW] == 4,
+			  "k=%lld: bad %u not_spd %u nonfinite A %u first %u", (long long)k, st[0], st[STARFA_SOLVE_NOT_SPD],
+			  st[STARFA_SOLVE_NONFINITE_A], st[STARFA_SOLVE_FIRST_BAD_ROW]);
+		CHECK_MSG(memcmp(keep, bt.X + 4 * k, sizeof(float) * (size_t)k) == 0, "k=%lld: the failed row was written",
+			  (long long)k);
+		for (int64_t u = 0; u < rows; u++)
+			for (int64_t c = 0; u != 4 && u != 7 && c < k; c++)
+				CHECK_MSG(isfinite(bt.X[u * k + c]), "k=%lld: row %lld not finite", (long long)k, (long long)u);
+		free(keep);
+		device_batch_free(&d);
+		batch_free(&bt);
+	}
+	return 0;
+}
 #endif
