@@ -47,7 +47,8 @@ __host__ __device__ inline int64_t padded(int64_t k)
  *   part kWarps x kp floats, each warp's partial product of a matvec: in U after the system where the
  *       chunks leave room, else after vec; none without chunks (the stored systems' solve keeps its
  *       occupancy and runs the one-thread-a-row product)
- *   red 2 x kWarps floats, then the tiles' starts and prefix sums (2 x (MAX_TILES + 1) uint32)  */
+ *   red 2 x kWarps floats (block_sum's two buffers), 4 flags (kFlagLast, kFlagBad), then the tiles'
+ *       starts and prefix sums (2 x (MAX_TILES + 1) uint32)  */
 struct Layout {
 	int kp, lda;
 	size_t u, vec, part, red, rs, pre, bytes;
@@ -70,7 +71,7 @@ __host__ __device__ inline Layout layout(int kp, bool chunks_too = true)
 		L.part = L.red;
 		L.red += part * sizeof(float);
 	}
-	L.rs = L.red + 2 * kWarps * sizeof(float);
+	L.rs = L.red + (2 * kWarps + 4) * sizeof(float);
 	L.pre = L.rs + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
 	L.bytes = L.pre + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
 	return L;
@@ -308,9 +309,13 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 		 * an empty asm that "changes" them makes recomputing impossible. */
 		int store_a = store_a0, store_b = store_b0;
 		asm volatile("" : "+r"(store_a), "+r"(store_b));
-		/* chunk c from registers into shared memory (the previous chunk's readers are done) */
+		/* chunk c from registers into shared memory (the previous chunk's readers are done); entry
+		 * warp + j kWarps lies in k-step j, so a short last chunk stores only the steps it sums */
+		const int steps = (int)((cnt + 7) / 8);
 #pragma unroll
 		for (int j = 0; j < kPer; j++) {
+			if (j >= steps)
+				break;
 			const float t = __shfl_sync(0xffffffffu, cur.t, j);
 			const float w = weighted ? __shfl_sync(0xffffffffu, cur.w, j) : 1.0f;
 #pragma unroll
@@ -335,7 +340,6 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 			cur = nxt;
 			nxt = entry_info(s, src, wt, g0 + 2 * kChunk, end);
 		}
-		const int steps = (int)((cnt + 7) / 8);
 		const uint32_t *a = A, *b = B;
 		for (int st = 0; st < steps; st++, a += step_words, b += step_words) {
 			uint4 ah, al;
@@ -416,18 +420,26 @@ __device__ inline float warp_sum(float v)
 	return v;
 }
 
-/* The sum over the block, the same value in every thread. */
-__device__ inline float block_sum(const Shared &s, float v)
+/* Flags in s.red past block_sum's buffers: the fused kernel's "last segment of the row" and the LDL^T's
+ * pivot verdict. */
+constexpr int kFlagLast = 2 * kWarps, kFlagBad = 2 * kWarps + 1;
+
+/* The sum over the block, the same value in every thread, with one synchronisation: the warps' sums go
+ * to buffer BUF of s.red. Two calls in a row must use different buffers (a call's readers are done once
+ * every thread has passed the next call's synchronisation); between calls on the same buffer there
+ * must be another __syncthreads(). */
+template <int BUF> __device__ inline float block_sum(const Shared &s, float v)
 {
+	static_assert(BUF == 0 || BUF == 1, "two buffers");
+	float *red = s.red + BUF * kWarps;
 	v = warp_sum(v);
 	if ((threadIdx.x & 31) == 0)
-		s.red[threadIdx.x >> 5] = v;
+		red[threadIdx.x >> 5] = v;
 	__syncthreads();
 	float t = 0.0f;
 #pragma unroll
 	for (int w = 0; w < kWarps; w++)
-		t += s.red[w];
-	__syncthreads();
+		t += red[w];
 	return t;
 }
 
@@ -449,7 +461,7 @@ __device__ bool finish_system(const Shared &s, int64_t k, float lambda, const fl
 		}
 	}
 	__syncthreads();
-	return block_sum(s, finite ? 0.0f : 1.0f) == 0.0f;
+	return block_sum<0>(s, finite ? 0.0f : 1.0f) == 0.0f;
 }
 
 /* M x = b by LDL^T on s.U (upper triangle, row-major: once factored, row j right of the diagonal holds
@@ -466,7 +478,7 @@ __device__ int solve_ldlt(const Shared &s, int k)
 {
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, lda = s.lda;
 	float *U = s.U;
-	float *bad = s.red + kWarps + 1; /* warp 0's verdict on the panel's pivots (block_sum uses red[0..7]) */
+	float *bad = s.red + kFlagBad; /* warp 0's verdict on the panel's pivots */
 	for (int j0 = 0; j0 < k; j0 += 16) {
 		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
 		if (warp == 0) { /* 1. the diagonal block; the previous panel's updates are in (sync below) */
@@ -683,8 +695,8 @@ template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k,
 		rr += r * r;
 		bb += s.b[d] * s.b[d];
 	}
-	float rs = block_sum(s, rr); /* also orders the writes of r and p before their reads */
-	const float bsq = block_sum(s, bb);
+	float rs = block_sum<0>(s, rr); /* also orders the writes of r and p before their reads */
+	const float bsq = block_sum<1>(s, bb);
 	if (!isfinite(rs))
 		return 2;
 	const float done = 16.0f * FLT_EPSILON * FLT_EPSILON * (rs > bsq ? rs : bsq);
@@ -693,7 +705,7 @@ template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k,
 		float pq = 0.0f;
 		for (int d = tid; d < k; d += kThreads)
 			pq += s.p[d] * s.q[d];
-		pq = block_sum(s, pq);
+		pq = block_sum<0>(s, pq);
 		if (!isfinite(pq))
 			return 2;
 		if (pq <= 0.0f)
@@ -706,7 +718,7 @@ template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k,
 			s.r[d] = r;
 			rn += r * r;
 		}
-		rn = block_sum(s, rn);
+		rn = block_sum<1>(s, rn);
 		const float beta = rn / rs;
 		for (int d = tid; d < k; d += kThreads)
 			s.p[d] = s.r[d] + beta * s.p[d];
@@ -727,7 +739,7 @@ __device__ __noinline__ void solve_and_store(const Shared &s, int k, bool finite
 	float nonfinite_b = 0.0f;
 	for (int d = tid; d < k; d += kThreads)
 		nonfinite_b += isfinite(s.b[d]) ? 0.0f : 1.0f;
-	const bool finite_b = block_sum(s, nonfinite_b) == 0.0f;
+	const bool finite_b = block_sum<1>(s, nonfinite_b) == 0.0f;
 	int failed;
 	if (cholesky) {
 		failed = solve_ldlt(s, k);
@@ -744,7 +756,7 @@ __device__ __noinline__ void solve_and_store(const Shared &s, int k, bool finite
 	if (!cholesky || !failed)
 		for (int d = tid; d < k; d += kThreads)
 			nonfinite_x += isfinite(s.x[d]) ? 0.0f : 1.0f;
-	const bool bad = failed || block_sum(s, nonfinite_x) != 0.0f;
+	const bool bad = failed || block_sum<0>(s, nonfinite_x) != 0.0f;
 	if (bad && tid == 0) {
 		const bool bad_a = !finite_a, bad_b = finite_a && !finite_b;
 		atomicAdd(status + STARFA_SOLVE_BAD_ROWS, 1u);

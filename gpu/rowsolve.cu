@@ -45,9 +45,9 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 		__threadfence();
 		__syncthreads();
 		if (tid == 0)
-			s.red[kWarps] = atomicAdd(parts.counter + first, 1u) == nparts - 1 ? 1.0f : 0.0f;
+			s.red[kFlagLast] = atomicAdd(parts.counter + first, 1u) == nparts - 1 ? 1.0f : 0.0f;
 		__syncthreads();
-		if (s.red[kWarps] == 0.0f)
+		if (s.red[kFlagLast] == 0.0f)
 			return;
 		__threadfence();
 		for (int idx = tid; idx < kp * kp; idx += kThreads) {
