@@ -739,14 +739,14 @@ static void bench_sddmm(struct gpu_case *c)
 static const struct {
 	const char *name;
 	cusparseSpMMAlg_t alg;
+	int preprocess_each; /* ALG3 with its preprocessing step inside every timed run: what a caller pays
+				that cannot keep the preprocessed buffer from one call to the next */
 } spmm_algs[] = {
-	{"spmm.cusparse.default", CUSPARSE_SPMM_ALG_DEFAULT},
-	{"spmm.cusparse.csr_alg1", CUSPARSE_SPMM_CSR_ALG1},
-	{"spmm.cusparse.csr_alg2", CUSPARSE_SPMM_CSR_ALG2},
-	{"spmm.cusparse.csr_alg3", CUSPARSE_SPMM_CSR_ALG3},
-	/* ALG3 with its preprocessing step inside every timed run: what a caller pays that cannot keep
-	 * the preprocessed buffer from one call to the next. */
-	{"spmm.cusparse.csr_alg3_prep", CUSPARSE_SPMM_CSR_ALG3},
+	{"spmm.cusparse.default", CUSPARSE_SPMM_ALG_DEFAULT, 0},
+	{"spmm.cusparse.csr_alg1", CUSPARSE_SPMM_CSR_ALG1, 0},
+	{"spmm.cusparse.csr_alg2", CUSPARSE_SPMM_CSR_ALG2, 0},
+	{"spmm.cusparse.csr_alg3", CUSPARSE_SPMM_CSR_ALG3, 0},
+	{"spmm.cusparse.csr_alg3_prep", CUSPARSE_SPMM_CSR_ALG3, 1},
 };
 #define SPMM_ALGS ((int)(sizeof spmm_algs / sizeof spmm_algs[0]))
 
@@ -907,7 +907,7 @@ static void bench_cusparse_spmm_alg(struct spmm_case *sc, int a)
 	double *ms = NULL;
 	size_t n = (size_t)(c->nrows * c->k);
 	int rc = spmm_setup(c, spmm_algs[a].alg, c->d_val, c->d_B, sc->d_Y, &s);
-	s.preprocess_each = strstr(spmm_algs[a].name, "_prep") != NULL;
+	s.preprocess_each = spmm_algs[a].preprocess_each;
 	if (rc > 0) {
 		bench_result_fail(r, BENCH_SKIP, "not supported by this cuSPARSE for this layout (%s)", gpu_error);
 		goto out;

@@ -8,16 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-static inline float operand(const float *Z, int64_t ldz, int zkind, int64_t r, int64_t c)
-{
-	switch (zkind) {
-	case STARFA_OPERAND_SAME: return Z[r * ldz + c];
-	case STARFA_OPERAND_PER_ROW: return Z[r * ldz];
-	case STARFA_OPERAND_PER_COL: return Z[c];
-	default: return 0.0f;
-	}
-}
-
 /* One loop per op and operand kind, with the op a constant in it: the op's switch folds away and the
  * loop vectorizes (the exp, log and digamma of cpu/special.h are branch-free for this). z is the
  * operand's row (a full row, or the per-column vector), or NULL for the scalar zs (per-row operand or

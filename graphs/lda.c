@@ -54,15 +54,15 @@ enum lda_start {
 	LDA_START_WARM = 2    /* where the last pass left it */
 };
 
-/* The document side: per document γ, E[log θ], θ̃, the SpMM output and scratch (documents x K), one
- * value per document (documents x 1) and whether its E-step goes on (1) or has converged (0); the
- * quotient P on the row grid; per band the count of documents still going. */
 /* Inner iterations of the E-step in flight: the host reads how many documents of iteration i go on once
  * iteration i + LDA_ESTEP_LAG - 1 is submitted, so that the workers never wait for its decision (and a
  * band may run ahead of another). The iterations submitted past the one where every document stopped
  * find no active row: they cost a few microseconds a task and change nothing. */
 #define LDA_ESTEP_LAG 3
 
+/* The document side: per document γ, E[log θ], θ̃, the SpMM output and scratch (documents x K), one
+ * value per document (documents x 1) and whether its E-step goes on (1) or has converged (0); the
+ * quotient P on the row grid; per band the count of documents still going. */
 struct lda_docs {
 	int64_t D, K;
 	float *gamma, *elogt, *et, *g, *tmp, *row, *active;

@@ -450,6 +450,9 @@ int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense 
  * blocked alike. start: Q = b - A x, and r = Q - lam x, p = r, rr = r·r. Otherwise Q = A p, and with
  * q = Q + lam p: alpha = rr / p·q, x += alpha p, r -= alpha q, rr' = r·r, p = r + (rr' / rr) p, rr = rr'
  * (a row with p·q or rr at 0 stays put). Dot products in double. */
+int starfa_task_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, const starfa_dense *Q, starfa_dense *rr,
+			 const starfa_dense *lam, int64_t block, int start, const starfa_task_attr *attr);
+
 /* Fills block `block` of Y with uniform draws in [lo, hi) (finite, lo <= hi): the element in row r of Y
  * (counted from Y's first row, not the block's) and column c gets lo + (hi − lo)·u, u the top 24 bits
  * of SplitMix64 (Steele, Lea & Flood 2014) at counter r·cols + c + 1 from `seed`, over 2^24. The values
@@ -469,9 +472,6 @@ int starfa_task_dense_uniform(starfa_dense *Y, int64_t block, float lo, float hi
 int starfa_task_dense_dirichlet(starfa_dense *gamma, starfa_dense *elog, starfa_dense *expelog, const starfa_dense *G,
 				starfa_dense *active, float prior, float tol, starfa_sums *sums, int64_t slot, int64_t block,
 				const starfa_task_attr *attr);
-
-int starfa_task_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, const starfa_dense *Q, starfa_dense *rr,
-			 const starfa_dense *lam, int64_t block, int start, const starfa_task_attr *attr);
 
 /* FP32 rows to FP16 rows and back, for factors kept in half precision. A half-precision dense holds its
  * rows' values as IEEE binary16 packed two to a float: c columns of floats store 2c halves, the half of

@@ -67,6 +67,9 @@ static int online_cores(void)
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_count;
+/* The cores the started workers leave free (a CUDA worker's driver thread holds one core): the waits
+ * poll only where there is one, and the host's OpenMP loops take them (starfa_host_threads). */
+static int free_cores;
 /* StarPU's per-worker and per-bus counters reset on every read: they are folded into running
  * totals per worker and per bus (sized at the first read after starpu_init); the per-kind
  * statistics are summed from the workers'. */
@@ -249,8 +252,9 @@ int starfa_init(const starfa_options *opts)
 					name, STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
 	}
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+	free_cores = cores - (int)(starpu_cpu_worker_get_count() + starpu_cuda_worker_get_count());
 	/* The waits poll before they sleep only where a core is left to this thread (runtime/sync.h). */
-	starfa_wait_spin_enable((int)(starpu_cpu_worker_get_count() + starpu_cuda_worker_get_count()) < cores);
+	starfa_wait_spin_enable(free_cores > 0);
 	blas_single_thread();
 #ifdef STARFA_USE_CUDA
 	/* A cuSPARSE handle per CUDA worker, bound to its stream, for codelets that call cuSPARSE. */
@@ -306,7 +310,6 @@ int starfa_host_threads(void)
 {
 	if (!starfa_runtime_started())
 		return omp_get_max_threads();
-	int free_cores = online_cores() - (int)(starpu_cpu_worker_get_count() + starpu_cuda_worker_get_count());
 	return free_cores > 1 ? free_cores : 1;
 }
 
