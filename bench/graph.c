@@ -2,9 +2,10 @@
  * the row bands) over every tile, then starfa_wait, timed on the host clock. Two worker sets (CUDA workers only; every worker,
  * under dmda) and two tilings (starfa's automatic grid; one tile, the coarsest, which is
  * the kernel of the GPU half plus StarPU's overhead). StarPU calibrates its perfmodels
- * during the warm-up runs (calibrate = 1): they go on until two runs in a row agree within
- * 10% (at least 3, at most --graph-warmup), so forced calibration runs stay out of the
- * timed ones. overhead = graph time / kernel time - 1, the kernel being starfa's GPU
+ * during the warm-up runs (calibrate = 1), running each implementation a worker set may use until
+ * its model has STARPU_CALIBRATE_MINIMUM (10) samples: the warm-ups cover that many runs of every
+ * implementation (SpMM has three CUDA ones), then go on until two runs in a row agree within 10%
+ * (at most --graph-warmup more), so forced calibration runs stay out of the timed ones. overhead = graph time / kernel time - 1, the kernel being starfa's GPU
  * kernel on the whole matrix (GPU-only), or the faster of the GPU and CPU kernels (all
  * workers). */
 #include "bench/bench.h"
@@ -58,15 +59,24 @@ static double one_run(enum graph_op op, const struct graph_operands *g)
 	return bench_now() - t0;
 }
 
-/* Untimed runs until StarPU has calibrated (two runs in a row within 10%). */
-static int warm_up(const struct bench_options *o, enum graph_op op, const struct graph_operands *g, int *runs)
+/* Implementations StarPU calibrates for an operation's tasks on a worker set: the CUDA ones (the SpMM
+ * codelet's own kernel, cuSPARSE ALG2 and ALG3; one for SDDMM), and the CPU one with every worker. */
+static int implementations(enum graph_op op, int gpu_only, int gpu)
+{
+	return (gpu ? (op == GRAPH_SPMM ? 3 : 1) : 0) + (gpu_only ? 0 : 1);
+}
+
+/* Untimed runs until StarPU has calibrated: 10 of every implementation (StarPU's calibration minimum, one
+ * task a run on a 1x1 grid), then two runs in a row within 10%. */
+static int warm_up(const struct bench_options *o, enum graph_op op, const struct graph_operands *g, int calibration,
+		   int *runs)
 {
 	double last = -1;
-	for (*runs = 0; *runs < o->graph_warmup; (*runs)++) {
+	for (*runs = 0; *runs < calibration + o->graph_warmup; (*runs)++) {
 		double t = one_run(op, g);
 		if (t < 0)
 			return -1;
-		if (*runs >= 2 && last > 0 && fabs(t - last) <= 0.1 * last) {
+		if (*runs >= calibration + 2 && last > 0 && fabs(t - last) <= 0.1 * last) {
 			(*runs)++;
 			break;
 		}
@@ -126,7 +136,8 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}
-	if (warm_up(o, op, &g, &warmups) != 0) {
+	if (warm_up(o, op, &g, 10 * implementations(op, worker_sets[set].gpu_only, starfa_worker_count(STARFA_WORKER_CUDA) > 0),
+		    &warmups) != 0) {
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}

@@ -27,7 +27,7 @@ static void usage(FILE *out)
 		"  --repeat N          timed GPU kernel and graph runs, median (default 20)\n"
 		"  --warmup N          untimed GPU kernel runs first (default 3)\n"
 		"  --cpu-repeat N      timed CPU runs at least, median (default 5; more until 0.5 s)\n"
-		"  --graph-warmup N    most untimed graph runs, which calibrate StarPU (default 10)\n"
+		"  --graph-warmup N    most untimed graph runs after 10 of each implementation StarPU calibrates (default 10)\n"
 		"  --check-limit X     nnz*K above which references check a sample of rows (default 2e9)\n"
 		"  --quick             a small subset (%s; K 32,128; 3 repeats)\n"
 		"  --csv FILE          write every number there\n"

@@ -10,14 +10,16 @@
 
 #include <string.h>
 
-/* Two CUDA implementations: starfa's own kernel and cusparseSpMM (with the per-worker handles of
- * starpu_cusparse_init, which starfa_init calls when there are CUDA workers). Neither wins
- * everywhere (bench/RESULTS.md: cuSPARSE on tiles of few rows, starfa's kernel on tall ones),
- * so both are implementations of one codelet and StarPU's perfmodel-driven schedulers pick,
- * per tile, the one its calibrated models predict faster. */
+/* Three CUDA implementations: starfa's own kernel and cusparseSpMM with CSR_ALG2 and with CSR_ALG3 (with
+ * the per-worker handles of starpu_cusparse_init, which starfa_init calls when there are CUDA workers;
+ * each worker keeps cuSPARSE's descriptor, buffer and ALG3's analysis per tile, by the tile's serial).
+ * None wins everywhere (bench/RESULTS.md: ALG3 at small ranks, ALG2 at large ones and on tiles of few
+ * rows, starfa's kernel on tall ones at mid ranks), so all are implementations of one codelet and
+ * StarPU's perfmodel-driven schedulers pick, per tile, the one its calibrated models predict faster. */
 struct spmm_args {
-	int beta;   /* 0: overwrite the output block; 1: add to it */
-	int values; /* 1: the values come from a fourth buffer (sparse values), not S's own */
+	int beta;        /* 0: overwrite the output block; 1: add to it */
+	int values;      /* 1: the values come from a fourth buffer (sparse values), not S's own */
+	uint64_t serial; /* the tile's: cuSPARSE's descriptor, buffer and analysis are kept per tile */
 };
 
 static const float *spmm_values(void *buffers[], const struct spmm_args *args)
@@ -43,9 +45,9 @@ static void spmm_cuda_run(void *buffers[], void *cl_arg, starfa_spmm_impl impl)
 {
 	const struct spmm_args *args = cl_arg;
 	/* StarPU's per-worker handle, already bound to the worker's stream. */
-	cusparseHandle_t handle = impl == STARFA_SPMM_CUSPARSE ? starpu_cusparse_get_local_handle() : NULL;
+	cusparseHandle_t handle = impl != STARFA_SPMM_OWN ? starpu_cusparse_get_local_handle() : NULL;
 	starfa_gpu_status st = starfa_cuda_spmm(
-		impl, handle, STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[1]),
+		impl, handle, args->serial, STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[1]),
 		STARPU_CSR_GET_NNZ(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
 		spmm_values(buffers, args), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
 		STARPU_MATRIX_GET_LD(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1]), args->beta,
@@ -68,6 +70,11 @@ static void spmm_cuda_cusparse(void *buffers[], void *cl_arg)
 {
 	spmm_cuda_run(buffers, cl_arg, STARFA_SPMM_CUSPARSE);
 }
+
+static void spmm_cuda_cusparse_alg3(void *buffers[], void *cl_arg)
+{
+	spmm_cuda_run(buffers, cl_arg, STARFA_SPMM_CUSPARSE_ALG3);
+}
 #endif
 
 /* The real cost: one K-long row of X scaled and added per nonzero. */
@@ -82,7 +89,18 @@ static uint32_t spmm_variant(const struct starpu_task *task)
 	return (uint32_t)((const struct spmm_args *)task->cl_arg)->beta;
 }
 
-STARFA_CODELET(spmm, spmm_cost, spmm_variant, spmm_cpu, STARFA_CUDA_FUNCS2(spmm_cuda_own, spmm_cuda_cusparse));
+/* ALG3 runs only on rows that start 16-byte aligned (gpu/spmm.h): on a GPU, X's and Y's blocks have rows of
+ * K floats from an aligned start, so K a multiple of 4. Elsewhere the implementation would be ALG2 again,
+ * under ALG3's performance model. */
+static int spmm_can_execute(unsigned worker, struct starpu_task *task, unsigned nimpl)
+{
+	(void)worker;
+	return nimpl != 2 || starpu_matrix_get_nx(task->handles[1]) % 4 == 0;
+}
+
+STARFA_CODELET(spmm, spmm_cost, spmm_variant, spmm_cpu,
+	       STARFA_CUDA_FUNCS3(spmm_cuda_own, spmm_cuda_cusparse, spmm_cuda_cusparse_alg3),
+	       .can_execute = spmm_can_execute);
 
 static int overlap(const starfa_dense *a, const starfa_dense *b)
 {
@@ -134,7 +152,7 @@ int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t
 	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, i));
 	if (tile->nnz == 0)
 		return accumulate ? 0 : starfa_submit_zero(Y->blocks[i], STARFA_ZERO_MATRIX, attr);
-	struct spmm_args args = {accumulate != 0, V != NULL};
+	struct spmm_args args = {accumulate != 0, V != NULL, tile->serial};
 	double flops = 2.0 * (double)X->cols * (double)tile->nnz;
 	enum starpu_data_access_mode ymode = accumulate ? STARPU_RW : STARPU_W;
 	if (V)

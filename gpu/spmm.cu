@@ -3,6 +3,7 @@
  * rows far longer than the rest) and cuSPARSE's generic SpMM. */
 #include "gpu/spmm.h"
 
+#include <atomic>
 #include <climits>
 #include <cstdio>
 
@@ -279,9 +280,90 @@ void keep_first(starfa_gpu_status &st, starfa_gpu_status next)
 			keep_first(st, cuda_failed(name, e_));                                    \
 	} while (0)
 
-starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, int64_t nrows, int64_t ncols, int64_t nnz,
-				const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *X,
-				int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy, cudaStream_t stream)
+/* cuSPARSE's state for one tile, kept from one call to the next when the caller names the tile's pattern:
+ * the CSR descriptor and the work buffer, with CSR_ALG3's analysis that cusparseSpMM_preprocess leaves in
+ * them (redone every call, the analysis costs more than the product: 0.15-5 ms on the bench matrices).
+ * One list per host thread, since a CUDA worker is one thread driving one device through its stream. A
+ * plan is used only where everything cuSPARSE saw when it was made is unchanged: the pattern id (never
+ * reused), the device addresses of the row offsets and column indices (StarPU may move a tile and hand
+ * its old address to another one), the sizes, rank, leading dimensions, algorithm, beta and device. Only the
+ * values' address is set anew each call (cusparseSpMatSetValues: values may change between calls). */
+struct kept_plan {
+	uint64_t pattern;
+	const void *rowptr, *colind;
+	int64_t nrows, ncols, nnz, k, ldx, ldy;
+	cusparseSpMMAlg_t alg;
+	int beta, device;
+	cusparseSpMatDescr_t matrix;
+	void *buffer;
+	size_t bytes;
+	cudaStream_t stream; /* the last stream that used the buffer: it is freed there, in its order */
+	uint64_t used;       /* the thread's clock at the last use: the least recent goes first */
+};
+
+constexpr int kMaxKept = 64;
+
+struct kept_plans {
+	kept_plan plan[kMaxKept];
+	int count = 0;
+	size_t bytes = 0;
+	uint64_t clock = 0;
+};
+
+thread_local kept_plans kept;
+std::atomic<size_t> keep_limit{(size_t)256 << 20};
+
+/* Destroys a plan's descriptor and frees its buffer on the device and stream it was used on. */
+void release_plan(kept_plan &p, starfa_gpu_status &st)
+{
+	int current = -1;
+	if (cudaGetDevice(&current) == cudaSuccess && current != p.device)
+		CUDA_STEP(st, "cudaSetDevice", cudaSetDevice(p.device));
+	if (p.buffer)
+		CUDA_STEP(st, "cudaFreeAsync", cudaFreeAsync(p.buffer, p.stream));
+	if (p.matrix)
+		CUSPARSE_STEP(st, "cusparseDestroySpMat", cusparseDestroySpMat(p.matrix));
+	if (current >= 0 && current != p.device)
+		CUDA_STEP(st, "cudaSetDevice", cudaSetDevice(current));
+	p.buffer = nullptr;
+	p.matrix = nullptr;
+}
+
+void forget_plan(int i, starfa_gpu_status &st)
+{
+	release_plan(kept.plan[i], st);
+	kept.bytes -= kept.plan[i].bytes;
+	kept.plan[i] = kept.plan[--kept.count];
+}
+
+bool same_plan(const kept_plan &p, const kept_plan &q)
+{
+	return p.pattern == q.pattern && p.rowptr == q.rowptr && p.colind == q.colind && p.nrows == q.nrows &&
+	       p.ncols == q.ncols && p.nnz == q.nnz && p.k == q.k && p.ldx == q.ldx && p.ldy == q.ldy &&
+	       p.alg == q.alg && p.beta == q.beta && p.device == q.device;
+}
+
+/* Room for a plan of `bytes` beside the kept ones, the least recently used going first; false when it
+ * could never fit. */
+bool make_room(size_t bytes, starfa_gpu_status &st)
+{
+	const size_t limit = keep_limit.load(std::memory_order_relaxed);
+	if (bytes > limit)
+		return false;
+	while (kept.count > 0 && (kept.count == kMaxKept || kept.bytes + bytes > limit)) {
+		int oldest = 0;
+		for (int i = 1; i < kept.count; i++)
+			if (kept.plan[i].used < kept.plan[oldest].used)
+				oldest = i;
+		forget_plan(oldest, st);
+	}
+	return true;
+}
+
+starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, cusparseSpMMAlg_t alg, uint64_t pattern, int64_t nrows,
+				int64_t ncols, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+				const float *sval, const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy,
+				cudaStream_t stream)
 {
 	/* The uint32 arrays are read as int32 (CUSPARSE_INDEX_32I), exact below 2^31. */
 	if (nnz > INT_MAX || nrows > INT_MAX || ncols > INT_MAX)
@@ -290,24 +372,33 @@ starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, int64_t nrows, int64_t 
 	if (!handle)
 		return cusparse_failed("starfa_cuda_spmm (no cuSPARSE handle)", CUSPARSE_STATUS_NOT_INITIALIZED);
 	starfa_gpu_status st = ok();
-	/* cuSPARSE does not promise that beta 0 ignores Y, and a block written for the first time
-	 * holds whatever was there (NaN included): clear it. That is the whole job for an empty tile. */
-	if (!beta)
-		CUDA_STEP(st, "cudaMemset2DAsync",
-			  cudaMemset2DAsync(Y, (size_t)ldy * sizeof(float), 0, (size_t)k * sizeof(float), (size_t)nrows,
-					    stream));
-	if (nnz == 0 || st.call)
+	/* An empty tile's whole job is clearing Y (beta 0). Otherwise cuSPARSE takes beta as it is: with beta
+	 * 0 it neither reads Y (a block written for the first time may hold NaN) nor leaves the rows without
+	 * nonzeros unwritten. Its documentation does not say so; measured with CUDA 13.0 on an H100 (CSR
+	 * ALG1-3, 1 to 100,000 rows a third of them empty, K from 1 to 512, Y full of NaN), and the tests
+	 * poison Y with NaN before every call. Clearing Y first cost up to two passes over it (50 µs at
+	 * K = 512 on email-Enron). */
+	if (nnz == 0) {
+		if (!beta)
+			CUDA_STEP(st, "cudaMemset2DAsync",
+				  cudaMemset2DAsync(Y, (size_t)ldy * sizeof(float), 0, (size_t)k * sizeof(float),
+						    (size_t)nrows, stream));
 		return st;
+	}
 
 	CUSPARSE_STEP(st, "cusparseSetStream", cusparseSetStream(handle, stream));
-	cusparseConstSpMatDescr_t s_descr = nullptr;
+	kept_plan want{pattern, rowptr, colind, nrows, ncols, nnz, k, ldx, ldy, alg, beta, -1, nullptr, nullptr, 0, stream, 0};
+	CUDA_STEP(st, "cudaGetDevice", cudaGetDevice(&want.device));
+	int found = -1;
+	for (int i = 0; pattern && !st.call && i < kept.count && found < 0; i++)
+		if (same_plan(kept.plan[i], want))
+			found = i;
+		else if (kept.plan[i].pattern == pattern && kept.plan[i].device == want.device && kept.plan[i].k == k &&
+			 kept.plan[i].alg == alg && kept.plan[i].beta == beta)
+			forget_plan(i--, st); /* the tile moved, or its operands' layout changed: that plan is stale */
+
 	cusparseConstDnMatDescr_t x_descr = nullptr;
 	cusparseDnMatDescr_t y_descr = nullptr;
-	if (!st.call)
-		CUSPARSE_STEP(st, "cusparseCreateConstCsr",
-			      cusparseCreateConstCsr(&s_descr, nrows, ncols, nnz, rowptr, colind, sval,
-						     CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
-						     CUDA_R_32F));
 	if (!st.call)
 		CUSPARSE_STEP(st, "cusparseCreateConstDnMat",
 			      cusparseCreateConstDnMat(&x_descr, ncols, k, ldx, X, CUDA_R_32F, CUSPARSE_ORDER_ROW));
@@ -315,33 +406,60 @@ starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, int64_t nrows, int64_t 
 		CUSPARSE_STEP(st, "cusparseCreateDnMat",
 			      cusparseCreateDnMat(&y_descr, nrows, k, ldy, Y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
 
-	/* Host scalars (the handle's default pointer mode); Y is cleared above, so beta is 1. */
-	const float alpha = 1.0f, one = 1.0f;
-	/* Made for row-major B and C; like the other CSR algorithms, not bitwise reproducible from run
-	 * to run. CSR_ALG1 is faster at small ranks, slower at large ones. */
-	const cusparseSpMMAlg_t alg = CUSPARSE_SPMM_CSR_ALG2;
+	/* Host scalars (the handle's default pointer mode). CSR_ALG2 is
+	 * made for row-major B and C; ALG3 splits the nonzeros evenly after its analysis; neither is bitwise
+	 * reproducible from run to run. */
+	const float alpha = 1.0f, one = beta ? 1.0f : 0.0f;
 	const cusparseOperation_t as_is = CUSPARSE_OPERATION_NON_TRANSPOSE;
-	size_t buffer_bytes = 0;
-	void *buffer = nullptr;
-	if (!st.call)
-		CUSPARSE_STEP(st, "cusparseSpMM_bufferSize",
-			      cusparseSpMM_bufferSize(handle, as_is, as_is, &alpha, s_descr, x_descr, &one, y_descr,
-						      CUDA_R_32F, alg, &buffer_bytes));
-	/* Stream-ordered: no device-wide synchronisation, and the pool recycles the memory. */
-	if (!st.call && buffer_bytes > 0)
-		CUDA_STEP(st, "cudaMallocAsync", cudaMallocAsync(&buffer, buffer_bytes, stream));
+	kept_plan p = want;
+	if (found >= 0) {
+		p = kept.plan[found];
+		/* The buffer's last use was on another stream (never so within a CUDA worker): wait for it. */
+		if (p.stream != stream)
+			CUDA_STEP(st, "cudaStreamSynchronize", cudaStreamSynchronize(p.stream));
+		CUSPARSE_STEP(st, "cusparseSpMatSetValues", cusparseSpMatSetValues(p.matrix, const_cast<float *>(sval)));
+	} else {
+		/* cuSPARSE reads A in SpMM; the descriptor is not const only so that its values can be set. */
+		if (!st.call)
+			CUSPARSE_STEP(st, "cusparseCreateCsr",
+				      cusparseCreateCsr(&p.matrix, nrows, ncols, nnz, const_cast<uint32_t *>(rowptr),
+							const_cast<uint32_t *>(colind), const_cast<float *>(sval),
+							CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+							CUDA_R_32F));
+		if (!st.call)
+			CUSPARSE_STEP(st, "cusparseSpMM_bufferSize",
+				      cusparseSpMM_bufferSize(handle, as_is, as_is, &alpha, p.matrix, x_descr, &one, y_descr,
+							      CUDA_R_32F, alg, &p.bytes));
+		/* Stream-ordered: no device-wide synchronisation, and the pool recycles the memory. */
+		if (!st.call && p.bytes > 0)
+			CUDA_STEP(st, "cudaMallocAsync", cudaMallocAsync(&p.buffer, p.bytes, stream));
+		if (!st.call && alg == CUSPARSE_SPMM_CSR_ALG3)
+			CUSPARSE_STEP(st, "cusparseSpMM_preprocess",
+				      cusparseSpMM_preprocess(handle, as_is, as_is, &alpha, p.matrix, x_descr, &one, y_descr,
+							      CUDA_R_32F, alg, p.buffer));
+	}
 	if (!st.call)
 		CUSPARSE_STEP(st, "cusparseSpMM",
-			      cusparseSpMM(handle, as_is, as_is, &alpha, s_descr, x_descr, &one, y_descr, CUDA_R_32F,
-					   alg, buffer));
-	if (buffer)
-		CUDA_STEP(st, "cudaFreeAsync", cudaFreeAsync(buffer, stream));
+			      cusparseSpMM(handle, as_is, as_is, &alpha, p.matrix, x_descr, &one, y_descr, CUDA_R_32F, alg,
+					   p.buffer));
 	if (y_descr)
 		CUSPARSE_STEP(st, "cusparseDestroyDnMat", cusparseDestroyDnMat(y_descr));
 	if (x_descr)
 		CUSPARSE_STEP(st, "cusparseDestroyDnMat", cusparseDestroyDnMat(x_descr));
-	if (s_descr)
-		CUSPARSE_STEP(st, "cusparseDestroySpMat", cusparseDestroySpMat(s_descr));
+	if (found >= 0) {
+		if (st.call)
+			forget_plan(found, st);
+		else {
+			kept.plan[found].stream = stream;
+			kept.plan[found].used = ++kept.clock;
+		}
+	} else if (pattern && !st.call && make_room(p.bytes, st)) {
+		p.used = ++kept.clock;
+		kept.plan[kept.count++] = p;
+		kept.bytes += p.bytes;
+	} else {
+		release_plan(p, st);
+	}
 	return st;
 }
 
@@ -397,19 +515,49 @@ extern "C" const char *starfa_gpu_status_string(starfa_gpu_status status)
 	return text;
 }
 
-extern "C" starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHandle_t cusparse, int64_t nrows,
-					      int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+extern "C" starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHandle_t cusparse, uint64_t pattern,
+					      int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
 					      const uint32_t *colind, const float *sval, const float *X, int64_t ldx,
 					      int64_t k, int beta, float *Y, int64_t ldy, cudaStream_t stream)
 {
 	if (nrows <= 0 || k <= 0)
 		return ok();
-	if (impl != STARFA_SPMM_OWN && impl != STARFA_SPMM_CUSPARSE)
-		return cuda_failed("starfa_cuda_spmm (unknown implementation)", cudaErrorInvalidValue);
-	if (impl == STARFA_SPMM_CUSPARSE)
-		return spmm_cusparse(cusparse, nrows, ncols, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy,
-				     stream);
-	return spmm_own(nrows, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
+	switch (impl) {
+	case STARFA_SPMM_OWN:
+		return spmm_own(nrows, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
+	case STARFA_SPMM_CUSPARSE:
+		return spmm_cusparse(cusparse, CUSPARSE_SPMM_CSR_ALG2, pattern, nrows, ncols, nnz, rowptr, colind, sval, X,
+				     ldx, k, beta, Y, ldy, stream);
+	case STARFA_SPMM_CUSPARSE_ALG3:
+		/* ALG3 takes 16-byte loads of X's and Y's rows from their first address and the rank alone (CUDA
+		 * 13.0 on an H100: k = 32 with ld = 33 stops the kernel on a misaligned address, and the context
+		 * with it), so it runs only where each row starts 16-byte aligned; elsewhere ALG2 does. */
+		return spmm_cusparse(cusparse, ldx % 4 == 0 && ldy % 4 == 0 && aligned16(X) && aligned16(Y)
+						       ? CUSPARSE_SPMM_CSR_ALG3
+						       : CUSPARSE_SPMM_CSR_ALG2,
+				     pattern, nrows, ncols, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
+	}
+	return cuda_failed("starfa_cuda_spmm (unknown implementation)", cudaErrorInvalidValue);
+}
+
+extern "C" starfa_gpu_status starfa_cuda_spmm_release(void)
+{
+	starfa_gpu_status st = ok();
+	while (kept.count > 0)
+		forget_plan(kept.count - 1, st);
+	return st;
+}
+
+extern "C" size_t starfa_cuda_spmm_keep_limit(size_t bytes)
+{
+	return keep_limit.exchange(bytes);
+}
+
+extern "C" size_t starfa_cuda_spmm_kept(int *plans)
+{
+	if (plans)
+		*plans = kept.count;
+	return kept.bytes;
 }
 
 namespace {

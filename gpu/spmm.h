@@ -4,16 +4,19 @@
 
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Two implementations of the same contract, so that a benchmark can compare them. */
+/* Three implementations of the same contract, so that StarPU (and a benchmark) can pick per tile. */
 typedef enum starfa_spmm_impl {
-	STARFA_SPMM_OWN = 0,      /* starfa's kernels: lanes across the rank, a group per row, a block per long row */
-	STARFA_SPMM_CUSPARSE = 1, /* cusparseSpMM: CSR, row-major dense, CUSPARSE_SPMM_CSR_ALG2 */
+	STARFA_SPMM_OWN = 0,           /* starfa's kernels: lanes across the rank, a group per row, a block per long row */
+	STARFA_SPMM_CUSPARSE = 1,      /* cusparseSpMM: CSR, row-major dense, CUSPARSE_SPMM_CSR_ALG2 */
+	STARFA_SPMM_CUSPARSE_ALG3 = 2, /* cusparseSpMM with CUSPARSE_SPMM_CSR_ALG3, after cusparseSpMM_preprocess,
+					* where X's and Y's rows start 16-byte aligned (else ALG2) */
 } starfa_spmm_impl;
 
 /* The first call that failed in a GPU operation, with its CUDA or cuSPARSE code, so that
@@ -29,16 +32,30 @@ const char *starfa_gpu_status_string(starfa_gpu_status status);
 
 /* Same contract as starfa_cpu_spmm, on device pointers, enqueued on `stream`: ncols is the
  * number of rows of X (the tile's columns) and nnz the tile's nonzeros, both of which
- * cuSPARSE needs on the host. `cusparse` is used by STARFA_SPMM_CUSPARSE only (NULL is fine
- * otherwise); it is bound to `stream` by this call. The own kernels are deterministic: a row's
+ * cuSPARSE needs on the host. `cusparse` is used by the cuSPARSE implementations only (NULL is fine
+ * otherwise); it is bound to `stream` by this call. `pattern`, for cuSPARSE: 0, or an id of the tile's
+ * sparsity pattern that no other pattern has in this process (a tile's serial); with an id, the calling
+ * thread keeps cuSPARSE's descriptor and buffer (and ALG3's analysis) for the next call on the same tile
+ * at the same device addresses, sizes, rank and leading dimensions, instead of making and freeing them
+ * within the call. The own kernels are deterministic: a row's
  * nonzeros are added in CSR order onto Y's value (beta 1) or zero (beta 0), except that a row far
  * longer than the tile's mean is cut into a fixed number of consecutive parts whose sums are then
  * added in order; the same call gives the same bits. cuSPARSE's may differ in the last bits from
  * run to run. */
-starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHandle_t cusparse, int64_t nrows, int64_t ncols,
-				   int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
-				   const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy,
+starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHandle_t cusparse, uint64_t pattern, int64_t nrows,
+				   int64_t ncols, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+				   const float *sval, const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy,
 				   cudaStream_t stream);
+
+/* Destroys and frees (stream-ordered) everything the calling thread kept for starfa_cuda_spmm. */
+starfa_gpu_status starfa_cuda_spmm_release(void);
+
+/* The most bytes of cuSPARSE buffers a thread keeps (default 256 MiB; the least recently used plan goes
+ * first, and one larger than this is never kept); returns the previous limit. */
+size_t starfa_cuda_spmm_keep_limit(size_t bytes);
+
+/* The bytes of buffers the calling thread keeps, and (plans not NULL) how many plans. */
+size_t starfa_cuda_spmm_kept(int *plans);
 
 /* starfa_cpu_sddmm_spmm's contract on device pointers (nnz: the tile's nonzeros): a warp per row, the
  * rank across its lanes (each lane keeps its share of A's row and Y's in registers up to k = 256; beyond,

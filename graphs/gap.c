@@ -287,7 +287,7 @@ static int setup(const starfa_coo *train, const starfa_coo *test, const void *pa
 	/* The start: NNDSVDa from the leading singular triplets, or every entry scale (1 + u/2), u uniform in
 	 * [-1, 1) from the seed's stream (X, then Λ), scale^2 K the mean of S over all its entries (scikit-learn's
 	 * random start has that mean). */
-	uint64_t rng = (uint64_t)g->o.seed * 0x9e3779b97f4a7c15ull + 11;
+	uint64_t rng = starfa_seed_stream((uint64_t)g->o.seed, 11);
 	const float scale = (float)sqrt(g->tokens / ((double)g->D * (double)g->W * (double)g->K));
 	const int64_t small = g->D < g->W ? g->D : g->W;
 	if (g->o.init == 0 && g->K <= small) {

@@ -440,7 +440,7 @@ static int lda_setup(const starfa_coo *train, const starfa_coo *test, const void
 	 * mini-batch what is left (scikit-learn's gen_batches). */
 	TRY(starfa_sweep_tiles(c, g->K, g->o.tiles, g->o.online ? g->o.batch : 0, g->split, &g->S));
 	/* The start: λ and γ near 1 (a deterministic stream of the seed). */
-	uint64_t rng = (uint64_t)g->o.seed * 0x9e3779b97f4a7c15ull + 7;
+	uint64_t rng = starfa_seed_stream((uint64_t)g->o.seed, 7);
 	float *lambda0 = starfa_malloc((size_t)(g->W * g->K), sizeof(float)),
 	      *gamma0 = starfa_malloc((size_t)(g->D * g->K), sizeof(float));
 	if (!lambda0 || !gamma0) {

@@ -218,7 +218,7 @@ static int sfa_setup(const starfa_coo *train, const starfa_coo *test, const void
 			col_n[c->colind[e]]++;
 	}
 	/* The start: X = 0, Y uniform in ±1/sqrt(k) (the first half-step solves X from it). */
-	uint64_t rng = (uint64_t)g->o.seed * 0x9e3779b97f4a7c15ull + 13;
+	uint64_t rng = starfa_seed_stream((uint64_t)g->o.seed, 13);
 	int rc = side_create(g, &g->users, STARFA_ROWS, c->nrows, row_n, NULL, 0.0f);
 	if (!rc)
 		rc = side_create(g, &g->items, STARFA_COLS, c->ncols, col_n, &rng, (float)(1.0 / sqrt((double)g->k)));

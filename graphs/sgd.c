@@ -278,7 +278,7 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 /* A random permutation of [0, n) from (seed, epoch): the order of the strata's shifts. */
 static void shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
 {
-	uint64_t state = seed * 0x9e3779b97f4a7c15ull + (uint64_t)epoch * 0xbf58476d1ce4e5b9ull + 3;
+	uint64_t state = starfa_seed_stream(seed, (uint64_t)epoch << 8 | 3);
 	for (int64_t i = 0; i < n; i++)
 		perm[i] = i;
 	for (int64_t i = n - 1; i > 0; i--) {

@@ -79,7 +79,7 @@ int starfa_svds(const starfa_tiled *S, int64_t k, int64_t power_iters, uint64_t 
 	       *vt = starfa_malloc((size_t)(l * l), sizeof(double)), *superb = starfa_malloc((size_t)l, sizeof(double));
 	int rc = !Y || !Z || !work || !sv || !vt || !superb ? STARFA_ENOMEM : 0;
 	if (!rc) { /* Ω: standard normal by Box-Muller from the seed's stream */
-		uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 17;
+		uint64_t rng = starfa_seed_stream(seed, 17);
 		for (int64_t i = 0; i < q * l; i += 2) {
 			const double u1 = (starfa_uniform_pm1(&rng) + 1.0) * 0.5, u2 = (starfa_uniform_pm1(&rng) + 1.0) * 0.5;
 			const double r = sqrt(-2.0 * log(u1 > 0 ? u1 : 1e-300));

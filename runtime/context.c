@@ -5,7 +5,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #ifdef STARFA_USE_CUDA
+#include "gpu/spmm.h"
 #include <cuda_runtime_api.h>
+#include <starpu_cuda.h>
 #endif
 #include <omp.h>
 #include <pthread.h>
@@ -269,6 +271,20 @@ int starfa_init(const starfa_options *opts)
 	return 0;
 }
 
+#ifdef STARFA_USE_CUDA
+/* On each CUDA worker: what it kept of cuSPARSE's per-tile state (gpu/spmm.h), freed on its stream. */
+static void release_kept(void *arg)
+{
+	(void)arg;
+	starfa_gpu_status st = starfa_cuda_spmm_release();
+	if (!st.call)
+		st.cuda = cudaStreamSynchronize(starpu_cuda_get_local_stream());
+	if (st.call || st.cuda != cudaSuccess)
+		fprintf(stderr, "starfa: freeing the SpMM plans of worker %d: %s\n", starpu_worker_get_id(),
+			st.call ? starfa_gpu_status_string(st) : cudaGetErrorString(st.cuda));
+}
+#endif
+
 void starfa_shutdown(void)
 {
 	pthread_mutex_lock(&init_lock);
@@ -276,6 +292,7 @@ void starfa_shutdown(void)
 		starpu_task_wait_for_all();
 #ifdef STARFA_USE_CUDA
 		if (starpu_cuda_worker_get_count() > 0) {
+			starpu_execute_on_each_worker(release_kept, NULL, STARPU_CUDA);
 			starpu_cublas_shutdown();
 			starpu_cusparse_shutdown();
 		}

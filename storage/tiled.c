@@ -11,6 +11,14 @@
 #define MAX_AUTO_TILE_NNZ (1 << 22)
 #define TILES_PER_WORKER 4
 
+/* Tile serials: one per registered tile, never handed out twice in the process. */
+static uint64_t last_serial;
+
+static uint64_t next_serial(void)
+{
+	return __atomic_add_fetch(&last_serial, 1, __ATOMIC_RELAXED);
+}
+
 void *starfa_host_alloc(size_t bytes)
 {
 	void *p = NULL;
@@ -215,6 +223,7 @@ static int build_grid(const starfa_csr *csr, const int64_t *row_bounds, int64_t 
 				starpu_csr_data_register(&t->handle, STARPU_MAIN_RAM, (uint32_t)t->nnz,
 							 (uint32_t)t->nrows, (uintptr_t)t->val, t->colind,
 							 t->rowptr, 0, sizeof(float));
+				t->serial = next_serial();
 				starfa_prefetch_to_gpus(t->handle, i * nc + j); /* tiles spread over the GPUs */
 			}
 		}
@@ -274,6 +283,7 @@ static int build_transposed(const struct starfa_grid *g, struct starfa_grid *t)
 			tt->rowptr[0] = 0;
 			starpu_csr_data_register(&tt->handle, STARPU_MAIN_RAM, (uint32_t)tt->nnz, (uint32_t)tt->nrows,
 						 (uintptr_t)tt->val, tt->colind, tt->rowptr, 0, sizeof(float));
+			tt->serial = next_serial();
 			starpu_vector_data_register(&tt->map_handle, STARPU_MAIN_RAM, (uintptr_t)tt->map,
 						    (uint32_t)tt->nnz, sizeof(uint32_t));
 			starfa_prefetch_to_gpus(tt->handle, j * t->nc + i);

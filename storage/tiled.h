@@ -13,6 +13,7 @@ struct starfa_tile {
 	uint32_t *colind; /* nnz */
 	float *val;       /* nnz */
 	starpu_data_handle_t handle;
+	uint64_t serial; /* this tile's pattern among all tiles of the process (0: no handle); never reused */
 	/* Transposed-grid tiles only: entry q of this tile is entry map[q] of the forward tile holding the
 	 * same entries (nnz uint32), as a vector handle for the transpose-values tasks. */
 	uint32_t *map;

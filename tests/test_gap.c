@@ -162,7 +162,7 @@ static int gap_matches_reference(starfa_worker_kind kind, uint64_t seed, const c
 	r.L = malloc(sizeof(double) * (size_t)(W * K));
 	r.q = malloc(sizeof(double) * (size_t)(S->nnz + 1));
 	CHECK(r.X && r.L && r.q);
-	uint64_t start = 7ull * 0x9e3779b97f4a7c15ull + 11;
+	uint64_t start = starfa_seed_stream(7, 11);
 	const float scale = (float)sqrt(tokens / ((double)D * (double)W * (double)K));
 	for (int64_t i = 0; i < D * K; i++)
 		r.X[i] = scale * (1.0f + 0.5f * starfa_uniform_pm1(&start));
@@ -409,6 +409,37 @@ TEST(gap, graph_matches_dense_reference_cpu)
 TEST(gap, klnmf_matches_dense_reference_cpu)
 {
 	return gap_matches_reference(STARFA_WORKER_CPU, testing_seed() + 120, "klnmf");
+}
+
+/* The random starts of consecutive seeds share no draws: with a stream state of seed times the stream's
+ * increment, seed s + 1's stream was seed s's shifted by one draw (the 20 seeds of a comparison were
+ * nearly one start). Each pair of seeds' first 256 draws, for the salts the algorithms use. */
+TEST(gap, consecutive_seeds_start_unrelated_streams)
+{
+	enum { SEEDS = 9, DRAWS = 256 };
+	static const uint64_t salts[] = {7, 11, 13, 17};
+	static float draws[SEEDS][DRAWS];
+	for (size_t si = 0; si < sizeof salts / sizeof salts[0]; si++) {
+		const uint64_t base = testing_seed() % 1000;
+		for (uint64_t s = 0; s < SEEDS; s++) {
+			uint64_t state = starfa_seed_stream(base + s, salts[si]);
+			for (int i = 0; i < DRAWS; i++)
+				draws[s][i] = starfa_uniform_pm1(&state);
+		}
+		/* 24-bit draws: two unrelated streams of 256 share a value about once in 250 pairs; a shifted
+		 * copy shares 255. */
+		for (int a = 0; a < SEEDS; a++)
+			for (int b = a + 1; b < SEEDS; b++) {
+				int shared = 0;
+				for (int i = 0; i < DRAWS; i++)
+					for (int j = 0; j < DRAWS; j++)
+						shared += draws[a][i] == draws[b][j];
+				CHECK_MSG(shared <= 3, "seeds %llu and %llu (salt %llu) share %d of their first %d draws",
+					  (unsigned long long)(base + (uint64_t)a), (unsigned long long)(base + (uint64_t)b),
+					  (unsigned long long)salts[si], shared, DRAWS);
+			}
+	}
+	return 0;
 }
 
 #ifdef STARFA_USE_CUDA

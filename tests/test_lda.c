@@ -160,7 +160,7 @@ static double ref_bound(struct ref *r)
 /* graphs/lda.c's start for seed `seed`: λ then γ, 1 + 0.17 u each. */
 static void ref_start(struct ref *r, uint64_t seed)
 {
-	uint64_t start = seed * 0x9e3779b97f4a7c15ull + 7;
+	uint64_t start = starfa_seed_stream(seed, 7);
 	for (int64_t i = 0; i < r->W * r->K; i++)
 		r->lambda[i] = 1.0f + 0.17f * starfa_uniform_pm1(&start);
 	for (int64_t i = 0; i < r->D * r->K; i++)

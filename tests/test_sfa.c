@@ -159,7 +159,7 @@ static int sfa_matches_reference(starfa_worker_kind kind, uint64_t seed, int64_t
 	mu /= (double)S->nnz;
 	double *X = calloc((size_t)(m * k), sizeof(double)), *Y = malloc(sizeof(double) * (size_t)(n * k));
 	CHECK(X && Y);
-	uint64_t start = 9ull * 0x9e3779b97f4a7c15ull + 13;
+	uint64_t start = starfa_seed_stream(9, 13);
 	const float scale = (float)(1.0 / sqrt((double)k));
 	for (int64_t v = 0; v < n; v++) /* an item with no entries starts (and stays) at zero */
 		for (int64_t d = 0; d < k; d++)

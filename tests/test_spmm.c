@@ -682,7 +682,7 @@ TEST(spmm, task_graph_is_deterministic)
 
 static const char *impl_name(starfa_spmm_impl impl)
 {
-	return impl == STARFA_SPMM_CUSPARSE ? "cusparse" : "own";
+	return impl == STARFA_SPMM_CUSPARSE ? "cusparse" : impl == STARFA_SPMM_CUSPARSE_ALG3 ? "cusparse alg3" : "own";
 }
 
 /* A tile on the device: whole, and split into a band's two tiles. */
@@ -733,11 +733,11 @@ static int gpu_spmm(starfa_spmm_impl impl, cusparseHandle_t handle, const struct
 	CUDA_OK(cudaMemcpy(d_Y, poisoned, ys_bytes, cudaMemcpyHostToDevice));
 	free(poisoned);
 	if (!split)
-		GPU_OK(starfa_cuda_spmm(impl, handle, S->nrows, S->ncols, S->nnz, dt->rowptr, dt->colind, dt->val, d_X,
+		GPU_OK(starfa_cuda_spmm(impl, handle, 0, S->nrows, S->ncols, S->nnz, dt->rowptr, dt->colind, dt->val, d_X,
 					ld, k, 0, d_Y, ld, 0));
 	else
 		for (int h = 0; h < 2; h++)
-			GPU_OK(starfa_cuda_spmm(impl, handle, S->nrows, S->ncols, t->part_nnz[h], dt->part_rowptr[h],
+			GPU_OK(starfa_cuda_spmm(impl, handle, 0, S->nrows, S->ncols, t->part_nnz[h], dt->part_rowptr[h],
 						dt->part_colind[h], dt->part_val[h], d_X, ld, k, h, d_Y, ld, 0));
 	CUDA_OK(cudaDeviceSynchronize());
 	CUDA_OK(cudaMemcpy(Ys, d_Y, ys_bytes, cudaMemcpyDeviceToHost));
@@ -787,7 +787,7 @@ TEST(spmm_cuda, cuda_kernels_match_reference_and_cpu)
 			float *d_X = to_device(Xs, sizeof(float) * (size_t)(S->ncols * ld));
 			float *d_Y = to_device(NULL, sizeof(float) * (size_t)(S->nrows * ld));
 			CHECK(d_X && d_Y);
-			for (int impl = 0; impl < 2; impl++)
+			for (int impl = 0; impl < 3; impl++)
 				for (int split = 0; split < 2; split++) {
 					starfa_spmm_impl im = (starfa_spmm_impl)impl;
 					if (gpu_spmm(im, handle, &t, &dt, split, d_X, d_Y, ld, k, Ys, Y))
@@ -826,7 +826,7 @@ TEST(spmm_cuda, cuda_kernels_match_reference_and_cpu)
 	return 0;
 }
 
-/* A tile with no nonzero still overwrites Y with zeros, in both implementations, and the
+/* A tile with no nonzero still overwrites Y with zeros, in every implementation, and the
  * zero fill clears a strided block without touching its padding. */
 TEST(spmm_cuda, empty_tile_writes_zeros)
 {
@@ -843,13 +843,13 @@ TEST(spmm_cuda, empty_tile_writes_zeros)
 	float *d_X = to_device(NULL, sizeof(float) * (size_t)(n * ld)), *d_Y = to_device(NULL, ys_bytes);
 	CHECK(d_rowptr && d_X && d_Y);
 	CUDA_OK(cudaMemset(d_X, 0, sizeof(float) * (size_t)(n * ld)));
-	for (int run = 0; run < 3; run++) {
+	for (int run = 0; run < 4; run++) {
 		float *poisoned = to_strided(NULL, m, k, ld);
 		CHECK(poisoned);
 		CUDA_OK(cudaMemcpy(d_Y, poisoned, ys_bytes, cudaMemcpyHostToDevice));
 		free(poisoned);
-		if (run < 2)
-			GPU_OK(starfa_cuda_spmm((starfa_spmm_impl)run, handle, m, n, 0, d_rowptr, NULL, NULL, d_X, ld,
+		if (run < 3)
+			GPU_OK(starfa_cuda_spmm((starfa_spmm_impl)run, handle, 0, m, n, 0, d_rowptr, NULL, NULL, d_X, ld,
 						k, 0, d_Y, ld, 0));
 		else
 			CUDA_OK(starfa_cuda_spmm_zero(m, k, d_Y, ld, 0));
@@ -865,6 +865,151 @@ TEST(spmm_cuda, empty_tile_writes_zeros)
 	free(rowptr);
 	free(Ys);
 	free(Y);
+	CHECK(cusparseDestroy(handle) == CUSPARSE_STATUS_SUCCESS);
+	return 0;
+}
+
+/* One call with a kept plan: Y = S·X for S's pattern at (rowptr, colind) with the values at d_val, into a
+ * NaN-poisoned Y, against the reference (S's host values). */
+static int kept_call(starfa_spmm_impl impl, cusparseHandle_t handle, uint64_t pattern, const starfa_csr *S,
+		     const uint32_t *rowptr, const uint32_t *colind, const float *d_val, const float *X, const float *d_X,
+		     int64_t ld, int64_t k, float *d_Y, float *Y, const char *what)
+{
+	float *Ys = to_strided(NULL, S->nrows, k, ld);
+	CHECK(Ys);
+	size_t ys_bytes = sizeof(float) * (size_t)(S->nrows * ld);
+	CUDA_OK(cudaMemcpy(d_Y, Ys, ys_bytes, cudaMemcpyHostToDevice));
+	GPU_OK(starfa_cuda_spmm(impl, handle, pattern, S->nrows, S->ncols, S->nnz, rowptr, colind, d_val, d_X, ld, k, 0,
+				d_Y, ld, 0));
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(Ys, d_Y, ys_bytes, cudaMemcpyDeviceToHost));
+	CHECK_MSG(from_strided(Ys, S->nrows, k, ld, Y) == 0, "%s, %s: wrote into Y's padding", impl_name(impl), what);
+	free(Ys);
+	CHECK_MSG(starfa_check_spmm(S, X, k, Y, NULL) == 0, "%s, %s: %s", impl_name(impl), what, starfa_last_error());
+	return 0;
+}
+
+/* The cuSPARSE plans kept per pattern id: reused with new values and new operands, made anew when the
+ * tile moves or X's layout changes, never taken for another pattern at the same addresses (a tile that
+ * StarPU put where a freed one was), held within the byte limit, freed by the release. */
+TEST(spmm_cuda, kept_cusparse_plans_follow_the_tile)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	cusparseHandle_t handle = NULL;
+	CHECK(cusparseCreate(&handle) == CUSPARSE_STATUS_SUCCESS);
+	GPU_OK(starfa_cuda_spmm_release());
+	uint64_t rng = testing_seed() + 12;
+	const int64_t m = 700, n = 900, k = 32;
+	struct one_tile a;
+	CHECK(make_tile(&a, m, n, 20000, 1.5, &rng) == 0);
+	starfa_csr *S = a.csr;
+	/* b: the same sizes and nonzeros as a, rows in reverse order (another pattern: the skewed rows move) */
+	starfa_csr b = {m, n, S->nnz, malloc(sizeof(int64_t) * (size_t)(m + 1)), malloc(sizeof(int32_t) * (size_t)S->nnz),
+			malloc(sizeof(float) * (size_t)S->nnz)};
+	uint32_t *b_rowptr = malloc(sizeof(uint32_t) * (size_t)(m + 1)), *b_colind = malloc(sizeof(uint32_t) * (size_t)S->nnz);
+	float *X = malloc(sizeof(float) * (size_t)(n * (k + 4))), *Y = malloc(sizeof(float) * (size_t)(m * k));
+	float *val2 = malloc(sizeof(float) * (size_t)S->nnz);
+	CHECK(b.rowptr && b.colind && b.val && b_rowptr && b_colind && X && Y && val2);
+	b.rowptr[0] = 0;
+	for (int64_t r = 0; r < m; r++) {
+		const int64_t from = m - 1 - r, len = S->rowptr[from + 1] - S->rowptr[from];
+		for (int64_t q = 0; q < len; q++) {
+			b.colind[b.rowptr[r] + q] = S->colind[S->rowptr[from] + q];
+			b.val[b.rowptr[r] + q] = S->val[S->rowptr[from] + q];
+		}
+		b.rowptr[r + 1] = b.rowptr[r] + len;
+	}
+	for (int64_t r = 0; r <= m; r++)
+		b_rowptr[r] = (uint32_t)b.rowptr[r];
+	for (int64_t p = 0; p < S->nnz; p++)
+		b_colind[p] = (uint32_t)b.colind[p];
+	struct device_tile dt;
+	CHECK(upload_tile(&a, &dt) == 0);
+	float *d_X = to_device(NULL, sizeof(float) * (size_t)(n * (k + 4))), *d_Y = to_device(NULL, sizeof(float) * (size_t)(m * (k + 4)));
+	uint32_t *moved_rowptr = to_device(a.rowptr, sizeof(uint32_t) * (size_t)(m + 1));
+	uint32_t *moved_colind = to_device(a.colind, sizeof(uint32_t) * (size_t)S->nnz);
+	CHECK(d_X && d_Y && moved_rowptr && moved_colind);
+	for (int impl = STARFA_SPMM_CUSPARSE; impl <= STARFA_SPMM_CUSPARSE_ALG3; impl++) {
+		const starfa_spmm_impl im = (starfa_spmm_impl)impl;
+		const uint64_t id = 100 + 10 * (uint64_t)impl;
+		int plans = -1;
+		for (int call = 0; call < 3; call++) { /* new X each call, and from the second on new values too */
+			float *Xs = NULL;
+			testing_fill_random(X, (size_t)(n * k), &rng);
+			CHECK(Xs = to_strided(X, n, k, k));
+			CUDA_OK(cudaMemcpy(d_X, Xs, sizeof(float) * (size_t)(n * k), cudaMemcpyHostToDevice));
+			free(Xs);
+			const float *d_val = dt.val;
+			float *d_val2 = NULL;
+			if (call > 0) {
+				testing_fill_random(val2, (size_t)S->nnz, &rng);
+				CHECK(d_val2 = to_device(val2, sizeof(float) * (size_t)S->nnz));
+				memcpy(S->val, val2, sizeof(float) * (size_t)S->nnz);
+				d_val = d_val2;
+			}
+			int rc = kept_call(im, handle, id, S, dt.rowptr, dt.colind, d_val, X, d_X, k, k, d_Y, Y,
+					   call ? "kept plan, new values" : "first call");
+			cudaFree(d_val2);
+			if (rc)
+				return 1;
+			starfa_cuda_spmm_kept(&plans);
+			CHECK_MSG(plans == 1, "%s: %d plans kept after call %d on one tile", impl_name(im), plans, call);
+		}
+		/* X with another leading dimension, then the tile moved: one plan for the pattern all along */
+		CUDA_OK(cudaMemcpy(dt.val, S->val, sizeof(float) * (size_t)S->nnz, cudaMemcpyHostToDevice));
+		float *Xs = to_strided(X, n, k, k + 4);
+		CHECK(Xs);
+		CUDA_OK(cudaMemcpy(d_X, Xs, sizeof(float) * (size_t)(n * (k + 4)), cudaMemcpyHostToDevice));
+		free(Xs);
+		if (kept_call(im, handle, id, S, dt.rowptr, dt.colind, dt.val, X, d_X, k + 4, k, d_Y, Y, "ld of X and Y k + 4"))
+			return 1;
+		if (kept_call(im, handle, id, S, moved_rowptr, moved_colind, dt.val, X, d_X, k + 4, k, d_Y, Y, "tile moved"))
+			return 1;
+		starfa_cuda_spmm_kept(&plans);
+		CHECK_MSG(plans == 1, "%s: %d plans kept for one pattern", impl_name(im), plans);
+		/* Another pattern written over the moved tile's arrays, under its own id: right, and a second plan */
+		CUDA_OK(cudaMemcpy(moved_rowptr, b_rowptr, sizeof(uint32_t) * (size_t)(m + 1), cudaMemcpyHostToDevice));
+		CUDA_OK(cudaMemcpy(moved_colind, b_colind, sizeof(uint32_t) * (size_t)S->nnz, cudaMemcpyHostToDevice));
+		float *d_bval = to_device(b.val, sizeof(float) * (size_t)S->nnz);
+		CHECK(d_bval);
+		int rc = kept_call(im, handle, id + 1, &b, moved_rowptr, moved_colind, d_bval, X, d_X, k + 4, k, d_Y, Y,
+				   "another pattern at the same addresses");
+		if (!rc) {
+			starfa_cuda_spmm_kept(&plans);
+			CHECK_MSG(plans == 2, "%s: %d plans kept for two patterns", impl_name(im), plans);
+			/* a limit of one byte keeps nothing, and the result is right all the same */
+			GPU_OK(starfa_cuda_spmm_release());
+			size_t before = starfa_cuda_spmm_keep_limit(1);
+			rc = kept_call(im, handle, id + 1, &b, moved_rowptr, moved_colind, d_bval, X, d_X, k + 4, k, d_Y, Y,
+				       "nothing kept");
+			starfa_cuda_spmm_keep_limit(before);
+			CHECK(starfa_cuda_spmm_kept(&plans) == 0 && plans == 0);
+		}
+		cudaFree(d_bval);
+		if (rc)
+			return 1;
+		/* put a's pattern back for the next implementation */
+		CUDA_OK(cudaMemcpy(moved_rowptr, a.rowptr, sizeof(uint32_t) * (size_t)(m + 1), cudaMemcpyHostToDevice));
+		CUDA_OK(cudaMemcpy(moved_colind, a.colind, sizeof(uint32_t) * (size_t)S->nnz, cudaMemcpyHostToDevice));
+	}
+	GPU_OK(starfa_cuda_spmm_release());
+	int plans = -1;
+	CHECK(starfa_cuda_spmm_kept(&plans) == 0 && plans == 0);
+	cudaFree(d_X);
+	cudaFree(d_Y);
+	cudaFree(moved_rowptr);
+	cudaFree(moved_colind);
+	free_device_tile(&dt);
+	free(b.rowptr);
+	free(b.colind);
+	free(b.val);
+	free(b_rowptr);
+	free(b_colind);
+	free(X);
+	free(Y);
+	free(val2);
+	free_tile(&a);
 	CHECK(cusparseDestroy(handle) == CUSPARSE_STATUS_SUCCESS);
 	return 0;
 }

@@ -58,6 +58,18 @@ static inline void starfa_progress_column(starfa_train_progress *p, const char *
 	p->values[p->ncolumns++] = value;
 }
 
+/* The first state of the splitmix64 stream of (seed, salt), for starfa_uniform_pm1. The seed and the salt
+ * go through splitmix64's mixing: a state of seed * 0x9e3779b97f4a7c15 + salt (the stream's own
+ * increment) would make seed s + 1's stream seed s's shifted by one draw, so that runs over seeds
+ * 1, 2, 3, ... would all start from nearly the same draws. */
+static inline uint64_t starfa_seed_stream(uint64_t seed, uint64_t salt)
+{
+	uint64_t z = seed * 0xd1b54a32d192ed03ull + salt * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 /* Uniform in [-1, 1) from a splitmix64 stream: the same initial factors for a seed on any machine. */
 static inline float starfa_uniform_pm1(uint64_t *state)
 {
