@@ -4,7 +4,7 @@
  * the kernel of the GPU half plus StarPU's overhead). StarPU calibrates its perfmodels
  * during the warm-up runs (calibrate = 1), running each implementation a worker set may use until
  * its model has STARPU_CALIBRATE_MINIMUM (10) samples: the warm-ups cover that many runs of every
- * implementation (SpMM has three CUDA ones), then go on until two runs in a row agree within 10%
+ * implementation, then go on until two runs in a row agree within 10%
  * (at most --graph-warmup more), so forced calibration runs stay out of the timed ones. overhead = graph time / kernel time - 1, the kernel being starfa's GPU
  * kernel on the whole matrix (GPU-only), or the faster of the GPU and CPU kernels (all
  * workers). */
@@ -59,11 +59,11 @@ static double one_run(enum graph_op op, const struct graph_operands *g)
 	return bench_now() - t0;
 }
 
-/* Implementations StarPU calibrates for an operation's tasks on a worker set: the CUDA ones (the SpMM
- * codelet's own kernel, cuSPARSE ALG2 and ALG3; one for SDDMM), and the CPU one with every worker. */
-static int implementations(enum graph_op op, int gpu_only, int gpu)
+/* Implementations StarPU calibrates for an operation's tasks on a worker set: the CUDA one, and the CPU
+ * one with every worker. */
+static int implementations(int gpu_only, int gpu)
 {
-	return (gpu ? (op == GRAPH_SPMM ? 3 : 1) : 0) + (gpu_only ? 0 : 1);
+	return (gpu ? 1 : 0) + (gpu_only ? 0 : 1);
 }
 
 /* Untimed runs until StarPU has calibrated: 10 of every implementation (StarPU's calibration minimum, one
@@ -136,7 +136,7 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}
-	if (warm_up(o, op, &g, 10 * implementations(op, worker_sets[set].gpu_only, starfa_worker_count(STARFA_WORKER_CUDA) > 0),
+	if (warm_up(o, op, &g, 10 * implementations(worker_sets[set].gpu_only, starfa_worker_count(STARFA_WORKER_CUDA) > 0),
 		    &warmups) != 0) {
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;

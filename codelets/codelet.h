@@ -37,11 +37,8 @@ void starfa_codelet_register(struct starfa_codelet_entry *entry);
 #ifdef STARFA_USE_CUDA
 /* The CUDA implementation of a codelet (asynchronous on StarPU's stream for the worker). */
 #define STARFA_CUDA_FUNC(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}
-#define STARFA_CUDA_FUNCS3(fn1, fn2, fn3)                                                                  \
-	.cuda_funcs = {fn1, fn2, fn3}, .cuda_flags = {STARPU_CUDA_ASYNC, STARPU_CUDA_ASYNC, STARPU_CUDA_ASYNC}
 #else
 #define STARFA_CUDA_FUNC(fn) .cuda_funcs = {NULL}
-#define STARFA_CUDA_FUNCS3(fn1, fn2, fn3) .cuda_funcs = {NULL}
 #endif
 
 /* Declares `op##_cl` (codelet "starfa_" #op) with its perfmodel `op##_model` (symbol

@@ -10,12 +10,13 @@
 
 #include <string.h>
 
-/* Three CUDA implementations: starfa's own kernel and cusparseSpMM with CSR_ALG2 and with CSR_ALG3 (with
- * the per-worker handles of starpu_cusparse_init, which starfa_init calls when there are CUDA workers;
- * each worker keeps cuSPARSE's descriptor, buffer and ALG3's analysis per tile, by the tile's serial).
- * None wins everywhere (bench/RESULTS.md: ALG3 at small ranks, ALG2 at large ones and on tiles of few
- * rows, starfa's kernel on tall ones at mid ranks), so all are implementations of one codelet and
- * StarPU's perfmodel-driven schedulers pick, per tile, the one its calibrated models predict faster. */
+/* One CUDA implementation that picks, per tile, the fastest of starfa's own kernel and cusparseSpMM with
+ * CSR_ALG2 and CSR_ALG3 (with the per-worker handles of starpu_cusparse_init, which starfa_init calls when
+ * there are CUDA workers): it times each on the tile's first task and keeps the winner, with cuSPARSE's
+ * descriptor, buffer and ALG3's analysis, by the tile's serial (gpu/spmm.h, STARFA_SPMM_TUNED). None wins
+ * everywhere (bench/RESULTS.md: ALG3 at small ranks, ALG2 at large ones and on tiles of few rows, starfa's
+ * kernel on tall ones at mid ranks), and the choice depends on the tile's structure, which StarPU's
+ * perfmodels (by cost alone) do not see; they still decide between the CPU and the GPU. */
 struct spmm_args {
 	int beta;        /* 0: overwrite the output block; 1: add to it */
 	int values;      /* 1: the values come from a fourth buffer (sparse values), not S's own */
@@ -45,7 +46,7 @@ static void spmm_cuda_run(void *buffers[], void *cl_arg, starfa_spmm_impl impl)
 {
 	const struct spmm_args *args = cl_arg;
 	/* StarPU's per-worker handle, already bound to the worker's stream. */
-	cusparseHandle_t handle = impl != STARFA_SPMM_OWN ? starpu_cusparse_get_local_handle() : NULL;
+	cusparseHandle_t handle = starpu_cusparse_get_local_handle();
 	starfa_gpu_status st = starfa_cuda_spmm(
 		impl, handle, args->serial, STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[1]),
 		STARPU_CSR_GET_NNZ(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
@@ -61,19 +62,9 @@ static void spmm_cuda_run(void *buffers[], void *cl_arg, starfa_spmm_impl impl)
 	}
 }
 
-static void spmm_cuda_own(void *buffers[], void *cl_arg)
+static void spmm_cuda(void *buffers[], void *cl_arg)
 {
-	spmm_cuda_run(buffers, cl_arg, STARFA_SPMM_OWN);
-}
-
-static void spmm_cuda_cusparse(void *buffers[], void *cl_arg)
-{
-	spmm_cuda_run(buffers, cl_arg, STARFA_SPMM_CUSPARSE);
-}
-
-static void spmm_cuda_cusparse_alg3(void *buffers[], void *cl_arg)
-{
-	spmm_cuda_run(buffers, cl_arg, STARFA_SPMM_CUSPARSE_ALG3);
+	spmm_cuda_run(buffers, cl_arg, STARFA_SPMM_TUNED);
 }
 #endif
 
@@ -89,18 +80,7 @@ static uint32_t spmm_variant(const struct starpu_task *task)
 	return (uint32_t)((const struct spmm_args *)task->cl_arg)->beta;
 }
 
-/* ALG3 runs only on rows that start 16-byte aligned (gpu/spmm.h): on a GPU, X's and Y's blocks have rows of
- * K floats from an aligned start, so K a multiple of 4. Elsewhere the implementation would be ALG2 again,
- * under ALG3's performance model. */
-static int spmm_can_execute(unsigned worker, struct starpu_task *task, unsigned nimpl)
-{
-	(void)worker;
-	return nimpl != 2 || starpu_matrix_get_nx(task->handles[1]) % 4 == 0;
-}
-
-STARFA_CODELET(spmm, spmm_cost, spmm_variant, spmm_cpu,
-	       STARFA_CUDA_FUNCS3(spmm_cuda_own, spmm_cuda_cusparse, spmm_cuda_cusparse_alg3),
-	       .can_execute = spmm_can_execute);
+STARFA_CODELET(spmm, spmm_cost, spmm_variant, spmm_cpu, STARFA_CUDA_FUNC(spmm_cuda));
 
 static int overlap(const starfa_dense *a, const starfa_dense *b)
 {

@@ -502,6 +502,142 @@ starfa_gpu_status spmm_own(int64_t nrows, int64_t nnz, const uint32_t *rowptr, c
 	return st;
 }
 
+/* One implementation or the other, by what it is: ALG3 only where the rows start 16-byte aligned, since it
+ * takes 16-byte loads of X's and Y's rows from their first address and the rank alone (CUDA 13.0 on an
+ * H100: k = 32 with ld = 33 stops the kernel on a misaligned address, and the context with it); ALG2
+ * there instead. */
+starfa_gpu_status spmm_as(starfa_spmm_impl impl, cusparseHandle_t cusparse, uint64_t pattern, int64_t nrows,
+			  int64_t ncols, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+			  const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy, cudaStream_t stream)
+{
+	if (impl == STARFA_SPMM_OWN)
+		return spmm_own(nrows, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
+	const bool alg3 = impl == STARFA_SPMM_CUSPARSE_ALG3 && ldx % 4 == 0 && ldy % 4 == 0 && aligned16(X) &&
+			  aligned16(Y);
+	return spmm_cusparse(cusparse, alg3 ? CUSPARSE_SPMM_CSR_ALG3 : CUSPARSE_SPMM_CSR_ALG2, pattern, nrows, ncols,
+			     nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
+}
+
+/* The implementation STARFA_SPMM_TUNED measured fastest for a tile, kept per host thread like the plans
+ * and found by the same key (the algorithm field unused). */
+struct tuned_choice {
+	kept_plan key;
+	starfa_spmm_impl impl;
+};
+
+thread_local tuned_choice tuned[kMaxKept];
+thread_local int tuned_count = 0;
+
+/* Times the own kernel, ALG2 and ALG3 on this tile, each twice (the first cuSPARSE call of a tile makes
+ * its plan), on the call's stream; with beta 1 each run adds to a copy of Y, so that Y is read as given.
+ * Keeps the fastest, and drops the plans of the cuSPARSE algorithm that lost. */
+starfa_gpu_status tune(cusparseHandle_t cusparse, const kept_plan &key, const uint32_t *rowptr, const uint32_t *colind,
+		       const float *sval, const float *X, float *Y, cudaStream_t stream, starfa_spmm_impl *best)
+{
+	constexpr int kCandidates = 3, kRuns = 2;
+	const starfa_spmm_impl candidates[kCandidates] = {STARFA_SPMM_OWN, STARFA_SPMM_CUSPARSE, STARFA_SPMM_CUSPARSE_ALG3};
+	starfa_gpu_status st = ok();
+	cudaEvent_t ev[kCandidates][kRuns][2] = {};
+	bool ran[kCandidates] = {};
+	float *scratch = nullptr, *out = Y;
+	const size_t row_bytes = (size_t)key.k * sizeof(float), pitch = (size_t)key.ldy * sizeof(float);
+	if (key.beta) {
+		CUDA_STEP(st, "cudaMallocAsync", cudaMallocAsync((void **)&scratch, pitch * (size_t)key.nrows, stream));
+		out = scratch;
+	}
+	for (int c = 0; !st.call && c < kCandidates; c++) {
+		ran[c] = true;
+		for (int r = 0; !st.call && r < kRuns; r++) {
+			for (int e = 0; e < 2 && !st.call; e++)
+				CUDA_STEP(st, "cudaEventCreate", cudaEventCreate(&ev[c][r][e]));
+			if (key.beta && !st.call)
+				CUDA_STEP(st, "cudaMemcpy2DAsync",
+					  cudaMemcpy2DAsync(scratch, pitch, Y, pitch, row_bytes, (size_t)key.nrows,
+							    cudaMemcpyDeviceToDevice, stream));
+			if (!st.call)
+				CUDA_STEP(st, "cudaEventRecord", cudaEventRecord(ev[c][r][0], stream));
+			if (!st.call) {
+				starfa_gpu_status run = spmm_as(candidates[c], cusparse, key.pattern, key.nrows, key.ncols,
+								key.nnz, rowptr, colind, sval, X, key.ldx, key.k, key.beta, out,
+								key.ldy, stream);
+				/* A cuSPARSE algorithm that refuses the tile is no candidate; a CUDA failure ends it all. */
+				if (run.call && run.cuda == cudaSuccess && candidates[c] != STARFA_SPMM_OWN)
+					ran[c] = false;
+				else if (run.call)
+					keep_first(st, run);
+			}
+			if (!st.call)
+				CUDA_STEP(st, "cudaEventRecord", cudaEventRecord(ev[c][r][1], stream));
+		}
+	}
+	float best_ms = 0;
+	*best = STARFA_SPMM_CUSPARSE;
+	if (!st.call)
+		CUDA_STEP(st, "cudaEventSynchronize", cudaEventSynchronize(ev[kCandidates - 1][kRuns - 1][1]));
+	for (int c = 0; !st.call && c < kCandidates; c++)
+		for (int r = 0; ran[c] && !st.call && r < kRuns; r++) {
+			float ms = 0;
+			CUDA_STEP(st, "cudaEventElapsedTime", cudaEventElapsedTime(&ms, ev[c][r][0], ev[c][r][1]));
+			if (!st.call && (best_ms == 0 || ms < best_ms)) {
+				best_ms = ms;
+				*best = candidates[c];
+			}
+		}
+	for (int c = 0; c < kCandidates; c++)
+		for (int r = 0; r < kRuns; r++)
+			for (int e = 0; e < 2; e++)
+				if (ev[c][r][e])
+					CUDA_STEP(st, "cudaEventDestroy", cudaEventDestroy(ev[c][r][e]));
+	if (scratch)
+		CUDA_STEP(st, "cudaFreeAsync", cudaFreeAsync(scratch, stream));
+	/* The losing cuSPARSE plans go (the own kernel keeps none). */
+	for (int i = 0; i < kept.count; i++)
+		if (kept.plan[i].pattern == key.pattern && kept.plan[i].k == key.k && kept.plan[i].beta == key.beta &&
+		    kept.plan[i].device == key.device &&
+		    !(*best == STARFA_SPMM_CUSPARSE && kept.plan[i].alg == CUSPARSE_SPMM_CSR_ALG2) &&
+		    !(*best == STARFA_SPMM_CUSPARSE_ALG3 && kept.plan[i].alg == CUSPARSE_SPMM_CSR_ALG3))
+			forget_plan(i--, st);
+	return st;
+}
+
+starfa_gpu_status spmm_tuned(cusparseHandle_t cusparse, uint64_t pattern, int64_t nrows, int64_t ncols, int64_t nnz,
+			     const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *X,
+			     int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy, cudaStream_t stream)
+{
+	if (!pattern || nnz == 0)
+		return spmm_as(STARFA_SPMM_CUSPARSE, cusparse, pattern, nrows, ncols, nnz, rowptr, colind, sval, X, ldx, k,
+			       beta, Y, ldy, stream);
+	starfa_gpu_status st = ok();
+	kept_plan key{pattern, rowptr, colind, nrows, ncols, nnz, k, ldx, ldy, CUSPARSE_SPMM_ALG_DEFAULT, beta, -1,
+		      nullptr, nullptr, 0, stream, 0};
+	CUDA_STEP(st, "cudaGetDevice", cudaGetDevice(&key.device));
+	if (st.call)
+		return st;
+	int found = -1;
+	for (int i = 0; i < tuned_count && found < 0; i++)
+		if (same_plan(tuned[i].key, key))
+			found = i;
+	starfa_spmm_impl impl;
+	if (found >= 0) {
+		impl = tuned[found].impl;
+		tuned[found].key.used = ++kept.clock;
+	} else {
+		st = tune(cusparse, key, rowptr, colind, sval, X, Y, stream, &impl);
+		if (st.call)
+			return st;
+		if (tuned_count == kMaxKept) { /* the least recently used choice goes */
+			int oldest = 0;
+			for (int i = 1; i < tuned_count; i++)
+				if (tuned[i].key.used < tuned[oldest].key.used)
+					oldest = i;
+			tuned[oldest] = tuned[--tuned_count];
+		}
+		key.used = ++kept.clock;
+		tuned[tuned_count++] = tuned_choice{key, impl};
+	}
+	return spmm_as(impl, cusparse, pattern, nrows, ncols, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
+}
+
 } // namespace
 
 extern "C" const char *starfa_gpu_status_string(starfa_gpu_status status)
@@ -524,18 +660,13 @@ extern "C" starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHan
 		return ok();
 	switch (impl) {
 	case STARFA_SPMM_OWN:
-		return spmm_own(nrows, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
 	case STARFA_SPMM_CUSPARSE:
-		return spmm_cusparse(cusparse, CUSPARSE_SPMM_CSR_ALG2, pattern, nrows, ncols, nnz, rowptr, colind, sval, X,
-				     ldx, k, beta, Y, ldy, stream);
 	case STARFA_SPMM_CUSPARSE_ALG3:
-		/* ALG3 takes 16-byte loads of X's and Y's rows from their first address and the rank alone (CUDA
-		 * 13.0 on an H100: k = 32 with ld = 33 stops the kernel on a misaligned address, and the context
-		 * with it), so it runs only where each row starts 16-byte aligned; elsewhere ALG2 does. */
-		return spmm_cusparse(cusparse, ldx % 4 == 0 && ldy % 4 == 0 && aligned16(X) && aligned16(Y)
-						       ? CUSPARSE_SPMM_CSR_ALG3
-						       : CUSPARSE_SPMM_CSR_ALG2,
-				     pattern, nrows, ncols, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy, stream);
+		return spmm_as(impl, cusparse, pattern, nrows, ncols, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy,
+			       stream);
+	case STARFA_SPMM_TUNED:
+		return spmm_tuned(cusparse, pattern, nrows, ncols, nnz, rowptr, colind, sval, X, ldx, k, beta, Y, ldy,
+				  stream);
 	}
 	return cuda_failed("starfa_cuda_spmm (unknown implementation)", cudaErrorInvalidValue);
 }
@@ -545,6 +676,7 @@ extern "C" starfa_gpu_status starfa_cuda_spmm_release(void)
 	starfa_gpu_status st = ok();
 	while (kept.count > 0)
 		forget_plan(kept.count - 1, st);
+	tuned_count = 0;
 	return st;
 }
 

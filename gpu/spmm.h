@@ -11,12 +11,16 @@
 extern "C" {
 #endif
 
-/* Three implementations of the same contract, so that StarPU (and a benchmark) can pick per tile. */
+/* Implementations of the same contract: none is fastest on every tile (bench/RESULTS.md), so the codelet
+ * measures them on each tile and keeps the fastest; a benchmark can run each one. */
 typedef enum starfa_spmm_impl {
 	STARFA_SPMM_OWN = 0,           /* starfa's kernels: lanes across the rank, a group per row, a block per long row */
 	STARFA_SPMM_CUSPARSE = 1,      /* cusparseSpMM: CSR, row-major dense, CUSPARSE_SPMM_CSR_ALG2 */
 	STARFA_SPMM_CUSPARSE_ALG3 = 2, /* cusparseSpMM with CUSPARSE_SPMM_CSR_ALG3, after cusparseSpMM_preprocess,
 					* where X's and Y's rows start 16-byte aligned (else ALG2) */
+	STARFA_SPMM_TUNED = 3,         /* the fastest of those three for the tile (the SpMM codelet's): each timed
+					* twice at the first call with a pattern id and the winner kept with the
+					* pattern's plans; ALG2 without a pattern id */
 } starfa_spmm_impl;
 
 /* The first call that failed in a GPU operation, with its CUDA or cuSPARSE code, so that

@@ -682,7 +682,10 @@ TEST(spmm, task_graph_is_deterministic)
 
 static const char *impl_name(starfa_spmm_impl impl)
 {
-	return impl == STARFA_SPMM_CUSPARSE ? "cusparse" : impl == STARFA_SPMM_CUSPARSE_ALG3 ? "cusparse alg3" : "own";
+	return impl == STARFA_SPMM_CUSPARSE	 ? "cusparse"
+	       : impl == STARFA_SPMM_CUSPARSE_ALG3 ? "cusparse alg3"
+	       : impl == STARFA_SPMM_TUNED	 ? "tuned"
+						 : "own";
 }
 
 /* A tile on the device: whole, and split into a band's two tiles. */
@@ -732,12 +735,16 @@ static int gpu_spmm(starfa_spmm_impl impl, cusparseHandle_t handle, const struct
 	CHECK(poisoned);
 	CUDA_OK(cudaMemcpy(d_Y, poisoned, ys_bytes, cudaMemcpyHostToDevice));
 	free(poisoned);
+	/* The tuned implementation tunes at the first call with a pattern id: a new one every call here, so
+	 * that every call times the three (the second part of a split tile with beta 1). */
+	static uint64_t serial = 1000;
+	const uint64_t pattern = impl == STARFA_SPMM_TUNED ? ++serial : 0;
 	if (!split)
-		GPU_OK(starfa_cuda_spmm(impl, handle, 0, S->nrows, S->ncols, S->nnz, dt->rowptr, dt->colind, dt->val, d_X,
+		GPU_OK(starfa_cuda_spmm(impl, handle, pattern, S->nrows, S->ncols, S->nnz, dt->rowptr, dt->colind, dt->val, d_X,
 					ld, k, 0, d_Y, ld, 0));
 	else
 		for (int h = 0; h < 2; h++)
-			GPU_OK(starfa_cuda_spmm(impl, handle, 0, S->nrows, S->ncols, t->part_nnz[h], dt->part_rowptr[h],
+			GPU_OK(starfa_cuda_spmm(impl, handle, pattern + (uint64_t)h * 500000, S->nrows, S->ncols, t->part_nnz[h], dt->part_rowptr[h],
 						dt->part_colind[h], dt->part_val[h], d_X, ld, k, h, d_Y, ld, 0));
 	CUDA_OK(cudaDeviceSynchronize());
 	CUDA_OK(cudaMemcpy(Ys, d_Y, ys_bytes, cudaMemcpyDeviceToHost));
@@ -787,7 +794,7 @@ TEST(spmm_cuda, cuda_kernels_match_reference_and_cpu)
 			float *d_X = to_device(Xs, sizeof(float) * (size_t)(S->ncols * ld));
 			float *d_Y = to_device(NULL, sizeof(float) * (size_t)(S->nrows * ld));
 			CHECK(d_X && d_Y);
-			for (int impl = 0; impl < 3; impl++)
+			for (int impl = 0; impl < 4; impl++)
 				for (int split = 0; split < 2; split++) {
 					starfa_spmm_impl im = (starfa_spmm_impl)impl;
 					if (gpu_spmm(im, handle, &t, &dt, split, d_X, d_Y, ld, k, Ys, Y))
@@ -843,13 +850,13 @@ TEST(spmm_cuda, empty_tile_writes_zeros)
 	float *d_X = to_device(NULL, sizeof(float) * (size_t)(n * ld)), *d_Y = to_device(NULL, ys_bytes);
 	CHECK(d_rowptr && d_X && d_Y);
 	CUDA_OK(cudaMemset(d_X, 0, sizeof(float) * (size_t)(n * ld)));
-	for (int run = 0; run < 4; run++) {
+	for (int run = 0; run < 5; run++) {
 		float *poisoned = to_strided(NULL, m, k, ld);
 		CHECK(poisoned);
 		CUDA_OK(cudaMemcpy(d_Y, poisoned, ys_bytes, cudaMemcpyHostToDevice));
 		free(poisoned);
-		if (run < 3)
-			GPU_OK(starfa_cuda_spmm((starfa_spmm_impl)run, handle, 0, m, n, 0, d_rowptr, NULL, NULL, d_X, ld,
+		if (run < 4)
+			GPU_OK(starfa_cuda_spmm((starfa_spmm_impl)run, handle, (uint64_t)run, m, n, 0, d_rowptr, NULL, NULL, d_X, ld,
 						k, 0, d_Y, ld, 0));
 		else
 			CUDA_OK(starfa_cuda_spmm_zero(m, k, d_Y, ld, 0));
@@ -992,6 +999,30 @@ TEST(spmm_cuda, kept_cusparse_plans_follow_the_tile)
 		/* put a's pattern back for the next implementation */
 		CUDA_OK(cudaMemcpy(moved_rowptr, a.rowptr, sizeof(uint32_t) * (size_t)(m + 1), cudaMemcpyHostToDevice));
 		CUDA_OK(cudaMemcpy(moved_colind, a.colind, sizeof(uint32_t) * (size_t)S->nnz, cudaMemcpyHostToDevice));
+	}
+	/* The tuned implementation adds S·X to Y exactly once with beta 1, at its first call (which times the
+	 * three on a copy of Y) and at the next (the kept choice); it keeps at most the winner's plan. */
+	for (int call = 0; call < 2; call++) {
+		float *Y0 = malloc(sizeof(float) * (size_t)(m * k)), *Ys = NULL;
+		CHECK(Y0);
+		testing_fill_random(Y0, (size_t)(m * k), &rng);
+		CHECK(Ys = to_strided(Y0, m, k, k));
+		CUDA_OK(cudaMemcpy(d_Y, Ys, sizeof(float) * (size_t)(m * k), cudaMemcpyHostToDevice));
+		CUDA_OK(cudaMemcpy(d_X, X, sizeof(float) * (size_t)(n * k), cudaMemcpyHostToDevice));
+		CUDA_OK(cudaMemcpy(dt.val, S->val, sizeof(float) * (size_t)S->nnz, cudaMemcpyHostToDevice));
+		GPU_OK(starfa_cuda_spmm(STARFA_SPMM_TUNED, handle, 900, m, n, S->nnz, dt.rowptr, dt.colind, dt.val, d_X, k,
+					k, 1, d_Y, k, 0));
+		CUDA_OK(cudaDeviceSynchronize());
+		CUDA_OK(cudaMemcpy(Ys, d_Y, sizeof(float) * (size_t)(m * k), cudaMemcpyDeviceToHost));
+		CHECK(from_strided(Ys, m, k, k, Y) == 0);
+		for (int64_t e = 0; e < m * k; e++)
+			Y[e] -= Y0[e];
+		free(Y0);
+		free(Ys);
+		CHECK_MSG(starfa_check_spmm(S, X, k, Y, NULL) == 0, "tuned, beta 1, call %d: %s", call, starfa_last_error());
+		int kept_plans = -1;
+		starfa_cuda_spmm_kept(&kept_plans);
+		CHECK_MSG(kept_plans <= 1, "tuned: %d plans kept for one tile", kept_plans);
 	}
 	GPU_OK(starfa_cuda_spmm_release());
 	int plans = -1;
