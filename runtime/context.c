@@ -67,6 +67,34 @@ static int online_cores(void)
 	return n > 0 ? (int)n : 1;
 }
 
+/* The thread that started the runtime, bound to the core StarPU left out for it, and its affinity from
+ * before, given back at the last starfa_shutdown. */
+static pthread_t submitter;
+static cpu_set_t submitter_affinity;
+static int submitter_bound;
+
+/* The submitting thread onto the reserved core. Left to the kernel's placement, it shared a core with the
+ * CUDA worker's driver thread in some runs, and a wait polling there held that thread off until the
+ * polling ended: graph runs of 50 µs took 250-350 µs with every worker (200 µs of polling) and not with
+ * the GPU alone; bound, they did not (bench/PLACEMENT.md). */
+static void bind_submitter(void)
+{
+	submitter_bound = 0;
+	if (pthread_getaffinity_np(pthread_self(), sizeof submitter_affinity, &submitter_affinity) != 0)
+		return;
+	starpu_bind_thread_on((int)starpu_get_next_bindid(STARPU_THREAD_ACTIVE, NULL, 0), STARPU_THREAD_ACTIVE,
+			      "starfa submitting thread");
+	submitter = pthread_self();
+	submitter_bound = 1;
+}
+
+static void unbind_submitter(void)
+{
+	if (submitter_bound && pthread_equal(submitter, pthread_self()))
+		pthread_setaffinity_np(submitter, sizeof submitter_affinity, &submitter_affinity);
+	submitter_bound = 0;
+}
+
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_count;
 /* The cores the started workers leave free (a CUDA worker's driver thread holds one core): the waits
@@ -254,6 +282,8 @@ int starfa_init(const starfa_options *opts)
 					name, STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
 	}
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+	if (conf.reserve_ncpus > 0)
+		bind_submitter();
 	free_cores = cores - (int)(starpu_cpu_worker_get_count() + starpu_cuda_worker_get_count());
 	/* The waits poll before they sleep only where a core is left to this thread (runtime/sync.h). */
 	starfa_wait_spin_enable(free_cores > 0);
@@ -298,6 +328,7 @@ void starfa_shutdown(void)
 		}
 #endif
 		starpu_shutdown();
+		unbind_submitter();
 		blas_threads_restore();
 		free(worker_total);
 		free(bus_total);

@@ -5,6 +5,8 @@
 #endif
 
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,6 +264,33 @@ TEST(placement_cuda, unplaced_grids_run_on_gpus)
 	unsetenv("STARFA_PLACEMENT");
 	CHECK(rc == STARFA_EINVAL && t == NULL && strstr(starfa_last_error(), "STARFA_PLACEMENT"));
 	starfa_csr_free(S);
+	return 0;
+}
+/* With GPUs and the default worker count, the thread that starts the runtime is bound to the one core the
+ * workers leave out (so that its waits never share a core with the CUDA worker's driver thread), and gets
+ * its affinity back at the last shutdown. */
+TEST(placement_cuda, submitting_thread_on_the_free_core)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	cpu_set_t before, during, after;
+	CHECK(pthread_getaffinity_np(pthread_self(), sizeof before, &before) == 0);
+	if (CPU_COUNT(&before) < 4)
+		SKIP("fewer than 4 cores: no core is left out of the workers");
+	testing_runtime_stop();
+	starfa_options opts;
+	starfa_options_default(&opts);
+	CHECK_OK(testing_runtime_with(&opts));
+	CHECK(pthread_getaffinity_np(pthread_self(), sizeof during, &during) == 0);
+	const int64_t workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
+	CHECK_MSG(CPU_COUNT(&during) == 1, "the submitting thread may run on %d cores (%lld workers on %d)",
+		  CPU_COUNT(&during), (long long)workers, CPU_COUNT(&before));
+	CHECK_MSG(workers + 1 <= CPU_COUNT(&before), "%lld workers and the submitting thread on %d cores",
+		  (long long)workers, CPU_COUNT(&before));
+	testing_runtime_stop();
+	CHECK(pthread_getaffinity_np(pthread_self(), sizeof after, &after) == 0);
+	CHECK_MSG(CPU_EQUAL(&before, &after), "the affinity was not given back (%d cores, %d before)", CPU_COUNT(&after),
+		  CPU_COUNT(&before));
 	return 0;
 }
 #else
