@@ -3,7 +3,7 @@
  * the same process on the same systems. Prints a Markdown report (and appends it to --md FILE).
  *
  *   starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] [--solve-rows R] [--no-kernels]
- *                    [--no-train] [--gpus N] [--cpus N] [--md FILE]
+ *                    [--no-train] [--gpus N] [--cpus N] [--bands N] [--md FILE]
  *   starfa_als_bench [--matrix NAME] --dump FILE
  *
  * --dump writes the matrix to FILE and stops (no GPU needed), for peers run on the same matrix and
@@ -513,6 +513,9 @@ static int dump_matrix(const starfa_csr *c, const char *path)
 	return 0;
 }
 
+/* --bands N: row and column bands of the training grid (0: the planner's, two a GPU). */
+static int64_t bands;
+
 static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 {
 	char cpus[32] = "no CPU workers";
@@ -533,6 +536,7 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 		ao.rank = rank;
 		ao.iters = iters;
 		ao.cg_steps = 3;
+		ao.tiling.row_tiles = ao.tiling.col_tiles = bands;
 		if (run == 1)
 			ao.solver = STARFA_SOLVER_CG;
 		struct iter_log *l = &logs[run];
@@ -546,7 +550,7 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 		int nr = 0;
 		for (int64_t i = 1; i < l->n; i++)
 			rest[nr++] = l->seconds[i];
-		out("| %s (f = %lld%s) | %s | %.3f | %.3f | %lld / %lld | %.5g |\n", algo ? "implicit ALS" : "ALS",
+		out("| %s (f = %lld%s) | %s | %.4g | %.4g | %lld / %lld | %.5g |\n", algo ? "implicit ALS" : "ALS",
 		    (long long)rank, algo ? "" : ", biases", ao.solver == STARFA_SOLVER_CG ? "CG 3 steps" : "LDLᵀ (exact)",
 		    bench_median(rest, nr), first, (long long)l->cuda_tasks, (long long)l->cpu_tasks, l->loss);
 	}
@@ -572,6 +576,7 @@ int main(int argc, char **argv)
 						  {"gpus", required_argument, 0, 'g'},
 						  {"cpus", required_argument, 0, 'c'},
 						  {"dump", required_argument, 0, 'd'},
+						  {"bands", required_argument, 0, 'b'},
 						  {"help", no_argument, 0, 'h'},
 						  {0, 0, 0, 0}};
 	int opt;
@@ -589,6 +594,7 @@ int main(int argc, char **argv)
 			break;
 		case 'K': no_kernels = 1; break;
 		case 'd': dump_path = optarg; break;
+		case 'b': bands = atoll(optarg) >= 0 ? atoll(optarg) : 0; break;
 		case 'g': /* comma-separated GPU counts to train on. Measured: a second count in the same
 			   * process ran at the first one's speed (StarPU re-initialized), so the numbers in
 			   * bench/ALS.md come from one count per process. */
@@ -597,7 +603,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] "
-					"[--solve-rows R] [--no-train] [--no-kernels] [--gpus N,M,...] [--cpus N] [--md FILE]\n"
+					"[--solve-rows R] [--no-train] [--no-kernels] [--gpus N,M,...] [--cpus N] [--bands N] [--md FILE]\n"
 					"       starfa_als_bench [--matrix NAME] --dump FILE\n");
 			return opt == 'h' ? 0 : 2;
 		}
@@ -666,9 +672,12 @@ int main(int argc, char **argv)
 			      : 0;
 	for (int g = 0; g < ngpus && len < (int)sizeof workers; g++)
 		len += snprintf(workers + len, sizeof workers - (size_t)len, "%s%d", g ? "," : " --gpus ", gpus[g]);
-	out("Matrix: %s.\nCommand: `starfa_als_bench --matrix %s --rank %lld --iters %d --repeat %d --solve-rows %lld%s%s`.\n",
+	char bands_arg[40] = "";
+	if (bands > 0)
+		snprintf(bands_arg, sizeof bands_arg, " --bands %lld", (long long)bands);
+	out("Matrix: %s.\nCommand: `starfa_als_bench --matrix %s --rank %lld --iters %d --repeat %d --solve-rows %lld%s%s%s`.\n",
 	    m.source, matrix, (long long)rank, iters, repeat, (long long)solve_rows, no_kernels ? " --no-kernels" : "",
-	    workers);
+	    workers, bands_arg);
 	starfa_csr *t = NULL;
 	if (starfa_csr_transpose(m.csr, &t) != 0) {
 		fprintf(stderr, "starfa_als_bench: %s\n", starfa_last_error());

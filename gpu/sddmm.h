@@ -12,7 +12,7 @@ extern "C" {
 /* The kernel variants; STARFA_CUDA_SDDMM_AUTO picks one per tile from its shape. */
 typedef enum starfa_cuda_sddmm_variant {
 	STARFA_CUDA_SDDMM_AUTO = 0,
-	STARFA_CUDA_SDDMM_WARP_PER_ROW, /* the plain kernel: one warp per row, scalar loads */
+	STARFA_CUDA_SDDMM_WARP_SPANS, /* the plain kernel: a warp per span of 32 nonzeros, lanes across k, scalar loads */
 	STARFA_CUDA_SDDMM_VWARP,        /* nnz-balanced virtual warps, 16-byte loads, A row in registers,
 					   B through L1/L2 (no shared memory) */
 	STARFA_CUDA_SDDMM_SMEM,         /* as VWARP, with the tile's whole B block staged in shared memory */

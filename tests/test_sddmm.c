@@ -312,7 +312,7 @@ static int check_run(starfa_cuda_sddmm_variant variant, int64_t panel_cols, cons
 									 d->colind, d->val, d->A, ld, d->B, ld, k, mode,
 									 1.0f, 0.0f, d->P, 0);
 	if (err == cudaErrorInvalidValue && (panel_cols > 0 || (variant != STARFA_CUDA_SDDMM_AUTO &&
-								 variant != STARFA_CUDA_SDDMM_WARP_PER_ROW))) {
+								 variant != STARFA_CUDA_SDDMM_WARP_SPANS))) {
 		(void)cudaGetLastError();
 		free(P);
 		free(Pcpu);
