@@ -287,7 +287,8 @@ void keep_first(starfa_gpu_status &st, starfa_gpu_status next)
  * plan is used only where everything cuSPARSE saw when it was made is unchanged: the pattern id (never
  * reused), the device addresses of the row offsets and column indices (StarPU may move a tile and hand
  * its old address to another one), the sizes, rank, leading dimensions, algorithm, beta and device. Only the
- * values' address is set anew each call (cusparseSpMatSetValues: values may change between calls). */
+ * addresses of the values, X and Y are set anew each call (cusparseSpMatSetValues, cusparseDnMatSetValues:
+ * values may change between calls). */
 struct kept_plan {
 	uint64_t pattern;
 	const void *rowptr, *colind;
@@ -295,6 +296,7 @@ struct kept_plan {
 	cusparseSpMMAlg_t alg;
 	int beta, device;
 	cusparseSpMatDescr_t matrix;
+	cusparseDnMatDescr_t x, y; /* X's and Y's descriptors, their addresses set anew each call */
 	void *buffer;
 	size_t bytes;
 	cudaStream_t stream; /* the last stream that used the buffer: it is freed there, in its order */
@@ -323,10 +325,15 @@ void release_plan(kept_plan &p, starfa_gpu_status &st)
 		CUDA_STEP(st, "cudaFreeAsync", cudaFreeAsync(p.buffer, p.stream));
 	if (p.matrix)
 		CUSPARSE_STEP(st, "cusparseDestroySpMat", cusparseDestroySpMat(p.matrix));
+	if (p.x)
+		CUSPARSE_STEP(st, "cusparseDestroyDnMat", cusparseDestroyDnMat(p.x));
+	if (p.y)
+		CUSPARSE_STEP(st, "cusparseDestroyDnMat", cusparseDestroyDnMat(p.y));
 	if (current >= 0 && current != p.device)
 		CUDA_STEP(st, "cudaSetDevice", cudaSetDevice(current));
 	p.buffer = nullptr;
 	p.matrix = nullptr;
+	p.x = p.y = nullptr;
 }
 
 void forget_plan(int i, starfa_gpu_status &st)
@@ -387,7 +394,8 @@ starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, cusparseSpMMAlg_t alg, 
 	}
 
 	CUSPARSE_STEP(st, "cusparseSetStream", cusparseSetStream(handle, stream));
-	kept_plan want{pattern, rowptr, colind, nrows, ncols, nnz, k, ldx, ldy, alg, beta, -1, nullptr, nullptr, 0, stream, 0};
+	kept_plan want{pattern, rowptr, colind, nrows, ncols, nnz, k, ldx, ldy, alg, beta, -1, nullptr, nullptr, nullptr,
+		       nullptr, 0, stream, 0};
 	CUDA_STEP(st, "cudaGetDevice", cudaGetDevice(&want.device));
 	int found = -1;
 	for (int i = 0; pattern && !st.call && i < kept.count && found < 0; i++)
@@ -396,15 +404,6 @@ starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, cusparseSpMMAlg_t alg, 
 		else if (kept.plan[i].pattern == pattern && kept.plan[i].device == want.device && kept.plan[i].k == k &&
 			 kept.plan[i].alg == alg && kept.plan[i].beta == beta)
 			forget_plan(i--, st); /* the tile moved, or its operands' layout changed: that plan is stale */
-
-	cusparseConstDnMatDescr_t x_descr = nullptr;
-	cusparseDnMatDescr_t y_descr = nullptr;
-	if (!st.call)
-		CUSPARSE_STEP(st, "cusparseCreateConstDnMat",
-			      cusparseCreateConstDnMat(&x_descr, ncols, k, ldx, X, CUDA_R_32F, CUSPARSE_ORDER_ROW));
-	if (!st.call)
-		CUSPARSE_STEP(st, "cusparseCreateDnMat",
-			      cusparseCreateDnMat(&y_descr, nrows, k, ldy, Y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
 
 	/* Host scalars (the handle's default pointer mode). CSR_ALG2 is
 	 * made for row-major B and C; ALG3 splits the nonzeros evenly after its analysis; neither is bitwise
@@ -418,7 +417,19 @@ starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, cusparseSpMMAlg_t alg, 
 		if (p.stream != stream)
 			CUDA_STEP(st, "cudaStreamSynchronize", cudaStreamSynchronize(p.stream));
 		CUSPARSE_STEP(st, "cusparseSpMatSetValues", cusparseSpMatSetValues(p.matrix, const_cast<float *>(sval)));
+		if (!st.call)
+			CUSPARSE_STEP(st, "cusparseDnMatSetValues", cusparseDnMatSetValues(p.x, const_cast<float *>(X)));
+		if (!st.call)
+			CUSPARSE_STEP(st, "cusparseDnMatSetValues", cusparseDnMatSetValues(p.y, Y));
 	} else {
+		/* cuSPARSE reads X in SpMM; its descriptor is not const only so that its address can be set. */
+		if (!st.call)
+			CUSPARSE_STEP(st, "cusparseCreateDnMat",
+				      cusparseCreateDnMat(&p.x, ncols, k, ldx, const_cast<float *>(X), CUDA_R_32F,
+							  CUSPARSE_ORDER_ROW));
+		if (!st.call)
+			CUSPARSE_STEP(st, "cusparseCreateDnMat",
+				      cusparseCreateDnMat(&p.y, nrows, k, ldy, Y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
 		/* cuSPARSE reads A in SpMM; the descriptor is not const only so that its values can be set. */
 		if (!st.call)
 			CUSPARSE_STEP(st, "cusparseCreateCsr",
@@ -428,24 +439,19 @@ starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, cusparseSpMMAlg_t alg, 
 							CUDA_R_32F));
 		if (!st.call)
 			CUSPARSE_STEP(st, "cusparseSpMM_bufferSize",
-				      cusparseSpMM_bufferSize(handle, as_is, as_is, &alpha, p.matrix, x_descr, &one, y_descr,
+				      cusparseSpMM_bufferSize(handle, as_is, as_is, &alpha, p.matrix, p.x, &one, p.y,
 							      CUDA_R_32F, alg, &p.bytes));
 		/* Stream-ordered: no device-wide synchronisation, and the pool recycles the memory. */
 		if (!st.call && p.bytes > 0)
 			CUDA_STEP(st, "cudaMallocAsync", cudaMallocAsync(&p.buffer, p.bytes, stream));
 		if (!st.call && alg == CUSPARSE_SPMM_CSR_ALG3)
 			CUSPARSE_STEP(st, "cusparseSpMM_preprocess",
-				      cusparseSpMM_preprocess(handle, as_is, as_is, &alpha, p.matrix, x_descr, &one, y_descr,
+				      cusparseSpMM_preprocess(handle, as_is, as_is, &alpha, p.matrix, p.x, &one, p.y,
 							      CUDA_R_32F, alg, p.buffer));
 	}
 	if (!st.call)
 		CUSPARSE_STEP(st, "cusparseSpMM",
-			      cusparseSpMM(handle, as_is, as_is, &alpha, p.matrix, x_descr, &one, y_descr, CUDA_R_32F, alg,
-					   p.buffer));
-	if (y_descr)
-		CUSPARSE_STEP(st, "cusparseDestroyDnMat", cusparseDestroyDnMat(y_descr));
-	if (x_descr)
-		CUSPARSE_STEP(st, "cusparseDestroyDnMat", cusparseDestroyDnMat(x_descr));
+			      cusparseSpMM(handle, as_is, as_is, &alpha, p.matrix, p.x, &one, p.y, CUDA_R_32F, alg, p.buffer));
 	if (found >= 0) {
 		if (st.call)
 			forget_plan(found, st);
@@ -609,7 +615,7 @@ starfa_gpu_status spmm_tuned(cusparseHandle_t cusparse, uint64_t pattern, int64_
 			       beta, Y, ldy, stream);
 	starfa_gpu_status st = ok();
 	kept_plan key{pattern, rowptr, colind, nrows, ncols, nnz, k, ldx, ldy, CUSPARSE_SPMM_ALG_DEFAULT, beta, -1,
-		      nullptr, nullptr, 0, stream, 0};
+		      nullptr, nullptr, nullptr, nullptr, 0, stream, 0};
 	CUDA_STEP(st, "cudaGetDevice", cudaGetDevice(&key.device));
 	if (st.call)
 		return st;
