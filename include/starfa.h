@@ -140,7 +140,10 @@ void starfa_options_default(starfa_options *opts);
  * environment variable for it (STARPU_NCPU, STARPU_SCHED, ...). Calls may nest: each successful
  * starfa_init needs one starfa_shutdown. While the runtime is up, OpenBLAS runs on one thread (the
  * CPU kernels call LAPACK from StarPU's workers, one per core); the last starfa_shutdown gives its
- * setting back. Schedulers of parallel tasks (pheft, peager) are refused with STARFA_EINVAL. */
+ * setting back. With GPUs and no CPU worker count given (opts->ncpus < 0, no STARPU_NCPU), one core is
+ * left out of the CPU workers and the calling thread is bound to it (it submits the graphs and waits for
+ * them) until the last starfa_shutdown, which, called from that thread, gives it its affinity back.
+ * Schedulers of parallel tasks (pheft, peager) are refused with STARFA_EINVAL. */
 int starfa_init(const starfa_options *opts);
 void starfa_shutdown(void);
 
