@@ -402,7 +402,7 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	/* With GPUs, the bands and where they run follow the measured speeds of the sweep's operation
 	 * (starfa_plan_tiling): one band a GPU, and one a core only when the cores' share pays. A GPU runs a
 	 * band's rows in one kernel, so more bands only run one after the other (two a GPU made MovieLens
-	 * iterations 7-20% slower: bench/PLACEMENT.md); two where a whole side's rows would not fit one band's
+	 * iterations 4-26% slower: bench/PLACEMENT.md); two where a whole side's rows would not fit one band's
 	 * 32-bit system indexing (starfa_systems_create), as on the Netflix shape at k = 101. */
 	if (tiling.row_tiles == 0 && tiling.col_tiles == 0) {
 		const int64_t longest = c->nrows > c->ncols ? c->nrows : c->ncols;
