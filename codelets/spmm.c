@@ -42,13 +42,13 @@ static void spmm_cpu(void *buffers[], void *cl_arg)
 }
 
 #ifdef STARFA_USE_CUDA
-static void spmm_cuda_run(void *buffers[], void *cl_arg, starfa_spmm_impl impl)
+static void spmm_cuda(void *buffers[], void *cl_arg)
 {
 	const struct spmm_args *args = cl_arg;
 	/* StarPU's per-worker handle, already bound to the worker's stream. */
 	cusparseHandle_t handle = starpu_cusparse_get_local_handle();
 	starfa_gpu_status st = starfa_cuda_spmm(
-		impl, handle, args->serial, STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[1]),
+		STARFA_SPMM_TUNED, handle, args->serial, STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[1]),
 		STARPU_CSR_GET_NNZ(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
 		spmm_values(buffers, args), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
 		STARPU_MATRIX_GET_LD(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1]), args->beta,
@@ -60,11 +60,6 @@ static void spmm_cuda_run(void *buffers[], void *cl_arg, starfa_spmm_impl impl)
 			starfa_gpu_status_string(st));
 		abort();
 	}
-}
-
-static void spmm_cuda(void *buffers[], void *cl_arg)
-{
-	spmm_cuda_run(buffers, cl_arg, STARFA_SPMM_TUNED);
 }
 #endif
 

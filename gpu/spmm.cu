@@ -343,11 +343,26 @@ void forget_plan(int i, starfa_gpu_status &st)
 	kept.plan[i] = kept.plan[--kept.count];
 }
 
+/* Plans for the same tile, rank and beta on one device, wherever the tile is and whatever the layout. */
+bool same_tile(const kept_plan &p, const kept_plan &q)
+{
+	return p.pattern == q.pattern && p.k == q.k && p.beta == q.beta && p.device == q.device;
+}
+
 bool same_plan(const kept_plan &p, const kept_plan &q)
 {
-	return p.pattern == q.pattern && p.rowptr == q.rowptr && p.colind == q.colind && p.nrows == q.nrows &&
-	       p.ncols == q.ncols && p.nnz == q.nnz && p.k == q.k && p.ldx == q.ldx && p.ldy == q.ldy &&
-	       p.alg == q.alg && p.beta == q.beta && p.device == q.device;
+	return same_tile(p, q) && p.rowptr == q.rowptr && p.colind == q.colind && p.nrows == q.nrows &&
+	       p.ncols == q.ncols && p.nnz == q.nnz && p.ldx == q.ldx && p.ldy == q.ldy && p.alg == q.alg;
+}
+
+/* The index of the least recently used of n entries (used(i): its clock at the last use). */
+template <typename Used> int least_recent(int n, Used used)
+{
+	int oldest = 0;
+	for (int i = 1; i < n; i++)
+		if (used(i) < used(oldest))
+			oldest = i;
+	return oldest;
 }
 
 /* Room for a plan of `bytes` beside the kept ones, the least recently used going first; false when it
@@ -357,13 +372,8 @@ bool make_room(size_t bytes, starfa_gpu_status &st)
 	const size_t limit = keep_limit.load(std::memory_order_relaxed);
 	if (bytes > limit)
 		return false;
-	while (kept.count > 0 && (kept.count == kMaxKept || kept.bytes + bytes > limit)) {
-		int oldest = 0;
-		for (int i = 1; i < kept.count; i++)
-			if (kept.plan[i].used < kept.plan[oldest].used)
-				oldest = i;
-		forget_plan(oldest, st);
-	}
+	while (kept.count > 0 && (kept.count == kMaxKept || kept.bytes + bytes > limit))
+		forget_plan(least_recent(kept.count, [](int i) { return kept.plan[i].used; }), st);
 	return true;
 }
 
@@ -401,8 +411,7 @@ starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, cusparseSpMMAlg_t alg, 
 	for (int i = 0; pattern && !st.call && i < kept.count && found < 0; i++)
 		if (same_plan(kept.plan[i], want))
 			found = i;
-		else if (kept.plan[i].pattern == pattern && kept.plan[i].device == want.device && kept.plan[i].k == k &&
-			 kept.plan[i].alg == alg && kept.plan[i].beta == beta)
+		else if (same_tile(kept.plan[i], want) && kept.plan[i].alg == alg)
 			forget_plan(i--, st); /* the tile moved, or its operands' layout changed: that plan is stale */
 
 	/* Host scalars (the handle's default pointer mode). CSR_ALG2 is
@@ -598,8 +607,7 @@ starfa_gpu_status tune(cusparseHandle_t cusparse, const kept_plan &key, const ui
 		CUDA_STEP(st, "cudaFreeAsync", cudaFreeAsync(scratch, stream));
 	/* The losing cuSPARSE plans go (the own kernel keeps none). */
 	for (int i = 0; i < kept.count; i++)
-		if (kept.plan[i].pattern == key.pattern && kept.plan[i].k == key.k && kept.plan[i].beta == key.beta &&
-		    kept.plan[i].device == key.device &&
+		if (same_tile(kept.plan[i], key) &&
 		    !(*best == STARFA_SPMM_CUSPARSE && kept.plan[i].alg == CUSPARSE_SPMM_CSR_ALG2) &&
 		    !(*best == STARFA_SPMM_CUSPARSE_ALG3 && kept.plan[i].alg == CUSPARSE_SPMM_CSR_ALG3))
 			forget_plan(i--, st);
@@ -632,10 +640,7 @@ starfa_gpu_status spmm_tuned(cusparseHandle_t cusparse, uint64_t pattern, int64_
 		if (st.call)
 			return st;
 		if (tuned_count == kMaxKept) { /* the least recently used choice goes */
-			int oldest = 0;
-			for (int i = 1; i < tuned_count; i++)
-				if (tuned[i].key.used < tuned[oldest].key.used)
-					oldest = i;
+			const int oldest = least_recent(tuned_count, [](int i) { return tuned[i].key.used; });
 			tuned[oldest] = tuned[--tuned_count];
 		}
 		key.used = ++kept.clock;
