@@ -298,8 +298,8 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		int implicit, cholesky, steps;
 		starfa_cuda_gram_precision prec;
 	} fused[] = {
-		{"rowsolve, explicit, LDLᵀ, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32},
-		{"rowsolve, explicit, LDLᵀ, TF32", 0, 1, 0, STARFA_CUDA_GRAM_TF32},
+		{"rowsolve, explicit, Cholesky, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32},
+		{"rowsolve, explicit, Cholesky, TF32", 0, 1, 0, STARFA_CUDA_GRAM_TF32},
 		{"rowsolve, explicit, CG 3 steps, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32},
 		{"rowsolve, implicit, CG 3 steps, 3xTF32", 1, 0, 3, STARFA_CUDA_GRAM_3XTF32},
 		{"rowsolve, implicit, CG 6 steps, 3xTF32", 1, 0, 6, STARFA_CUDA_GRAM_3XTF32},
@@ -349,7 +349,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		double bytes = (double)R * (k * k * (r.fp16 ? 2.0 : 4.0) + 3.0 * 4.0 * k), gbs = bytes / (ms * 1e-3) * 1e-9;
 		if (v == 0) {
 			const double gf = R * k * k * k / 3.0 / (ms * 1e-3) * 1e-9;
-			out("| solve, LDLᵀ, float32 systems | %.2f | %.0f GFLOP/s | %.0f%% of FP32 peak |\n", ms, gf,
+			out("| solve, Cholesky, float32 systems | %.2f | %.0f GFLOP/s | %.0f%% of FP32 peak |\n", ms, gf,
 			    100.0 * gf / dev->fp32_gflops);
 		} else {
 			out("| solve, CG %d steps, %s systems | %.2f | %.0f GB/s (systems read) | %.0f%% of copy bandwidth |\n",
@@ -420,7 +420,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 	rb.rows = B;
 	rb.cholesky = 1;
 	double mine = time_ms(run_solve, &rb);
-	out("| *cuSOLVER potrfBatched + potrsBatched, %lld systems* | %.2f | | starfa's LDLᵀ on the same: %.2f ms (%.2fx) |\n",
+	out("| *cuSOLVER potrfBatched + potrsBatched, %lld systems* | %.2f | | starfa's Cholesky on the same: %.2f ms (%.2fx) |\n",
 	    (long long)B, cus, mine, cus / mine);
 	cudaEventDestroy(e0);
 	cudaEventDestroy(e1);
@@ -528,7 +528,7 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 	    "final loss |\n|---|---|---:|---:|---:|---:|\n",
 	    iters);
 	struct iter_log logs[3] = {0};
-	const char *names[3] = {"ALS, LDLᵀ", "ALS, CG 3 steps", "implicit ALS, CG 3 steps"};
+	const char *names[3] = {"ALS, Cholesky", "ALS, CG 3 steps", "implicit ALS, CG 3 steps"};
 	for (int run = 0; run < 3; run++) { /* ALS exact, ALS by CG (cuMF's setting), implicit ALS by CG */
 		const int algo = run == 2;
 		starfa_als_options ao;
@@ -551,7 +551,7 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 		for (int64_t i = 1; i < l->n; i++)
 			rest[nr++] = l->seconds[i];
 		out("| %s (f = %lld%s) | %s | %.4g | %.4g | %lld / %lld | %.5g |\n", algo ? "implicit ALS" : "ALS",
-		    (long long)rank, algo ? "" : ", biases", ao.solver == STARFA_SOLVER_CG ? "CG 3 steps" : "LDLᵀ (exact)",
+		    (long long)rank, algo ? "" : ", biases", ao.solver == STARFA_SOLVER_CG ? "CG 3 steps" : "Cholesky (exact)",
 		    bench_median(rest, nr), first, (long long)l->cuda_tasks, (long long)l->cpu_tasks, l->loss);
 	}
 	for (int run = 0; run < 3; run++) {

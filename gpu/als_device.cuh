@@ -13,8 +13,8 @@
  * comes from 3xTF32: x = hi + lo with hi, lo in TF32, and hi·hi + hi·lo + lo·hi. The fused kernel
  * (gpu/rowsolve.cu) puts each entry's target in B's column k, so the same product gives b_u.
  *
- * A system held in shared memory is solved by the whole block at once: an LDL^T factorization and
- * its two triangular solves blocked by panels of 16 (solve_ldlt), or warm-started CG with the system
+ * A system held in shared memory is solved by the whole block at once: a Cholesky factorization and
+ * its two triangular solves blocked by panels of 16 (solve_cholesky), or warm-started CG with the system
  * resident (each step reads it from shared memory only). */
 #ifndef STARFA_GPU_ALS_DEVICE_CUH
 #define STARFA_GPU_ALS_DEVICE_CUH
@@ -420,7 +420,7 @@ __device__ inline float warp_sum(float v)
 	return v;
 }
 
-/* Flags in s.red past block_sum's buffers: the fused kernel's "last segment of the row" and the LDL^T's
+/* Flags in s.red past block_sum's buffers: the fused kernel's "last segment of the row" and the Cholesky's
  * pivot verdict. */
 constexpr int kFlagLast = 2 * kWarps, kFlagBad = 2 * kWarps + 1;
 
@@ -443,15 +443,31 @@ template <int BUF> __device__ inline float block_sum(const Shared &s, float v)
 	return t;
 }
 
+/* f(r, c) for every element of a rows x cols matrix, row-major, spread over the block's threads: each
+ * thread steps kThreads elements on by adding a row and column stride (one division per thread, none per
+ * element: a division by a run-time width is some twenty instructions). */
+template <typename F> __device__ inline void block_elements(int rows, int cols, F f)
+{
+	const int dr = kThreads / cols, dc = kThreads % cols;
+	int r = threadIdx.x / cols, c = threadIdx.x % cols;
+	while (r < rows) {
+		f(r, c);
+		r += dr;
+		c += dc;
+		if (c >= cols) {
+			c -= cols;
+			r++;
+		}
+	}
+}
+
 /* The system s.U (k x k in a kp x kp frame) gets lambda on its diagonal, G, and an identity on the
  * padding, so the padded unknowns stay zero. Returns whether every element is finite. */
 __device__ bool finish_system(const Shared &s, int64_t k, float lambda, const float *G)
 {
-	const int kp = s.kp, lda = s.lda;
 	bool finite = true;
-	for (int idx = threadIdx.x; idx < kp * kp; idx += kThreads) {
-		int r = idx / kp, c = idx % kp;
-		float *a = s.U + r * lda + c;
+	block_elements(s.kp, s.kp, [&](int r, int c) {
+		float *a = s.U + r * s.lda + c;
 		if (r < k && c < k) {
 			float v = *a + (G ? __ldg(G + (int64_t)r * k + c) : 0.0f) + (r == c ? lambda : 0.0f);
 			*a = v;
@@ -459,25 +475,41 @@ __device__ bool finish_system(const Shared &s, int64_t k, float lambda, const fl
 		} else {
 			*a = r == c ? 1.0f : 0.0f;
 		}
-	}
+	});
 	__syncthreads();
 	return block_sum<0>(s, finite ? 0.0f : 1.0f) == 0.0f;
 }
 
-/* M x = b by LDL^T on s.U (upper triangle, row-major: once factored, row j right of the diagonal holds
- * D_j L_j·), then L y = b and x = L^-T D^-1 y. Blocked by panels of 16 rows, three block-wide
- * synchronisations a panel where the unblocked form needed one a column:
+/* The row and column of the p-th tile of the upper triangle (diagonal included) of a T x T grid of tiles,
+ * counted row by row: row tl starts at tl T - tl (tl - 1) / 2. */
+__device__ inline void upper_tile(int p, int T, int *tl, int *ti)
+{
+	const float b = 2.0f * (float)T + 1.0f;
+	int r = (int)((b - sqrtf(b * b - 8.0f * (float)p)) * 0.5f);
+	r = r < 0 ? 0 : r > T - 1 ? T - 1 : r;
+	while (r > 0 && r * T - r * (r - 1) / 2 > p) /* the float estimate, made exact */
+		r--;
+	while (r + 1 < T && (r + 1) * T - (r + 1) * r / 2 <= p)
+		r++;
+	*tl = r;
+	*ti = r + p - (r * T - r * (r - 1) / 2);
+}
+
+/* M x = b by Cholesky, M = R^T R, R upper triangular: R overwrites the upper triangle of s.U (row-major),
+ * then R^T y = b and R x = y. 1 / R_jj is kept in s.p, so no step divides. Blocked by panels of 16 rows,
+ * three block-wide synchronisations a panel where the unblocked form needs one a column:
  *   1. warp 0 factors the panel's 16 x 16 diagonal block in registers (shuffles, no synchronisation);
- *   2. the panel's rows right of that block take the panel's earlier rows off (a thread a column, the
- *      16-row recurrence in registers);
- *   3. every thread updates 4 x 4 tiles of the trailing triangle with the panel's 16 rows:
- *      U[l][i] -= sum_q (U[q][l] / d_q) U[q][i], 16-byte loads, 16 multiply-adds per 8 loaded values.
+ *   2. the panel's rows right of that block, R_12 = R_11^-T M_12: a thread a column, the 16-row
+ *      recurrence in registers;
+ *   3. the trailing triangle, M_22 -= R_12^T R_12: every thread one 4 x 4 tile of its upper part (the
+ *      tiles are counted over the triangle only, so no thread idles on a lower tile), 16-byte loads,
+ *      16 multiply-adds per 8 loaded values.
  * The same sums as the unblocked form, in another order. Returns 0, or 1 when a pivot is not positive
  * (not positive definite, or not finite): s.x is then not written. */
-__device__ int solve_ldlt(const Shared &s, int k)
+__device__ int solve_cholesky(const Shared &s, int k)
 {
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, lda = s.lda;
-	float *U = s.U;
+	float *U = s.U, *inv = s.p;
 	float *bad = s.red + kFlagBad; /* warp 0's verdict on the panel's pivots */
 	for (int j0 = 0; j0 < k; j0 += 16) {
 		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
@@ -502,14 +534,19 @@ __device__ int solve_ldlt(const Shared &s, int k)
 					verdict = 1.0f; /* every lane has the same d */
 					break;
 				}
-				const float f = __shfl_sync(0xffffffffu, x[j >> 1], owner + c) / d; /* (j, c) / d */
+				const float is = 1.0f / sqrtf(d);
+				const float f = __shfl_sync(0xffffffffu, x[j >> 1], owner + c) * is; /* R(j, c) */
 #pragma unroll
 				for (int t = 0; t < 8; t++) {
 					const int r = 2 * t + half;
-					const float m = __shfl_sync(0xffffffffu, x[j >> 1], owner + r); /* (j, r) */
+					const float m = __shfl_sync(0xffffffffu, x[j >> 1], owner + r) * is; /* R(j, r) */
 					if (r > j && r < w && c >= r && c < w)
 						x[t] -= m * f;
 				}
+				if (half == (j & 1) && c >= j)
+					x[j >> 1] = f;
+				if (lane == j)
+					inv[j0 + j] = is;
 			}
 #pragma unroll
 			for (int t = 0; t < 8; t++) {
@@ -523,8 +560,8 @@ __device__ int solve_ldlt(const Shared &s, int k)
 		__syncthreads();
 		if (*bad != 0.0f)
 			return 1;
-		/* 2. the panel's rows right of the diagonal block, a thread a column (row q's multipliers are
-		 * its entries in the diagonal block over d_q) */
+		/* 2. the panel's rows right of the diagonal block, a thread a column: row q is
+		 * (M_q - sum_{p<q} R_pq R_p) / R_qq */
 		for (int i = j1 + tid; i < k; i += kThreads) {
 			float v[16];
 #pragma unroll
@@ -535,28 +572,26 @@ __device__ int solve_ldlt(const Shared &s, int k)
 				if (q >= w)
 					break;
 				const float *row = U + (j0 + q) * lda;
-				const float f = v[q] / row[j0 + q];
-				U[(j0 + q) * lda + i] = v[q];
+				const float f = v[q] * inv[j0 + q];
+				U[(j0 + q) * lda + i] = f;
 #pragma unroll
 				for (int r = q + 1; r < 16; r++)
 					v[r] -= row[j0 + r] * f;
 			}
 		}
 		__syncthreads();
-		/* 3. the trailing triangle, 4 x 4 tiles (reads past k stay inside the kp x kp frame: zeros) */
-		const int m = k - j1, T = (m + 3) / 4;
-		for (int t = tid; t < T * T; t += kThreads) {
-			const int tl = t / T, ti = t % T;
-			if (ti < tl)
-				continue;
+		/* 3. the trailing triangle, 4 x 4 tiles (a tile's columns past k stay inside the kp x kp frame,
+		 * j1 + 4T <= kp, and are not written) */
+		const int m = k - j1, T = (m + 3) / 4, ntiles = T * (T + 1) / 2;
+		for (int t = tid; t < ntiles; t += kThreads) {
+			int tl, ti;
+			upper_tile(t, T, &tl, &ti);
 			const int l0 = j1 + 4 * tl, i0 = j1 + 4 * ti;
 			float acc[4][4] = {};
 			for (int q = 0; q < w; q++) {
 				const float *row = U + (j0 + q) * lda;
-				const float inv = 1.0f / row[j0 + q];
 				const float4 a = *(const float4 *)(row + l0), b = *(const float4 *)(row + i0);
-				const float av[4] = {a.x * inv, a.y * inv, a.z * inv, a.w * inv};
-				const float bv[4] = {b.x, b.y, b.z, b.w};
+				const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
 				for (int r = 0; r < 4; r++)
 #pragma unroll
@@ -574,9 +609,9 @@ __device__ int solve_ldlt(const Shared &s, int k)
 		}
 		__syncthreads();
 	}
-	/* L y = b (y in place of b), then L^T D x = y, also by panels: the 16 x 16 triangle by warp 0 in
+	/* R^T y = b (y in place of b), then R x = y, also by panels: the 16 x 16 triangle by warp 0 in
 	 * registers (a shuffle a step), the rest of the vector by every thread, two synchronisations a panel
-	 * each way. L[i][j] = U[j][i] / d_j. */
+	 * each way. */
 	float *y = s.b;
 	for (int j0 = 0; j0 < k; j0 += 16) {
 		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
@@ -586,10 +621,11 @@ __device__ int solve_ldlt(const Shared &s, int k)
 			for (int j = 0; j < 16; j++) {
 				if (j >= w)
 					break;
-				const float *row = U + (j0 + j) * lda;
-				const float f = __shfl_sync(0xffffffffu, v, j) / row[j0 + j];
-				if (lane > j && lane < w)
-					v -= row[j0 + lane] * f;
+				const float yj = __shfl_sync(0xffffffffu, v, j) * inv[j0 + j];
+				if (lane == j)
+					v = yj;
+				else if (lane > j && lane < w)
+					v -= U[(j0 + j) * lda + j0 + lane] * yj;
 			}
 			if (lane < w)
 				y[j0 + lane] = v;
@@ -597,10 +633,8 @@ __device__ int solve_ldlt(const Shared &s, int k)
 		__syncthreads();
 		for (int i = j1 + tid; i < k; i += kThreads) {
 			float v = y[i];
-			for (int q = 0; q < w; q++) {
-				const float *row = U + (j0 + q) * lda;
-				v -= row[i] * (y[j0 + q] / row[j0 + q]);
-			}
+			for (int q = 0; q < w; q++)
+				v -= U[(j0 + q) * lda + i] * y[j0 + q];
 			y[i] = v;
 		}
 		__syncthreads();
@@ -620,14 +654,14 @@ __device__ int solve_ldlt(const Shared &s, int k)
 				s.q[j0 + r] = z;
 		}
 		__syncthreads();
-		if (warp == 0) { /* lane i keeps the sum of U[i][j] x_j over the panel's solved j > i */
+		if (warp == 0) { /* lane i keeps the sum of R[i][j] x_j over the panel's solved j > i */
 			float own = 0.0f, acc = 0.0f;
 #pragma unroll
 			for (int j = 15; j >= 0; j--) {
 				if (j >= w)
 					continue;
 				if (lane == j)
-					own = (y[j0 + j] - s.q[j0 + j] - acc) / U[(j0 + j) * lda + j0 + j];
+					own = (y[j0 + j] - s.q[j0 + j] - acc) * inv[j0 + j];
 				const float xj = __shfl_sync(0xffffffffu, own, j);
 				if (lane < j)
 					acc += U[(j0 + lane) * lda + j0 + j] * xj;
@@ -732,7 +766,7 @@ template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k,
  * records a failure the way cpu/solve.c does. SPLIT: CG's products split the rows over the warps (needs
  * s.part, which blocks with chunks have). */
 template <int LANES, bool SPLIT>
-__device__ __noinline__ void solve_and_store(const Shared &s, int k, bool finite_a, int64_t u, bool cholesky, int cg_steps,
+__device__ __forceinline__ void solve_and_store(const Shared &s, int k, bool finite_a, int64_t u, bool cholesky, int cg_steps,
 				float *x, uint32_t *status)
 {
 	const int tid = threadIdx.x;
@@ -742,7 +776,7 @@ __device__ __noinline__ void solve_and_store(const Shared &s, int k, bool finite
 	const bool finite_b = block_sum<1>(s, nonfinite_b) == 0.0f;
 	int failed;
 	if (cholesky) {
-		failed = solve_ldlt(s, k);
+		failed = solve_cholesky(s, k);
 	} else {
 		for (int d = tid; d < k; d += kThreads)
 			s.x[d] = x[d];

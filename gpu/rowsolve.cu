@@ -50,17 +50,16 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 		if (s.red[kFlagLast] == 0.0f)
 			return;
 		__threadfence();
-		for (int idx = tid; idx < kp * kp; idx += kThreads) {
-			int r = idx / kp, c = idx % kp;
+		block_elements(kp, kp, [&](int r, int c) {
 			if (r / 16 > c / 16)
-				continue; /* a lower fragment: not written */
+				return; /* a lower fragment: not written */
 			float sum = 0.0f;
 			for (uint32_t q = 0; q < nparts; q++)
-				sum += __ldcg(parts.A + (size_t)(first + q) * kp * kp + idx);
+				sum += __ldcg(parts.A + (size_t)(first + q) * kp * kp + r * kp + c);
 			s.U[r * s.lda + c] = sum;
 			if (r / 16 < c / 16)
 				s.U[c * s.lda + r] = sum;
-		}
+		});
 	} else {
 		store_blocks<FPW>(acc, kp / 16, s.U, s.lda, true);
 	}

@@ -33,10 +33,11 @@ template <int LANES> __global__ void __launch_bounds__(kThreads, 4) solve_kernel
 	const int64_t u = blockIdx.x;
 	const float sc = a.scale ? __ldg(a.scale + u * a.info_ld) : 1.0f;
 	const size_t base = (size_t)u * k * k;
-	for (int idx = tid; idx < k * k; idx += kThreads) {
-		float v = a.fp16 ? __half2float(((const __half *)a.A)[base + idx]) : __ldg((const float *)a.A + base + idx);
-		s.U[(idx / k) * s.lda + idx % k] = sc * v;
-	}
+	block_elements(k, k, [&](int r, int c) {
+		const size_t idx = base + (size_t)r * k + c;
+		const float v = a.fp16 ? __half2float(((const __half *)a.A)[idx]) : __ldg((const float *)a.A + idx);
+		s.U[r * s.lda + c] = sc * v;
+	});
 	for (int d = tid; d < kp; d += kThreads)
 		s.b[d] = d < k ? __ldg(a.b + u * a.ldb + d) : 0.0f;
 	__syncthreads();

@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 /* starfa_cpu_solve: for every row u < nrows, M_u x_u = b_u with M_u = s_u A_u + lambda_u I + G, exact
- * (cholesky != 0: an LDL^T factorization, no pivoting) or by cg_steps warm-started CG steps; A in
+ * (cholesky != 0: a Cholesky factorization M_u = R^T R, no pivoting) or by cg_steps warm-started CG steps; A in
  * float32 or FP16 words. Writes the STARFA_SOLVE_STATUS_WORDS status words (cpu/solve.h). */
 cudaError_t starfa_cuda_solve(int64_t nrows, int64_t k, const void *A, int fp16, const float *b, int64_t ldb,
 			      const float *lambda, const float *scale, int64_t info_ld, const float *G, int cholesky,

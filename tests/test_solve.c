@@ -396,7 +396,7 @@ TEST(als_cuda, solve_matches_reference)
 						double err = backward_error(M, bt.X + u * k, bt.b + u * k, k, solver ? 1.0 : 0.0);
 						double tol = solver ? 2e-5 * sqrt((double)k) : 8.0 * (double)k * FLT_EPSILON;
 						CHECK_MSG(err <= tol, "cuda k=%lld %s fp16=%d gram=%d row %lld: backward error %.3g > %.3g",
-							  (long long)k, solver ? "cg" : "ldlt", fp16, gram, (long long)u, err, tol);
+							  (long long)k, solver ? "cg" : "cholesky", fp16, gram, (long long)u, err, tol);
 					}
 				}
 		free(M);
@@ -441,7 +441,7 @@ TEST(als_cuda, solve_status_names_bad_rows)
 	return 0;
 }
 
-/* The blocked LDL^T (panels of 16) stops at a bad pivot in a later panel too, and says which row. */
+/* The blocked Cholesky (panels of 16) stops at a bad pivot in a later panel too, and says which row. */
 TEST(als_cuda, solve_finds_bad_pivots_in_later_panels)
 {
 	if (!gpu_available())
