@@ -66,7 +66,7 @@ int starfa_task_bias(const starfa_tiled *S, starfa_side side, int64_t band, int6
 {
 	const char *what = "starfa_task_bias";
 	const struct starfa_grid *grid = starfa_band_grid(what, S, side, band, theta, col0, sys);
-	if (!grid)
+	if (!grid || starfa_systems_storable(sys, what))
 		return STARFA_EINVAL;
 	if (offset_col < -1 || offset_col >= theta->cols)
 		return starfa_set_error(STARFA_EINVAL, "%s: offset column %lld outside -1..%lld", what,

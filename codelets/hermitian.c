@@ -85,7 +85,7 @@ int starfa_task_hermitian(const starfa_tiled *S, starfa_side side, int64_t band,
 {
 	const char *what = "starfa_task_hermitian";
 	const struct starfa_grid *grid = starfa_band_grid(what, S, side, band, theta, col0, sys);
-	if (!grid)
+	if (!grid || starfa_systems_storable(sys, what))
 		return STARFA_EINVAL;
 	int64_t side_rows = side == STARFA_ROWS ? S->nrows : S->ncols;
 	if (!info || info->rows != side_rows || info->cols != 2 || info->nblocks != grid->nr)

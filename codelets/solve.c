@@ -90,6 +90,8 @@ int starfa_task_solve(starfa_systems *sys, int64_t band, const starfa_dense *inf
 					(long long)sys->nbands - 1);
 	if (solver != STARFA_SOLVER_CHOLESKY && solver != STARFA_SOLVER_CG)
 		return starfa_set_error(STARFA_EINVAL, "starfa_task_solve: unknown solver %d", (int)solver);
+	if (starfa_systems_storable(sys, "starfa_task_solve"))
+		return STARFA_EINVAL;
 	if (solver == STARFA_SOLVER_CG && cg_steps < 1)
 		return starfa_set_error(STARFA_EINVAL, "starfa_task_solve: CG needs at least one step");
 	int64_t side_rows = sys->side == STARFA_ROWS ? sys->S->nrows : sys->S->ncols;

@@ -392,6 +392,48 @@ template <int FPW> __device__ void store_blocks(const Acc<FPW> &acc, int nb, flo
 	}
 }
 
+/* The fused kernel's system straight from the warp's blocks, in place of store_blocks, the copy of b_u and
+ * finish_system (one pass and two synchronisations fewer): column k of the sum (rows < k) into s.b, the
+ * k x k part plus G and lambda on the diagonal into s.U and its mirror, the identity on the padding
+ * (also over row and column k). The same values as that sequence. s.b past k is zeroed. Returns whether
+ * the elements the thread wrote are finite; the caller sums that over the block, which also orders the
+ * writes before the solve's reads. */
+template <int FPW> __device__ bool store_system(const Acc<FPW> &acc, const Shared &s, int k, float lambda, const float *G)
+{
+	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, nb = s.kp / 16, lda = s.lda;
+	bool finite = true;
+	for (int d = k + threadIdx.x; d < s.kp; d += kThreads)
+		s.b[d] = 0.0f;
+#pragma unroll
+	for (int i = 0; i < FPW; i++) {
+		int bi, bj;
+		if (!warp_fragment(i, nb, &bi, &bj))
+			continue;
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+#pragma unroll
+			for (int q = 0; q < 4; q++) {
+				const int r = 16 * bi + g + 8 * (q >> 1), c = 16 * bj + 8 * h + 2 * t + (q & 1);
+				const float v = acc.c[i][h][q];
+				if (c == k && r < k)
+					s.b[r] = v;
+				float f = r == c ? 1.0f : 0.0f, m = 0.0f; /* (r, c) and, off the diagonal blocks, (c, r) */
+				if (r < k && c < k) {
+					f = v + (G ? __ldg(G + r * k + c) : 0.0f) + (r == c ? lambda : 0.0f);
+					finite = finite && isfinite(f);
+					if (bi != bj) {
+						m = v + (G ? __ldg(G + c * k + r) : 0.0f);
+						finite = finite && isfinite(m);
+					}
+				}
+				s.U[r * lda + c] = f;
+				if (bi != bj)
+					s.U[c * lda + r] = m;
+			}
+	}
+	return finite;
+}
+
 /* The row's stretch in each source: s.rs[t] its start, s.pre[t] the entries before it (s.pre[ntiles]:
  * the row's total). */
 __device__ void row_sources(const Shared &s, const RowSource &src, int64_t u)
@@ -588,7 +630,10 @@ __device__ int solve_cholesky(const Shared &s, int k)
 			upper_tile(t, T, &tl, &ti);
 			const int l0 = j1 + 4 * tl, i0 = j1 + 4 * ti;
 			float acc[4][4] = {};
-			for (int q = 0; q < w; q++) {
+#pragma unroll
+			for (int q = 0; q < 16; q++) {
+				if (q >= w)
+					break;
 				const float *row = U + (j0 + q) * lda;
 				const float4 a = *(const float4 *)(row + l0), b = *(const float4 *)(row + i0);
 				const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};

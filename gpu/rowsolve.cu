@@ -1,11 +1,11 @@
 /* The fused build-and-solve of a band's rows on CUDA (the Gram accumulation and the solves: gpu/als_device.cuh).
  *
  * The fused kernel sums each row's Gram matrix and, in the same product, b_u (column k of the B
- * operand holds each entry's target), then mirrors the fragments into a full kp x kp system in shared
- * memory, where the block solves it at once. Nothing but x_u is written. Rows longer than
- * STARFA_CUDA_ROWSOLVE_SEGMENT are cut into segments built by separate blocks that write their partial
- * sums; the last of them (a counter per row) adds the parts in order and solves, so the result does
- * not depend on which block ran first. */
+ * operand holds each entry's target), then writes the fragments, mirrored, with lambda and G added, as
+ * a full kp x kp system into shared memory (store_system), where the block solves it at once. Nothing
+ * but x_u is written. Rows longer than STARFA_CUDA_ROWSOLVE_SEGMENT are cut into segments built by
+ * separate blocks that write their partial sums; the last of them (a counter per row) adds the parts
+ * in order and solves, so the result does not depend on which block ran first. */
 #include "gpu/rowsolve.h"
 
 #include "gpu/als_device.cuh"
@@ -39,6 +39,8 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 	const Weights wt = {pb.implicit ? 1 : 0, pb.alpha, pb.mu};
 	Acc<FPW> acc;
 	gram_rows<FPW, LANES, PRECISE>(s, src, pb.k, wt, begin, end, acc);
+	const float lambda = __ldg(pb.lambda + (int64_t)u * pb.info_ld);
+	bool finite_a;
 	if (nparts > 1) {
 		/* A segment: write the partial sums; the row's last segment to finish goes on. */
 		store_blocks<FPW>(acc, kp / 16, parts.A + (size_t)part * kp * kp, kp, false);
@@ -60,14 +62,14 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 			if (r / 16 < c / 16)
 				s.U[c * s.lda + r] = sum;
 		});
+		__syncthreads();
+		for (int d = tid; d < kp; d += kThreads) /* b_u: column k of the sum */
+			s.b[d] = d < k ? s.U[d * s.lda + k] : 0.0f;
+		__syncthreads();
+		finite_a = finish_system(s, k, lambda, pb.G);
 	} else {
-		store_blocks<FPW>(acc, kp / 16, s.U, s.lda, true);
+		finite_a = block_sum<0>(s, store_system<FPW>(acc, s, k, lambda, pb.G) ? 0.0f : 1.0f) == 0.0f;
 	}
-	__syncthreads();
-	for (int d = tid; d < kp; d += kThreads) /* b_u: column k of the sum */
-		s.b[d] = d < k ? s.U[d * s.lda + k] : 0.0f;
-	__syncthreads();
-	const bool finite_a = finish_system(s, k, __ldg(pb.lambda + (int64_t)u * pb.info_ld), pb.G);
 	solve_and_store<LANES, true>(s, k, finite_a, u, pb.cholesky != 0, pb.cg_steps, pb.X + (int64_t)u * pb.ldx, status);
 }
 

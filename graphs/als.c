@@ -402,18 +402,14 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	/* With GPUs, the bands and where they run follow the measured speeds of the sweep's operation
 	 * (starfa_plan_tiling): one band a GPU, and one a core only when the cores' share pays. A GPU runs a
 	 * band's rows in one kernel, so more bands only run one after the other (two a GPU made MovieLens
-	 * iterations 4-26% slower: bench/PLACEMENT.md); two where a whole side's rows would not fit one band's
-	 * 32-bit system indexing (starfa_systems_create), as on the Netflix shape at k = 101. */
+	 * iterations 4-26% slower: bench/PLACEMENT.md). */
 	if (tiling.row_tiles == 0 && tiling.col_tiles == 0) {
-		const int64_t longest = c->nrows > c->ncols ? c->nrows : c->ncols;
-		const int one_band = (uint64_t)longest * (uint64_t)(a->k * a->k) <= UINT32_MAX;
 		int gram = a->implicit && !stored;
 		double row_sweep = stored ? (double)c->nnz * a->k * a->k
 					  : starfa_rowsolve_cost(c->nnz, c->nrows, a->k, o->solver, o->cg_steps, gram);
 		double col_sweep = stored ? row_sweep
 					  : starfa_rowsolve_cost(c->nnz, c->ncols, a->k, o->solver, o->cg_steps, gram);
-		rc = starfa_plan_tiling(stored ? "hermitian" : "rowsolve", row_sweep, col_sweep, stored || one_band ? 1 : 2,
-					&tiling, a->split);
+		rc = starfa_plan_tiling(stored ? "hermitian" : "rowsolve", row_sweep, col_sweep, 1, &tiling, a->split);
 		if (rc)
 			return rc;
 	}

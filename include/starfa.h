@@ -730,7 +730,10 @@ typedef enum starfa_solver {
 
 /* Per-row k x k systems A_u and right-hand sides b_u of one side of S, held per band in `slots` buffers
  * reused by bands b, b + slots, ... (0: one per band), so memory stays at slots bands of
- * rows x k x k values. fp16: A_u stored in FP16 (half the memory and solve bandwidth). */
+ * rows x k x k values. fp16: A_u stored in FP16 (half the memory and solve bandwidth). Where a band's
+ * systems would exceed 2^32 values, the buffers are not made: the functions that store or read systems
+ * (hermitian, bias, solve, starfa_systems_read) refuse those bands, and the fused rowsolve, which
+ * keeps no systems, runs them. */
 typedef struct starfa_systems starfa_systems;
 
 int starfa_systems_create(const starfa_tiled *S, starfa_side side, int64_t k, int fp16, int64_t slots,

@@ -31,29 +31,25 @@ int starfa_systems_create(const starfa_tiled *S, starfa_side side, int64_t k, in
 	for (int64_t i = 0; i < sys->nbands; i++)
 		if (sys->bounds[i + 1] - sys->bounds[i] > sys->slot_rows)
 			sys->slot_rows = sys->bounds[i + 1] - sys->bounds[i];
-	if ((uint64_t)sys->slot_rows * (uint64_t)(k * k) > UINT32_MAX) {
-		int64_t rows = sys->slot_rows;
-		free(sys);
-		return starfa_set_error(STARFA_EINVAL,
-					"a band of %lld rows holds more than 2^32 entries of %lldx%lld systems: ask "
-					"for more tiles", (long long)rows, (long long)k, (long long)k);
+	const int storable = (uint64_t)sys->slot_rows * (uint64_t)(k * k) <= UINT32_MAX;
+	if (storable) {
+		sys->A = starfa_calloc((size_t)sys->slots, sizeof *sys->A);
+		sys->b = starfa_calloc((size_t)sys->slots, sizeof *sys->b);
 	}
-	sys->A = starfa_calloc((size_t)sys->slots, sizeof *sys->A);
-	sys->b = starfa_calloc((size_t)sys->slots, sizeof *sys->b);
 	sys->status = starfa_calloc((size_t)sys->nbands, sizeof *sys->status);
 	sys->status_data = starfa_calloc((size_t)sys->nbands * STARFA_SOLVE_STATUS_WORDS, sizeof *sys->status_data);
 	sys->plan = starfa_calloc((size_t)sys->nbands, sizeof *sys->plan);
 	sys->plan_items = starfa_calloc((size_t)sys->nbands, sizeof *sys->plan_items);
 	sys->plan_nitems = starfa_calloc((size_t)sys->nbands, sizeof *sys->plan_nitems);
 	sys->plan_nparts = starfa_calloc((size_t)sys->nbands, sizeof *sys->plan_nparts);
-	if (!sys->A || !sys->b || !sys->status || !sys->status_data || !sys->plan || !sys->plan_items ||
+	if ((storable && (!sys->A || !sys->b)) || !sys->status || !sys->status_data || !sys->plan || !sys->plan_items ||
 	    !sys->plan_nitems || !sys->plan_nparts) {
 		starfa_systems_free(sys);
 		return STARFA_ENOMEM;
 	}
 	/* No home node: StarPU allocates a slot on the memory node of the worker that first writes it, so
 	 * systems built and solved on a GPU never exist in main memory. */
-	for (int64_t s = 0; s < sys->slots; s++) {
+	for (int64_t s = 0; storable && s < sys->slots; s++) {
 		starpu_vector_data_register(&sys->A[s], -1, 0, (uint32_t)(sys->slot_rows * k * k),
 					    fp16 ? sizeof(uint16_t) : sizeof(float));
 		starpu_vector_data_register(&sys->b[s], -1, 0, (uint32_t)(sys->slot_rows * k), sizeof(float));
@@ -64,6 +60,15 @@ int starfa_systems_create(const starfa_tiled *S, starfa_side side, int64_t k, in
 					    STARFA_SOLVE_STATUS_WORDS, sizeof(uint32_t));
 	*out = sys;
 	return 0;
+}
+
+int starfa_systems_storable(const struct starfa_systems *sys, const char *what)
+{
+	if (sys->A)
+		return 0;
+	return starfa_set_error(STARFA_EINVAL,
+				"%s: a band of %lld rows holds more than 2^32 entries of %lldx%lld systems: ask for more "
+				"tiles", what, (long long)sys->slot_rows, (long long)sys->k, (long long)sys->k);
 }
 
 void starfa_systems_free(starfa_systems *sys)
@@ -130,6 +135,8 @@ int starfa_systems_read(starfa_systems *sys, int64_t band, float *A, float *b)
 {
 	if (band < 0 || band >= sys->nbands)
 		return starfa_set_error(STARFA_EINVAL, "starfa_systems_read: no band %lld", (long long)band);
+	if ((A || b) && starfa_systems_storable(sys, "starfa_systems_read"))
+		return STARFA_EINVAL;
 	int64_t rows = sys->bounds[band + 1] - sys->bounds[band], k = sys->k;
 	/* Only what is asked for: a slot no task has written yet has nothing to read. */
 	starpu_data_handle_t ha = starfa_systems_slot_A(sys, band), hb = starfa_systems_slot_b(sys, band);

@@ -15,7 +15,10 @@ struct starfa_systems {
 	int64_t nbands;
 	const int64_t *bounds; /* the side's band boundaries (S's) */
 	int64_t slots, slot_rows;
-	starpu_data_handle_t *A, *b;   /* per slot; StarPU allocates them where they are first used */
+	/* per slot; StarPU allocates them where they are first used. NULL where a slot would hold more than
+	 * 2^32 values (a StarPU vector's count): then only the fused rowsolve, which stores no systems, can
+	 * use these bands (starfa_systems_storable) */
+	starpu_data_handle_t *A, *b;
 	starpu_data_handle_t *status;  /* per band: STARFA_SOLVE_STATUS_WORDS uint32 written by its solve */
 	uint32_t *status_data;
 	/* Per band, built the first time a fused rowsolve task may run on a GPU: the CUDA kernel's work
@@ -30,6 +33,10 @@ struct starfa_gram {
 	float *data;
 	starpu_data_handle_t handle;
 };
+
+/* 0, or STARFA_EINVAL and a message naming what (the caller) where the bands are too large to store their
+ * systems. */
+int starfa_systems_storable(const struct starfa_systems *sys, const char *what);
 
 static inline starpu_data_handle_t starfa_systems_slot_A(const struct starfa_systems *sys, int64_t band)
 {
