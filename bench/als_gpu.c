@@ -110,7 +110,7 @@ static void out(const char *fmt, ...)
 struct side {
 	const char *name;
 	int64_t rows, others, nnz, k;
-	uint32_t *rowptr, *colind, *items;
+	uint32_t *rowptr, *colind, *items, *items_host; /* the work list on the device, and its host copy */
 	float *val, *theta, *info, *X, *G;
 	int64_t nitems, nparts;
 	uint32_t *status;
@@ -157,6 +157,7 @@ static void side_make(struct side *s, const char *name, const starfa_csr *c, int
 	s->info = dev_copy(info, sizeof *info * (size_t)(2 * c->nrows));
 	s->X = dev_copy(x, sizeof *x * (size_t)(c->nrows * k));
 	s->items = dev_copy(items, sizeof *items * (size_t)(s->nitems * STARFA_ROWSOLVE_ITEM_WORDS));
+	s->items_host = items;
 	s->status = dev_alloc(sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS);
 	s->G = dev_alloc(sizeof(float) * (size_t)(k * k));
 	/* G = theta^T theta (implicit ALS's YᵀY) through cuBLAS */
@@ -174,7 +175,6 @@ static void side_make(struct side *s, const char *name, const starfa_csr *c, int
 	free(theta);
 	free(info);
 	free(x);
-	free(items);
 }
 
 static void side_free(struct side *s)
@@ -186,6 +186,7 @@ static void side_free(struct side *s)
 	cudaFree(s->info);
 	cudaFree(s->X);
 	cudaFree(s->items);
+	free(s->items_host);
 	cudaFree(s->status);
 	cudaFree(s->G);
 }
@@ -201,7 +202,8 @@ static void run_rowsolve(void *ctx)
 	CUDA_TRY(starfa_cuda_rowsolve_run(&r->pb, r->status, 0));
 }
 
-static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int steps, starfa_cuda_gram_precision prec)
+static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int steps, starfa_cuda_gram_precision prec,
+			  int short_rows)
 {
 	struct rowsolve_run *r = calloc(1, sizeof *r);
 	r->pb.nrows = s->rows;
@@ -216,9 +218,11 @@ static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int 
 	r->pb.G = implicit ? s->G : NULL;
 	r->pb.cholesky = cholesky;
 	r->pb.cg_steps = steps;
+	r->pb.short_rows = short_rows ? (int)s->k : 0;
 	r->pb.X = s->X;
 	r->pb.ldx = s->k;
 	r->pb.items = s->items;
+	r->pb.items_host = s->items_host;
 	r->pb.nitems = s->nitems;
 	r->pb.nparts = s->nparts;
 	r->pb.precision = prec;
@@ -297,15 +301,18 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		const char *name;
 		int implicit, cholesky, steps;
 		starfa_cuda_gram_precision prec;
+		int short_rows; /* rows shorter than k in their n x n form (the codelet's setting) */
 	} fused[] = {
-		{"rowsolve, explicit, Cholesky, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32},
-		{"rowsolve, explicit, Cholesky, TF32", 0, 1, 0, STARFA_CUDA_GRAM_TF32},
-		{"rowsolve, explicit, CG 3 steps, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32},
-		{"rowsolve, implicit, CG 3 steps, 3xTF32", 1, 0, 3, STARFA_CUDA_GRAM_3XTF32},
-		{"rowsolve, implicit, CG 6 steps, 3xTF32", 1, 0, 6, STARFA_CUDA_GRAM_3XTF32},
+		{"rowsolve, explicit, Cholesky, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 1},
+		{"rowsolve, explicit, Cholesky, every row k x k, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 0},
+		{"rowsolve, explicit, Cholesky, TF32", 0, 1, 0, STARFA_CUDA_GRAM_TF32, 1},
+		{"rowsolve, explicit, CG 3 steps, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 1},
+		{"rowsolve, implicit, CG 3 steps, 3xTF32", 1, 0, 3, STARFA_CUDA_GRAM_3XTF32, 1},
+		{"rowsolve, implicit, CG 6 steps, 3xTF32", 1, 0, 6, STARFA_CUDA_GRAM_3XTF32, 1},
 	};
 	for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
-		double ms = rowsolve_ms(s, fused[i].implicit, fused[i].cholesky, fused[i].steps, fused[i].prec);
+		double ms = rowsolve_ms(s, fused[i].implicit, fused[i].cholesky, fused[i].steps, fused[i].prec,
+					fused[i].short_rows);
 		double gf = gram_flops / (ms * 1e-3) * 1e-9;
 		out("| %s | %.2f | %.0f GFLOP/s (Gram sums) | %.0f%% of FP32 peak |\n", fused[i].name, ms, gf,
 		    100.0 * gf / dev->fp32_gflops);

@@ -20,6 +20,7 @@ struct rowsolve_args {
 	uint64_t cost;      /* the perfmodel's size (rowsolve_cost) */
 	int plan;           /* the band's CUDA work list is the last buffer: the task may run on a GPU */
 	int64_t plan_nitems, plan_nparts;
+	const uint32_t *plan_host; /* its host copy (sys->plan_items, read-only while sys lives) */
 };
 
 /* Buffers: per tile with entries, the S tile (CSR) and the theta block of its columns; then the row
@@ -90,6 +91,8 @@ static void rowsolve_cuda(void *buffers[], void *cl_arg)
 	pb->info_ld = STARPU_MATRIX_GET_LD(info);
 	pb->G = args->gram ? (const float *)STARPU_MATRIX_GET_PTR(buffers[2 * nt + 3]) : NULL;
 	pb->cholesky = args->solver == STARFA_SOLVER_CHOLESKY;
+	pb->short_rows = (int)args->k;
+	pb->items_host = args->plan_host;
 	pb->cg_steps = args->cg_steps;
 	pb->X = (float *)STARPU_MATRIX_GET_PTR(X) + args->x_col0;
 	pb->ldx = STARPU_MATRIX_GET_LD(X);
@@ -288,7 +291,8 @@ int starfa_task_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, 
 		descr[n++] = (struct starpu_data_descr){G->handle, STARPU_R};
 	int64_t rows = sys->bounds[band + 1] - sys->bounds[band];
 	*args = (struct rowsolve_args){col0, k, offset_col, x_col0, mu, alpha, feedback == STARFA_IMPLICIT, (int)solver,
-				       cg_steps, G != NULL, nt, rowsolve_cost_of(nnz, rows, k, solver, cg_steps, G != NULL), 0, 0, 0};
+				       cg_steps, G != NULL, nt, rowsolve_cost_of(nnz, rows, k, solver, cg_steps, G != NULL), 0, 0, 0,
+				       NULL};
 #ifdef STARFA_USE_CUDA
 	if (starpu_cuda_worker_get_count() > 0 && k <= STARFA_CUDA_ALS_MAX_K && nt <= STARFA_CUDA_ROWSOLVE_MAX_TILES) {
 		int rc = sys->plan[band] ? 0 : build_plan(sys, band, grid);
@@ -300,6 +304,7 @@ int starfa_task_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, 
 		args->plan = 1;
 		args->plan_nitems = sys->plan_nitems[band];
 		args->plan_nparts = sys->plan_nparts[band];
+		args->plan_host = sys->plan_items[band];
 	}
 #endif
 	double kd = (double)k, steps = cg_steps + 1;

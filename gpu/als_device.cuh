@@ -55,17 +55,18 @@ struct Layout {
 	bool has_part;
 };
 
-__host__ __device__ inline Layout layout(int kp, bool chunks_too = true)
+__host__ __device__ inline Layout layout(int kp, bool chunks_too = true, size_t u_floats = 0)
 {
 	Layout L;
 	L.kp = kp;
 	L.lda = kp + 4; /* a multiple of 4 (16-byte rows), and rows 16 bytes off one another's banks */
-	size_t sys = (size_t)kp * L.lda, chunks = chunks_too ? 4 * (size_t)kChunk * kp : 0;
+	/* u_floats > 0 (a multiple of 4): U of that size instead, no chunks (the short rows' kernel) */
+	size_t sys = u_floats ? u_floats : (size_t)kp * L.lda, chunks = chunks_too && !u_floats ? 4 * (size_t)kChunk * kp : 0;
 	L.u = 0;
 	L.vec = L.u + (sys > chunks ? sys : chunks) * sizeof(float);
 	L.red = L.vec + 5 * (size_t)kp * sizeof(float);
 	const size_t part = (size_t)kWarps * kp;
-	L.has_part = chunks_too;
+	L.has_part = chunks_too && !u_floats;
 	L.part = L.u + sys * sizeof(float);
 	if (chunks_too && chunks < sys + part) {
 		L.part = L.red;
@@ -84,9 +85,9 @@ struct Shared {
 	int kp, lda;
 };
 
-__device__ inline Shared carve(unsigned char *base, int kp, bool chunks_too = true)
+__device__ inline Shared carve(unsigned char *base, int kp, bool chunks_too = true, size_t u_floats = 0)
 {
-	Layout L = layout(kp, chunks_too);
+	Layout L = layout(kp, chunks_too, u_floats);
 	Shared s;
 	s.kp = kp;
 	s.lda = L.lda;
@@ -191,14 +192,10 @@ struct EntryInfo {
 	float w, t;
 };
 
-__device__ inline EntryInfo entry_info(const Shared &s, const RowSource &src, const Weights &wt, uint32_t g0,
-				       uint32_t end)
+/* Entry g of the row (in the sources' order): its theta row, weight and target. */
+__device__ inline EntryInfo entry_at(const Shared &s, const RowSource &src, const Weights &wt, uint32_t g)
 {
 	EntryInfo e = {nullptr, 0.0f, 0.0f};
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const uint32_t g = g0 + warp + lane * kWarps;
-	if (lane >= kPer || g >= end)
-		return e;
 	int lo = 0, hi = src.ntiles - 1; /* the last tile whose prefix is <= g */
 	while (lo < hi) {
 		int mid = (lo + hi + 1) / 2;
@@ -224,6 +221,16 @@ __device__ inline EntryInfo entry_info(const Shared &s, const RowSource &src, co
 	default: e.w = 1.0f; break;
 	}
 	return e;
+}
+
+__device__ inline EntryInfo entry_info(const Shared &s, const RowSource &src, const Weights &wt, uint32_t g0,
+				       uint32_t end)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const uint32_t g = g0 + warp + lane * kWarps;
+	if (lane >= kPer || g >= end)
+		return EntryInfo{nullptr, 0.0f, 0.0f};
+	return entry_at(s, src, wt, g);
 }
 
 /* The warp's kPer theta rows of a chunk into registers (lanes across k). */
@@ -370,9 +377,9 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 	}
 }
 
-/* The warp's blocks into a row-major matrix (leading dimension ld): the upper blocks, and with mirror
- * their transposes (a diagonal block once). */
-template <int FPW> __device__ void store_blocks(const Acc<FPW> &acc, int nb, float *M, int ld, bool mirror)
+/* f(r, c, v, diagonal) for every element (r, c) = v of the warp's blocks (diagonal: of a block on the
+ * diagonal, which holds both (r, c) and (c, r)). */
+template <int FPW, typename F> __device__ inline void block_elements_of(const Acc<FPW> &acc, int nb, F f)
 {
 	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -383,13 +390,20 @@ template <int FPW> __device__ void store_blocks(const Acc<FPW> &acc, int nb, flo
 #pragma unroll
 		for (int h = 0; h < 2; h++)
 #pragma unroll
-			for (int q = 0; q < 4; q++) {
-				const int r = 16 * bi + g + 8 * (q >> 1), c = 16 * bj + 8 * h + 2 * t + (q & 1);
-				M[r * ld + c] = acc.c[i][h][q];
-				if (mirror && bi != bj)
-					M[c * ld + r] = acc.c[i][h][q];
-			}
+			for (int q = 0; q < 4; q++)
+				f(16 * bi + g + 8 * (q >> 1), 16 * bj + 8 * h + 2 * t + (q & 1), acc.c[i][h][q], bi == bj);
 	}
+}
+
+/* The warp's blocks into a row-major matrix (leading dimension ld): the upper blocks, and with mirror
+ * their transposes (a diagonal block once). */
+template <int FPW> __device__ void store_blocks(const Acc<FPW> &acc, int nb, float *M, int ld, bool mirror)
+{
+	block_elements_of(acc, nb, [&](int r, int c, float v, bool diagonal) {
+		M[r * ld + c] = v;
+		if (mirror && !diagonal)
+			M[c * ld + r] = v;
+	});
 }
 
 /* The fused kernel's system straight from the warp's blocks, in place of store_blocks, the copy of b_u and
@@ -400,37 +414,25 @@ template <int FPW> __device__ void store_blocks(const Acc<FPW> &acc, int nb, flo
  * writes before the solve's reads. */
 template <int FPW> __device__ bool store_system(const Acc<FPW> &acc, const Shared &s, int k, float lambda, const float *G)
 {
-	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, nb = s.kp / 16, lda = s.lda;
 	bool finite = true;
 	for (int d = k + threadIdx.x; d < s.kp; d += kThreads)
 		s.b[d] = 0.0f;
-#pragma unroll
-	for (int i = 0; i < FPW; i++) {
-		int bi, bj;
-		if (!warp_fragment(i, nb, &bi, &bj))
-			continue;
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-#pragma unroll
-			for (int q = 0; q < 4; q++) {
-				const int r = 16 * bi + g + 8 * (q >> 1), c = 16 * bj + 8 * h + 2 * t + (q & 1);
-				const float v = acc.c[i][h][q];
-				if (c == k && r < k)
-					s.b[r] = v;
-				float f = r == c ? 1.0f : 0.0f, m = 0.0f; /* (r, c) and, off the diagonal blocks, (c, r) */
-				if (r < k && c < k) {
-					f = v + (G ? __ldg(G + r * k + c) : 0.0f) + (r == c ? lambda : 0.0f);
-					finite = finite && isfinite(f);
-					if (bi != bj) {
-						m = v + (G ? __ldg(G + c * k + r) : 0.0f);
-						finite = finite && isfinite(m);
-					}
-				}
-				s.U[r * lda + c] = f;
-				if (bi != bj)
-					s.U[c * lda + r] = m;
+	block_elements_of(acc, s.kp / 16, [&](int r, int c, float v, bool diagonal) {
+		if (c == k && r < k)
+			s.b[r] = v;
+		float f = r == c ? 1.0f : 0.0f, m = 0.0f; /* (r, c) and, off the diagonal blocks, (c, r) */
+		if (r < k && c < k) {
+			f = v + (G ? __ldg(G + r * k + c) : 0.0f) + (r == c ? lambda : 0.0f);
+			finite = finite && isfinite(f);
+			if (!diagonal) {
+				m = v + (G ? __ldg(G + c * k + r) : 0.0f);
+				finite = finite && isfinite(m);
 			}
-	}
+		}
+		s.U[r * s.lda + c] = f;
+		if (!diagonal)
+			s.U[c * s.lda + r] = m;
+	});
 	return finite;
 }
 
@@ -807,6 +809,21 @@ template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k,
 	return 0;
 }
 
+/* Counts row u as bad the way cpu/solve.c does: under the input that was not finite, if any, else (failed
+ * 1) as not positive definite. One thread calls it. */
+__device__ inline void record_bad_row(uint32_t *status, int64_t u, int failed, bool finite_a, bool finite_b)
+{
+	const bool bad_a = !finite_a, bad_b = finite_a && !finite_b;
+	atomicAdd(status + STARFA_SOLVE_BAD_ROWS, 1u);
+	if (bad_a)
+		atomicAdd(status + STARFA_SOLVE_NONFINITE_A, 1u);
+	if (bad_b)
+		atomicAdd(status + STARFA_SOLVE_NONFINITE_B, 1u);
+	if (failed == 1 && !bad_a && !bad_b)
+		atomicAdd(status + STARFA_SOLVE_NOT_SPD, 1u);
+	atomicMin(status + STARFA_SOLVE_FIRST_BAD_ROW, (uint32_t)u);
+}
+
 /* Solves the finished system in s.U with right-hand side s.b into x_u (global, warm start for CG) and
  * records a failure the way cpu/solve.c does. SPLIT: CG's products split the rows over the warps (needs
  * s.part, which blocks with chunks have). */
@@ -836,17 +853,8 @@ __device__ __forceinline__ void solve_and_store(const Shared &s, int k, bool fin
 		for (int d = tid; d < k; d += kThreads)
 			nonfinite_x += isfinite(s.x[d]) ? 0.0f : 1.0f;
 	const bool bad = failed || block_sum<0>(s, nonfinite_x) != 0.0f;
-	if (bad && tid == 0) {
-		const bool bad_a = !finite_a, bad_b = finite_a && !finite_b;
-		atomicAdd(status + STARFA_SOLVE_BAD_ROWS, 1u);
-		if (bad_a)
-			atomicAdd(status + STARFA_SOLVE_NONFINITE_A, 1u);
-		if (bad_b)
-			atomicAdd(status + STARFA_SOLVE_NONFINITE_B, 1u);
-		if (failed == 1 && !bad_a && !bad_b)
-			atomicAdd(status + STARFA_SOLVE_NOT_SPD, 1u);
-		atomicMin(status + STARFA_SOLVE_FIRST_BAD_ROW, (uint32_t)u);
-	}
+	if (bad && tid == 0)
+		record_bad_row(status, u, failed, finite_a, finite_b);
 }
 
 template <typename Kernel> cudaError_t prepare(Kernel kernel, size_t bytes)

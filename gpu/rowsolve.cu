@@ -19,6 +19,155 @@ struct Partials {
 	unsigned *counter; /* per long row, indexed by its first part */
 };
 
+__host__ __device__ inline int round4(int x)
+{
+	return (x + 3) & ~3;
+}
+
+/* Short rows, solved in their n x n form. With Y the row's n theta rows and t its targets,
+ * (Y^T Y + lambda I) x = Y^T t has the solution x = Y^T z, (Y Y^T + lambda I) z = t, for lambda > 0
+ * (push-through: Y^T (Y Y^T + lambda I) = (Y^T Y + lambda I) Y^T). For n < k that system costs n^2 k
+ * + n^3 / 3 multiply-adds instead of n k^2 + k^3 / 3, and its Cholesky has ceil(n / 16) panels of 16
+ * instead of ceil(k / 16), each a chain of block-wide steps. Its own kernel (short_rows_kernel), on the
+ * items past the longer rows (the work list is sorted by length), so that the Gram kernel's registers
+ * are not shared with it. In shared memory, Y (n x ldy, ldy = round4(k) + 4) and K = Y Y^T + lambda I
+ * (n x ldk, ldk = round4(n) + 4, columns n..round4(n) zero for solve_cholesky's 4 x 4 tiles): */
+__host__ __device__ inline size_t short_row_floats(int64_t n, int64_t k)
+{
+	return (size_t)n * (size_t)(round4((int)n) + 4 + round4((int)k) + 4);
+}
+
+/* Row u's exact solve in the n x n form (explicit feedback, no G), its products in float32 FFMA. A row
+ * the k x k form could not solve is reported as that form would report it: a non-finite lambda or entry
+ * of Y makes the system non-finite, a non-finite target the right-hand side; lambda <= 0 leaves Y^T Y +
+ * lambda I (of rank n < k plus lambda) not positive definite. x_u is then not written. */
+template <int LANES>
+__device__ void solve_short_row(const Shared &s, const RowSource &src, const Weights &wt, uint32_t begin, int n, int k,
+				float lambda, int64_t u, float *x, uint32_t *status)
+{
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int dk = round4(k), ldy = dk + 4, n4 = round4(n), ldk = n4 + 4;
+	float *const K = s.U, *const Y = s.U + (size_t)n * ldk;
+	/* Y and t (into s.b): warp w gathers entries w, w + 8, ..., four at a time (lanes 0..3 look them up,
+	 * then every lane loads its columns of the four theta rows before storing any) */
+	float bad_y = 0.0f, bad_t = 0.0f;
+	for (int e0 = warp; e0 < n; e0 += 4 * kWarps) {
+		EntryInfo en = {nullptr, 0.0f, 0.0f};
+		if (lane < 4 && e0 + lane * kWarps < n)
+			en = entry_at(s, src, wt, begin + (uint32_t)(e0 + lane * kWarps));
+		float v[4][LANES], t[4];
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			const float *row = (const float *)__shfl_sync(0xffffffffu, (unsigned long long)en.row, j);
+			t[j] = __shfl_sync(0xffffffffu, en.t, j);
+#pragma unroll
+			for (int l = 0; l < LANES; l++) {
+				const int d = lane + 32 * l;
+				v[j][l] = row && d < k ? __ldg(row + d) : 0.0f;
+			}
+		}
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			const int e = e0 + j * kWarps;
+			if (e >= n)
+				break;
+#pragma unroll
+			for (int l = 0; l < LANES; l++) {
+				const int d = lane + 32 * l;
+				if (d < dk) {
+					Y[e * ldy + d] = v[j][l];
+					bad_y += isfinite(v[j][l]) ? 0.0f : 1.0f;
+				}
+			}
+			if (lane == 0) {
+				s.b[e] = t[j];
+				bad_t += isfinite(t[j]) ? 0.0f : 1.0f;
+			}
+		}
+	}
+	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda); /* also: Y and t are in */
+	const bool finite_b = block_sum<1>(s, bad_t) == 0.0f;
+	if (!finite_a || !finite_b || !(lambda > 0.0f)) {
+		/* not finite: the k x k form's pivots or solution would be (its x written only for b); lambda
+		 * <= 0: not positive definite */
+		if (finite_a && !finite_b && lambda > 0.0f)
+			for (int d = tid; d < k; d += kThreads)
+				x[d] = __int_as_float(0x7fffffff);
+		if (tid == 0)
+			record_bad_row(status, u, !finite_a || lambda <= 0.0f ? 1 : 0, finite_a, finite_b);
+		return;
+	}
+	/* K's upper triangle, a thread a 4 x 4 tile, 16-byte loads along the rows of Y */
+	const int T = n4 / 4, ntiles = T * (T + 1) / 2;
+	for (int p = tid; p < ntiles; p += kThreads) {
+		int tl, ti;
+		upper_tile(p, T, &tl, &ti);
+		const int e1 = 4 * tl, e2 = 4 * ti;
+		int ra[4], rb[4];
+#pragma unroll
+		for (int r = 0; r < 4; r++) { /* rows past n: read row n - 1, not stored */
+			ra[r] = (e1 + r < n ? e1 + r : n - 1) * ldy;
+			rb[r] = (e2 + r < n ? e2 + r : n - 1) * ldy;
+		}
+		float acc[4][4] = {};
+		for (int d = 0; d < dk; d += 4) {
+			float4 a[4], b[4];
+#pragma unroll
+			for (int r = 0; r < 4; r++) {
+				a[r] = *(const float4 *)(Y + ra[r] + d);
+				b[r] = *(const float4 *)(Y + rb[r] + d);
+			}
+#pragma unroll
+			for (int r = 0; r < 4; r++)
+#pragma unroll
+				for (int c = 0; c < 4; c++)
+					acc[r][c] += a[r].x * b[c].x + a[r].y * b[c].y + a[r].z * b[c].z + a[r].w * b[c].w;
+		}
+#pragma unroll
+		for (int r = 0; r < 4; r++)
+#pragma unroll
+			for (int c = 0; c < 4; c++) {
+				const int i = e1 + r, j = e2 + c;
+				if (i < n && j >= i)
+					K[i * ldk + j] = j < n ? acc[r][c] + (i == j ? lambda : 0.0f) : 0.0f;
+			}
+	}
+	__syncthreads();
+	Shared sk = s;
+	sk.U = K;
+	sk.lda = ldk;
+	const int failed = solve_cholesky(sk, n); /* z into s.x */
+	float nonfinite = 0.0f;
+	if (!failed)
+		for (int d = tid; d < k; d += kThreads) { /* x = Y^T z */
+			float sum = 0.0f;
+			for (int e = 0; e < n; e++)
+				sum += Y[e * ldy + d] * s.x[e];
+			x[d] = sum;
+			nonfinite += isfinite(sum) ? 0.0f : 1.0f;
+		}
+	if ((block_sum<0>(s, nonfinite) != 0.0f || failed) && tid == 0)
+		record_bad_row(status, u, failed, true, true);
+}
+
+/* One block an item of the short rows (single-part, fewer entries than k). nmax: the longest of the
+ * launch's rows, which sizes Y and K. */
+template <int LANES>
+__global__ void __launch_bounds__(kThreads, 4) short_rows_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
+								 int nmax, uint32_t *status)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	const int k = (int)pb.k, kp = (int)padded(k + 1);
+	const Shared s = carve(smem, kp, false, short_row_floats(nmax, k));
+	const uint32_t *item = pb.items + (int64_t)blockIdx.x * STARFA_ROWSOLVE_ITEM_WORDS;
+	const uint32_t u = item[0], begin = item[1], end = item[2];
+	const RowSource src = {pb.ntiles, pb.tiles};
+	row_sources(s, src, u);
+	const Weights wt = {0, pb.alpha, pb.mu};
+	solve_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, __ldg(pb.lambda + (int64_t)u * pb.info_ld), u,
+			       pb.X + (int64_t)u * pb.ldx, status);
+}
+
 /* The fused kernel's padded width: one column more than k, for b_u (gram_rows). */
 __host__ __device__ inline int rowsolve_kp(int64_t k)
 {
@@ -84,6 +233,78 @@ cudaError_t launch_rowsolve(const starfa_cuda_rowsolve *pb, Partials parts, uint
 	return cudaGetLastError();
 }
 
+/* An item's length, or INT64_MAX for a segment of a long row: non-increasing along the work list. */
+int64_t item_length(const uint32_t *items, int64_t i)
+{
+	const uint32_t *it = items + i * STARFA_ROWSOLVE_ITEM_WORDS;
+	return it[5] == 1 ? (int64_t)it[2] - (int64_t)it[1] : INT64_MAX;
+}
+
+/* The first item in [lo, hi) no longer than n. */
+int64_t first_at_most(const uint32_t *items, int64_t lo, int64_t hi, int64_t n)
+{
+	while (lo < hi) {
+		const int64_t mid = lo + (hi - lo) / 2;
+		if (item_length(items, mid) <= n)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+template <int LANES>
+cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int64_t last, uint32_t *status,
+			      cudaStream_t stream)
+{
+	starfa_cuda_rowsolve q = pb;
+	q.items = pb.items + first * STARFA_ROWSOLVE_ITEM_WORDS;
+	const int nmax = (int)item_length(pb.items_host, first);
+	const size_t bytes = layout(rowsolve_kp(pb.k), false, short_row_floats(nmax, pb.k)).bytes;
+	cudaError_t err = prepare(short_rows_kernel<LANES>, bytes);
+	if (err != cudaSuccess)
+		return err;
+	short_rows_kernel<LANES><<<(unsigned)(last - first), kThreads, bytes, stream>>>(q, nmax, status);
+	return cudaGetLastError();
+}
+
+/* Items [first, last) by the short rows' kernel, in two launches: rows of more than kShortSplit
+ * entries, then the others, whose smaller Y and K let more blocks share a multiprocessor. */
+constexpr int64_t kShortSplit = 48;
+
+cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32_t *status, cudaStream_t stream)
+{
+	const int64_t split = first_at_most(pb.items_host, first, pb.nitems, kShortSplit);
+	const int kp = rowsolve_kp(pb.k);
+	cudaError_t err = cudaSuccess;
+	for (int pass = 0; pass < 2 && err == cudaSuccess; pass++) {
+		const int64_t a = pass ? split : first, b = pass ? pb.nitems : split;
+		if (a >= b)
+			continue;
+		err = kp <= 64 ? launch_short_rows<2>(pb, a, b, status, stream)
+		      : kp <= 80 ? launch_short_rows<3>(pb, a, b, status, stream)
+		      : kp <= 112 ? launch_short_rows<4>(pb, a, b, status, stream)
+		      : kp <= 160 ? launch_short_rows<5>(pb, a, b, status, stream)
+		      : kp <= 192 ? launch_short_rows<6>(pb, a, b, status, stream)
+				  : launch_short_rows<7>(pb, a, b, status, stream);
+	}
+	return err;
+}
+
+/* Where the short rows start in the work list (pb.nitems: none take the n x n form): rows of fewer
+ * entries than short_rows and k whose Y and K fit the shared memory the Gram kernel has. */
+int64_t short_rows_first(const starfa_cuda_rowsolve &pb)
+{
+	if (!pb.cholesky || pb.implicit || pb.G || pb.short_rows <= 0 || !pb.items_host)
+		return pb.nitems;
+	const Layout L = layout(rowsolve_kp(pb.k));
+	const size_t room = (L.vec - L.u) / sizeof(float);
+	int64_t n = (pb.short_rows < pb.k ? pb.short_rows : pb.k) - 1;
+	while (n > 0 && short_row_floats(n, pb.k) > room)
+		n--;
+	return n > 0 ? first_at_most(pb.items_host, 0, pb.nitems, n) : pb.nitems;
+}
+
 } // namespace
 
 extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, uint32_t *status, cudaStream_t stream)
@@ -107,12 +328,17 @@ extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, 
 		parts.counter = (unsigned *)((char *)scratch + a);
 		err = cudaMemsetAsync(parts.counter, 0, (size_t)pb->nparts * sizeof(unsigned), stream);
 	}
-	if (err == cudaSuccess) {
-#define LAUNCH(F, L) (pb->precision == STARFA_CUDA_GRAM_3XTF32 ? launch_rowsolve<F, L, true>(pb, parts, status, bytes, stream) \
-							    : launch_rowsolve<F, L, false>(pb, parts, status, bytes, stream))
+	/* the rows that take the Gram kernel, then the short ones (a suffix of the list) */
+	starfa_cuda_rowsolve gram = *pb;
+	gram.nitems = short_rows_first(*pb);
+	if (err == cudaSuccess && gram.nitems > 0) {
+#define LAUNCH(F, L) (pb->precision == STARFA_CUDA_GRAM_3XTF32 ? launch_rowsolve<F, L, true>(&gram, parts, status, bytes, stream) \
+							    : launch_rowsolve<F, L, false>(&gram, parts, status, bytes, stream))
 		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
 	}
+	if (err == cudaSuccess && gram.nitems < pb->nitems)
+		err = run_short_rows(*pb, gram.nitems, status, stream);
 	if (scratch) {
 		cudaError_t e = cudaFreeAsync(scratch, stream);
 		if (err == cudaSuccess)

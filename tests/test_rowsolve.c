@@ -397,7 +397,7 @@ TEST(rowsolve, task_graph_matches_reference)
 
 /* A band's device copies and the fused kernel's problem over them. */
 struct device_band {
-	uint32_t *rowptr[3], *colind[3], *items;
+	uint32_t *rowptr[3], *colind[3], *items, *items_host;
 	float *val[3], *theta[3], *info, *G, *X;
 	uint32_t *status;
 	starfa_cuda_rowsolve *pb;
@@ -412,6 +412,7 @@ static void device_band_free(struct device_band *d, int ntiles)
 		cudaFree(d->theta[j]);
 	}
 	cudaFree(d->items);
+	free(d->items_host);
 	cudaFree(d->info);
 	cudaFree(d->G);
 	cudaFree(d->X);
@@ -441,7 +442,7 @@ static int device_band_make(struct device_band *d, const struct band *bd, int64_
 	int64_t nitems = 0, nparts = 0;
 	CHECK(starfa_rowsolve_plan(bd->rows, bd->ntiles, rowptrs, seg, &items, &nitems, &nparts) == 0);
 	d->items = to_device(items, sizeof(uint32_t) * (size_t)(nitems * STARFA_ROWSOLVE_ITEM_WORDS));
-	free(items);
+	d->items_host = items;
 	d->info = to_device(NULL, sizeof(float) * (size_t)(2 * bd->rows));
 	d->G = to_device(bd->G, sizeof(float) * (size_t)(bd->k * bd->k));
 	d->X = to_device(NULL, sizeof(float) * (size_t)(bd->rows * bd->k));
@@ -456,6 +457,7 @@ static int device_band_make(struct device_band *d, const struct band *bd, int64_
 	pb->X = d->X;
 	pb->ldx = bd->k;
 	pb->items = d->items;
+	pb->items_host = d->items_host;
 	pb->nitems = nitems;
 	pb->nparts = nparts;
 	return 0;
@@ -516,6 +518,7 @@ TEST(als_cuda, rowsolve_matches_reference)
 						pb->mu = 0.3f;
 						pb->G = gram ? d.G : NULL;
 						pb->cholesky = variant == CHOL;
+						pb->short_rows = (int)k; /* the codelet's: explicit rows shorter than k in n x n form */
 						pb->cg_steps = variant == CG_LONG ? (int)(3 * k + 4) : 3;
 						pb->precision = STARFA_CUDA_GRAM_3XTF32;
 						struct starfa_cpu_rowsolve cpb = {
@@ -620,8 +623,10 @@ TEST(als_cuda, rowsolve_status_names_bad_rows)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	uint64_t rng = testing_seed() + 342;
-	for (int variant = 0; variant < 2; variant++) {
-		int64_t k = 6, rows = 12;
+	/* k = 6: the rows are longer than k; k = 192: shorter, so the Cholesky variant solves them in their
+	 * n x n form, which must fall back on the k x k one for the non-finite inputs */
+	for (int variant = 0; variant < 4; variant++) {
+		int64_t k = variant < 2 ? 6 : STARFA_CUDA_ALS_MAX_K, rows = 12;
 		struct band bd;
 		CHECK(band_make(&bd, rows, k, 2, 0, &rng) == 0);
 		for (int64_t u = 0; u < rows; u++) {
@@ -644,11 +649,16 @@ TEST(als_cuda, rowsolve_status_names_bad_rows)
 		if (device_band_make(&d, &bd, STARFA_CUDA_ROWSOLVE_SEGMENT))
 			return 1;
 		d.pb->mu = 0.1f;
-		d.pb->cholesky = variant == 0;
+		d.pb->cholesky = variant % 2 == 0;
+		d.pb->short_rows = (int)k;
 		d.pb->cg_steps = 3;
+		for (int64_t u = 3; k > 6 && u <= 9; u += 2) {
+			uint32_t n = bd.t[0].rowptr[u + 1] - bd.t[0].rowptr[u] + t->rowptr[u + 1] - t->rowptr[u];
+			CHECK_MSG(n < (uint32_t)k, "row %lld has %u entries: not a short row", (long long)u, n);
+		}
 		testing_fill_random(bd.X, (size_t)(rows * k), &rng);
-		float keep[6];
-		memcpy(keep, bd.X + 3 * k, sizeof keep);
+		float keep[STARFA_CUDA_ALS_MAX_K];
+		memcpy(keep, bd.X + 3 * k, sizeof(float) * (size_t)k);
 		uint32_t st[STARFA_SOLVE_STATUS_WORDS];
 		if (device_band_run(&d, &bd, st))
 			return 1;
@@ -657,8 +667,8 @@ TEST(als_cuda, rowsolve_status_names_bad_rows)
 			  "cuda variant %d: bad %u not_spd %u nonfinite A %u b %u first %u", variant, st[0],
 			  st[STARFA_SOLVE_NOT_SPD], st[STARFA_SOLVE_NONFINITE_A], st[STARFA_SOLVE_NONFINITE_B],
 			  st[STARFA_SOLVE_FIRST_BAD_ROW]);
-		if (variant == 0)
-			CHECK(memcmp(keep, bd.X + 3 * k, sizeof keep) == 0);
+		if (variant % 2 == 0)
+			CHECK(memcmp(keep, bd.X + 3 * k, sizeof(float) * (size_t)k) == 0);
 		device_band_free(&d, bd.ntiles);
 		band_free(&bd);
 	}
