@@ -199,6 +199,10 @@ TEST(als, non_finite_factors_stop_training)
 		train->val[e] = 3e38f;
 	starfa_als_options o;
 	starfa_als_options_default(&o, STARFA_ALGO_ALS);
+	/* Rank 4: every row has more entries than k, so Cholesky solves the k x k form, whose b_u overflows.
+	 * (At the default rank these rows are shorter than k; their n x n form x = P^T (P P^T + lambda I)^-1 t
+	 * never sums b_u and can keep finite factors from these ratings.) */
+	o.rank = 4;
 	for (int solver = 0; solver < 2; solver++) {
 		o.solver = solver ? STARFA_SOLVER_CG : STARFA_SOLVER_CHOLESKY;
 		starfa_model *m = NULL;

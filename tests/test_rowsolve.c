@@ -227,9 +227,11 @@ TEST(rowsolve, blas_runs_on_one_thread_under_the_runtime)
 TEST(rowsolve, status_names_bad_rows)
 {
 	uint64_t rng = testing_seed() + 71;
-	for (int variant = 0; variant < 3; variant++) {
-		/* Cholesky at rank 6; CG on the formed system (rank 6); matrix-free CG (rank 40) */
-		int64_t k = variant == 2 ? 40 : 6, rows = 12;
+	for (int variant = 0; variant < 4; variant++) {
+		/* Cholesky at rank 6; CG on the formed system (rank 6); matrix-free CG (rank 40); Cholesky at
+		 * rank 40, where the rows are shorter than k: their n x n form */
+		int64_t k = variant >= 2 ? 40 : 6, rows = 12;
+		const int cholesky = variant == 0 || variant == 3;
 		struct band bd;
 		CHECK(band_make(&bd, rows, k, 2, 0, &rng) == 0);
 		for (int64_t u = 0; u < rows; u++) {
@@ -262,8 +264,12 @@ TEST(rowsolve, status_names_bad_rows)
 		float keep[40];
 		memcpy(keep, bd.X + 3 * k, sizeof(float) * (size_t)k);
 		struct starfa_cpu_rowsolve pb = {rows, k, bd.ntiles, bd.tiles, 0, 0, 0.1f, bd.info, 2, NULL,
-						 variant == 0 ? STARFA_CPU_CHOLESKY : STARFA_CPU_CG, 3, bd.X, k};
-		CHECK(starfa_cpu_rowsolve_matrix_free(k, 3) == (variant == 2));
+						 cholesky ? STARFA_CPU_CHOLESKY : STARFA_CPU_CG, 3, bd.X, k};
+		CHECK(starfa_cpu_rowsolve_matrix_free(k, 3) == (k == 40));
+		for (int64_t u = 3; variant == 3 && u <= 9; u += 2) {
+			uint32_t n = bd.t[0].rowptr[u + 1] - bd.t[0].rowptr[u] + t->rowptr[u + 1] - t->rowptr[u];
+			CHECK_MSG(n < (uint32_t)k, "row %lld has %u entries: not a short row", (long long)u, n);
+		}
 		uint32_t st[STARFA_SOLVE_STATUS_WORDS];
 		CHECK(starfa_cpu_rowsolve(&pb, st, 2) == 0);
 		CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 3 && st[STARFA_SOLVE_NOT_SPD] == 1 && st[STARFA_SOLVE_NONFINITE_A] == 1 &&
@@ -271,7 +277,7 @@ TEST(rowsolve, status_names_bad_rows)
 			  "variant %d: bad %u not_spd %u nonfinite A %u b %u first %u", variant, st[0],
 			  st[STARFA_SOLVE_NOT_SPD], st[STARFA_SOLVE_NONFINITE_A], st[STARFA_SOLVE_NONFINITE_B],
 			  st[STARFA_SOLVE_FIRST_BAD_ROW]);
-		if (variant == 0)
+		if (cholesky)
 			CHECK(memcmp(keep, bd.X + 3 * k, sizeof(float) * (size_t)k) == 0);
 		band_free(&bd);
 	}
