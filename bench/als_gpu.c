@@ -307,6 +307,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		{"rowsolve, explicit, Cholesky, every row k x k, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 0},
 		{"rowsolve, explicit, Cholesky, TF32", 0, 1, 0, STARFA_CUDA_GRAM_TF32, 1},
 		{"rowsolve, explicit, CG 3 steps, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 1},
+		{"rowsolve, explicit, CG 3 steps, every row k x k, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 0},
 		{"rowsolve, implicit, CG 3 steps, 3xTF32", 1, 0, 3, STARFA_CUDA_GRAM_3XTF32, 1},
 		{"rowsolve, implicit, CG 6 steps, 3xTF32", 1, 0, 6, STARFA_CUDA_GRAM_3XTF32, 1},
 	};

@@ -763,11 +763,12 @@ template <int LANES, bool SPLIT> __device__ inline void matvec(const Shared &s, 
 	__syncthreads();
 }
 
-/* cpu/cg.h's steps, from s.x (loaded by the caller), on the resident system. Same returns. */
-template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k, int steps)
+/* cpu/cg.h's steps, from s.x (loaded by the caller), with mv(p, q) computing q = M p (ending with a
+ * __syncthreads()). Same returns. */
+template <typename MV> __device__ int solve_cg_with(const Shared &s, int k, int steps, MV mv)
 {
 	const int tid = threadIdx.x;
-	matvec<LANES, SPLIT>(s, k, s.x, s.q);
+	mv(s.x, s.q);
 	float rr = 0.0f, bb = 0.0f;
 	for (int d = tid; d < k; d += kThreads) {
 		float r = s.b[d] - s.q[d];
@@ -782,7 +783,7 @@ template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k,
 		return 2;
 	const float done = 16.0f * FLT_EPSILON * FLT_EPSILON * (rs > bsq ? rs : bsq);
 	for (int step = 0; step < steps && rs > done; step++) {
-		matvec<LANES, SPLIT>(s, k, s.p, s.q);
+		mv(s.p, s.q);
 		float pq = 0.0f;
 		for (int d = tid; d < k; d += kThreads)
 			pq += s.p[d] * s.q[d];
@@ -807,6 +808,12 @@ template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k,
 		rs = rn;
 	}
 	return 0;
+}
+
+/* solve_cg_with on the resident system. */
+template <int LANES, bool SPLIT> __device__ int solve_cg(const Shared &s, int k, int steps)
+{
+	return solve_cg_with(s, k, steps, [&](const float *p, float *q) { matvec<LANES, SPLIT>(s, k, p, q); });
 }
 
 /* Counts row u as bad the way cpu/solve.c does: under the input that was not finite, if any, else (failed

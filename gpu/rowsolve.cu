@@ -28,29 +28,25 @@ __host__ __device__ inline int round4(int x)
  * (Y^T Y + lambda I) x = Y^T t has the solution x = Y^T z, (Y Y^T + lambda I) z = t, for lambda > 0
  * (push-through: Y^T (Y Y^T + lambda I) = (Y^T Y + lambda I) Y^T). For n < k that system costs n^2 k
  * + n^3 / 3 multiply-adds instead of n k^2 + k^3 / 3, and its Cholesky has ceil(n / 16) panels of 16
- * instead of ceil(k / 16), each a chain of block-wide steps. Its own kernel (short_rows_kernel), on the
- * items past the longer rows (the work list is sorted by length), so that the Gram kernel's registers
- * are not shared with it. In shared memory, Y (n x ldy, ldy = round4(k) + 4) and K = Y Y^T + lambda I
- * (n x ldk, ldk = round4(n) + 4, columns n..round4(n) zero for solve_cholesky's 4 x 4 tiles): */
+ * instead of ceil(k / 16), each a chain of block-wide steps; CG on such rows is cheaper matrix-free
+ * (cg_short_row). Their own kernel (short_rows_kernel) takes the items past the longer rows (the work
+ * list is sorted by length), so that the Gram kernel's registers are not shared with it. In shared
+ * memory, Y (n x ldy, ldy = round4(k) + 4) and K = Y Y^T + lambda I (n x ldk, ldk = round4(n) + 4,
+ * columns n..round4(n) zero for solve_cholesky's 4 x 4 tiles; CG keeps t and Y p there): */
 __host__ __device__ inline size_t short_row_floats(int64_t n, int64_t k)
 {
 	return (size_t)n * (size_t)(round4((int)n) + 4 + round4((int)k) + 4);
 }
 
-/* Row u's exact solve in the n x n form (explicit feedback, no G), its products in float32 FFMA. A row
- * the k x k form could not solve is reported as that form would report it: a non-finite lambda or entry
- * of Y makes the system non-finite, a non-finite target the right-hand side; lambda <= 0 leaves Y^T Y +
- * lambda I (of rank n < k plus lambda) not positive definite. x_u is then not written. */
+/* A short row's n theta rows into Y (n x ldy, columns k..round4(k) zero) and its targets into tout:
+ * warp w gathers entries w, w + 8, ..., four at a time (lanes 0..3 look them up, then every lane loads
+ * its columns of the four theta rows before storing any). Adds the non-finite values of Y to *bad_y and
+ * of the targets to *bad_t (thread-local counts). */
 template <int LANES>
-__device__ void solve_short_row(const Shared &s, const RowSource &src, const Weights &wt, uint32_t begin, int n, int k,
-				float lambda, int64_t u, float *x, uint32_t *status)
+__device__ void gather_short(const Shared &s, const RowSource &src, const Weights &wt, uint32_t begin, int n, int k,
+			     float *Y, int ldy, float *tout, float *bad_y, float *bad_t)
 {
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int dk = round4(k), ldy = dk + 4, n4 = round4(n), ldk = n4 + 4;
-	float *const K = s.U, *const Y = s.U + (size_t)n * ldk;
-	/* Y and t (into s.b): warp w gathers entries w, w + 8, ..., four at a time (lanes 0..3 look them up,
-	 * then every lane loads its columns of the four theta rows before storing any) */
-	float bad_y = 0.0f, bad_t = 0.0f;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, dk = round4(k);
 	for (int e0 = warp; e0 < n; e0 += 4 * kWarps) {
 		EntryInfo en = {nullptr, 0.0f, 0.0f};
 		if (lane < 4 && e0 + lane * kWarps < n)
@@ -76,15 +72,30 @@ __device__ void solve_short_row(const Shared &s, const RowSource &src, const Wei
 				const int d = lane + 32 * l;
 				if (d < dk) {
 					Y[e * ldy + d] = v[j][l];
-					bad_y += isfinite(v[j][l]) ? 0.0f : 1.0f;
+					*bad_y += isfinite(v[j][l]) ? 0.0f : 1.0f;
 				}
 			}
 			if (lane == 0) {
-				s.b[e] = t[j];
-				bad_t += isfinite(t[j]) ? 0.0f : 1.0f;
+				tout[e] = t[j];
+				*bad_t += isfinite(t[j]) ? 0.0f : 1.0f;
 			}
 		}
 	}
+}
+
+/* Row u's exact solve in the n x n form (explicit feedback, no G), its products in float32 FFMA. A row
+ * the k x k form could not solve is reported as that form would report it: a non-finite lambda or entry
+ * of Y makes the system non-finite, a non-finite target the right-hand side; lambda <= 0 leaves Y^T Y +
+ * lambda I (of rank n < k plus lambda) not positive definite. x_u is then not written. */
+template <int LANES>
+__device__ void solve_short_row(const Shared &s, const RowSource &src, const Weights &wt, uint32_t begin, int n, int k,
+				float lambda, int64_t u, float *x, uint32_t *status)
+{
+	const int tid = threadIdx.x;
+	const int dk = round4(k), ldy = dk + 4, n4 = round4(n), ldk = n4 + 4;
+	float *const K = s.U, *const Y = s.U + (size_t)n * ldk;
+	float bad_y = 0.0f, bad_t = 0.0f;
+	gather_short<LANES>(s, src, wt, begin, n, k, Y, ldy, s.b, &bad_y, &bad_t);
 	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda); /* also: Y and t are in */
 	const bool finite_b = block_sum<1>(s, bad_t) == 0.0f;
 	if (!finite_a || !finite_b || !(lambda > 0.0f)) {
@@ -146,8 +157,64 @@ __device__ void solve_short_row(const Shared &s, const RowSource &src, const Wei
 			x[d] = sum;
 			nonfinite += isfinite(sum) ? 0.0f : 1.0f;
 		}
-	if ((block_sum<0>(s, nonfinite) != 0.0f || failed) && tid == 0)
+	if ((failed || block_sum<0>(s, nonfinite) != 0.0f) && tid == 0)
 		record_bad_row(status, u, failed, true, true);
+}
+
+/* Row u's CG steps, matrix-free: M p = Y^T (Y p) + lambda p from the row's gathered Y, 2nk multiply-adds
+ * a step where forming M costs n k^2 (the CPU rowsolve's matrix-free form; the same iterates as CG on
+ * the formed system). b_u = Y^T t. x_u is written, and a row reported, as solve_and_store does for CG. */
+template <int LANES>
+__device__ void cg_short_row(const Shared &s, const RowSource &src, const Weights &wt, uint32_t begin, int n, int k,
+			     float lambda, int64_t u, float *x, int steps, uint32_t *status)
+{
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int dk = round4(k), ldy = dk + 4, ldk = round4(n) + 4;
+	float *const t = s.U, *const yp = s.U + n, *const Y = s.U + (size_t)n * ldk; /* t and Y p where K would be */
+	float bad_y = 0.0f, bad_t = 0.0f;
+	gather_short<LANES>(s, src, wt, begin, n, k, Y, ldy, t, &bad_y, &bad_t);
+	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda); /* also: Y and t are in */
+	float nonfinite_b = 0.0f;
+	for (int d = tid; d < s.kp; d += kThreads) {
+		float v = 0.0f;
+		for (int e = 0; d < k && e < n; e++)
+			v += Y[e * ldy + d] * t[e];
+		s.b[d] = v;
+		s.x[d] = d < k ? x[d] : 0.0f;
+		nonfinite_b += isfinite(v) ? 0.0f : 1.0f;
+	}
+	const bool finite_b = block_sum<1>(s, nonfinite_b) == 0.0f; /* also: b and x are in */
+	const int failed = solve_cg_with(s, k, steps, [&](const float *p, float *q) {
+		for (int e = warp; e < n; e += kWarps) {
+			float acc = 0.0f;
+#pragma unroll
+			for (int l = 0; l < LANES; l++) {
+				const int d = lane + 32 * l;
+				if (d < k)
+					acc += Y[e * ldy + d] * p[d];
+			}
+			acc = warp_sum(acc);
+			if (lane == 0)
+				yp[e] = acc;
+		}
+		__syncthreads();
+		for (int d = tid; d < k; d += kThreads) {
+			float v = lambda * p[d];
+			for (int e = 0; e < n; e++)
+				v += Y[e * ldy + d] * yp[e];
+			q[d] = v;
+		}
+		__syncthreads();
+	});
+	float nonfinite_x = 0.0f;
+	for (int d = tid; d < k; d += kThreads) {
+		x[d] = s.x[d];
+		nonfinite_x += isfinite(s.x[d]) ? 0.0f : 1.0f;
+	}
+	/* failed first: CG may have returned straight after a block_sum<0>, whose buffer a second one at once
+	 * would overwrite under slower threads' reads (failed is the same in every thread) */
+	if ((failed || block_sum<0>(s, nonfinite_x) != 0.0f) && tid == 0)
+		record_bad_row(status, u, failed, finite_a, finite_b);
 }
 
 /* One block an item of the short rows (single-part, fewer entries than k). nmax: the longest of the
@@ -164,8 +231,12 @@ __global__ void __launch_bounds__(kThreads, 4) short_rows_kernel(const __grid_co
 	const RowSource src = {pb.ntiles, pb.tiles};
 	row_sources(s, src, u);
 	const Weights wt = {0, pb.alpha, pb.mu};
-	solve_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, __ldg(pb.lambda + (int64_t)u * pb.info_ld), u,
-			       pb.X + (int64_t)u * pb.ldx, status);
+	const float lambda = __ldg(pb.lambda + (int64_t)u * pb.info_ld);
+	if (pb.cholesky)
+		solve_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx, status);
+	else
+		cg_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx,
+				    pb.cg_steps, status);
 }
 
 /* The fused kernel's padded width: one column more than k, for b_u (gram_rows). */
@@ -291,11 +362,11 @@ cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32
 	return err;
 }
 
-/* Where the short rows start in the work list (pb.nitems: none take the n x n form): rows of fewer
- * entries than short_rows and k whose Y and K fit the shared memory the Gram kernel has. */
+/* Where the short rows start in the work list (pb.nitems: none): rows of fewer entries than short_rows
+ * and k whose Y and K fit the shared memory the Gram kernel has. */
 int64_t short_rows_first(const starfa_cuda_rowsolve &pb)
 {
-	if (!pb.cholesky || pb.implicit || pb.G || pb.short_rows <= 0 || !pb.items_host)
+	if (pb.implicit || pb.G || pb.short_rows <= 0 || !pb.items_host)
 		return pb.nitems;
 	const Layout L = layout(rowsolve_kp(pb.k));
 	const size_t room = (L.vec - L.u) / sizeof(float);
