@@ -1,4 +1,5 @@
-/* The conjugate-gradient steps on one small SPD system, shared by the solve and rowsolve kernels. */
+/* The conjugate-gradient steps on one small SPD system, shared by the solve and rowsolve kernels, and the
+ * small-vector operations they and the other kernels use. */
 #ifndef STARFA_CPU_CG_H
 #define STARFA_CPU_CG_H
 
@@ -13,6 +14,14 @@ static inline float starfa_cpu_dot(const float *restrict x, const float *restric
 	for (int64_t d = 0; d < n; d++)
 		s += x[d] * y[d];
 	return s;
+}
+
+/* y += a x over n floats: the loop the compiler vectorizes across the rank. */
+static inline void starfa_cpu_axpy(float a, const float *restrict x, float *restrict y, int64_t n)
+{
+#pragma omp simd
+	for (int64_t d = 0; d < n; d++)
+		y[d] += a * x[d];
 }
 
 static inline int starfa_cpu_all_finite(const float *x, int64_t n)

@@ -118,14 +118,6 @@ static void form(const struct starfa_cpu_rowsolve *pb, int64_t kp, struct work *
 	}
 }
 
-/* y += a x over n elements. */
-static inline void axpy(int64_t n, float a, const float *restrict x, float *restrict y)
-{
-#pragma omp simd
-	for (int64_t i = 0; i < n; i++)
-		y[i] += a * x[i];
-}
-
 /* q = M_u p: from C (full, ld kp) plus G and lambda, or matrix-free from the panel. */
 STARFA_CPU_CLONES
 static void matvec(const struct starfa_cpu_rowsolve *pb, int64_t kp, const struct work *restrict wk, int free_form,
@@ -138,19 +130,15 @@ static void matvec(const struct starfa_cpu_rowsolve *pb, int64_t kp, const struc
 	if (free_form) {
 		for (int64_t i = 0; i < wk->n; i++) {
 			const float *restrict row = wk->P + i * kp;
-			float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-			for (int64_t d = 0; d < kp; d++)
-				s += row[d] * p[d];
-			axpy(kp, s * wk->w[i], row, q);
+			starfa_cpu_axpy(starfa_cpu_dot(row, p, kp) * wk->w[i], row, q, kp);
 		}
 	} else {
 		for (int64_t c = 0; c < k; c++)
-			axpy(kp, p[c], wk->C + c * kp, q);
+			starfa_cpu_axpy(p[c], wk->C + c * kp, q, kp);
 	}
 	if (pb->G)
 		for (int64_t c = 0; c < k; c++)
-			axpy(k, p[c], pb->G + c * k, q);
+			starfa_cpu_axpy(p[c], pb->G + c * k, q, k);
 }
 
 /* M z = rhs for the n x n SPD M whose row-major upper triangle (leading dimension ld) is LAPACK's
@@ -200,22 +188,14 @@ static int solve_short(const struct starfa_cpu_rowsolve *pb, int64_t kp, struct 
 {
 	const int64_t n = wk->n, k = pb->k;
 	float *restrict K = wk->C, *restrict z = wk->r;
-	for (int64_t i = 0; i < n; i++) {
-		const float *restrict pi = wk->P + i * kp;
-		for (int64_t j = i; j < n; j++) {
-			const float *restrict pj = wk->P + j * kp;
-			float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-			for (int64_t d = 0; d < kp; d++)
-				s += pi[d] * pj[d];
-			K[i * n + j] = s + (i == j ? lambda : 0.0f);
-		}
-	}
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t j = i; j < n; j++)
+			K[i * n + j] = starfa_cpu_dot(wk->P + i * kp, wk->P + j * kp, kp) + (i == j ? lambda : 0.0f);
 	if (n > 0 && cholesky_solve(n, K, n, wk->t, z))
 		return 1;
 	memset(x, 0, (size_t)k * sizeof(float));
 	for (int64_t i = 0; i < n; i++)
-		axpy(k, z[i], wk->P + i * kp, x);
+		starfa_cpu_axpy(z[i], wk->P + i * kp, x, k);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SpMM on one CSR tile, OpenMP on the CPU. */
 #include "cpu/spmm.h"
 
+#include "cpu/cg.h"
 #include "cpu/clones.h"
 #include "cpu/partition.h"
 
@@ -13,14 +14,6 @@
 #define STARFA_CPU_FUSED_AVX512 0
 #endif
 
-/* y += v * x over k floats: the loop the compiler vectorizes across the rank. */
-static void axpy(float v, const float *restrict x, float *restrict y, int64_t k)
-{
-#pragma omp simd
-	for (int64_t d = 0; d < k; d++)
-		y[d] += v * x[d];
-}
-
 static void spmm_rows(int64_t r0, int64_t r1, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
 		      const float *X, int64_t ldx, int64_t k, int beta, float *Y, int64_t ldy)
 {
@@ -30,7 +23,7 @@ static void spmm_rows(int64_t r0, int64_t r1, const uint32_t *rowptr, const uint
 		if (!beta)
 			memset(y, 0, (size_t)k * sizeof *y);
 		for (uint32_t p = rowptr[r]; p < rowptr[r + 1]; p++)
-			axpy(sval[p], X + (int64_t)colind[p] * ldx, y, k);
+			starfa_cpu_axpy(sval[p], X + (int64_t)colind[p] * ldx, y, k);
 	}
 }
 
@@ -109,7 +102,7 @@ static void fused_portable(int64_t nrows, const uint32_t *restrict rowptr, const
 #pragma omp simd reduction(+ : d)
 			for (int64_t c = 0; c < k; c++)
 				d += a[c] * b[c];
-			axpy(fused_value(mode, sval[p], d, eps), b, y, k);
+			starfa_cpu_axpy(fused_value(mode, sval[p], d, eps), b, y, k);
 		}
 	}
 }
