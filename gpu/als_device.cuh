@@ -379,7 +379,7 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 
 /* f(r, c, v, diagonal) for every element (r, c) = v of the warp's blocks (diagonal: of a block on the
  * diagonal, which holds both (r, c) and (c, r)). */
-template <int FPW, typename F> __device__ inline void block_elements_of(const Acc<FPW> &acc, int nb, F f)
+template <int FPW, typename F> __device__ inline void fragment_elements(const Acc<FPW> &acc, int nb, F f)
 {
 	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -399,7 +399,7 @@ template <int FPW, typename F> __device__ inline void block_elements_of(const Ac
  * their transposes (a diagonal block once). */
 template <int FPW> __device__ void store_blocks(const Acc<FPW> &acc, int nb, float *M, int ld, bool mirror)
 {
-	block_elements_of(acc, nb, [&](int r, int c, float v, bool diagonal) {
+	fragment_elements(acc, nb, [&](int r, int c, float v, bool diagonal) {
 		M[r * ld + c] = v;
 		if (mirror && !diagonal)
 			M[c * ld + r] = v;
@@ -417,7 +417,7 @@ template <int FPW> __device__ bool store_system(const Acc<FPW> &acc, const Share
 	bool finite = true;
 	for (int d = k + threadIdx.x; d < s.kp; d += kThreads)
 		s.b[d] = 0.0f;
-	block_elements_of(acc, s.kp / 16, [&](int r, int c, float v, bool diagonal) {
+	fragment_elements(acc, s.kp / 16, [&](int r, int c, float v, bool diagonal) {
 		if (c == k && r < k)
 			s.b[r] = v;
 		float f = r == c ? 1.0f : 0.0f, m = 0.0f; /* (r, c) and, off the diagonal blocks, (c, r) */

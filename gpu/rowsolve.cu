@@ -352,12 +352,9 @@ cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32
 		const int64_t a = pass ? split : first, b = pass ? pb.nitems : split;
 		if (a >= b)
 			continue;
-		err = kp <= 64 ? launch_short_rows<2>(pb, a, b, status, stream)
-		      : kp <= 80 ? launch_short_rows<3>(pb, a, b, status, stream)
-		      : kp <= 112 ? launch_short_rows<4>(pb, a, b, status, stream)
-		      : kp <= 160 ? launch_short_rows<5>(pb, a, b, status, stream)
-		      : kp <= 192 ? launch_short_rows<6>(pb, a, b, status, stream)
-				  : launch_short_rows<7>(pb, a, b, status, stream);
+#define LAUNCH(F, L) launch_short_rows<L>(pb, a, b, status, stream) /* the Gram kernel's passes over a row */
+		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
+#undef LAUNCH
 	}
 	return err;
 }
