@@ -67,16 +67,22 @@ static int repeat = 5;
 static FILE *md;
 
 /* Times fn(ctx) with CUDA events: one warm-up, then the median of `repeat` runs, in ms. */
-static double time_ms(void (*fn)(void *), void *ctx)
+/* The median time of fn(ctx) on stream 0 after a warm-up run; prep(ctx), when given, runs before each
+ * run outside the timed interval. */
+static double time_ms_from(void (*fn)(void *), void (*prep)(void *), void *ctx)
 {
 	cudaEvent_t a, b;
 	CUDA_TRY(cudaEventCreate(&a));
 	CUDA_TRY(cudaEventCreate(&b));
+	if (prep)
+		prep(ctx);
 	fn(ctx);
 	CUDA_TRY(cudaDeviceSynchronize());
 	double ms[64];
 	int n = repeat < 64 ? repeat : 64;
 	for (int i = 0; i < n; i++) {
+		if (prep)
+			prep(ctx);
 		CUDA_TRY(cudaEventRecord(a, 0));
 		fn(ctx);
 		CUDA_TRY(cudaEventRecord(b, 0));
@@ -88,6 +94,11 @@ static double time_ms(void (*fn)(void *), void *ctx)
 	cudaEventDestroy(a);
 	cudaEventDestroy(b);
 	return bench_median(ms, n);
+}
+
+static double time_ms(void (*fn)(void *), void *ctx)
+{
+	return time_ms_from(fn, NULL, ctx);
 }
 
 static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -112,6 +123,14 @@ struct side {
 	int64_t rows, others, nnz, k;
 	uint32_t *rowptr, *colind, *items, *items_host; /* the work list on the device, and its host copy */
 	float *val, *theta, *info, *X, *G;
+	/* The training graph's layout (graphs/als.c with biases): k + 1 unknowns a row, factor rows of k + 2
+	 * floats; the user side reads theta from column 1 with column 0 (the item biases) offsetting the
+	 * ratings, the item side from column 0 with column k + 1. */
+	float *theta_g, *X_g;
+	/* Where every timed rowsolve starts from (X and X_g are restored from these before each run): CG
+	 * starts from the factors it overwrites, and runs started from a previous run's solutions would
+	 * stop early on converged rows, which training never sees. */
+	float *X0, *X_g0;
 	int64_t nitems, nparts;
 	uint32_t *status;
 };
@@ -143,7 +162,10 @@ static void side_make(struct side *s, const char *name, const starfa_csr *c, int
 		info[2 * r] = 0.05f * (float)(c->rowptr[r + 1] - c->rowptr[r] + 1); /* weighted lambda */
 		info[2 * r + 1] = 1.0f + (float)(c->rowptr[r + 1] - c->rowptr[r]);
 	}
-	memset(x, 0, sizeof *x * (size_t)(c->nrows * k));
+	for (int64_t i = 0; i < c->nrows * k; i++) { /* as init_factors: small values of both signs */
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		x[i] = (float)((double)(st >> 40) / 16777216.0 - 0.5) * 0.2f;
+	}
 	const uint32_t *rowptrs[1] = {rp};
 	uint32_t *items = NULL;
 	if (starfa_rowsolve_plan(c->nrows, 1, rowptrs, STARFA_CUDA_ROWSOLVE_SEGMENT, &items, &s->nitems, &s->nparts)) {
@@ -156,6 +178,31 @@ static void side_make(struct side *s, const char *name, const starfa_csr *c, int
 	s->theta = dev_copy(theta, sizeof *theta * (size_t)(c->ncols * k));
 	s->info = dev_copy(info, sizeof *info * (size_t)(2 * c->nrows));
 	s->X = dev_copy(x, sizeof *x * (size_t)(c->nrows * k));
+	s->X0 = dev_copy(x, sizeof *x * (size_t)(c->nrows * k));
+	{
+		const int64_t w = k + 2;
+		float *tg = malloc(sizeof *tg * (size_t)(c->ncols * w));
+		if (!tg) {
+			fprintf(stderr, "starfa_als_bench: out of memory\n");
+			exit(1);
+		}
+		for (int64_t r = 0; r < c->ncols; r++)
+			for (int64_t d = 0; d < w; d++)
+				tg[r * w + d] = theta[r * k + (d < k ? d : d - k)];
+		s->theta_g = dev_copy(tg, sizeof *tg * (size_t)(c->ncols * w));
+		free(tg);
+		float *xg = malloc(sizeof *xg * (size_t)(c->nrows * w));
+		if (!xg) {
+			fprintf(stderr, "starfa_als_bench: out of memory\n");
+			exit(1);
+		}
+		for (int64_t r = 0; r < c->nrows; r++)
+			for (int64_t d = 0; d < w; d++)
+				xg[r * w + d] = x[r * k + (d < k ? d : d - k)];
+		s->X_g = dev_copy(xg, sizeof *xg * (size_t)(c->nrows * w));
+		s->X_g0 = dev_copy(xg, sizeof *xg * (size_t)(c->nrows * w));
+		free(xg);
+	}
 	s->items = dev_copy(items, sizeof *items * (size_t)(s->nitems * STARFA_ROWSOLVE_ITEM_WORDS));
 	s->items_host = items;
 	s->status = dev_alloc(sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS);
@@ -183,6 +230,10 @@ static void side_free(struct side *s)
 	cudaFree(s->colind);
 	cudaFree(s->val);
 	cudaFree(s->theta);
+	cudaFree(s->theta_g);
+	cudaFree(s->X_g);
+	cudaFree(s->X0);
+	cudaFree(s->X_g0);
 	cudaFree(s->info);
 	cudaFree(s->X);
 	cudaFree(s->items);
@@ -194,7 +245,16 @@ static void side_free(struct side *s)
 struct rowsolve_run {
 	starfa_cuda_rowsolve pb;
 	uint32_t *status;
+	float *X;        /* the factors written (pb.X less its column offset) */
+	const float *X0; /* their starting values */
+	size_t bytes;
 };
+
+static void restore_factors(void *ctx)
+{
+	struct rowsolve_run *r = ctx;
+	CUDA_TRY(cudaMemcpyAsync(r->X, r->X0, r->bytes, cudaMemcpyDeviceToDevice, 0));
+}
 
 static void run_rowsolve(void *ctx)
 {
@@ -203,7 +263,7 @@ static void run_rowsolve(void *ctx)
 }
 
 static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int steps, starfa_cuda_gram_precision prec,
-			  int short_rows)
+			  int short_rows, int graph_layout)
 {
 	struct rowsolve_run *r = calloc(1, sizeof *r);
 	r->pb.nrows = s->rows;
@@ -226,8 +286,20 @@ static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int 
 	r->pb.nitems = s->nitems;
 	r->pb.nparts = s->nparts;
 	r->pb.precision = prec;
+	if (graph_layout) {
+		const int64_t w = s->k + 2, users = strcmp(s->name, "user") == 0;
+		r->pb.k = s->k + 1;
+		r->pb.tiles[0] = (starfa_cuda_rowsolve_tile){s->rowptr, s->colind, s->val, s->theta_g + (users ? 1 : 0),
+							     s->theta_g + (users ? 0 : s->k + 1), w};
+		r->pb.short_rows = short_rows ? (int)r->pb.k : 0;
+		r->pb.X = s->X_g + (users ? 1 : 0);
+		r->pb.ldx = w;
+	}
 	r->status = s->status;
-	double ms = time_ms(run_rowsolve, r);
+	r->X = graph_layout ? s->X_g : s->X;
+	r->X0 = graph_layout ? s->X_g0 : s->X0;
+	r->bytes = sizeof(float) * (size_t)(s->rows * (graph_layout ? s->k + 2 : s->k));
+	double ms = time_ms_from(run_rowsolve, restore_factors, r);
 	uint32_t st[STARFA_SOLVE_STATUS_WORDS];
 	CUDA_TRY(cudaMemcpy(st, s->status, sizeof st, cudaMemcpyDeviceToHost));
 	if (st[STARFA_SOLVE_BAD_ROWS])
@@ -268,6 +340,14 @@ static void run_solve(void *ctx)
 				   r->s->status, 0));
 }
 
+/* The stored solve's starting point, as restore_factors. */
+static void restore_stored(void *ctx)
+{
+	struct stored_run *r = ctx;
+	CUDA_TRY(cudaMemcpyAsync(r->s->X, r->s->X0, sizeof(float) * (size_t)(r->rows * r->s->k), cudaMemcpyDeviceToDevice,
+				 0));
+}
+
 /* cuSOLVER's batched Cholesky on copies of the same systems (potrf overwrites them). */
 struct cusolver_run {
 	cusolverDnHandle_t h;
@@ -302,6 +382,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		int implicit, cholesky, steps;
 		starfa_cuda_gram_precision prec;
 		int short_rows; /* rows shorter than k in their n x n form (the codelet's setting) */
+		int graph_layout; /* the training graph's layout (struct side's theta_g) */
 	} fused[] = {
 		{"rowsolve, explicit, Cholesky, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 1},
 		{"rowsolve, explicit, Cholesky, every row k x k, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 0},
@@ -310,10 +391,14 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		{"rowsolve, explicit, CG 3 steps, every row k x k, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 0},
 		{"rowsolve, implicit, CG 3 steps, 3xTF32", 1, 0, 3, STARFA_CUDA_GRAM_3XTF32, 1},
 		{"rowsolve, implicit, CG 6 steps, 3xTF32", 1, 0, 6, STARFA_CUDA_GRAM_3XTF32, 1},
+		{"rowsolve, explicit, Cholesky, 3xTF32, the training graph's layout (k + 1 unknowns, rows of k + 2)", 0, 1,
+		 0, STARFA_CUDA_GRAM_3XTF32, 1, 1},
+		{"rowsolve, explicit, CG 3 steps, 3xTF32, the training graph's layout", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 1,
+		 1},
 	};
 	for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
 		double ms = rowsolve_ms(s, fused[i].implicit, fused[i].cholesky, fused[i].steps, fused[i].prec,
-					fused[i].short_rows);
+					fused[i].short_rows, fused[i].graph_layout);
 		double gf = gram_flops / (ms * 1e-3) * 1e-9;
 		out("| %s | %.2f | %.0f GFLOP/s (Gram sums) | %.0f%% of FP32 peak |\n", fused[i].name, ms, gf,
 		    100.0 * gf / dev->fp32_gflops);
@@ -353,7 +438,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 			run_hermitian(&r);
 			CUDA_TRY(cudaDeviceSynchronize());
 		}
-		double ms = time_ms(run_solve, &r);
+		double ms = time_ms_from(run_solve, restore_stored, &r);
 		double bytes = (double)R * (k * k * (r.fp16 ? 2.0 : 4.0) + 3.0 * 4.0 * k), gbs = bytes / (ms * 1e-3) * 1e-9;
 		if (v == 0) {
 			const double gf = R * k * k * k / 3.0 / (ms * 1e-3) * 1e-9;
@@ -427,7 +512,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 	struct stored_run rb = r;
 	rb.rows = B;
 	rb.cholesky = 1;
-	double mine = time_ms(run_solve, &rb);
+	double mine = time_ms_from(run_solve, restore_stored, &rb);
 	out("| *cuSOLVER potrfBatched + potrsBatched, %lld systems* | %.2f | | starfa's Cholesky on the same: %.2f ms (%.2fx) |\n",
 	    (long long)B, cus, mine, cus / mine);
 	cudaEventDestroy(e0);
