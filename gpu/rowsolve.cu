@@ -31,11 +31,18 @@ __host__ __device__ inline int round4(int x)
  * instead of ceil(k / 16), each a chain of block-wide steps; CG on such rows is cheaper matrix-free
  * (cg_short_row). Their own kernel (short_rows_kernel) takes the items past the longer rows (the work
  * list is sorted by length), so that the Gram kernel's registers are not shared with it. In shared
- * memory, Y (n x ldy, ldy = round4(k) + 4) and K = Y Y^T + lambda I (n x ldk, ldk = round4(n) + 4,
- * columns n..round4(n) zero for solve_cholesky's 4 x 4 tiles; CG keeps t and Y p there): */
-__host__ __device__ inline size_t short_row_floats(int64_t n, int64_t k)
+ * memory, in front: for Cholesky K = Y Y^T + lambda I (n x ldk, ldk = round4(n) + 4, columns n..round4(n)
+ * zero for solve_cholesky's 4 x 4 tiles), for CG the targets t (round4(n)) and the warps' partial
+ * products (kWarps x kp); then Y (n x ldy, ldy = round4(k) + 4). CG's front is the smaller for n over
+ * about 30, so that its blocks share a multiprocessor more (the kernel is instantiated per solver). */
+__host__ __device__ inline size_t short_row_front(int64_t n, int64_t k, bool cholesky)
 {
-	return (size_t)n * (size_t)(round4((int)n) + 4 + round4((int)k) + 4);
+	return cholesky ? (size_t)n * (size_t)(round4((int)n) + 4) : (size_t)round4((int)n) + (size_t)kWarps * padded(k + 1);
+}
+
+__host__ __device__ inline size_t short_row_floats(int64_t n, int64_t k, bool cholesky)
+{
+	return short_row_front(n, k, cholesky) + (size_t)n * (size_t)(round4((int)k) + 4);
 }
 
 /* A short row's n theta rows into Y (n x ldy, columns k..round4(k) zero) and its targets into tout:
@@ -93,7 +100,7 @@ __device__ void solve_short_row(const Shared &s, const RowSource &src, const Wei
 {
 	const int tid = threadIdx.x;
 	const int dk = round4(k), ldy = dk + 4, n4 = round4(n), ldk = n4 + 4;
-	float *const K = s.U, *const Y = s.U + (size_t)n * ldk;
+	float *const K = s.U, *const Y = s.U + short_row_front(n, k, true);
 	float bad_y = 0.0f, bad_t = 0.0f;
 	gather_short<LANES>(s, src, wt, begin, n, k, Y, ldy, s.b, &bad_y, &bad_t);
 	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda); /* also: Y and t are in */
@@ -161,47 +168,87 @@ __device__ void solve_short_row(const Shared &s, const RowSource &src, const Wei
 		record_bad_row(status, u, failed, true, true);
 }
 
+/* The sum over the short row's gathered Y of c_e Y_e, for the coefficients c(e) (each lane's share of
+ * Y_e in yv): warp w takes entries w, w + kWarps, ..., keeps its columns' partial sums in registers and
+ * writes them to part (row w of kWarps x kp); the caller synchronises and adds the rows. */
+template <int LANES, typename C>
+__device__ inline void warp_partials(const float *Y, int ldy, int n, int k, int kp, float *part, C coef)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	float acc[LANES];
+#pragma unroll
+	for (int l = 0; l < LANES; l++)
+		acc[l] = 0.0f;
+#pragma unroll 2
+	for (int e = warp; e < n; e += kWarps) {
+		float yv[LANES];
+#pragma unroll
+		for (int l = 0; l < LANES; l++) {
+			const int d = lane + 32 * l;
+			yv[l] = d < k ? Y[e * ldy + d] : 0.0f;
+		}
+		const float c = coef(e, yv);
+#pragma unroll
+		for (int l = 0; l < LANES; l++)
+			acc[l] += yv[l] * c;
+	}
+#pragma unroll
+	for (int l = 0; l < LANES; l++) {
+		const int d = lane + 32 * l;
+		if (d < kp)
+			part[warp * kp + d] = acc[l];
+	}
+}
+
 /* Row u's CG steps, matrix-free: M p = Y^T (Y p) + lambda p from the row's gathered Y, 2nk multiply-adds
  * a step where forming M costs n k^2 (the CPU rowsolve's matrix-free form; the same iterates as CG on
- * the formed system). b_u = Y^T t. x_u is written, and a row reported, as solve_and_store does for CG. */
+ * the formed system, up to rounding). Each warp forms (Y_e . p) Y_e for its entries with the row's p in
+ * registers (the dot product by shuffles), so that a step's chain of dependent operations is a warp's
+ * n / kWarps entries, not one thread's n; b_u = Y^T t the same way. x_u is written, and a row reported,
+ * as solve_and_store does for CG. */
 template <int LANES>
 __device__ void cg_short_row(const Shared &s, const RowSource &src, const Weights &wt, uint32_t begin, int n, int k,
 			     float lambda, int64_t u, float *x, int steps, uint32_t *status)
 {
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int dk = round4(k), ldy = dk + 4, ldk = round4(n) + 4;
-	float *const t = s.U, *const yp = s.U + n, *const Y = s.U + (size_t)n * ldk; /* t and Y p where K would be */
+	const int tid = threadIdx.x, lane = tid & 31, kp = s.kp, dk = round4(k), ldy = dk + 4;
+	float *const t = s.U, *const part = s.U + round4(n), *const Y = s.U + short_row_front(n, k, false);
 	float bad_y = 0.0f, bad_t = 0.0f;
 	gather_short<LANES>(s, src, wt, begin, n, k, Y, ldy, t, &bad_y, &bad_t);
 	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda); /* also: Y and t are in */
+	warp_partials<LANES>(Y, ldy, n, k, kp, part, [&](int e, const float(&)[LANES]) { return t[e]; });
+	__syncthreads();
 	float nonfinite_b = 0.0f;
-	for (int d = tid; d < s.kp; d += kThreads) {
+	for (int d = tid; d < kp; d += kThreads) {
 		float v = 0.0f;
-		for (int e = 0; d < k && e < n; e++)
-			v += Y[e * ldy + d] * t[e];
+		if (d < k)
+#pragma unroll
+			for (int w = 0; w < kWarps; w++)
+				v += part[w * kp + d];
 		s.b[d] = v;
 		s.x[d] = d < k ? x[d] : 0.0f;
 		nonfinite_b += isfinite(v) ? 0.0f : 1.0f;
 	}
-	const bool finite_b = block_sum<1>(s, nonfinite_b) == 0.0f; /* also: b and x are in */
+	const bool finite_b = block_sum<1>(s, nonfinite_b) == 0.0f; /* also: b and x are in, part is read */
 	const int failed = solve_cg_with(s, k, steps, [&](const float *p, float *q) {
-		for (int e = warp; e < n; e += kWarps) {
-			float acc = 0.0f;
+		float pr[LANES];
 #pragma unroll
-			for (int l = 0; l < LANES; l++) {
-				const int d = lane + 32 * l;
-				if (d < k)
-					acc += Y[e * ldy + d] * p[d];
-			}
-			acc = warp_sum(acc);
-			if (lane == 0)
-				yp[e] = acc;
+		for (int l = 0; l < LANES; l++) {
+			const int d = lane + 32 * l;
+			pr[l] = d < k ? p[d] : 0.0f;
 		}
+		warp_partials<LANES>(Y, ldy, n, k, kp, part, [&](int, const float(&yv)[LANES]) {
+			float dot = 0.0f;
+#pragma unroll
+			for (int l = 0; l < LANES; l++)
+				dot += yv[l] * pr[l];
+			return warp_sum(dot);
+		});
 		__syncthreads();
 		for (int d = tid; d < k; d += kThreads) {
 			float v = lambda * p[d];
-			for (int e = 0; e < n; e++)
-				v += Y[e * ldy + d] * yp[e];
+#pragma unroll
+			for (int w = 0; w < kWarps; w++)
+				v += part[w * kp + d];
 			q[d] = v;
 		}
 		__syncthreads();
@@ -217,22 +264,22 @@ __device__ void cg_short_row(const Shared &s, const RowSource &src, const Weight
 		record_bad_row(status, u, failed, finite_a, finite_b);
 }
 
-/* One block an item of the short rows (single-part, fewer entries than k). nmax: the longest of the
- * launch's rows, which sizes Y and K. */
-template <int LANES>
+/* One block an item of the short rows (single-part, fewer entries than k), solved by Cholesky (CHOL,
+ * pb.cholesky) or CG. nmax: the longest of the launch's rows, which sizes Y and K. */
+template <int LANES, bool CHOL>
 __global__ void __launch_bounds__(kThreads, 4) short_rows_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
 								 int nmax, uint32_t *status)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int k = (int)pb.k, kp = (int)padded(k + 1);
-	const Shared s = carve(smem, kp, false, short_row_floats(nmax, k));
+	const Shared s = carve(smem, kp, false, short_row_floats(nmax, k, CHOL));
 	const uint32_t *item = pb.items + (int64_t)blockIdx.x * STARFA_ROWSOLVE_ITEM_WORDS;
 	const uint32_t u = item[0], begin = item[1], end = item[2];
 	const RowSource src = {pb.ntiles, pb.tiles};
 	row_sources(s, src, u);
 	const Weights wt = {0, pb.alpha, pb.mu};
 	const float lambda = __ldg(pb.lambda + (int64_t)u * pb.info_ld);
-	if (pb.cholesky)
+	if constexpr (CHOL)
 		solve_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx, status);
 	else
 		cg_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx,
@@ -324,18 +371,18 @@ int64_t first_at_most(const uint32_t *items, int64_t lo, int64_t hi, int64_t n)
 	return lo;
 }
 
-template <int LANES>
+template <int LANES, bool CHOL>
 cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int64_t last, uint32_t *status,
 			      cudaStream_t stream)
 {
 	starfa_cuda_rowsolve q = pb;
 	q.items = pb.items + first * STARFA_ROWSOLVE_ITEM_WORDS;
 	const int nmax = (int)item_length(pb.items_host, first);
-	const size_t bytes = layout(rowsolve_kp(pb.k), false, short_row_floats(nmax, pb.k)).bytes;
-	cudaError_t err = prepare(short_rows_kernel<LANES>, bytes);
+	const size_t bytes = layout(rowsolve_kp(pb.k), false, short_row_floats(nmax, pb.k, CHOL)).bytes;
+	cudaError_t err = prepare(short_rows_kernel<LANES, CHOL>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	short_rows_kernel<LANES><<<(unsigned)(last - first), kThreads, bytes, stream>>>(q, nmax, status);
+	short_rows_kernel<LANES, CHOL><<<(unsigned)(last - first), kThreads, bytes, stream>>>(q, nmax, status);
 	return cudaGetLastError();
 }
 
@@ -352,7 +399,9 @@ cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32
 		const int64_t a = pass ? split : first, b = pass ? pb.nitems : split;
 		if (a >= b)
 			continue;
-#define LAUNCH(F, L) launch_short_rows<L>(pb, a, b, status, stream) /* the Gram kernel's passes over a row */
+/* L: the Gram kernel's passes over a row */
+#define LAUNCH(F, L) (pb.cholesky ? launch_short_rows<L, true>(pb, a, b, status, stream) \
+				  : launch_short_rows<L, false>(pb, a, b, status, stream))
 		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
 	}
@@ -368,7 +417,7 @@ int64_t short_rows_first(const starfa_cuda_rowsolve &pb)
 	const Layout L = layout(rowsolve_kp(pb.k));
 	const size_t room = (L.vec - L.u) / sizeof(float);
 	int64_t n = (pb.short_rows < pb.k ? pb.short_rows : pb.k) - 1;
-	while (n > 0 && short_row_floats(n, pb.k) > room)
+	while (n > 0 && short_row_floats(n, pb.k, pb.cholesky != 0) > room)
 		n--;
 	return n > 0 ? first_at_most(pb.items_host, 0, pb.nitems, n) : pb.nitems;
 }
