@@ -278,7 +278,7 @@ static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int 
 	r->pb.G = implicit ? s->G : NULL;
 	r->pb.cholesky = cholesky;
 	r->pb.cg_steps = steps;
-	r->pb.short_rows = short_rows ? (int)s->k : 0;
+	r->pb.short_rows = short_rows < 0 ? starfa_cuda_rowsolve_short_rows(s->k, cholesky) : (int)(short_rows * s->k / 100);
 	r->pb.X = s->X;
 	r->pb.ldx = s->k;
 	r->pb.items = s->items;
@@ -291,7 +291,8 @@ static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int 
 		r->pb.k = s->k + 1;
 		r->pb.tiles[0] = (starfa_cuda_rowsolve_tile){s->rowptr, s->colind, s->val, s->theta_g + (users ? 1 : 0),
 							     s->theta_g + (users ? 0 : s->k + 1), w};
-		r->pb.short_rows = short_rows ? (int)r->pb.k : 0;
+		r->pb.short_rows = short_rows < 0 ? starfa_cuda_rowsolve_short_rows(r->pb.k, cholesky)
+						  : (int)(short_rows * r->pb.k / 100);
 		r->pb.X = s->X_g + (users ? 1 : 0);
 		r->pb.ldx = w;
 	}
@@ -381,19 +382,23 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		const char *name;
 		int implicit, cholesky, steps;
 		starfa_cuda_gram_precision prec;
-		int short_rows; /* rows shorter than k in their n x n form (the codelet's setting) */
+		int short_rows; /* rows shorter than this percentage of k by the short rows' kernel; -1: the codelet's */
 		int graph_layout; /* the training graph's layout (struct side's theta_g) */
 	} fused[] = {
-		{"rowsolve, explicit, Cholesky, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 1},
+		{"rowsolve, explicit, Cholesky, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, -1},
 		{"rowsolve, explicit, Cholesky, every row k x k, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 0},
-		{"rowsolve, explicit, Cholesky, TF32", 0, 1, 0, STARFA_CUDA_GRAM_TF32, 1},
-		{"rowsolve, explicit, CG 3 steps, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 1},
+		{"rowsolve, explicit, Cholesky, n x n form below 0.5 k, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 50},
+		{"rowsolve, explicit, Cholesky, n x n form below k, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 100},
+		{"rowsolve, explicit, Cholesky, TF32", 0, 1, 0, STARFA_CUDA_GRAM_TF32, -1},
+		{"rowsolve, explicit, CG 3 steps, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, -1},
 		{"rowsolve, explicit, CG 3 steps, every row k x k, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 0},
-		{"rowsolve, implicit, CG 3 steps, 3xTF32", 1, 0, 3, STARFA_CUDA_GRAM_3XTF32, 1},
-		{"rowsolve, implicit, CG 6 steps, 3xTF32", 1, 0, 6, STARFA_CUDA_GRAM_3XTF32, 1},
+		{"rowsolve, explicit, CG 3 steps, matrix-free below k, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 100},
+		{"rowsolve, explicit, CG 3 steps, matrix-free below 2 k, 3xTF32", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 200},
+		{"rowsolve, implicit, CG 3 steps, 3xTF32", 1, 0, 3, STARFA_CUDA_GRAM_3XTF32, -1},
+		{"rowsolve, implicit, CG 6 steps, 3xTF32", 1, 0, 6, STARFA_CUDA_GRAM_3XTF32, -1},
 		{"rowsolve, explicit, Cholesky, 3xTF32, the training graph's layout (k + 1 unknowns, rows of k + 2)", 0, 1,
-		 0, STARFA_CUDA_GRAM_3XTF32, 1, 1},
-		{"rowsolve, explicit, CG 3 steps, 3xTF32, the training graph's layout", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, 1,
+		 0, STARFA_CUDA_GRAM_3XTF32, -1, 1},
+		{"rowsolve, explicit, CG 3 steps, 3xTF32, the training graph's layout", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, -1,
 		 1},
 	};
 	for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {

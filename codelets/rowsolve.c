@@ -91,7 +91,7 @@ static void rowsolve_cuda(void *buffers[], void *cl_arg)
 	pb->info_ld = STARPU_MATRIX_GET_LD(info);
 	pb->G = args->gram ? (const float *)STARPU_MATRIX_GET_PTR(buffers[2 * nt + 3]) : NULL;
 	pb->cholesky = args->solver == STARFA_SOLVER_CHOLESKY;
-	pb->short_rows = (int)args->k;
+	pb->short_rows = starfa_cuda_rowsolve_short_rows(args->k, args->solver == STARFA_SOLVER_CHOLESKY);
 	pb->items_host = args->plan_host;
 	pb->cg_steps = args->cg_steps;
 	pb->X = (float *)STARPU_MATRIX_GET_PTR(X) + args->x_col0;

@@ -386,19 +386,21 @@ cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int
 	return cudaGetLastError();
 }
 
-/* Items [first, last) by the short rows' kernel, in two launches: rows of more than kShortSplit
- * entries, then the others, whose smaller Y and K let more blocks share a multiprocessor. */
+/* Items [first, nitems) by the short rows' kernel, one launch per range of lengths (kShortSplit 2^i,
+ * kShortSplit 2^(i+1)], the longest first, then the rows of at most kShortSplit entries: a launch's
+ * shared memory is sized for its longest row, so shorter rows' launches fit more blocks a multiprocessor. */
 constexpr int64_t kShortSplit = 48;
 
 cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32_t *status, cudaStream_t stream)
 {
-	const int64_t split = first_at_most(pb.items_host, first, pb.nitems, kShortSplit);
 	const int kp = rowsolve_kp(pb.k);
 	cudaError_t err = cudaSuccess;
-	for (int pass = 0; pass < 2 && err == cudaSuccess; pass++) {
-		const int64_t a = pass ? split : first, b = pass ? pb.nitems : split;
-		if (a >= b)
-			continue;
+	for (int64_t a = first, b; a < pb.nitems && err == cudaSuccess; a = b) {
+		const int64_t na = item_length(pb.items_host, a);
+		int64_t bound = kShortSplit;
+		while (2 * bound < na)
+			bound *= 2;
+		b = na <= kShortSplit ? pb.nitems : first_at_most(pb.items_host, a, pb.nitems, bound);
 /* L: the Gram kernel's passes over a row */
 #define LAUNCH(F, L) (pb.cholesky ? launch_short_rows<L, true>(pb, a, b, status, stream) \
 				  : launch_short_rows<L, false>(pb, a, b, status, stream))
@@ -409,20 +411,28 @@ cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32
 }
 
 /* Where the short rows start in the work list (pb.nitems: none): rows of fewer entries than short_rows
- * and k whose Y and K fit the shared memory the Gram kernel has. */
+ * (and, for Cholesky's n x n form, than k) whose Y and K fit the shared memory the Gram kernel has. CG
+ * takes longer rows too: matrix-free, a step costs 2nk multiply-adds, where forming the system costs nk^2. */
 int64_t short_rows_first(const starfa_cuda_rowsolve &pb)
 {
 	if (pb.implicit || pb.G || pb.short_rows <= 0 || !pb.items_host)
 		return pb.nitems;
 	const Layout L = layout(rowsolve_kp(pb.k));
 	const size_t room = (L.vec - L.u) / sizeof(float);
-	int64_t n = (pb.short_rows < pb.k ? pb.short_rows : pb.k) - 1;
+	int64_t n = (pb.cholesky && pb.short_rows > pb.k ? pb.k : pb.short_rows) - 1;
 	while (n > 0 && short_row_floats(n, pb.k, pb.cholesky != 0) > room)
 		n--;
 	return n > 0 ? first_at_most(pb.items_host, 0, pb.nitems, n) : pb.nitems;
 }
 
 } // namespace
+
+extern "C" int starfa_cuda_rowsolve_short_rows(int64_t k, int cholesky)
+{
+	if (k < 1 || k > STARFA_CUDA_ALS_MAX_K)
+		return 0;
+	return (int)(cholesky ? (4 * k + 4) / 5 : (3 * k + 1) / 2);
+}
 
 extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, uint32_t *status, cudaStream_t stream)
 {

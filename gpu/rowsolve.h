@@ -31,11 +31,11 @@ typedef struct starfa_cuda_rowsolve {
 	int64_t info_ld;
 	const float *G;
 	int cholesky, cg_steps;
-	/* With explicit feedback and no G: rows of fewer entries than this (and than k, and that fit shared
-	 * memory) are solved from their gathered theta rows by a kernel of their own (gpu/rowsolve.cu):
-	 * Cholesky in their n x n form, CG matrix-free. They are found in the work list through its host copy
-	 * items_host. 0 or no items_host: none. */
-	int short_rows;
+	/* With explicit feedback and no G: rows of fewer entries than this (for Cholesky, also than k), and
+	 * that fit shared memory, are solved from their gathered theta rows by a kernel of their own
+	 * (gpu/rowsolve.cu): Cholesky in their n x n form, CG matrix-free. They are found in the work list
+	 * through its host copy items_host. 0 or no items_host: none. */
+	int short_rows; /* starfa_cuda_rowsolve_short_rows gives the measured choice */
 	const uint32_t *items_host;
 	float *X;
 	int64_t ldx;
@@ -43,6 +43,11 @@ typedef struct starfa_cuda_rowsolve {
 	int64_t nitems, nparts;
 	starfa_cuda_gram_precision precision;
 } starfa_cuda_rowsolve;
+
+/* The short_rows setting the codelet uses at rank k: on the Netflix shape at k = 101 (one H100,
+ * bench/ALS.md), Cholesky's n x n form paid up to about 0.8 k entries (beyond, forming Y Y^T in FFMA cost
+ * more than the Gram kernel's tensor cores save) and CG's matrix-free steps up to 1.5 k. */
+int starfa_cuda_rowsolve_short_rows(int64_t k, int cholesky);
 
 /* starfa_cpu_rowsolve. Allocates (stream-ordered) and frees the segments' partial sums. */
 cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, uint32_t *status, cudaStream_t stream);

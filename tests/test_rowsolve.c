@@ -524,7 +524,9 @@ TEST(als_cuda, rowsolve_matches_reference)
 						pb->mu = 0.3f;
 						pb->G = gram ? d.G : NULL;
 						pb->cholesky = variant == CHOL;
-						pb->short_rows = (int)k; /* the codelet's: explicit rows shorter than k in n x n form */
+						/* Cholesky: the codelet's n x n form threshold; CG: matrix-free on rows of up to 3k
+						 * entries (the codelet's 1.5 k, and longer), so rows longer than k take it too */
+						pb->short_rows = variant == CHOL ? starfa_cuda_rowsolve_short_rows(k, 1) : (int)(3 * k);
 						pb->cg_steps = variant == CG_LONG ? (int)(3 * k + 4) : 3;
 						pb->precision = STARFA_CUDA_GRAM_3XTF32;
 						struct starfa_cpu_rowsolve cpb = {
