@@ -32,37 +32,41 @@ __host__ __device__ inline int round4(int x)
  * (cg_short_row). Their own kernel (short_rows_kernel) takes the items past the longer rows (the work
  * list is sorted by length), so that the Gram kernel's registers are not shared with it. In shared
  * memory, in front: for Cholesky K = Y Y^T + lambda I (n x ldk, ldk = round4(n) + 4, columns n..round4(n)
- * zero for solve_cholesky's 4 x 4 tiles), for CG the targets t (round4(n)) and the warps' partial
- * products (kWarps x kp); then Y (n x ldy, ldy = round4(k) + 4). CG's front is the smaller for n over
- * about 30, so that its blocks share a multiprocessor more (the kernel is instantiated per solver). */
+ * zero for solve_cholesky's 4 x 4 tiles), for CG the targets t and weights w (round4(n) each) and the
+ * warps' partial products (kWarps x kp); then Y (n x ldy, ldy = round4(k) + 4), and for CG with G its k
+ * rows after Y's in the same layout. CG's front is the smaller for n over about 30, so that its blocks
+ * share a multiprocessor more (the kernel is instantiated per solver). */
 __host__ __device__ inline size_t short_row_front(int64_t n, int64_t k, bool cholesky)
 {
-	return cholesky ? (size_t)n * (size_t)(round4((int)n) + 4) : (size_t)round4((int)n) + (size_t)kWarps * padded(k + 1);
+	return cholesky ? (size_t)n * (size_t)(round4((int)n) + 4)
+			: 2 * (size_t)round4((int)n) + (size_t)kWarps * padded(k + 1);
 }
 
-__host__ __device__ inline size_t short_row_floats(int64_t n, int64_t k, bool cholesky)
+__host__ __device__ inline size_t short_row_floats(int64_t n, int64_t k, bool cholesky, bool with_g = false)
 {
-	return short_row_front(n, k, cholesky) + (size_t)n * (size_t)(round4((int)k) + 4);
+	const int64_t rows = n + (!cholesky && with_g ? k : 0);
+	return short_row_front(n, k, cholesky) + (size_t)rows * (size_t)(round4((int)k) + 4);
 }
 
-/* A short row's n theta rows into Y (n x ldy, columns k..round4(k) zero) and its targets into tout:
- * warp w gathers entries w, w + 8, ..., four at a time (lanes 0..3 look them up, then every lane loads
- * its columns of the four theta rows before storing any). Adds the non-finite values of Y to *bad_y and
- * of the targets to *bad_t (thread-local counts). */
+/* A short row's n theta rows into Y (n x ldy, columns k..round4(k) zero), its targets into tout and, with
+ * wout, its weights: warp w gathers entries w, w + 8, ..., four at a time (lanes 0..3 look them up, then
+ * every lane loads its columns of the four theta rows before storing any). Adds the non-finite values
+ * of Y and of the weights to *bad_y and of the targets to *bad_t (thread-local counts). */
 template <int LANES>
 __device__ void gather_short(const Shared &s, const RowSource &src, const Weights &wt, uint32_t begin, int n, int k,
-			     float *Y, int ldy, float *tout, float *bad_y, float *bad_t)
+			     float *Y, int ldy, float *tout, float *bad_y, float *bad_t, float *wout = nullptr)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, dk = round4(k);
 	for (int e0 = warp; e0 < n; e0 += 4 * kWarps) {
 		EntryInfo en = {nullptr, 0.0f, 0.0f};
 		if (lane < 4 && e0 + lane * kWarps < n)
 			en = entry_at(s, src, wt, begin + (uint32_t)(e0 + lane * kWarps));
-		float v[4][LANES], t[4];
+		float v[4][LANES], t[4], w[4];
 #pragma unroll
 		for (int j = 0; j < 4; j++) {
 			const float *row = (const float *)__shfl_sync(0xffffffffu, (unsigned long long)en.row, j);
 			t[j] = __shfl_sync(0xffffffffu, en.t, j);
+			w[j] = __shfl_sync(0xffffffffu, en.w, j);
 #pragma unroll
 			for (int l = 0; l < LANES; l++) {
 				const int d = lane + 32 * l;
@@ -85,6 +89,10 @@ __device__ void gather_short(const Shared &s, const RowSource &src, const Weight
 			if (lane == 0) {
 				tout[e] = t[j];
 				*bad_t += isfinite(t[j]) ? 0.0f : 1.0f;
+				if (wout) {
+					wout[e] = w[j];
+					*bad_y += isfinite(w[j]) ? 0.0f : 1.0f;
+				}
 			}
 		}
 	}
@@ -200,21 +208,33 @@ __device__ inline void warp_partials(const float *Y, int ldy, int n, int k, int 
 	}
 }
 
-/* Row u's CG steps, matrix-free: M p = Y^T (Y p) + lambda p from the row's gathered Y, 2nk multiply-adds
- * a step where forming M costs n k^2 (the CPU rowsolve's matrix-free form; the same iterates as CG on
- * the formed system, up to rounding). Each warp forms (Y_e . p) Y_e for its entries with the row's p in
- * registers (the dot product by shuffles), so that a step's chain of dependent operations is a warp's
- * n / kWarps entries, not one thread's n; b_u = Y^T t the same way. x_u is written, and a row reported,
- * as solve_and_store does for CG. */
-template <int LANES>
-__device__ void cg_short_row(const Shared &s, const RowSource &src, const Weights &wt, uint32_t begin, int n, int k,
-			     float lambda, int64_t u, float *x, int steps, uint32_t *status)
+/* Row u's CG steps, matrix-free: M p = G p + Y^T W (Y p) + lambda p from the row's gathered Y and weights
+ * W (1 for explicit feedback, alpha r for implicit), 2nk multiply-adds a step (plus k^2 with G) where
+ * forming M costs n k^2 (the CPU rowsolve's matrix-free form; the same iterates as CG on the formed
+ * system, up to rounding). Each warp forms w_e (Y_e . p) Y_e for its entries with the row's p in
+ * registers (the dot product by shuffles), and p_c G_c for its rows of G (in shared memory after Y's
+ * rows, G being symmetric), so that a step's chain of dependent operations is a warp's (n + k) / kWarps
+ * rows, not one thread's; b_u = Y^T t the same way. x_u is written, and a row reported, as
+ * solve_and_store does for CG. GW: weights or G may be present (an instance of its own, so that the
+ * explicit rows' code keeps its registers). */
+template <int LANES, bool GW>
+__device__ void cg_short_row(const Shared &s, const RowSource &src, const Weights &wt, const float *G, uint32_t begin,
+			     int n, int k, float lambda, int64_t u, float *x, int steps, uint32_t *status)
 {
-	const int tid = threadIdx.x, lane = tid & 31, kp = s.kp, dk = round4(k), ldy = dk + 4;
-	float *const t = s.U, *const part = s.U + round4(n), *const Y = s.U + short_row_front(n, k, false);
+	const int tid = threadIdx.x, lane = tid & 31, kp = s.kp, dk = round4(k), ldy = dk + 4, n4 = round4(n);
+	float *const t = s.U, *const wv = s.U + n4, *const part = s.U + 2 * n4, *const Y = s.U + short_row_front(n, k, false);
+	const bool weighted = GW && wt.mode == 1;
+	if constexpr (!GW)
+		G = nullptr;
 	float bad_y = 0.0f, bad_t = 0.0f;
-	gather_short<LANES>(s, src, wt, begin, n, k, Y, ldy, t, &bad_y, &bad_t);
-	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda); /* also: Y and t are in */
+	gather_short<LANES>(s, src, wt, begin, n, k, Y, ldy, t, &bad_y, &bad_t, weighted ? wv : nullptr);
+	if (G) /* G's rows after Y's, columns k..round4(k) zero */
+		block_elements(k, dk, [&](int r, int c) {
+			const float g = c < k ? __ldg(G + (int64_t)r * k + c) : 0.0f;
+			Y[(n + r) * ldy + c] = g;
+			bad_y += isfinite(g) ? 0.0f : 1.0f;
+		});
+	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda); /* also: Y, G, t, w are in */
 	warp_partials<LANES>(Y, ldy, n, k, kp, part, [&](int e, const float(&)[LANES]) { return t[e]; });
 	__syncthreads();
 	float nonfinite_b = 0.0f;
@@ -236,12 +256,15 @@ __device__ void cg_short_row(const Shared &s, const RowSource &src, const Weight
 			const int d = lane + 32 * l;
 			pr[l] = d < k ? p[d] : 0.0f;
 		}
-		warp_partials<LANES>(Y, ldy, n, k, kp, part, [&](int, const float(&yv)[LANES]) {
+		warp_partials<LANES>(Y, ldy, G ? n + k : n, k, kp, part, [&](int e, const float(&yv)[LANES]) {
+			if (GW && e >= n) /* G's row e - n */
+				return p[e - n];
 			float dot = 0.0f;
 #pragma unroll
 			for (int l = 0; l < LANES; l++)
 				dot += yv[l] * pr[l];
-			return warp_sum(dot);
+			dot = warp_sum(dot);
+			return weighted ? wv[e] * dot : dot;
 		});
 		__syncthreads();
 		for (int d = tid; d < k; d += kThreads) {
@@ -264,25 +287,25 @@ __device__ void cg_short_row(const Shared &s, const RowSource &src, const Weight
 		record_bad_row(status, u, failed, finite_a, finite_b);
 }
 
-/* One block an item of the short rows (single-part, fewer entries than k), solved by Cholesky (CHOL,
- * pb.cholesky) or CG. nmax: the longest of the launch's rows, which sizes Y and K. */
-template <int LANES, bool CHOL>
+/* One block an item of the short rows (single-part), solved by Cholesky (CHOL, pb.cholesky) or CG (GW:
+ * implicit feedback or G). nmax: the longest of the launch's rows, which sizes Y and K. */
+template <int LANES, bool CHOL, bool GW>
 __global__ void __launch_bounds__(kThreads, 4) short_rows_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
 								 int nmax, uint32_t *status)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int k = (int)pb.k, kp = (int)padded(k + 1);
-	const Shared s = carve(smem, kp, false, short_row_floats(nmax, k, CHOL));
+	const Shared s = carve(smem, kp, false, short_row_floats(nmax, k, CHOL, pb.G != nullptr));
 	const uint32_t *item = pb.items + (int64_t)blockIdx.x * STARFA_ROWSOLVE_ITEM_WORDS;
 	const uint32_t u = item[0], begin = item[1], end = item[2];
 	const RowSource src = {pb.ntiles, pb.tiles};
 	row_sources(s, src, u);
-	const Weights wt = {0, pb.alpha, pb.mu};
+	const Weights wt = {pb.implicit ? 1 : 0, pb.alpha, pb.mu};
 	const float lambda = __ldg(pb.lambda + (int64_t)u * pb.info_ld);
-	if constexpr (CHOL)
+	if constexpr (CHOL) /* explicit feedback without G only (short_rows_first) */
 		solve_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx, status);
 	else
-		cg_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx,
+		cg_short_row<LANES, GW>(s, src, wt, pb.G, begin, (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx,
 				    pb.cg_steps, status);
 }
 
@@ -371,18 +394,18 @@ int64_t first_at_most(const uint32_t *items, int64_t lo, int64_t hi, int64_t n)
 	return lo;
 }
 
-template <int LANES, bool CHOL>
+template <int LANES, bool CHOL, bool GW>
 cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int64_t last, uint32_t *status,
 			      cudaStream_t stream)
 {
 	starfa_cuda_rowsolve q = pb;
 	q.items = pb.items + first * STARFA_ROWSOLVE_ITEM_WORDS;
 	const int nmax = (int)item_length(pb.items_host, first);
-	const size_t bytes = layout(rowsolve_kp(pb.k), false, short_row_floats(nmax, pb.k, CHOL)).bytes;
-	cudaError_t err = prepare(short_rows_kernel<LANES, CHOL>, bytes);
+	const size_t bytes = layout(rowsolve_kp(pb.k), false, short_row_floats(nmax, pb.k, CHOL, pb.G != nullptr)).bytes;
+	cudaError_t err = prepare(short_rows_kernel<LANES, CHOL, GW>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	short_rows_kernel<LANES, CHOL><<<(unsigned)(last - first), kThreads, bytes, stream>>>(q, nmax, status);
+	short_rows_kernel<LANES, CHOL, GW><<<(unsigned)(last - first), kThreads, bytes, stream>>>(q, nmax, status);
 	return cudaGetLastError();
 }
 
@@ -402,8 +425,9 @@ cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32
 			bound *= 2;
 		b = na <= kShortSplit ? pb.nitems : first_at_most(pb.items_host, a, pb.nitems, bound);
 /* L: the Gram kernel's passes over a row */
-#define LAUNCH(F, L) (pb.cholesky ? launch_short_rows<L, true>(pb, a, b, status, stream) \
-				  : launch_short_rows<L, false>(pb, a, b, status, stream))
+#define LAUNCH(F, L) (pb.cholesky ? launch_short_rows<L, true, false>(pb, a, b, status, stream)                    \
+		      : pb.implicit || pb.G ? launch_short_rows<L, false, true>(pb, a, b, status, stream) \
+					    : launch_short_rows<L, false, false>(pb, a, b, status, stream))
 		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
 	}
@@ -415,12 +439,12 @@ cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32
  * takes longer rows too: matrix-free, a step costs 2nk multiply-adds, where forming the system costs nk^2. */
 int64_t short_rows_first(const starfa_cuda_rowsolve &pb)
 {
-	if (pb.implicit || pb.G || pb.short_rows <= 0 || !pb.items_host)
+	if ((pb.cholesky && (pb.implicit || pb.G)) || pb.short_rows <= 0 || !pb.items_host)
 		return pb.nitems;
 	const Layout L = layout(rowsolve_kp(pb.k));
 	const size_t room = (L.vec - L.u) / sizeof(float);
 	int64_t n = (pb.cholesky && pb.short_rows > pb.k ? pb.k : pb.short_rows) - 1;
-	while (n > 0 && short_row_floats(n, pb.k, pb.cholesky != 0) > room)
+	while (n > 0 && short_row_floats(n, pb.k, pb.cholesky != 0, pb.G != nullptr) > room)
 		n--;
 	return n > 0 ? first_at_most(pb.items_host, 0, pb.nitems, n) : pb.nitems;
 }
