@@ -31,10 +31,10 @@ typedef struct starfa_cuda_rowsolve {
 	int64_t info_ld;
 	const float *G;
 	int cholesky, cg_steps;
-	/* With explicit feedback and no G: rows of fewer entries than this (for Cholesky, also than k), and
-	 * that fit shared memory, are solved from their gathered theta rows by a kernel of their own
-	 * (gpu/rowsolve.cu): Cholesky in their n x n form, CG matrix-free. They are found in the work list
-	 * through its host copy items_host. 0 or no items_host: none. */
+	/* Rows of fewer entries than this (for Cholesky, also than k), and that fit shared memory, are solved
+	 * from their gathered theta rows by a kernel of their own (gpu/rowsolve.cu): Cholesky in their n x n
+	 * form (explicit feedback without G only), CG matrix-free (with G and weights too). They are found in
+	 * the work list through its host copy items_host. 0 or no items_host: none. */
 	int short_rows; /* starfa_cuda_rowsolve_short_rows gives the measured choice */
 	const uint32_t *items_host;
 	float *X;
