@@ -217,6 +217,15 @@ double starfa_rowsolve_cost(int64_t nnz, int64_t rows, int64_t k, starfa_solver 
 	return (double)rowsolve_cost_of(nnz, rows, k, solver, cg_steps, with_gram);
 }
 
+int64_t starfa_als_cuda_max_k(void)
+{
+#ifdef STARFA_USE_CUDA
+	return STARFA_CUDA_ALS_MAX_K;
+#else
+	return 0;
+#endif
+}
+
 static uint64_t rowsolve_cost(const struct starpu_task *task)
 {
 	return ((const struct rowsolve_args *)task->cl_arg)->cost;

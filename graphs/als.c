@@ -389,6 +389,12 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	a->f = o->rank;
 	a->w = !a->implicit && o->biases ? o->rank + 2 : o->rank;
 	a->k = a->w == a->f ? a->f : a->f + 1;
+	if (starfa_worker_count(STARFA_WORKER_CPU) == 0 && a->k > starfa_als_cuda_max_k())
+		return starfa_set_error(STARFA_EINVAL,
+					"ALS at rank %lld solves %lld unknowns a row%s; the CUDA workers take at most %lld and "
+					"there are no CPU workers: lower the rank or add CPU workers",
+					(long long)a->f, (long long)a->k, a->k > a->f ? " (the bias included)" : "",
+					(long long)starfa_als_cuda_max_k());
 
 	/* Stored systems: one row band and one column band per worker, so every worker has a band to
 	 * solve in each sweep and each band sums its systems over as few tiles as that allows (the sums

@@ -826,6 +826,9 @@ double starfa_rowsolve_row_cost(int64_t k, starfa_solver solver, int cg_steps, i
 /* The perfmodel size (cost) of rowsolve over `rows` rows holding nnz entries: what a sweep costs in
  * starfa_plan_tiling's terms. */
 double starfa_rowsolve_cost(int64_t nnz, int64_t rows, int64_t k, starfa_solver solver, int cg_steps, int with_gram);
+/* The most unknowns a row (k) that the CUDA implementations of rowsolve, hermitian and solve take; 0 in a
+ * build without CUDA. Larger systems run on CPU workers only. */
+int64_t starfa_als_cuda_max_k(void);
 
 /* G = sum over every row r of theta: theta[r, col0 .. col0 + k) as a column times its transpose. One task
  * per block, adding into G in block order. */

@@ -743,6 +743,38 @@ TEST(als_cuda, training_on_cuda_workers_matches_cpu)
 	return 0;
 }
 
+/* GPU workers only and a rank beyond the CUDA kernels: a clear error before any task, not a failed
+ * submission. */
+TEST(als_cuda, rank_beyond_the_cuda_kernels_asks_for_cpu_workers)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	starfa_coo *coo = starfa_coo_new(4, 3, 12);
+	CHECK(coo);
+	for (int64_t e = 0; e < 12; e++) {
+		coo->row[e] = (int32_t)(e / 3);
+		coo->col[e] = (int32_t)(e % 3);
+		coo->val[e] = (float)(1 + e % 5);
+	}
+	coo->nnz = 12;
+	CHECK_OK(testing_runtime_only(STARFA_WORKER_CUDA));
+	starfa_als_options ao;
+	starfa_als_options_default(&ao, STARFA_ALGO_ALS);
+	ao.iters = 1;
+	ao.rank = starfa_als_cuda_max_k(); /* with the bias, one unknown too many */
+	starfa_model *m = NULL;
+	int rc = starfa_als_train(coo, NULL, &ao, NULL, NULL, &m);
+	CHECK_MSG(rc == STARFA_EINVAL && m == NULL && strstr(starfa_last_error(), "at most") &&
+			  strstr(starfa_last_error(), "CPU workers"),
+		  "rc %d: %s", rc, starfa_last_error());
+	ao.rank = starfa_als_cuda_max_k() - 1; /* k = the limit: runs on the GPU */
+	CHECK_OK(starfa_als_train(coo, NULL, &ao, NULL, NULL, &m));
+	starfa_model_free(m);
+	starfa_coo_free(coo);
+	CHECK_OK(testing_runtime());
+	return 0;
+}
+
 #else
 
 TEST(als_cuda, not_built)
