@@ -135,6 +135,24 @@ struct side {
 	uint32_t *status;
 };
 
+/* A device copy of rows of k floats widened to the training graph's layout: rows of k + 2 floats, the
+ * last two repeating the first two (struct side's theta_g and X_g). */
+static float *dev_copy_widened(const float *src, int64_t rows, int64_t k)
+{
+	const int64_t w = k + 2;
+	float *h = malloc(sizeof *h * (size_t)(rows * w));
+	if (!h) {
+		fprintf(stderr, "starfa_als_bench: out of memory\n");
+		exit(1);
+	}
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t d = 0; d < w; d++)
+			h[r * w + d] = src[r * k + (d < k ? d : d - k)];
+	float *dev = dev_copy(h, sizeof *h * (size_t)(rows * w));
+	free(h);
+	return dev;
+}
+
 static void side_make(struct side *s, const char *name, const starfa_csr *c, int64_t k, uint64_t seed)
 {
 	s->name = name;
@@ -179,30 +197,9 @@ static void side_make(struct side *s, const char *name, const starfa_csr *c, int
 	s->info = dev_copy(info, sizeof *info * (size_t)(2 * c->nrows));
 	s->X = dev_copy(x, sizeof *x * (size_t)(c->nrows * k));
 	s->X0 = dev_copy(x, sizeof *x * (size_t)(c->nrows * k));
-	{
-		const int64_t w = k + 2;
-		float *tg = malloc(sizeof *tg * (size_t)(c->ncols * w));
-		if (!tg) {
-			fprintf(stderr, "starfa_als_bench: out of memory\n");
-			exit(1);
-		}
-		for (int64_t r = 0; r < c->ncols; r++)
-			for (int64_t d = 0; d < w; d++)
-				tg[r * w + d] = theta[r * k + (d < k ? d : d - k)];
-		s->theta_g = dev_copy(tg, sizeof *tg * (size_t)(c->ncols * w));
-		free(tg);
-		float *xg = malloc(sizeof *xg * (size_t)(c->nrows * w));
-		if (!xg) {
-			fprintf(stderr, "starfa_als_bench: out of memory\n");
-			exit(1);
-		}
-		for (int64_t r = 0; r < c->nrows; r++)
-			for (int64_t d = 0; d < w; d++)
-				xg[r * w + d] = x[r * k + (d < k ? d : d - k)];
-		s->X_g = dev_copy(xg, sizeof *xg * (size_t)(c->nrows * w));
-		s->X_g0 = dev_copy(xg, sizeof *xg * (size_t)(c->nrows * w));
-		free(xg);
-	}
+	s->theta_g = dev_copy_widened(theta, c->ncols, k);
+	s->X_g = dev_copy_widened(x, c->nrows, k);
+	s->X_g0 = dev_copy_widened(x, c->nrows, k);
 	s->items = dev_copy(items, sizeof *items * (size_t)(s->nitems * STARFA_ROWSOLVE_ITEM_WORDS));
 	s->items_host = items;
 	s->status = dev_alloc(sizeof(uint32_t) * STARFA_SOLVE_STATUS_WORDS);
