@@ -208,6 +208,16 @@ __device__ inline void warp_partials(const float *Y, int ldy, int n, int k, int 
 	}
 }
 
+/* v plus column d of the warps' partial sums that warp_partials wrote (part, kWarps x kp), added in warp
+ * order. */
+__device__ inline float partials_sum(float v, const float *part, int kp, int d)
+{
+#pragma unroll
+	for (int w = 0; w < kWarps; w++)
+		v += part[w * kp + d];
+	return v;
+}
+
 /* Row u's CG steps, matrix-free: M p = G p + Y^T W (Y p) + lambda p from the row's gathered Y and weights
  * W (1 for explicit feedback, alpha r for implicit), 2nk multiply-adds a step (plus k^2 with G) where
  * forming M costs n k^2 (the CPU rowsolve's matrix-free form; the same iterates as CG on the formed
@@ -239,11 +249,7 @@ __device__ void cg_short_row(const Shared &s, const RowSource &src, const Weight
 	__syncthreads();
 	float nonfinite_b = 0.0f;
 	for (int d = tid; d < kp; d += kThreads) {
-		float v = 0.0f;
-		if (d < k)
-#pragma unroll
-			for (int w = 0; w < kWarps; w++)
-				v += part[w * kp + d];
+		const float v = d < k ? partials_sum(0.0f, part, kp, d) : 0.0f;
 		s.b[d] = v;
 		s.x[d] = d < k ? x[d] : 0.0f;
 		nonfinite_b += isfinite(v) ? 0.0f : 1.0f;
@@ -268,11 +274,7 @@ __device__ void cg_short_row(const Shared &s, const RowSource &src, const Weight
 		});
 		__syncthreads();
 		for (int d = tid; d < k; d += kThreads) {
-			float v = lambda * p[d];
-#pragma unroll
-			for (int w = 0; w < kWarps; w++)
-				v += part[w * kp + d];
-			q[d] = v;
+			q[d] = partials_sum(lambda * p[d], part, kp, d);
 		}
 		__syncthreads();
 	});
