@@ -26,6 +26,10 @@
 #include "gpu/sddmm.h"
 
 #include <cstdint>
+#include <cstdlib>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 namespace {
 
@@ -447,6 +451,170 @@ cudaError_t launch_panel(Shape s, int64_t nrows, uint32_t nnz, int64_t span, uin
 	return cudaErrorInvalidValue;
 }
 
+
+/* ------------------------------------------------------------------ row panels x column panels (SM-SM) */
+
+constexpr int kTiledThreads = 1024; /* one block a multiprocessor: the rest of its memory is L1 */
+constexpr int kTiledWarps = kTiledThreads / kWarp;
+constexpr int kPieceMax = 64;       /* nonzeros a piece at most: its length fits 6 bits */
+constexpr int kPieceRowBits = 26;   /* a piece's row, beside its length in one word */
+constexpr uint32_t kPieceRowMask = (1u << kPieceRowBits) - 1u;
+/* Default panel sizes: the A rows of a row panel take this much shared memory, the B rows of a
+ * column panel this much of the L1 that is left (the column indices and outputs stream through
+ * the rest). */
+constexpr int64_t kTiledABytes = 96 * 1024, kTiledBBytes = 64 * 1024;
+
+/* Pieces of the pattern: a piece starts at a row's first nonzero, where the column panel changes
+ * and every kPieceMax nonzeros from the row's start, so it never spans two column panels (columns
+ * are sorted within rows). A warp a row. Without `cursor` it counts each tile's pieces (tile =
+ * row panel x column panel); with it, it writes each piece into its tile's range (in whatever
+ * order the atomics give: the pieces of a tile are independent). A piece is (its first nonzero,
+ * row | (length - 1) << kPieceRowBits). */
+__global__ void tiling_pieces(int64_t nrows, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+			      const uint32_t *__restrict__ order, uint32_t panel_rows, uint32_t panel_cols,
+			      uint32_t col_panels, uint32_t *__restrict__ count, uint32_t *__restrict__ tile_nnz,
+			      uint32_t *__restrict__ cursor, uint2 *__restrict__ pieces)
+{
+	const int lane = threadIdx.x % kWarp;
+	const int64_t warps = (int64_t)gridDim.x * (blockDim.x / kWarp);
+	for (int64_t slot = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / kWarp; slot < nrows; slot += warps) {
+		const uint32_t row = __ldg(order + slot);
+		const uint32_t rs = __ldg(rowptr + row), re = __ldg(rowptr + row + 1);
+		const uint64_t tile0 = (uint64_t)(slot / panel_rows) * col_panels;
+		const uint32_t local = (uint32_t)(slot % panel_rows);
+		for (uint32_t base = rs; base < re; base += kWarp) {
+			const uint32_t p = base + lane;
+			if (p >= re)
+				break;
+			const uint32_t panel = __ldg(colind + p) / panel_cols;
+			if ((p - rs) % kPieceMax != 0 && __ldg(colind + p - 1) / panel_cols == panel)
+				continue;
+			uint32_t q = p + 1;
+			while (q < re && (q - rs) % kPieceMax != 0 && __ldg(colind + q) / panel_cols == panel)
+				q++;
+			if (!cursor) {
+				atomicAdd(count + tile0 + panel, 1u);
+				atomicAdd(tile_nnz + tile0 + panel, q - p);
+				continue;
+			}
+			const uint32_t at = atomicAdd(cursor + tile0 + panel, 1u);
+			pieces[at] = make_uint2(p, local | (q - p - 1) << kPieceRowBits);
+		}
+	}
+}
+
+/* Each row's length and its index, the keys and values of the sort by length. */
+__global__ void row_lengths(int64_t nrows, const uint32_t *__restrict__ rowptr, uint32_t *__restrict__ len,
+			    uint32_t *__restrict__ index)
+{
+	for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < nrows; r += (int64_t)gridDim.x * blockDim.x) {
+		len[r] = __ldg(rowptr + r + 1) - __ldg(rowptr + r);
+		index[r] = (uint32_t)r;
+	}
+}
+
+/* One block a row panel: its A rows into shared memory, then its pieces, column panel by column
+ * panel. A warp takes 32 pieces at a time (one a lane), lays their nonzeros end to end and deals them
+ * to its gpw groups in turn (V lanes, J float4 a lane, as VWARP's), so every group has work whatever
+ * the pieces' lengths; a group loads a piece's A row from shared memory into registers when it
+ * reaches it and reads B rows through L1, where the column panel's rows stay while the block sweeps
+ * it. */
+template <int V, int J>
+__global__ void __launch_bounds__(kTiledThreads, 1)
+	sddmm_tiled(int64_t nrows, int panel_rows, uint32_t col_panels, const uint32_t *__restrict__ order,
+		    const uint32_t *__restrict__ tile_start,
+		    const uint2 *__restrict__ pieces, const uint32_t *__restrict__ colind, const float *__restrict__ sval,
+		    const float4 *__restrict__ A, int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4,
+		    const uint4 *__restrict__ units, Epilogue ep, float *__restrict__ out)
+{
+	constexpr int gpw = kWarp / V;
+	extern __shared__ float4 a_rows[];
+	__shared__ uint32_t piece_first[kTiledWarps][kWarp], piece_row[kTiledWarps][kWarp],
+		piece_end[kTiledWarps][kWarp];
+	const uint4 unit = __ldg(units + blockIdx.x); /* row panel, its tiles [y, z) */
+	const int64_t r0 = (int64_t)unit.x * panel_rows;
+	const int rows = (int)min((int64_t)panel_rows, nrows - r0);
+	for (int i = threadIdx.x; i < rows * k4; i += kTiledThreads) {
+		const int r = i / k4, c = i - r * k4;
+		a_rows[i] = __ldcs(A + (int64_t)__ldg(order + r0 + r) * lda4 + c);
+	}
+	__syncthreads();
+	const uint32_t first = __ldg(tile_start + (uint64_t)unit.x * col_panels + unit.y),
+		       last = __ldg(tile_start + (uint64_t)unit.x * col_panels + unit.z);
+	const int warp = threadIdx.x / kWarp, warp_lane = threadIdx.x % kWarp;
+	const int lane = threadIdx.x % V, group = warp_lane / V;
+	const unsigned lanes = group_lanes<V>(group);
+	uint32_t *const my_first = piece_first[warp], *const my_row = piece_row[warp], *const my_end = piece_end[warp];
+	for (uint32_t q0 = first + (uint32_t)warp * kWarp; q0 < last; q0 += kTiledWarps * kWarp) {
+		uint32_t len = 0, begin = 0, row = 0;
+		if (q0 + warp_lane < last) {
+			const uint2 pc = __ldg(pieces + q0 + warp_lane);
+			begin = pc.x;
+			row = pc.y & kPieceRowMask;
+			len = (pc.y >> kPieceRowBits) + 1;
+		}
+		uint32_t end = len; /* the pieces' nonzeros end to end: inclusive prefix sums */
+#pragma unroll
+		for (int o = 1; o < kWarp; o *= 2) {
+			const uint32_t t = __shfl_up_sync(0xffffffffu, end, o);
+			if (warp_lane >= o)
+				end += t;
+		}
+		my_first[warp_lane] = begin;
+		my_row[warp_lane] = row;
+		my_end[warp_lane] = end;
+		const uint32_t total = __shfl_sync(0xffffffffu, end, kWarp - 1);
+		__syncwarp();
+		int piece = -1, loaded = -1;
+		uint32_t piece_start = 0, piece_stop = 0;
+		float4 a[J];
+		for (uint32_t t = group; t < total; t += gpw) {
+			while (t >= piece_stop) {
+				piece++;
+				piece_start = piece_stop;
+				piece_stop = my_end[piece];
+			}
+			if (piece != loaded) {
+				const float4 *arow = a_rows + (int64_t)my_row[piece] * k4;
+#pragma unroll
+				for (int j = 0; j < J; j++)
+					a[j] = lane + j * V < k4 ? arow[lane + j * V] : make_float4(0, 0, 0, 0);
+				loaded = piece;
+			}
+			const uint32_t p = my_first[piece] + (t - piece_start);
+			const float acc = group_dot<V, J, false>(a, B, (int64_t)__ldg(colind + p) * ldb4, lane, k4, lanes);
+			if (lane == 0)
+				store_result<false>(acc, p, ep, sval, out);
+		}
+		__syncwarp(); /* the lists are read out before the next round overwrites them */
+	}
+}
+
+cudaError_t launch_tiled(Shape s, int64_t nrows, int panel_rows, uint32_t col_panels, unsigned blocks,
+			 const uint32_t *order, const uint32_t *tile_start, const uint4 *units, const uint2 *pieces, const uint32_t *colind, const float *sval,
+			 const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, Epilogue ep, float *out,
+			 cudaStream_t stream)
+{
+	const float4 *A4 = reinterpret_cast<const float4 *>(A);
+	const float4 *B4 = reinterpret_cast<const float4 *>(B);
+	const int k4 = (int)(k / 4);
+	const size_t smem = (size_t)panel_rows * k4 * sizeof(float4);
+#define STARFA_SDDMM_CASE(V, J)                                                                              \
+	if (s.v == V && s.j == J) {                                                                          \
+		cudaError_t e = cudaFuncSetAttribute(sddmm_tiled<V, J>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
+						     (int)smem);                                                 \
+		if (e != cudaSuccess)                                                                        \
+			return e;                                                                            \
+		sddmm_tiled<V, J><<<blocks, kTiledThreads, smem, stream>>>(nrows, panel_rows, col_panels, order, tile_start, \
+									   pieces, colind, sval, A4, lda / 4, B4,    \
+									   ldb / 4, k4, units, ep, out);             \
+		return cudaGetLastError();                                                                   \
+	}
+	STARFA_SDDMM_SHAPES(STARFA_SDDMM_CASE)
+#undef STARFA_SDDMM_CASE
+	return cudaErrorInvalidValue;
+}
+
 struct Plan {
 	starfa_cuda_sddmm_variant variant;
 	Shape shape;
@@ -718,4 +886,212 @@ extern "C" cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t n
 {
 	return starfa_cuda_sddmm_variant_run(STARFA_CUDA_SDDMM_AUTO, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B,
 					     ldb, k, scaled, alpha, beta, out, stream);
+}
+
+struct starfa_cuda_sddmm_tiling {
+	int64_t nrows, ncols, nnz, k_max, panel_rows, panel_cols, row_panels, col_panels, npieces;
+	uint32_t *order;      /* nrows: the rows by length, longest first (row panels are cut from this order) */
+	uint32_t *tile_start; /* row_panels * col_panels + 1: each tile's first piece */
+	uint4 *units;         /* nunits: a block's work, (row panel, first tile, end tile), about equal nonzeros */
+	int64_t nunits;
+	uint2 *pieces;
+};
+
+extern "C" void starfa_cuda_sddmm_tiling_destroy(starfa_cuda_sddmm_tiling *t)
+{
+	if (!t)
+		return;
+	cudaFree(t->order);
+	cudaFree(t->tile_start);
+	cudaFree(t->units);
+	cudaFree(t->pieces);
+	free(t);
+}
+
+extern "C" void starfa_cuda_sddmm_tiling_shape(const starfa_cuda_sddmm_tiling *t, int64_t *panel_rows,
+					       int64_t *panel_cols, int64_t *pieces)
+{
+	*panel_rows = t->panel_rows;
+	*panel_cols = t->panel_cols;
+	*pieces = t->npieces;
+}
+
+extern "C" cudaError_t starfa_cuda_sddmm_tiling_create(int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+						       const uint32_t *colind, int64_t k_max, int64_t panel_rows,
+						       int64_t panel_cols, cudaStream_t stream,
+						       starfa_cuda_sddmm_tiling **out)
+{
+	*out = nullptr;
+	if (nrows <= 0 || ncols <= 0 || nnz < 0 || nnz > (int64_t)UINT32_MAX || nrows > (int64_t)kPieceRowMask ||
+	    ncols > (int64_t)UINT32_MAX || k_max <= 0 || k_max % 4 != 0 || vwarp_shape(k_max / 4).v == 0 ||
+	    panel_rows < 0 || panel_cols < 0)
+		return cudaErrorInvalidValue;
+	DeviceLimits dev;
+	cudaError_t err = device_limits(&dev);
+	if (err != cudaSuccess)
+		return err;
+	const int64_t row_bytes = k_max * (int64_t)sizeof(float);
+	if (panel_rows == 0)
+		panel_rows = kTiledABytes / row_bytes;
+	if (panel_cols == 0)
+		panel_cols = kTiledBBytes / row_bytes;
+	const size_t smem = (size_t)panel_rows * (size_t)row_bytes + sizeof(uint32_t) * 3 * kTiledThreads;
+	if (panel_rows < 1 || panel_cols < 1 || smem > (size_t)dev.smem_per_block_optin)
+		return cudaErrorInvalidValue;
+	if (panel_cols > ncols)
+		panel_cols = ncols;
+	starfa_cuda_sddmm_tiling *t = (starfa_cuda_sddmm_tiling *)calloc(1, sizeof *t);
+	if (!t)
+		return cudaErrorMemoryAllocation;
+	t->nrows = nrows;
+	t->ncols = ncols;
+	t->nnz = nnz;
+	t->k_max = k_max;
+	t->panel_rows = panel_rows;
+	t->panel_cols = panel_cols;
+	t->row_panels = (nrows + panel_rows - 1) / panel_rows;
+	t->col_panels = (ncols + panel_cols - 1) / panel_cols;
+	const int64_t tiles = t->row_panels * t->col_panels;
+	uint32_t *count = nullptr, *cursor = nullptr, *tile_nnz = nullptr;
+	uint4 *units = nullptr;
+	void *scratch = nullptr;
+	size_t scratch_bytes = 0;
+	uint32_t total = 0;
+	const int64_t warps_needed = nrows;
+	const unsigned blocks = (unsigned)((warps_needed + 7) / 8 < 65536 ? (warps_needed + 7) / 8 : 65536);
+	if (tiles >= (int64_t)INT32_MAX) {
+		err = cudaErrorInvalidValue;
+		goto fail;
+	}
+	{ /* the rows by length, longest first (or as they are, STARFA_SDDMM_TILE_SORT=0) */
+		uint32_t *len = nullptr, *len_sorted = nullptr, *index = nullptr;
+		void *sort_scratch = nullptr;
+		size_t sort_bytes = 0;
+		const char *env = getenv("STARFA_SDDMM_TILE_SORT");
+		const bool sort = !(env && env[0] == '0');
+		const unsigned lblocks = (unsigned)((nrows + 255) / 256 < 65536 ? (nrows + 255) / 256 : 65536);
+		if ((err = cudaMalloc(&t->order, sizeof(uint32_t) * (size_t)nrows)) == cudaSuccess &&
+		    (err = cudaMalloc(&len, sizeof(uint32_t) * (size_t)nrows)) == cudaSuccess &&
+		    (err = cudaMalloc(&len_sorted, sizeof(uint32_t) * (size_t)nrows)) == cudaSuccess &&
+		    (err = cudaMalloc(&index, sizeof(uint32_t) * (size_t)nrows)) == cudaSuccess) {
+			row_lengths<<<lblocks, 256, 0, stream>>>(nrows, rowptr, len, sort ? index : t->order);
+			if ((err = cudaGetLastError()) == cudaSuccess && sort &&
+			    (err = cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_bytes, len, len_sorted, index,
+									     t->order, (int)nrows, 0, 32, stream)) ==
+				    cudaSuccess &&
+			    (err = cudaMalloc(&sort_scratch, sort_bytes)) == cudaSuccess)
+				err = cub::DeviceRadixSort::SortPairsDescending(sort_scratch, sort_bytes, len, len_sorted, index,
+										 t->order, (int)nrows, 0, 32, stream);
+			if (err == cudaSuccess)
+				err = cudaStreamSynchronize(stream);
+		}
+		cudaFree(len);
+		cudaFree(len_sorted);
+		cudaFree(index);
+		cudaFree(sort_scratch);
+		if (err != cudaSuccess)
+			goto fail;
+	}
+	if ((err = cudaMalloc(&count, sizeof(uint32_t) * (size_t)(2 * tiles + 1))) != cudaSuccess ||
+	    (err = cudaMalloc(&t->tile_start, sizeof(uint32_t) * (size_t)(tiles + 1))) != cudaSuccess ||
+	    (err = cudaMemsetAsync(count, 0, sizeof(uint32_t) * (size_t)(2 * tiles + 1), stream)) != cudaSuccess)
+		goto fail;
+	tiling_pieces<<<blocks, 256, 0, stream>>>(nrows, rowptr, colind, t->order, (uint32_t)panel_rows, (uint32_t)panel_cols,
+						  (uint32_t)t->col_panels, count, count + tiles + 1, nullptr, nullptr);
+	/* the blocks' work: each row panel's tiles in runs of about nnz / (8 blocks a multiprocessor) */
+	tile_nnz = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)tiles);
+	units = (uint4 *)malloc(sizeof(uint4) * (size_t)tiles);
+	if (!tile_nnz || !units) {
+		err = cudaErrorMemoryAllocation;
+		goto fail;
+	}
+	if ((err = cudaGetLastError()) != cudaSuccess ||
+	    (err = cudaMemcpyAsync(tile_nnz, count + tiles + 1, sizeof(uint32_t) * (size_t)tiles, cudaMemcpyDeviceToHost,
+				   stream)) != cudaSuccess ||
+	    (err = cudaStreamSynchronize(stream)) != cudaSuccess)
+		goto fail;
+	{
+		const char *env = getenv("STARFA_SDDMM_TILE_UNIT");
+		int64_t target = env ? atoll(env) : nnz / ((int64_t)dev.sms * 8);
+		if (target < 1)
+			target = 1;
+		int64_t n = 0;
+		for (int64_t rp = 0; rp < t->row_panels; rp++) {
+			int64_t lo = 0, acc = 0;
+			for (int64_t c = 0; c < t->col_panels; c++) {
+				acc += tile_nnz[rp * t->col_panels + c];
+				if (acc >= target || c == t->col_panels - 1) {
+					if (acc > 0)
+						units[n++] = make_uint4((uint32_t)rp, (uint32_t)lo, (uint32_t)(c + 1), 0u);
+					lo = c + 1;
+					acc = 0;
+				}
+			}
+		}
+		if (n == 0)
+			units[n++] = make_uint4(0u, 0u, 0u, 0u);
+		t->nunits = n;
+		if ((err = cudaMalloc(&t->units, sizeof(uint4) * (size_t)n)) != cudaSuccess ||
+		    (err = cudaMemcpy(t->units, units, sizeof(uint4) * (size_t)n, cudaMemcpyHostToDevice)) != cudaSuccess)
+			goto fail;
+	}
+	if (
+	    (err = cub::DeviceScan::ExclusiveSum(nullptr, scratch_bytes, count, t->tile_start, (int)(tiles + 1),
+						 stream)) != cudaSuccess ||
+	    (err = cudaMalloc(&scratch, scratch_bytes)) != cudaSuccess ||
+	    (err = cub::DeviceScan::ExclusiveSum(scratch, scratch_bytes, count, t->tile_start, (int)(tiles + 1),
+						 stream)) != cudaSuccess ||
+	    (err = cudaMemcpyAsync(&total, t->tile_start + tiles, sizeof total, cudaMemcpyDeviceToHost, stream)) !=
+		    cudaSuccess ||
+	    (err = cudaStreamSynchronize(stream)) != cudaSuccess)
+		goto fail;
+	t->npieces = total;
+	cursor = count; /* the counts are spent: the cursors start at each tile's first piece */
+	if ((err = cudaMemcpyAsync(cursor, t->tile_start, sizeof(uint32_t) * (size_t)(tiles + 1),
+				   cudaMemcpyDeviceToDevice, stream)) != cudaSuccess ||
+	    (err = cudaMalloc(&t->pieces, sizeof(uint2) * (size_t)(total > 0 ? total : 1))) != cudaSuccess)
+		goto fail;
+	tiling_pieces<<<blocks, 256, 0, stream>>>(nrows, rowptr, colind, t->order, (uint32_t)panel_rows, (uint32_t)panel_cols,
+						  (uint32_t)t->col_panels, nullptr, nullptr, cursor, t->pieces);
+	if ((err = cudaGetLastError()) != cudaSuccess || (err = cudaStreamSynchronize(stream)) != cudaSuccess)
+		goto fail;
+	cudaFree(count);
+	cudaFree(scratch);
+	free(tile_nnz);
+	free(units);
+	*out = t;
+	return cudaSuccess;
+fail:
+	cudaFree(count);
+	cudaFree(scratch);
+	free(tile_nnz);
+	free(units);
+	starfa_cuda_sddmm_tiling_destroy(t);
+	return err;
+}
+
+extern "C" cudaError_t starfa_cuda_sddmm_tiled_run(const starfa_cuda_sddmm_tiling *t, const uint32_t *colind,
+						   const float *sval, const float *A, int64_t lda, const float *B,
+						   int64_t ldb, int64_t k, int scaled, float alpha, float beta, float *out,
+						   cudaStream_t stream)
+{
+	if (!t || k <= 0 || !vectorizable(A, lda, B, ldb, k))
+		return cudaErrorInvalidValue;
+	if (t->nnz == 0)
+		return cudaSuccess;
+	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
+	/* k-slices of at most k_max columns, as VWARP_SLICED's passes: the first writes (or adds
+	 * beta out), the later ones add */
+	for (int64_t k0 = 0; k0 < k; k0 += t->k_max) {
+		const int64_t ks = k - k0 < t->k_max ? k - k0 : t->k_max;
+		const Epilogue slice_ep = {(ep.mode & kScale) | (k0 > 0 || beta != 0.0f ? kAccumulate : 0), alpha,
+					   k0 > 0 ? 1.0f : beta};
+		cudaError_t err = launch_tiled(vwarp_shape(ks / 4), t->nrows, (int)t->panel_rows,
+					       (uint32_t)t->col_panels, (unsigned)t->nunits, t->order, t->tile_start, t->units,
+					       t->pieces, colind, sval, A + k0, lda, B + k0, ldb, ks, slice_ep, out,
+					       stream);
+		if (err != cudaSuccess)
+			return err;
+	}
+	return cudaSuccess;
 }
