@@ -435,17 +435,13 @@ struct starfa_sddmm_arg {
 	struct gpu_case *c;
 	int scaled;
 	starfa_cuda_sddmm_variant variant; /* AUTO: starfa_cuda_sddmm, what the codelet runs */
-	const starfa_cuda_sddmm_tiling *tiling; /* when set: the row x column panels' kernel on it */
 };
 
 static int run_starfa_sddmm(void *arg)
 {
 	struct starfa_sddmm_arg *s = arg;
 	struct gpu_case *c = s->c;
-	if (s->tiling)
-		CUDA_TRY(starfa_cuda_sddmm_tiled_run(s->tiling, c->d_colind, c->d_val, c->d_A, c->k, c->d_B, c->k, c->k,
-						     s->scaled, 1.0f, 0.0f, c->d_out, g.stream));
-	else if (s->variant == STARFA_CUDA_SDDMM_AUTO)
+	if (s->variant == STARFA_CUDA_SDDMM_AUTO)
 		CUDA_TRY(starfa_cuda_sddmm(c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val, c->d_A, c->k,
 					   c->d_B, c->k, c->k, s->scaled, 1.0f, 0.0f, c->d_out, g.stream));
 	else
@@ -466,7 +462,7 @@ static int starfa_sddmm_checked(struct gpu_case *c, const struct starfa_sddmm_ar
 	double err;
 	if (poison(c->d_out, (size_t)c->nnz))
 		return -1;
-	if (arg->variant != STARFA_CUDA_SDDMM_AUTO && !arg->tiling) {
+	if (arg->variant != STARFA_CUDA_SDDMM_AUTO) {
 		/* A variant that does not fit this tile says so at launch, before running anything. */
 		cudaError_t e = starfa_cuda_sddmm_variant_run(arg->variant, c->nrows, c->ncols, c->nnz, c->d_rowptr,
 							      c->d_colind, c->d_val, c->d_A, c->k, c->d_B, c->k, c->k,
@@ -512,7 +508,7 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 	else
 		snprintf(name, sizeof name, "sddmm.starfa.cuda.%s", starfa_cuda_sddmm_variant_name(variant));
 	struct bench_result *r = bench_result_add(c->m, c->k, name);
-	struct starfa_sddmm_arg arg = {c, scaled, variant, NULL};
+	struct starfa_sddmm_arg arg = {c, scaled, variant};
 	int rc = starfa_sddmm_checked(c, &arg, r);
 	if (rc < 0)
 		bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
@@ -715,54 +711,6 @@ static void set_baselines(const struct gpu_case *c, const char *const *names, in
 	}
 }
 
-
-/* The row x column panels' kernel (starfa_cuda_sddmm_tiled_run) on panels of panel_rows x panel_cols
- * (0: the device's defaults), its pieces built outside the timed runs (the build's time in the note). */
-static void bench_starfa_sddmm_tiled(struct gpu_case *c, int64_t panel_rows, int64_t panel_cols)
-{
-	char name[64];
-	if (panel_rows || panel_cols)
-		snprintf(name, sizeof name, "sddmm.starfa.cuda.tiled.%lldx%lld", (long long)panel_rows,
-			 (long long)panel_cols);
-	else
-		snprintf(name, sizeof name, "sddmm.starfa.cuda.tiled");
-	struct bench_result *r = bench_result_add(c->m, c->k, name);
-	starfa_cuda_sddmm_tiling *t = NULL;
-	const int64_t k_max = c->k < 128 ? c->k : 128;
-	double t0 = bench_now();
-	cudaError_t e = starfa_cuda_sddmm_tiling_create(c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, k_max,
-							panel_rows, panel_cols, g.stream, &t);
-	double build_ms = 1e3 * (bench_now() - t0);
-	if (e == cudaErrorInvalidValue) {
-		(void)cudaGetLastError();
-		bench_result_fail(r, BENCH_SKIP, "the row x column panels cannot take this matrix at this rank");
-		return;
-	}
-	if (e != cudaSuccess) {
-		bench_result_fail(r, BENCH_ERROR, "building the pieces: %s", cudaGetErrorString(e));
-		return;
-	}
-	struct starfa_sddmm_arg arg = {c, 0, STARFA_CUDA_SDDMM_AUTO, t};
-	int rc = starfa_sddmm_checked(c, &arg, r);
-	if (rc < 0)
-		bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
-	if (rc == 0) {
-		int64_t pr, pc, pieces;
-		starfa_cuda_sddmm_tiling_shape(t, &pr, &pc, &pieces);
-		char note[sizeof r->note];
-		snprintf(note, sizeof note, "%s", r->note);
-		snprintf(r->note, sizeof r->note, "panels %lld x %lld, %lld pieces, built in %.1f ms%s%.150s", (long long)pr,
-			 (long long)pc, (long long)pieces, build_ms, note[0] ? "; " : "", note);
-		double *ms = bench_alloc((size_t)c->o->repeat, sizeof *ms, "timings");
-		if (!ms || time_runs(NULL, run_starfa_sddmm, &arg, c->o->warmup, c->o->repeat, ms))
-			bench_result_fail(r, BENCH_ERROR, "%s", ms ? gpu_error : "out of memory");
-		else
-			record_times(r, c, ms, c->o->repeat, (double)sddmm_bytes(c));
-		free(ms);
-	}
-	starfa_cuda_sddmm_tiling_destroy(t);
-}
-
 static void bench_sddmm(struct gpu_case *c)
 {
 	sddmm_magnitudes(c);
@@ -772,7 +720,7 @@ static void bench_sddmm(struct gpu_case *c)
 	bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_AUTO);
 	bench_starfa_sddmm(c, 1, STARFA_CUDA_SDDMM_AUTO);
 	/* Each kernel variant alone, so that the automatic choice can be judged. */
-	const char *ours[3 + STARFA_CUDA_SDDMM_VARIANTS];
+	const char *ours[2 + STARFA_CUDA_SDDMM_VARIANTS];
 	char names[STARFA_CUDA_SDDMM_VARIANTS][64];
 	int nours = 0;
 	ours[nours++] = "sddmm.starfa.cuda";
@@ -782,19 +730,6 @@ static void bench_sddmm(struct gpu_case *c)
 		snprintf(names[v], sizeof names[v], "sddmm.starfa.cuda.%s",
 			 starfa_cuda_sddmm_variant_name((starfa_cuda_sddmm_variant)v));
 		ours[nours++] = names[v];
-	}
-	bench_starfa_sddmm_tiled(c, 0, 0);
-	ours[nours++] = "sddmm.starfa.cuda.tiled";
-	/* BENCH_SDDMM_PANELS="R:W,R:W": more panel sizes, for experiments (not in the baselines) */
-	const char *sweep = getenv("BENCH_SDDMM_PANELS");
-	for (const char *q = sweep; q && *q;) {
-		long long pr = 0, pc = 0;
-		int used = 0;
-		if (sscanf(q, "%lld:%lld%n", &pr, &pc, &used) != 2 || pr < 0 || pc < 0)
-			break;
-		bench_starfa_sddmm_tiled(c, pr, pc);
-		q += used;
-		q += *q == ',';
 	}
 	set_baselines(c, sddmm_variant_name, SDDMM_VARIANTS, ours, nours);
 }

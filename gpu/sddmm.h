@@ -52,29 +52,6 @@ cudaError_t starfa_cuda_sddmm_panel_run(int64_t panel_cols, int64_t nrows, int64
  * device (ncols itself when one panel will do); 0 when the device cannot be queried. */
 int64_t starfa_cuda_sddmm_panel_cols(int64_t ncols, int64_t k);
 
-/* Row panels x column panels (the SM-SM scheme of the SDDMM paper, with L1 as the second level): the
- * tile's rows are cut into panels whose A rows fit in shared memory, its columns into panels whose B rows
- * fit in L1 beside them, and each row panel's nonzeros are listed as pieces (a row's run of at most 64
- * nonzeros within one column panel), column panel by column panel. One thread block a row panel stages
- * its A rows once and sweeps the column panels in order, so a B row that several of the panel's rows
- * share comes from L2 about once per row panel instead of once per nonzero. The pieces are built once
- * per sparsity pattern (starfa_cuda_sddmm_tiling_create) and reused by every run on that pattern. */
-typedef struct starfa_cuda_sddmm_tiling starfa_cuda_sddmm_tiling;
-/* Builds the pieces of a CSR pattern (device pointers) for ranks up to k_max (wider ranks run in
- * k-slices of k_max columns), on `stream`; waits for it once (to size the piece list). panel_rows and
- * panel_cols 0: sized from the device's shared memory and L1 for k_max. cudaErrorInvalidValue where the
- * scheme cannot take the tile (nnz >= 2^32, nrows >= 2^26, k_max not a positive multiple of 4). */
-cudaError_t starfa_cuda_sddmm_tiling_create(int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
-					    const uint32_t *colind, int64_t k_max, int64_t panel_rows,
-					    int64_t panel_cols, cudaStream_t stream, starfa_cuda_sddmm_tiling **out);
-void starfa_cuda_sddmm_tiling_destroy(starfa_cuda_sddmm_tiling *t);
-/* Its row and column panels and its pieces (for reports). */
-void starfa_cuda_sddmm_tiling_shape(const starfa_cuda_sddmm_tiling *t, int64_t *panel_rows, int64_t *panel_cols,
-				    int64_t *pieces);
-/* SDDMM as starfa_cuda_sddmm_variant_run, on the pattern t was built from (colind the same array). */
-cudaError_t starfa_cuda_sddmm_tiled_run(const starfa_cuda_sddmm_tiling *t, const uint32_t *colind, const float *sval,
-					const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled,
-					float alpha, float beta, float *out, cudaStream_t stream);
 /* The automatic choice (what the codelet runs). nnz must equal rowptr[nrows]: it is
  * passed so that neither the choice nor the launch reads device memory. */
 cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,

@@ -293,29 +293,25 @@ static void free_device_tile(struct device_tile *d)
 
 /* Runs one variant on a tile already on the device (A and B with leading dimension ld) and
  * checks it against the reference and, elementwise, against the CPU kernel; with
- * panel_cols > 0 the panel variant runs with panels that wide instead of `variant`, with
- * `tiling` the row x column panels' kernel on it. Returns 0, 1 on failure, or TEST_SKIPPED
- * when the variant cannot run this tile. */
-static int check_run(starfa_cuda_sddmm_variant variant, int64_t panel_cols, const starfa_cuda_sddmm_tiling *tiling,
-		     const struct one_tile *t, struct device_tile *d, const float *A, const float *B, int64_t k,
-		     int64_t ld, int mode)
+ * panel_cols > 0 the panel variant runs with panels that wide instead of `variant`.
+ * Returns 0, 1 on failure, or TEST_SKIPPED when the variant cannot run this tile. */
+static int check_run(starfa_cuda_sddmm_variant variant, int64_t panel_cols, const struct one_tile *t,
+		     struct device_tile *d, const float *A, const float *B, int64_t k, int64_t ld, int mode)
 {
 	const starfa_csr *S = t->csr;
 	size_t nnz = (size_t)S->nnz;
-	const char *name = tiling ? "tiled" : panel_cols > 0 ? "panel (given width)" : starfa_cuda_sddmm_variant_name(variant);
+	const char *name = panel_cols > 0 ? "panel (given width)" : starfa_cuda_sddmm_variant_name(variant);
 	float *P = malloc((nnz + GUARD) * sizeof(float)), *Pcpu = malloc(nnz * sizeof(float) + 1);
 	CHECK(P && Pcpu);
 	testing_poison(P, nnz + GUARD);
 	CUDA_OK(cudaMemcpy(d->P, P, (nnz + GUARD) * sizeof(float), cudaMemcpyHostToDevice));
-	cudaError_t err = tiling ? starfa_cuda_sddmm_tiled_run(tiling, d->colind, d->val, d->A, ld, d->B, ld, k, mode, 1.0f,
-							       0.0f, d->P, 0)
-			  : panel_cols > 0 ? starfa_cuda_sddmm_panel_run(panel_cols, S->nrows, S->ncols, S->nnz, d->rowptr,
+	cudaError_t err = panel_cols > 0 ? starfa_cuda_sddmm_panel_run(panel_cols, S->nrows, S->ncols, S->nnz, d->rowptr,
 								      d->colind, d->val, d->A, ld, d->B, ld, k, mode,
 								      1.0f, 0.0f, d->P, 0)
 					 : starfa_cuda_sddmm_variant_run(variant, S->nrows, S->ncols, S->nnz, d->rowptr,
 									 d->colind, d->val, d->A, ld, d->B, ld, k, mode,
 									 1.0f, 0.0f, d->P, 0);
-	if (err == cudaErrorInvalidValue && !tiling && (panel_cols > 0 || (variant != STARFA_CUDA_SDDMM_AUTO &&
+	if (err == cudaErrorInvalidValue && (panel_cols > 0 || (variant != STARFA_CUDA_SDDMM_AUTO &&
 								 variant != STARFA_CUDA_SDDMM_WARP_SPANS))) {
 		(void)cudaGetLastError();
 		free(P);
@@ -356,7 +352,7 @@ static int check_run(starfa_cuda_sddmm_variant variant, int64_t panel_cols, cons
 static int check_variant(starfa_cuda_sddmm_variant variant, const struct one_tile *t, struct device_tile *d,
 			 const float *A, const float *B, int64_t k, int64_t ld, int mode)
 {
-	return check_run(variant, 0, NULL, t, d, A, B, k, ld, mode);
+	return check_run(variant, 0, t, d, A, B, k, ld, mode);
 }
 
 /* Copies a tile and dense operands (rows x ld floats) to the device. */
@@ -484,7 +480,7 @@ static int check_panel_widths(const struct one_tile *t, int64_t k, const int64_t
 		CHECK(upload(t, A, B, ld, &d) == 0);
 		for (size_t w = 0; w < nwidths; w++)
 			for (int mode = 0; mode < 2; mode++) {
-				int rc = check_run(STARFA_CUDA_SDDMM_PANEL, widths[w], NULL, t, &d, A, B, k, ld, mode);
+				int rc = check_run(STARFA_CUDA_SDDMM_PANEL, widths[w], t, &d, A, B, k, ld, mode);
 				if (rc == 1)
 					return 1;
 				CHECK_MSG(rc == (k % 4 == 0 ? 0 : TEST_SKIPPED),
@@ -618,133 +614,6 @@ TEST(sddmm_cuda, every_variant_takes_unsorted_rows)
 			return 1;
 		free_tile(&t);
 	}
-	return 0;
-}
-
-/* The row x column panels' kernel against the reference and the CPU kernel: panels of one row and
- * one column, odd sizes, the device's defaults; k-slices (k_max below k) with the first slice's
- * epilogue and the later ones adding; rows longer than a piece; unsorted rows (a row's run in a
- * column panel then splits into several pieces); every tile's pieces counted once. */
-TEST(sddmm_cuda, tiled_matches_reference)
-{
-	if (!gpu_available())
-		SKIP("no CUDA device");
-	uint64_t rng = testing_seed() + 17;
-	static const int64_t ks[] = {4, 16, 36, 128, 200, 512};
-	int ran = 0;
-	for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
-		const int64_t k = ks[ki], n = 150 + (int64_t)testing_below(&rng, 300);
-		struct one_tile t;
-		CHECK(make_tile(&t, 400 + (int64_t)testing_below(&rng, 400), n, 30000, 1.5, &rng) == 0);
-		if (ki % 2 == 1)
-			shuffle_rows(&t, &rng);
-		const starfa_csr *S = t.csr;
-		for (int pad = 0; pad <= 4; pad += 4) {
-			const int64_t ld = k + pad;
-			size_t na = (size_t)(S->nrows * ld), nb = (size_t)(S->ncols * ld);
-			float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float));
-			CHECK(A && B);
-			testing_fill_random(A, na, &rng);
-			testing_fill_random(B, nb, &rng);
-			struct device_tile d;
-			CHECK(upload(&t, A, B, ld, &d) == 0);
-			const int64_t k_max[] = {k <= 128 ? k : 128, k > 8 ? (k / 3 + 3) / 4 * 4 : k};
-			const int64_t shapes[][2] = {{0, 0}, {1, 1}, {7, 5}, {64, 33}, {S->nrows + 5, S->ncols + 9}};
-			for (size_t km = 0; km < 2; km++)
-				for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
-					starfa_cuda_sddmm_tiling *tl = NULL;
-					cudaError_t e = starfa_cuda_sddmm_tiling_create(S->nrows, S->ncols, S->nnz, d.rowptr, d.colind,
-											k_max[km], shapes[sh][0], shapes[sh][1], 0, &tl);
-					if (e == cudaErrorInvalidValue && shapes[sh][0] * k_max[km] * 4 > 100 * 1024) {
-						(void)cudaGetLastError(); /* a row panel beyond shared memory: refused */
-						CHECK(tl == NULL);
-						continue;
-					}
-					CUDA_OK(e);
-					int64_t pr, pc, pieces;
-					starfa_cuda_sddmm_tiling_shape(tl, &pr, &pc, &pieces);
-					CHECK(pieces >= (S->nnz + 63) / 64 && pieces <= S->nnz);
-					if (shapes[sh][0] > 0)
-						CHECK(pr == shapes[sh][0] && pc == (shapes[sh][1] < S->ncols ? shapes[sh][1] : S->ncols));
-					for (int mode = 0; mode < 2; mode++) {
-						int rc = check_run(STARFA_CUDA_SDDMM_AUTO, 0, tl, &t, &d, A, B, k, ld, mode);
-						CHECK_MSG(rc == 0, "tiled k=%lld k_max=%lld panels %lld x %lld", (long long)k,
-							  (long long)k_max[km], (long long)pr, (long long)pc);
-						ran++;
-					}
-					starfa_cuda_sddmm_tiling_destroy(tl);
-				}
-			free_device_tile(&d);
-			free(A);
-			free(B);
-		}
-		free_tile(&t);
-	}
-	CHECK(ran > 0);
-	return 0;
-}
-
-/* alpha and beta: out = alpha (s) <a, b> + beta out, on every k-slice arrangement. */
-TEST(sddmm_cuda, tiled_alpha_beta)
-{
-	if (!gpu_available())
-		SKIP("no CUDA device");
-	uint64_t rng = testing_seed() + 18;
-	const int64_t k = 72;
-	struct one_tile t;
-	CHECK(make_tile(&t, 300, 120, 8000, 1.5, &rng) == 0);
-	const starfa_csr *S = t.csr;
-	size_t nnz = (size_t)S->nnz;
-	float *A = malloc(sizeof(float) * (size_t)(S->nrows * k)), *B = malloc(sizeof(float) * (size_t)(S->ncols * k));
-	float *P0 = malloc(sizeof(float) * nnz), *P = malloc(sizeof(float) * nnz), *Q = malloc(sizeof(float) * nnz);
-	CHECK(A && B && P0 && P && Q);
-	testing_fill_random(A, (size_t)(S->nrows * k), &rng);
-	testing_fill_random(B, (size_t)(S->ncols * k), &rng);
-	testing_fill_random(P0, nnz, &rng);
-	struct device_tile d;
-	CHECK(upload(&t, A, B, k, &d) == 0);
-	starfa_cpu_sddmm(S->nrows, t.rowptr, t.colind, S->val, A, k, B, k, k, 1, 1.0f, 0.0f, Q, 1);
-	const int64_t k_max[] = {72, 24, 8};
-	for (size_t km = 0; km < 3; km++) {
-		starfa_cuda_sddmm_tiling *tl = NULL;
-		CUDA_OK(starfa_cuda_sddmm_tiling_create(S->nrows, S->ncols, S->nnz, d.rowptr, d.colind, k_max[km], 16, 16, 0,
-						       &tl));
-		CUDA_OK(cudaMemcpy(d.P, P0, sizeof(float) * nnz, cudaMemcpyHostToDevice));
-		CUDA_OK(starfa_cuda_sddmm_tiled_run(tl, d.colind, d.val, d.A, k, d.B, k, k, 1, -0.5f, 2.0f, d.P, 0));
-		CUDA_OK(cudaMemcpy(P, d.P, sizeof(float) * nnz, cudaMemcpyDeviceToHost));
-		for (size_t p = 0; p < nnz; p++) {
-			const float want = -0.5f * Q[p] + 2.0f * P0[p];
-			CHECK_MSG(fabsf(P[p] - want) <= 1e-4f * (1.0f + fabsf(want)), "k_max %lld element %zu: %g, want %g",
-				  (long long)k_max[km], p, P[p], want);
-		}
-		starfa_cuda_sddmm_tiling_destroy(tl);
-	}
-	free_device_tile(&d);
-	free_tile(&t);
-	free(A);
-	free(B);
-	free(P0);
-	free(P);
-	free(Q);
-	return 0;
-}
-
-/* What the scheme cannot take is refused before anything runs. */
-TEST(sddmm_cuda, tiled_refusals)
-{
-	if (!gpu_available())
-		SKIP("no CUDA device");
-	starfa_cuda_sddmm_tiling *tl = (starfa_cuda_sddmm_tiling *)&tl;
-	CHECK(starfa_cuda_sddmm_tiling_create(10, 10, 5, NULL, NULL, 6, 0, 0, 0, &tl) == cudaErrorInvalidValue && !tl);
-	CHECK(starfa_cuda_sddmm_tiling_create(10, 10, 5, NULL, NULL, 0, 0, 0, 0, &tl) == cudaErrorInvalidValue);
-	CHECK(starfa_cuda_sddmm_tiling_create((int64_t)1 << 26, 10, 5, NULL, NULL, 16, 0, 0, 0, &tl) ==
-	      cudaErrorInvalidValue);
-	CHECK(starfa_cuda_sddmm_tiling_create(10, 10, (int64_t)1 << 32, NULL, NULL, 16, 0, 0, 0, &tl) ==
-	      cudaErrorInvalidValue);
-	CHECK(starfa_cuda_sddmm_tiling_create(10, 10, 5, NULL, NULL, 16, 1 << 20, 0, 0, &tl) == cudaErrorInvalidValue);
-	CHECK(starfa_cuda_sddmm_tiling_create(10, 10, 5, NULL, NULL, 1028, 0, 0, 0, &tl) == cudaErrorInvalidValue);
-	CHECK(starfa_cuda_sddmm_tiled_run(NULL, NULL, NULL, NULL, 16, NULL, 16, 16, 0, 1.0f, 0.0f, NULL, 0) ==
-	      cudaErrorInvalidValue);
 	return 0;
 }
 
