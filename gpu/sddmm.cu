@@ -265,25 +265,38 @@ __global__ void __launch_bounds__(kThreads)
 	const int64_t span = (int64_t)gpw * chunk; /* nonzeros per warp */
 	const int64_t warps = (int64_t)gridDim.x * (kThreads / kWarp);
 
+	(void)lanes;
 	for (int64_t w = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; w * span < nnz; w += warps) {
-		const int64_t end = min((int64_t)nnz, (w + 1) * span);
-		int64_t p = w * span + group_in_warp;
-		if (p >= end)
-			continue;
-		int64_t row = row_of(rowptr, nrows, (uint32_t)p);
+		/* 32-bit positions (nnz <= UINT32_MAX). Every group of the warp makes the same number of
+		 * steps, those past the span on a copy of its last nonzero that they do not store, so the
+		 * shuffles are whole-warp ones and the store a predicated instruction: with a group's own
+		 * mask and a branch around the store, the per-nonzero divergence handling (mask matching,
+		 * branch and reconvergence instructions) was what bounded the kernel at small k (Nsight
+		 * Compute: the ADU pipe at 86% on the Netflix shape at k = 32, bench/RESULTS.md). */
+		const uint32_t begin = (uint32_t)(w * span), end = (uint32_t)min((int64_t)nnz, (w + 1) * span);
+		const uint32_t last = end - 1;
+		uint32_t q = min(begin + (uint32_t)group_in_warp, last);
+		int64_t row = row_of(rowptr, nrows, q);
 		uint32_t row_end = __ldg(rowptr + row + 1);
 		float4 a[J];
 		load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
-		for (; p < end; p += gpw) {
-			if (p >= row_end) { /* a later row: reload the A row held in registers */
-				row = next_row_of(rowptr, nrows, row, (uint32_t)p);
+		for (uint32_t base = begin; base < end; base += gpw) {
+			const uint32_t p = base + (uint32_t)group_in_warp;
+			q = min(p, last);
+			if (q >= row_end) { /* a later row: reload the A row held in registers */
+				row = next_row_of(rowptr, nrows, row, q);
 				row_end = __ldg(rowptr + row + 1);
 				load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
 			}
-			float acc =
-				group_dot<V, J, kSmem>(a, b_rows, (int64_t)__ldg(colind + p) * b_ld, lane, k4, lanes);
-			if (lane == 0)
-				store_result<false>(acc, p, ep, sval, out);
+			float acc = group_dot<V, J, kSmem>(a, b_rows, (int64_t)__ldg(colind + q) * b_ld, lane, k4,
+							   0xffffffffu);
+			if (ep.mode & kScale)
+				acc *= __ldg(sval + q);
+			acc *= ep.alpha;
+			if (ep.mode & kAccumulate)
+				acc += ep.beta * out[q];
+			if (lane == 0 && p < end)
+				out[q] = acc;
 		}
 	}
 }
