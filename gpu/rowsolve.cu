@@ -33,8 +33,9 @@ __host__ __device__ inline int round4(int x)
  * list is sorted by length), so that the Gram kernel's registers are not shared with it. In shared
  * memory, in front: for Cholesky K = Y Y^T + lambda I (n x ldk, ldk = round4(n) + 4, columns n..round4(n)
  * zero for solve_cholesky's 4 x 4 tiles), for CG the targets t and weights w (round4(n) each) and the
- * warps' partial products (kWarps x kp); then Y (n x ldy, ldy = round4(k) + 4), and for CG with G its k
- * rows after Y's in the same layout. CG's front is the smaller for n over about 30, so that its blocks
+ * warps' partial products (kWarps x kp); then, for CG with G, G's k rows (ldy = round4(k) + 4), then Y
+ * (n x ldy). With G the front is sized for the launch's longest row, so G stays put while a block solves
+ * several rows. CG's front is the smaller for n over about 30, so that its blocks
  * share a multiprocessor more (the kernel is instantiated per solver). */
 __host__ __device__ inline size_t short_row_front(int64_t n, int64_t k, bool cholesky)
 {
@@ -222,29 +223,25 @@ __device__ inline float partials_sum(float v, const float *part, int kp, int d)
  * W (1 for explicit feedback, alpha r for implicit), 2nk multiply-adds a step (plus k^2 with G) where
  * forming M costs n k^2 (the CPU rowsolve's matrix-free form; the same iterates as CG on the formed
  * system, up to rounding). Each warp forms w_e (Y_e . p) Y_e for its entries with the row's p in
- * registers (the dot product by shuffles), and p_c G_c for its rows of G (in shared memory after Y's
+ * registers (the dot product by shuffles), and p_c G_c for its rows of G (in shared memory in front of Y's
  * rows, G being symmetric), so that a step's chain of dependent operations is a warp's (n + k) / kWarps
  * rows, not one thread's; b_u = Y^T t the same way. x_u is written, and a row reported, as
  * solve_and_store does for CG. GW: weights or G may be present (an instance of its own, so that the
  * explicit rows' code keeps its registers). */
 template <int LANES, bool GW>
-__device__ void cg_short_row(const Shared &s, const RowSource &src, const Weights &wt, const float *G, uint32_t begin,
-			     int n, int k, float lambda, int64_t u, float *x, int steps, uint32_t *status)
+__device__ void cg_short_row(const Shared &s, const RowSource &src, const Weights &wt, const float *Gs, bool g_finite,
+			     int nfront, uint32_t begin, int n, int k, float lambda, int64_t u, float *x, int steps,
+			     uint32_t *status)
 {
-	const int tid = threadIdx.x, lane = tid & 31, kp = s.kp, dk = round4(k), ldy = dk + 4, n4 = round4(n);
-	float *const t = s.U, *const wv = s.U + n4, *const part = s.U + 2 * n4, *const Y = s.U + short_row_front(n, k, false);
-	const bool weighted = GW && wt.mode == 1;
+	const int tid = threadIdx.x, lane = tid & 31, kp = s.kp, ldy = round4(k) + 4, n4 = round4(nfront);
+	float *const t = s.U, *const wv = s.U + n4, *const part = s.U + 2 * n4;
 	if constexpr (!GW)
-		G = nullptr;
+		Gs = nullptr;
+	float *const Y = s.U + short_row_front(nfront, k, false) + (Gs ? (size_t)k * ldy : 0);
+	const bool weighted = GW && wt.mode == 1;
 	float bad_y = 0.0f, bad_t = 0.0f;
 	gather_short<LANES>(s, src, wt, begin, n, k, Y, ldy, t, &bad_y, &bad_t, weighted ? wv : nullptr);
-	if (G) /* G's rows after Y's, columns k..round4(k) zero */
-		block_elements(k, dk, [&](int r, int c) {
-			const float g = c < k ? __ldg(G + (int64_t)r * k + c) : 0.0f;
-			Y[(n + r) * ldy + c] = g;
-			bad_y += isfinite(g) ? 0.0f : 1.0f;
-		});
-	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda); /* also: Y, G, t, w are in */
+	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda) && g_finite; /* also: Y, t, w are in */
 	warp_partials<LANES>(Y, ldy, n, k, kp, part, [&](int e, const float(&)[LANES]) { return t[e]; });
 	__syncthreads();
 	float nonfinite_b = 0.0f;
@@ -262,15 +259,16 @@ __device__ void cg_short_row(const Shared &s, const RowSource &src, const Weight
 			const int d = lane + 32 * l;
 			pr[l] = d < k ? p[d] : 0.0f;
 		}
-		warp_partials<LANES>(Y, ldy, G ? n + k : n, k, kp, part, [&](int e, const float(&yv)[LANES]) {
-			if (GW && e >= n) /* G's row e - n */
-				return p[e - n];
+		const int g_rows = Gs ? k : 0; /* G's rows first, then Y's */
+		warp_partials<LANES>(Gs ? Gs : Y, ldy, g_rows + n, k, kp, part, [&](int e, const float(&yv)[LANES]) {
+			if (GW && e < g_rows) /* G's row e */
+				return p[e];
 			float dot = 0.0f;
 #pragma unroll
 			for (int l = 0; l < LANES; l++)
 				dot += yv[l] * pr[l];
 			dot = warp_sum(dot);
-			return weighted ? wv[e] * dot : dot;
+			return weighted ? wv[e - g_rows] * dot : dot;
 		});
 		__syncthreads();
 		for (int d = tid; d < k; d += kThreads) {
@@ -289,26 +287,51 @@ __device__ void cg_short_row(const Shared &s, const RowSource &src, const Weight
 		record_bad_row(status, u, failed, finite_a, finite_b);
 }
 
-/* One block an item of the short rows (single-part), solved by Cholesky (CHOL, pb.cholesky) or CG (GW:
- * implicit feedback or G). nmax: the longest of the launch's rows, which sizes Y and K. */
+/* The items of the short rows (single-part), solved by Cholesky (CHOL, pb.cholesky) or CG (GW: implicit
+ * feedback or G); count items from pb.items. nmax: the longest of the launch's rows, which sizes Y and K.
+ * Without G, one block an item. With G, a block loads G into shared memory once (k rows in Y's layout,
+ * columns k..round4(k) zero, in front of Y) and solves items blockIdx.x, blockIdx.x + gridDim.x, ...:
+ * loading G for every row (k^2 floats) cost as much as the solve of a row of a few dozen entries. */
 template <int LANES, bool CHOL, bool GW>
 __global__ void __launch_bounds__(kThreads, 4) short_rows_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
-								 int nmax, uint32_t *status)
+								 int nmax, int64_t count, uint32_t *status)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int k = (int)pb.k, kp = (int)padded(k + 1);
 	const Shared s = carve(smem, kp, false, short_row_floats(nmax, k, CHOL, pb.G != nullptr));
-	const uint32_t *item = pb.items + (int64_t)blockIdx.x * STARFA_ROWSOLVE_ITEM_WORDS;
-	const uint32_t u = item[0], begin = item[1], end = item[2];
 	const RowSource src = {pb.ntiles, pb.tiles};
-	row_sources(s, src, u);
 	const Weights wt = {pb.implicit ? 1 : 0, pb.alpha, pb.mu};
-	const float lambda = __ldg(pb.lambda + (int64_t)u * pb.info_ld);
-	if constexpr (CHOL) /* explicit feedback without G only (short_rows_first) */
-		solve_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx, status);
-	else
-		cg_short_row<LANES, GW>(s, src, wt, pb.G, begin, (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx,
-				    pb.cg_steps, status);
+	float *Gs = nullptr;
+	bool g_finite = true;
+	if constexpr (GW) {
+		if (pb.G) {
+			const int dk = round4(k), ldy = dk + 4;
+			Gs = s.U + short_row_front(nmax, k, false);
+			float bad = 0.0f;
+			block_elements(k, dk, [&](int r, int c) {
+				const float g = c < k ? __ldg(pb.G + (int64_t)r * k + c) : 0.0f;
+				Gs[r * ldy + c] = g;
+				bad += isfinite(g) ? 0.0f : 1.0f;
+			});
+			g_finite = block_sum<0>(s, bad) == 0.0f; /* also: G is in */
+		}
+	}
+	const int64_t stride = GW && pb.G ? gridDim.x : count;
+	for (int64_t it = blockIdx.x; it < count; it += stride) {
+		const uint32_t *item = pb.items + it * STARFA_ROWSOLVE_ITEM_WORDS;
+		const uint32_t u = item[0], begin = item[1], end = item[2];
+		if (it != blockIdx.x)
+			__syncthreads(); /* the previous row's readers of the shared memory are done */
+		row_sources(s, src, u);
+		const float lambda = __ldg(pb.lambda + (int64_t)u * pb.info_ld);
+		if constexpr (CHOL) /* explicit feedback without G only (short_rows_first) */
+			solve_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, lambda, u,
+					       pb.X + (int64_t)u * pb.ldx, status);
+		else
+			cg_short_row<LANES, GW>(s, src, wt, Gs, g_finite, Gs ? nmax : (int)(end - begin), begin,
+					    (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx, pb.cg_steps,
+					    status);
+	}
 }
 
 /* The fused kernel's padded width: one column more than k, for b_u (gram_rows). */
@@ -407,7 +430,19 @@ cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int
 	cudaError_t err = prepare(short_rows_kernel<LANES, CHOL, GW>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	short_rows_kernel<LANES, CHOL, GW><<<(unsigned)(last - first), kThreads, bytes, stream>>>(q, nmax, status);
+	const int64_t count = last - first;
+	int64_t blocks = count;
+	if (GW && pb.G) { /* a block a row until every multiprocessor is full, then rows in turn */
+		int per_sm = 0, dev = 0, sms = 0;
+		if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, short_rows_kernel<LANES, CHOL, GW>,
+									 kThreads, bytes)) != cudaSuccess ||
+		    (err = cudaGetDevice(&dev)) != cudaSuccess ||
+		    (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
+			return err;
+		const int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
+		blocks = count < resident ? count : resident;
+	}
+	short_rows_kernel<LANES, CHOL, GW><<<(unsigned)blocks, kThreads, bytes, stream>>>(q, nmax, count, status);
 	return cudaGetLastError();
 }
 
