@@ -33,6 +33,8 @@ struct bench_options {
 	const char *csv_path, *md_path;
 	const char *command; /* the command line to record (BENCH_COMMAND or argv) */
 	uint64_t seed;
+	double dense_densities[8]; /* thresholds at which the SDDMM dense rows' path is also timed */
+	int ndense;
 };
 
 /* ------------------------------------------------------------------ matrices */

@@ -434,17 +434,32 @@ fail:
 struct starfa_sddmm_arg {
 	struct gpu_case *c;
 	int scaled;
-	starfa_cuda_sddmm_variant variant; /* AUTO: starfa_cuda_sddmm, what the codelet runs */
+	starfa_cuda_sddmm_variant variant; /* AUTO: starfa_cuda_sddmm_tuned, what the codelet runs */
+	uint64_t pattern;                  /* the id the tuned kernel keeps the matrix's dense-row order by */
+	double density;                    /* > 0: the dense rows' path at this threshold */
 };
 
 static int run_starfa_sddmm(void *arg)
 {
 	struct starfa_sddmm_arg *s = arg;
 	struct gpu_case *c = s->c;
-	if (s->variant == STARFA_CUDA_SDDMM_AUTO)
-		CUDA_TRY(starfa_cuda_sddmm(c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val, c->d_A, c->k,
-					   c->d_B, c->k, c->k, s->scaled, 1.0f, 0.0f, c->d_out, g.stream));
-	else
+	if (s->density > 0) {
+		starfa_gpu_status st = starfa_cuda_sddmm_dense_rows_run(
+			g.blas, s->pattern, s->density, 0, c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val,
+			c->d_A, c->k, c->d_B, c->k, c->k, s->scaled, 1.0f, 0.0f, c->d_out, g.stream, NULL);
+		if (st.call) {
+			set_gpu_error("starfa_cuda_sddmm_dense_rows_run", starfa_gpu_status_string(st));
+			goto fail;
+		}
+	} else if (s->variant == STARFA_CUDA_SDDMM_AUTO) {
+		starfa_gpu_status st = starfa_cuda_sddmm_tuned(g.blas, s->pattern, c->nrows, c->ncols, c->nnz, c->d_rowptr,
+							       c->d_colind, c->d_val, c->d_A, c->k, c->d_B, c->k, c->k,
+							       s->scaled, 1.0f, 0.0f, c->d_out, g.stream);
+		if (st.call) {
+			set_gpu_error("starfa_cuda_sddmm_tuned", starfa_gpu_status_string(st));
+			goto fail;
+		}
+	} else
 		CUDA_TRY(starfa_cuda_sddmm_variant_run(s->variant, c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind,
 						       c->d_val, c->d_A, c->k, c->d_B, c->k, c->k, s->scaled, 1.0f, 0.0f, c->d_out,
 						       g.stream));
@@ -462,7 +477,7 @@ static int starfa_sddmm_checked(struct gpu_case *c, const struct starfa_sddmm_ar
 	double err;
 	if (poison(c->d_out, (size_t)c->nnz))
 		return -1;
-	if (arg->variant != STARFA_CUDA_SDDMM_AUTO) {
+	if (arg->variant != STARFA_CUDA_SDDMM_AUTO && arg->density <= 0) {
 		/* A variant that does not fit this tile says so at launch, before running anything. */
 		cudaError_t e = starfa_cuda_sddmm_variant_run(arg->variant, c->nrows, c->ncols, c->nnz, c->d_rowptr,
 							      c->d_colind, c->d_val, c->d_A, c->k, c->d_B, c->k, c->k,
@@ -500,27 +515,59 @@ fail:
 }
 
 /* starfa's kernel as the codelet runs it (AUTO), or one variant of it. */
-static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm_variant variant)
+static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm_variant variant, double density)
 {
 	char name[64];
-	if (variant == STARFA_CUDA_SDDMM_AUTO)
+	if (density > 0)
+		snprintf(name, sizeof name, "sddmm.starfa.cuda.dense_rows@%.2f", density);
+	else if (variant == STARFA_CUDA_SDDMM_AUTO)
 		snprintf(name, sizeof name, "sddmm.starfa.cuda%s", scaled ? ".scaled" : "");
 	else
 		snprintf(name, sizeof name, "sddmm.starfa.cuda.%s", starfa_cuda_sddmm_variant_name(variant));
 	struct bench_result *r = bench_result_add(c->m, c->k, name);
-	struct starfa_sddmm_arg arg = {c, scaled, variant};
+	static uint64_t patterns; /* one id per matrix and rank: the tuned kernel's kept row order */
+	struct starfa_sddmm_arg arg = {c, scaled, variant, ++patterns, density};
 	int rc = starfa_sddmm_checked(c, &arg, r);
 	if (rc < 0)
 		bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
 	if (rc != 0)
 		return;
 	starfa_cuda_sddmm_variant ran = variant;
+	if (density > 0) { /* how many rows went dense */
+		int64_t dense = 0;
+		starfa_gpu_status st = starfa_cuda_sddmm_dense_rows_run(
+			g.blas, arg.pattern, density, 0, c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val,
+			c->d_A, c->k, c->d_B, c->k, c->k, scaled, 1.0f, 0.0f, c->d_out, g.stream, &dense);
+		if (st.call) {
+			bench_result_fail(r, BENCH_ERROR, "%s", starfa_gpu_status_string(st));
+			return;
+		}
+		char note[sizeof r->note];
+		snprintf(note, sizeof note, "%s", r->note);
+		snprintf(r->note, sizeof r->note, "%lld dense rows%s%.150s", (long long)dense, note[0] ? "; " : "", note);
+	}
 	if (variant == STARFA_CUDA_SDDMM_AUTO) { /* which variant the automatic choice ran */
 		ran = starfa_cuda_sddmm_choose(c->nrows, c->ncols, c->nnz, c->k, c->d_A, c->k, c->d_B, c->k);
 		char note[sizeof r->note];
 		snprintf(note, sizeof note, "%s", r->note);
-		snprintf(r->note, sizeof r->note, "variant %s%s%.150s", starfa_cuda_sddmm_variant_name(ran),
-			 note[0] ? "; " : "", note);
+		const char *kept = starfa_cuda_sddmm_tuned_kept(arg.pattern, c->k);
+		int64_t dense = 0; /* how many rows the tuned kernel computes as a dense product */
+		if (kept && !strcmp(kept, "vwarp+dense rows")) {
+			starfa_gpu_status st = starfa_cuda_sddmm_dense_rows_run(
+				g.blas, arg.pattern, 0.0, 0, c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val,
+				c->d_A, c->k, c->d_B, c->k, c->k, scaled, 1.0f, 0.0f, c->d_out, g.stream, &dense);
+			if (st.call) {
+				bench_result_fail(r, BENCH_ERROR, "%s", starfa_gpu_status_string(st));
+				return;
+			}
+		}
+		snprintf(r->note, sizeof r->note, "timed choice %s (fixed rule: %s)%s%.150s", kept ? kept : "none",
+			 starfa_cuda_sddmm_variant_name(ran), note[0] ? "; " : "", note);
+		if (dense) {
+			snprintf(note, sizeof note, "%s", r->note);
+			snprintf(r->note, sizeof r->note, "%.200s; %lld dense rows (density >= %.3f)", note, (long long)dense,
+				 starfa_cuda_sddmm_dense_rows_density(c->k));
+		}
 	}
 	if (ran == STARFA_CUDA_SDDMM_PANEL) { /* the L2 model's panels, for judging it */
 		int64_t cols = starfa_cuda_sddmm_panel_cols(c->ncols, c->k);
@@ -717,21 +764,35 @@ static void bench_sddmm(struct gpu_case *c)
 	/* cuSPARSE first: its accepted output is what starfa's is compared with, element by element. */
 	for (int v = 0; v < SDDMM_VARIANTS; v++)
 		bench_cusparse_sddmm_variant(c, v);
-	bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_AUTO);
-	bench_starfa_sddmm(c, 1, STARFA_CUDA_SDDMM_AUTO);
+	bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_AUTO, 0);
+	bench_starfa_sddmm(c, 1, STARFA_CUDA_SDDMM_AUTO, 0);
 	/* Each kernel variant alone, so that the automatic choice can be judged. */
-	const char *ours[2 + STARFA_CUDA_SDDMM_VARIANTS];
+	const char *ours[2 + STARFA_CUDA_SDDMM_VARIANTS + 8];
 	char names[STARFA_CUDA_SDDMM_VARIANTS][64];
 	int nours = 0;
 	ours[nours++] = "sddmm.starfa.cuda";
 	ours[nours++] = "sddmm.starfa.cuda.scaled";
 	for (int v = STARFA_CUDA_SDDMM_AUTO + 1; v < STARFA_CUDA_SDDMM_VARIANTS; v++) {
-		bench_starfa_sddmm(c, 0, (starfa_cuda_sddmm_variant)v);
+		bench_starfa_sddmm(c, 0, (starfa_cuda_sddmm_variant)v, 0);
 		snprintf(names[v], sizeof names[v], "sddmm.starfa.cuda.%s",
 			 starfa_cuda_sddmm_variant_name((starfa_cuda_sddmm_variant)v));
 		ours[nours++] = names[v];
 	}
+	/* The dense rows' path at other thresholds than the model's, where it runs beside the virtual-warp
+	 * kernel, so that the model's threshold can be judged. */
+	char dense_names[8][64];
+	if (starfa_cuda_sddmm_choose(c->nrows, c->ncols, c->nnz, c->k, c->d_A, c->k, c->d_B, c->k) ==
+	    STARFA_CUDA_SDDMM_VWARP)
+		for (int i = 0; i < c->o->ndense; i++) {
+			bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_VWARP, c->o->dense_densities[i]);
+			snprintf(dense_names[i], sizeof dense_names[i], "sddmm.starfa.cuda.dense_rows@%.2f",
+				 c->o->dense_densities[i]);
+			ours[nours++] = dense_names[i];
+		}
 	set_baselines(c, sddmm_variant_name, SDDMM_VARIANTS, ours, nours);
+	starfa_gpu_status st = starfa_cuda_sddmm_release(); /* the dense-row orders and scratch kept for c */
+	if (st.call)
+		fprintf(stderr, "starfa_bench: starfa_cuda_sddmm_release: %s\n", starfa_gpu_status_string(st));
 }
 
 /* ------------------------------------------------------------------ SpMM */

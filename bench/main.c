@@ -34,7 +34,9 @@ static void usage(FILE *out)
 		"  --md FILE           add this run's section at the top of that Markdown file\n"
 		"  --no-gpu, --no-graph, --no-cpu   leave a part out\n"
 		"  --data-dir DIR      where data files are looked for (repeatable; default data, ../shared/data)\n"
-		"  --seed S            seed of the generated matrices and the factors (default 1)\n",
+		"  --seed S            seed of the generated matrices and the factors (default 1)\n"
+		"  --dense-densities LIST  densities at which the SDDMM dense rows' path is also timed, where the\n"
+		"                      virtual-warp kernel runs (default 0.1,0.2,0.4; 0: none)\n",
 		default_matrices, bench_matrix_names(), quick_matrices);
 }
 
@@ -99,6 +101,29 @@ static void set_defaults(struct bench_options *o, int quick)
 	o->check_limit = 2e9;
 	o->sample_budget = 2e8;
 	o->seed = 1;
+	static const double densities[] = {0.1, 0.2, 0.4};
+	o->ndense = 3;
+	memcpy(o->dense_densities, densities, sizeof densities);
+}
+
+static int set_densities(char *text, struct bench_options *o)
+{
+	const char *items[8];
+	int n = split_list(text, items, 8, "--dense-densities");
+	if (n < 0)
+		return -1;
+	o->ndense = 0;
+	for (int i = 0; i < n; i++) {
+		char *end;
+		double d = strtod(items[i], &end);
+		if (end == items[i] || *end || !(d >= 0 && d <= 1)) {
+			fprintf(stderr, "starfa_bench: --dense-densities expects numbers in [0, 1], not '%s'\n", items[i]);
+			return -1;
+		}
+		if (d > 0)
+			o->dense_densities[o->ndense++] = d;
+	}
+	return 0;
 }
 
 enum {
@@ -113,7 +138,8 @@ enum {
 	OPT_CHECK_LIMIT,
 	OPT_SEED,
 	OPT_WARMUP,
-	OPT_QUICK
+	OPT_QUICK,
+	OPT_DENSE
 };
 
 static int parse(int argc, char **argv, struct bench_options *o)
@@ -134,6 +160,7 @@ static int parse(int argc, char **argv, struct bench_options *o)
 		{"no-cpu", no_argument, NULL, OPT_NO_CPU},
 		{"data-dir", required_argument, NULL, OPT_DATA},
 		{"seed", required_argument, NULL, OPT_SEED},
+		{"dense-densities", required_argument, NULL, OPT_DENSE},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -187,6 +214,10 @@ static int parse(int argc, char **argv, struct bench_options *o)
 			o->seed = (uint64_t)v;
 			break;
 		case OPT_QUICK:
+			break;
+		case OPT_DENSE:
+			if (set_densities(optarg, o))
+				return 2;
 			break;
 		case OPT_CSV:
 			o->csv_path = optarg;

@@ -3,12 +3,14 @@
 #include "cpu/sddmm.h"
 #ifdef STARFA_USE_CUDA
 #include "gpu/sddmm.h"
+#include <starpu_cublas_v2.h>
 #include <starpu_cuda.h>
 #endif
 
 struct sddmm_args {
 	starfa_sddmm_mode mode;
 	float alpha, beta;
+	uint64_t serial; /* the tile's: the CUDA kernel keeps the tile's dense-row order by it */
 };
 
 /* Buffers: 0 S tile (CSR), 1 A row block, 2 B row block, 3 P tile values (W, or RW when beta != 0). */
@@ -27,17 +29,21 @@ static void sddmm_cpu(void *buffers[], void *cl_arg)
 static void sddmm_cuda(void *buffers[], void *cl_arg)
 {
 	const struct sddmm_args *args = cl_arg;
-	STARFA_CUDA_CHECK("sddmm",
-			  starfa_cuda_sddmm(STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[2]),
-					    STARPU_CSR_GET_NNZ(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]),
-					    STARPU_CSR_GET_COLIND(buffers[0]),
-					    (const float *)STARPU_CSR_GET_NZVAL(buffers[0]),
-					    (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
-					    STARPU_MATRIX_GET_LD(buffers[1]),
-					    (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),
-					    STARPU_MATRIX_GET_LD(buffers[2]), STARPU_MATRIX_GET_NX(buffers[1]),
-					    args->mode == STARFA_SDDMM_SCALED, args->alpha, args->beta,
-					    (float *)STARPU_VECTOR_GET_PTR(buffers[3]), starpu_cuda_get_local_stream()));
+	/* StarPU's per-worker cuBLAS handle, for the dense rows of skewed tiles (gpu/sddmm.h). */
+	starfa_gpu_status st = starfa_cuda_sddmm_tuned(
+		starpu_cublas_get_local_handle(), args->serial, STARPU_CSR_GET_NROW(buffers[0]),
+		STARPU_MATRIX_GET_NY(buffers[2]), STARPU_CSR_GET_NNZ(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]),
+		STARPU_CSR_GET_COLIND(buffers[0]), (const float *)STARPU_CSR_GET_NZVAL(buffers[0]),
+		(const float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]),
+		(const float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]),
+		STARPU_MATRIX_GET_NX(buffers[1]), args->mode == STARFA_SDDMM_SCALED, args->alpha, args->beta,
+		(float *)STARPU_VECTOR_GET_PTR(buffers[3]), starpu_cuda_get_local_stream());
+	/* Like STARFA_CUDA_CHECK, for a failure that may be cuBLAS's: no wrong answer goes on. */
+	if (st.call) {
+		fprintf(stderr, "starfa: codelet sddmm failed on worker %d: %s\n", starpu_worker_get_id(),
+			starfa_gpu_status_string(st));
+		abort();
+	}
 }
 #endif
 
@@ -86,7 +92,7 @@ int starfa_task_sddmm(const starfa_tiled *S, int64_t i, int64_t j, const starfa_
 		return 0;
 	starfa_task_attr placed;
 	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, i));
-	struct sddmm_args args = {mode, alpha, beta};
+	struct sddmm_args args = {mode, alpha, beta, tile->serial};
 	double flops = 2.0 * (double)A->cols * (double)tile->nnz;
 	return starfa_submit(&sddmm_cl, &args, sizeof args, flops, attr,
 			     STARFA_BUFFERS({tile->handle, STARPU_R}, {A->blocks[i], STARPU_R}, {B->blocks[j], STARPU_R},

@@ -25,7 +25,11 @@
  */
 #include "gpu/sddmm.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <vector>
 
 namespace {
 
@@ -100,6 +104,17 @@ cudaError_t device_limits(DeviceLimits *out)
 }
 
 /* ------------------------------------------------------------------ virtual warps */
+
+/* The rows a kernel leaves to the dense rows' product: those whose rank among the tile's dense-row
+ * candidates (longest first; -1 for the others) is below `rows`. */
+struct RowSkip {
+	const int32_t *rank;
+	int32_t rows;
+	__device__ __forceinline__ bool skipped(int64_t row) const
+	{
+		return (uint32_t)__ldg(rank + row) < (uint32_t)rows;
+	}
+};
 
 /* The row holding nonzero p: the last r with rowptr[r] <= p. */
 __device__ __forceinline__ int64_t row_of(const uint32_t *__restrict__ rowptr, int64_t nrows, uint32_t p)
@@ -238,13 +253,15 @@ __device__ __forceinline__ void store_result(float acc, int64_t p, const Epilogu
  * g, g + gpw, g + 2 gpw, ... of it, so that at each step the warp's column-index loads and
  * output stores are consecutive (coalesced) while neighbouring groups mostly share the A
  * row. With kSmem, B (ncols rows of k4 float4) is first copied to shared memory with row
- * stride smem_ld. */
-template <int V, int J, bool kSmem>
+ * stride smem_ld. With kSkip, the rows `skip` names are left alone (the dense rows' product writes
+ * them): a warp whose span lies inside one of them goes to its next span at once, and a step where
+ * every group is on such a row computes nothing. */
+template <int V, int J, bool kSmem, bool kSkip>
 __global__ void __launch_bounds__(kThreads)
 	sddmm_vwarp(int64_t nrows, int64_t ncols, uint32_t nnz, int chunk, const uint32_t *__restrict__ rowptr,
 		    const uint32_t *__restrict__ colind, const float *__restrict__ sval, const float4 *__restrict__ A,
 		    int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4, int smem_ld, Epilogue ep,
-		    float *__restrict__ out)
+		    RowSkip skip, float *__restrict__ out)
 {
 	constexpr int gpw = kWarp / V;
 	extern __shared__ float4 staged_b[];
@@ -278,6 +295,11 @@ __global__ void __launch_bounds__(kThreads)
 		uint32_t q = min(begin + (uint32_t)group_in_warp, last);
 		int64_t row = row_of(rowptr, nrows, q);
 		uint32_t row_end = __ldg(rowptr + row + 1);
+		bool skipped = kSkip && skip.skipped(row);
+		/* The whole span inside one skipped row (group 0's, which holds the span's first nonzero): the
+		 * same answer in every lane. */
+		if (kSkip && __shfl_sync(0xffffffffu, skipped && row_end >= end, 0))
+			continue;
 		float4 a[J];
 		load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
 		for (uint32_t base = begin; base < end; base += gpw) {
@@ -286,8 +308,11 @@ __global__ void __launch_bounds__(kThreads)
 			if (q >= row_end) { /* a later row: reload the A row held in registers */
 				row = next_row_of(rowptr, nrows, row, q);
 				row_end = __ldg(rowptr + row + 1);
+				skipped = kSkip && skip.skipped(row);
 				load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
 			}
+			if (kSkip && __all_sync(0xffffffffu, skipped))
+				continue;
 			float acc = group_dot<V, J, kSmem>(a, b_rows, (int64_t)__ldg(colind + q) * b_ld, lane, k4,
 							   0xffffffffu);
 			if (ep.mode & kScale)
@@ -295,7 +320,7 @@ __global__ void __launch_bounds__(kThreads)
 			acc *= ep.alpha;
 			if (ep.mode & kAccumulate)
 				acc += ep.beta * out[q];
-			if (lane == 0 && p < end)
+			if (lane == 0 && p < end && !skipped)
 				out[q] = acc;
 		}
 	}
@@ -412,27 +437,35 @@ bool vectorizable(const float *A, int64_t lda, const float *B, int64_t ldb, int6
 /* The (V, J) instances the launchers dispatch to: every shape vwarp_shape gives. */
 #define STARFA_SDDMM_SHAPES(X) X(1, 1) X(2, 1) X(4, 1) X(4, 2) X(4, 4) X(8, 4) X(16, 4) X(32, 4) X(32, 8)
 
+/* kSkip only without kSmem: the dense rows' product runs beside the plain virtual-warp kernel. A
+ * skip with no rows (skip.rows == 0) launches the instance without skipping. */
 template <bool kSmem>
 cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, const uint32_t *rowptr,
 			 const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
 			 int64_t ldb, int64_t k, Epilogue ep, float *out, cudaStream_t stream, unsigned blocks,
-			 size_t smem_bytes, int chunk)
+			 size_t smem_bytes, int chunk, RowSkip skip = RowSkip{nullptr, 0})
 {
 	const float4 *A4 = reinterpret_cast<const float4 *>(A);
 	const float4 *B4 = reinterpret_cast<const float4 *>(B);
 	const int k4 = (int)(k / 4), smem_ld = smem_row_stride(k4, s.v);
+	const bool skipping = !kSmem && skip.rows > 0;
 #define STARFA_SDDMM_CASE(V, J)                                                                          \
 	if (s.v == V && s.j == J) {                                                                      \
 		if (kSmem) {                                                                             \
-			cudaError_t e = cudaFuncSetAttribute(sddmm_vwarp<V, J, kSmem>,                  \
+			cudaError_t e = cudaFuncSetAttribute(sddmm_vwarp<V, J, kSmem, false>,           \
 							     cudaFuncAttributeMaxDynamicSharedMemorySize, \
 							     (int)smem_bytes);                                     \
 			if (e != cudaSuccess)                                                            \
 				return e;                                                                \
 		}                                                                                        \
-		sddmm_vwarp<V, J, kSmem><<<blocks, kThreads, smem_bytes, stream>>>(                     \
-			nrows, ncols, nnz, chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, ep,     \
-			out);                                                                            \
+		if (skipping)                                                                            \
+			sddmm_vwarp<V, J, false, true><<<blocks, kThreads, 0, stream>>>(                 \
+				nrows, ncols, nnz, chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, \
+				ep, skip, out);                                                          \
+		else                                                                                     \
+			sddmm_vwarp<V, J, kSmem, false><<<blocks, kThreads, smem_bytes, stream>>>(       \
+				nrows, ncols, nnz, chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, k4, smem_ld, \
+				ep, skip, out);                                                          \
 		return cudaGetLastError();                                                               \
 	}
 	STARFA_SDDMM_SHAPES(STARFA_SDDMM_CASE)
@@ -620,6 +653,442 @@ cudaError_t run_panels(const Plan &p, int64_t nrows, int64_t ncols, int64_t nnz,
 	return cudaSuccess;
 }
 
+
+/* ------------------------------------------------------------------ dense rows (Zipf-skewed tiles) */
+
+/* On a skewed tile a few rows hold a large share of the nonzeros and cover much of the columns (the
+ * Netflix shape: the longest rows fill 90% of theirs). There the virtual-warp kernel gathers a k-long B
+ * row from L2 for every nonzero (about 8 TB/s on an H100, bench/RESULTS.md), while a dense product of
+ * those rows with all of B (cuBLAS SGEMM, float32 arithmetic) costs 2k flops and 8 bytes (written, read
+ * back) per element, nonzero or not, and a pass that picks the sampled elements. A row goes dense where
+ * its density (nonzeros / columns) passes
+ *   kDenseBase + kDensePerK / k, for k >= kDenseMinK,
+ * fitted to thresholds swept on the Netflix shape on an H100 (bench/RESULTS.md, 2026-11-27): the best
+ * were about 0.2 at k = 128 and 0.1-0.15 at k = 512, flat within 2% around them. At k = 32 the dense
+ * rows lost at every threshold (the virtual-warp kernel is near its floor there and the skipping costs
+ * it a vote a step), hence kDenseMinK. Fewer than kDenseMinRows such rows are not worth the launches. */
+constexpr double kDenseBase = 0.093, kDensePerK = 13.7;
+constexpr int64_t kDenseMinK = 64;
+constexpr int64_t kDenseMinRows = 32;
+/* Rows kept as candidates when a tile's plan is made: any later threshold (any k) is above this. */
+constexpr double kDenseCandidateDensity = 0.02;
+/* The dense product runs in chunks of rows whose output fits in this share of L2, so that the picking
+ * pass reads it from L2; no chunk under kDenseMinChunk rows (cuBLAS's efficiency). */
+constexpr double kDenseChunkL2Fraction = 0.5;
+constexpr int64_t kDenseMinChunk = 64;
+constexpr int kMaxDensePlans = 16;
+
+/* The model's threshold at rank k; above 1 (no row) below kDenseMinK. */
+double dense_rows_min_density(int64_t k)
+{
+	return k < kDenseMinK ? 2.0 : kDenseBase + kDensePerK / (double)k;
+}
+
+/* out[h][0:k] = A[rows[h]][0:k]: the dense rows' A rows, packed for the product. */
+__global__ void gather_dense_rows(const int32_t *__restrict__ rows, int64_t n, const float *__restrict__ A,
+				  int64_t lda, int64_t k, float *__restrict__ out)
+{
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n * k; i += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t h = i / k, c = i - h * k;
+		out[i] = __ldg(A + (int64_t)__ldg(rows + h) * lda + c);
+	}
+}
+
+/* A block per dense row h of the chunk: every nonzero p of the row takes its element D[h][colind[p]] of
+ * the chunk's dense product (ncols wide), through the epilogue. Any column order in the row. */
+__global__ void __launch_bounds__(kThreads)
+	pick_dense_rows(const int32_t *__restrict__ rows, const float *__restrict__ D, int64_t ncols,
+			const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+			const float *__restrict__ sval, Epilogue ep, float *__restrict__ out)
+{
+	const int64_t h = blockIdx.x;
+	const int32_t r = __ldg(rows + h);
+	const float *d = D + h * ncols;
+	const uint32_t end = __ldg(rowptr + r + 1);
+	for (uint32_t p = __ldg(rowptr + r) + threadIdx.x; p < end; p += kThreads)
+		store_result<true>(d[__ldcs(colind + p)], p, ep, sval, out);
+}
+
+/* A tile's dense-row candidates, longest first, kept per host thread by the tile's pattern id (never
+ * reused) with the device addresses and sizes it was made for, as the SpMM codelet keeps cuSPARSE's
+ * plans. rank (device, one per row) gives a row's place in that order, -1 for the others, so that a
+ * threshold is a prefix and the virtual-warp kernel skips ranks below its length. */
+struct dense_plan {
+	uint64_t pattern;
+	const void *rowptr, *colind;
+	int64_t nrows, ncols, nnz;
+	int device;
+	int32_t *rows, *rank;          /* device */
+	std::vector<uint32_t> lengths; /* host: the candidates' lengths, longest first */
+	cudaStream_t stream;           /* the last stream that used the plan: it is freed there */
+	uint64_t used;
+};
+
+struct dense_plans {
+	dense_plan plan[kMaxDensePlans];
+	int count = 0;
+	uint64_t clock = 0;
+	void *scratch = nullptr; /* the packed A rows and a chunk's product, grown as needed */
+	size_t scratch_bytes = 0;
+	cudaStream_t scratch_stream = nullptr;
+};
+
+thread_local dense_plans dense_kept;
+
+starfa_gpu_status status_ok()
+{
+	return starfa_gpu_status{nullptr, cudaSuccess, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+}
+
+void keep_first_failure(starfa_gpu_status &st, const char *call, cudaError_t cuda,
+			cublasStatus_t cublas = CUBLAS_STATUS_SUCCESS)
+{
+	if (!st.call && (cuda != cudaSuccess || cublas != CUBLAS_STATUS_SUCCESS))
+		st = starfa_gpu_status{call, cuda, CUSPARSE_STATUS_SUCCESS, cublas};
+}
+
+void free_dense_plan(dense_plan &p, starfa_gpu_status &st)
+{
+	if (p.rows)
+		keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(p.rows, p.stream));
+	if (p.rank)
+		keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(p.rank, p.stream));
+	p.rows = p.rank = nullptr;
+	p.lengths.clear();
+}
+
+/* Makes the plan of a tile: its row offsets read back (once per tile), rows of at least
+ * kDenseCandidateDensity * ncols nonzeros sorted longest first. */
+starfa_gpu_status make_dense_plan(dense_plan &p, cudaStream_t stream)
+{
+	starfa_gpu_status st = status_ok();
+	std::vector<uint32_t> rowptr((size_t)p.nrows + 1);
+	keep_first_failure(st, "cudaMemcpyAsync (SDDMM dense rows: row offsets)",
+			   cudaMemcpyAsync(rowptr.data(), p.rowptr, rowptr.size() * sizeof(uint32_t),
+					   cudaMemcpyDeviceToHost, stream));
+	keep_first_failure(st, "cudaStreamSynchronize (SDDMM dense rows)", cudaStreamSynchronize(stream));
+	if (st.call)
+		return st;
+	const double least = std::max(1.0, kDenseCandidateDensity * (double)p.ncols);
+	std::vector<int32_t> rows;
+	for (int64_t r = 0; r < p.nrows; r++)
+		if ((double)(rowptr[r + 1] - rowptr[r]) >= least)
+			rows.push_back((int32_t)r);
+	std::stable_sort(rows.begin(), rows.end(), [&](int32_t a, int32_t b) {
+		return rowptr[a + 1] - rowptr[a] > rowptr[b + 1] - rowptr[b];
+	});
+	std::vector<int32_t> rank((size_t)p.nrows, -1);
+	p.lengths.resize(rows.size());
+	for (size_t h = 0; h < rows.size(); h++) {
+		rank[rows[h]] = (int32_t)h;
+		p.lengths[h] = rowptr[rows[h] + 1] - rowptr[rows[h]];
+	}
+	p.stream = stream;
+	keep_first_failure(st, "cudaMallocAsync (SDDMM dense rows)",
+			   cudaMallocAsync((void **)&p.rows, std::max<size_t>(rows.size(), 1) * sizeof(int32_t), stream));
+	keep_first_failure(st, "cudaMallocAsync (SDDMM dense rows)",
+			   cudaMallocAsync((void **)&p.rank, rank.size() * sizeof(int32_t), stream));
+	if (!st.call && !rows.empty())
+		keep_first_failure(st, "cudaMemcpyAsync (SDDMM dense rows)",
+				   cudaMemcpyAsync(p.rows, rows.data(), rows.size() * sizeof(int32_t),
+						   cudaMemcpyHostToDevice, stream));
+	if (!st.call)
+		keep_first_failure(st, "cudaMemcpyAsync (SDDMM dense rows)",
+				   cudaMemcpyAsync(p.rank, rank.data(), rank.size() * sizeof(int32_t),
+						   cudaMemcpyHostToDevice, stream));
+	/* The host vectors go out of scope at return: the copies must be done. */
+	keep_first_failure(st, "cudaStreamSynchronize (SDDMM dense rows)", cudaStreamSynchronize(stream));
+	if (st.call) {
+		starfa_gpu_status ignored = status_ok();
+		free_dense_plan(p, ignored);
+	}
+	return st;
+}
+
+/* The kept plan of this tile, made (and the least recently used one freed) when there is none; with
+ * pattern 0, a plan of the caller's own that it frees after the call. */
+starfa_gpu_status find_dense_plan(uint64_t pattern, int64_t nrows, int64_t ncols, int64_t nnz,
+				  const uint32_t *rowptr, const uint32_t *colind, cudaStream_t stream,
+				  dense_plan *own, dense_plan **out)
+{
+	int device;
+	cudaError_t e = cudaGetDevice(&device);
+	if (e != cudaSuccess)
+		return starfa_gpu_status{"cudaGetDevice", e, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+	dense_plan want;
+	want.pattern = pattern;
+	want.rowptr = rowptr;
+	want.colind = colind;
+	want.nrows = nrows;
+	want.ncols = ncols;
+	want.nnz = nnz;
+	want.device = device;
+	want.rows = want.rank = nullptr;
+	want.stream = stream;
+	want.used = 0;
+	dense_plans &kept = dense_kept;
+	if (pattern)
+		for (int i = 0; i < kept.count; i++) {
+			dense_plan &p = kept.plan[i];
+			if (p.pattern == pattern && p.rowptr == rowptr && p.colind == colind && p.nrows == nrows &&
+			    p.ncols == ncols && p.nnz == nnz && p.device == device) {
+				p.used = ++kept.clock;
+				p.stream = stream;
+				*out = &p;
+				return status_ok();
+			}
+		}
+	starfa_gpu_status st = make_dense_plan(want, stream);
+	if (st.call)
+		return st;
+	if (!pattern) {
+		*own = std::move(want);
+		*out = own;
+		return st;
+	}
+	if (kept.count == kMaxDensePlans) {
+		int oldest = 0;
+		for (int i = 1; i < kept.count; i++)
+			if (kept.plan[i].used < kept.plan[oldest].used)
+				oldest = i;
+		free_dense_plan(kept.plan[oldest], st);
+		kept.plan[oldest] = std::move(kept.plan[--kept.count]);
+	}
+	want.used = ++kept.clock;
+	kept.plan[kept.count] = std::move(want);
+	*out = &kept.plan[kept.count++];
+	return st;
+}
+
+/* The thread's scratch of at least `bytes`, on `stream`. */
+starfa_gpu_status dense_scratch(size_t bytes, cudaStream_t stream, void **out)
+{
+	starfa_gpu_status st = status_ok();
+	dense_plans &kept = dense_kept;
+	if (kept.scratch_bytes < bytes) {
+		if (kept.scratch)
+			keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)",
+					   cudaFreeAsync(kept.scratch, kept.scratch_stream));
+		kept.scratch = nullptr;
+		kept.scratch_bytes = 0;
+		if (!st.call)
+			keep_first_failure(st, "cudaMallocAsync (SDDMM dense rows)",
+					   cudaMallocAsync(&kept.scratch, bytes, stream));
+		if (st.call)
+			return st;
+		kept.scratch_bytes = bytes;
+	}
+	kept.scratch_stream = stream;
+	*out = kept.scratch;
+	return st;
+}
+
+/* How many of a plan's rows go dense at this threshold (<= 0: the model's at rank k): 0 below
+ * kDenseMinRows. */
+int64_t dense_row_count(const dense_plan &plan, double min_density, int64_t k)
+{
+	if (min_density <= 0)
+		min_density = dense_rows_min_density(k);
+	const double least = min_density * (double)plan.ncols;
+	int64_t h = 0;
+	while (h < (int64_t)plan.lengths.size() && (double)plan.lengths[h] >= least)
+		h++;
+	return h < kDenseMinRows ? 0 : h;
+}
+
+/* The dense rows of the tile (min_density and chunk_rows as starfa_cuda_sddmm_dense_rows_run takes them)
+ * as chunked SGEMMs and picking passes, then the virtual-warp kernel on the other rows. Runs the plain
+ * plan where fewer than kDenseMinRows rows qualify. */
+starfa_gpu_status run_dense_rows(cublasHandle_t cublas, uint64_t pattern, double min_density, int64_t chunk_rows,
+				 const Plan &vw, int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+				 const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
+				 int64_t ldb, int64_t k, Epilogue ep, float *out, cudaStream_t stream,
+				 int64_t *dense_rows)
+{
+	starfa_gpu_status st = status_ok();
+	dense_plan own, *plan = nullptr;
+	own.rows = own.rank = nullptr;
+	st = find_dense_plan(pattern, nrows, ncols, nnz, rowptr, colind, stream, &own, &plan);
+	if (st.call)
+		return st;
+	const int64_t h = dense_row_count(*plan, min_density, k);
+	if (dense_rows)
+		*dense_rows = h;
+	if (h > 0) {
+		DeviceLimits dev;
+		keep_first_failure(st, "cudaDeviceGetAttribute", device_limits(&dev));
+		int64_t chunk = chunk_rows > 0 ? chunk_rows
+						: (int64_t)(kDenseChunkL2Fraction * (double)dev.l2_bytes) /
+							  (ncols * (int64_t)sizeof(float));
+		if (chunk_rows <= 0 && chunk < kDenseMinChunk)
+			chunk = kDenseMinChunk;
+		if (chunk > h)
+			chunk = h;
+		const size_t packed = (size_t)h * (size_t)k, product = (size_t)chunk * (size_t)ncols;
+		void *scratch = nullptr;
+		if (!st.call)
+			st = dense_scratch((packed + product) * sizeof(float), stream, &scratch);
+		if (!st.call) {
+			float *Ag = static_cast<float *>(scratch), *D = Ag + packed;
+			const int64_t gather_blocks = std::min<int64_t>((int64_t)(packed + kThreads - 1) / kThreads, 8192);
+			gather_dense_rows<<<(unsigned)gather_blocks, kThreads, 0, stream>>>(plan->rows, h, A, lda, k, Ag);
+			keep_first_failure(st, "gather_dense_rows launch", cudaGetLastError());
+			keep_first_failure(st, "cublasSetStream", cudaSuccess, cublasSetStream(cublas, stream));
+			const float one = 1.0f, zero = 0.0f;
+			for (int64_t c0 = 0; c0 < h && !st.call; c0 += chunk) {
+				const int64_t m = std::min(chunk, h - c0);
+				/* Column-major: D^T (ncols x m) = B (k x ncols, as stored row-major)^T * Ag^T (k x m). */
+				keep_first_failure(st, "cublasSgemm (SDDMM dense rows)", cudaSuccess,
+						   cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)ncols, (int)m, (int)k,
+							       &one, B, (int)ldb, Ag + c0 * k, (int)k, &zero, D,
+							       (int)ncols));
+				if (st.call)
+					break;
+				pick_dense_rows<<<(unsigned)m, kThreads, 0, stream>>>(plan->rows + c0, D, ncols, rowptr,
+										  colind, sval, ep, out);
+				keep_first_failure(st, "pick_dense_rows launch", cudaGetLastError());
+			}
+		}
+	}
+	if (!st.call)
+		keep_first_failure(st, "sddmm_vwarp launch",
+				   launch_vwarp<false>(vw.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda,
+						       B, ldb, k, ep, out, stream, vw.blocks, 0, vw.chunk,
+						       RowSkip{plan->rank, (int32_t)h}));
+	if (plan == &own)
+		free_dense_plan(own, st);
+	return st;
+}
+
+
+/* ------------------------------------------------------------------ the tuned choice */
+
+/* What starfa_cuda_sddmm_tuned runs on a tile, chosen by timing: no fixed rule picked the fastest
+ * variant everywhere (bench/RESULTS.md, 2026-11-27: the panel kernel's single panel won on some small
+ * matrices at k = 128, plain virtual warps where the L2 model chose panels, the dense rows on skewed
+ * ones). */
+enum TunedKind { kTunedVwarp = 0, kTunedSmem, kTunedPanel, kTunedDense, kTunedKinds };
+const char *const kTunedNames[kTunedKinds] = {"vwarp", "smem", "panel", "vwarp+dense rows"};
+
+/* A tile's choice, kept per host thread by everything the timing saw: pattern id, device addresses,
+ * sizes, rank, leading dimensions, scaling and device. */
+struct tuned_choice {
+	uint64_t pattern;
+	const void *rowptr, *colind;
+	int64_t nrows, ncols, nnz, k, lda, ldb;
+	int scaled, device, kind;
+	uint64_t used;
+};
+constexpr int kMaxTuned = 64;
+/* Timed runs of each candidate after an untimed one; the fastest of them counts. */
+constexpr int kTunedTimedRuns = 2;
+
+struct tuned_choices {
+	tuned_choice choice[kMaxTuned];
+	int count = 0;
+	uint64_t clock = 0;
+	cudaEvent_t start = nullptr, stop = nullptr; /* the calling thread's timing events */
+};
+
+thread_local tuned_choices tuned_kept;
+
+/* One run of a candidate into out with epilogue ep. */
+starfa_gpu_status run_tuned_kind(int kind, const Plan (&plans)[kTunedKinds], cublasHandle_t cublas, uint64_t pattern,
+				 int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+				 const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
+				 Epilogue ep, float *out, cudaStream_t stream)
+{
+	starfa_gpu_status st = status_ok();
+	const Plan &p = plans[kind];
+	switch (kind) {
+	case kTunedVwarp:
+		keep_first_failure(st, "sddmm_vwarp launch",
+				   launch_vwarp<false>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda,
+						       B, ldb, k, ep, out, stream, p.blocks, 0, p.chunk));
+		return st;
+	case kTunedSmem:
+		keep_first_failure(st, "sddmm_vwarp (shared memory) launch",
+				   launch_vwarp<true>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda,
+						      B, ldb, k, ep, out, stream, p.blocks, p.smem_bytes, p.chunk));
+		return st;
+	case kTunedPanel:
+		keep_first_failure(st, "sddmm_panel launch",
+				   run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream));
+		return st;
+	default:
+		return run_dense_rows(cublas, pattern, 0.0, 0, p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k,
+				      ep, out, stream, nullptr);
+	}
+}
+
+/* Times every candidate that can run the tile (kTunedTimedRuns each after an untimed run, round-robin so
+ * that none always finds L2 warm from itself) into out, or into a scratch array where beta != 0 (out's
+ * values are an input then), and returns the fastest. */
+starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (&plans)[kTunedKinds],
+				    cublasHandle_t cublas, uint64_t pattern, int64_t nrows, int64_t ncols, int64_t nnz,
+				    const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *A,
+				    int64_t lda, const float *B, int64_t ldb, int64_t k, Epilogue ep, float *out,
+				    cudaStream_t stream, int *kind)
+{
+	starfa_gpu_status st = status_ok();
+	tuned_choices &kept = tuned_kept;
+	if (!kept.start) {
+		keep_first_failure(st, "cudaEventCreate", cudaEventCreate(&kept.start));
+		keep_first_failure(st, "cudaEventCreate", cudaEventCreate(&kept.stop));
+		if (st.call)
+			return st;
+	}
+	float *trial = out;
+	Epilogue trial_ep = ep;
+	if (ep.mode & kAccumulate) {
+		trial_ep.mode &= ~kAccumulate;
+		keep_first_failure(st, "cudaMallocAsync (SDDMM timing)",
+				   cudaMallocAsync((void **)&trial, (size_t)nnz * sizeof(float), stream));
+		if (st.call)
+			return st;
+	}
+	float best[kTunedKinds];
+	for (int c = 0; c < kTunedKinds; c++)
+		best[c] = INFINITY;
+	for (int run = 0; run <= kTunedTimedRuns && !st.call; run++)
+		for (int c = 0; c < kTunedKinds && !st.call; c++) {
+			if (!can[c])
+				continue;
+			keep_first_failure(st, "cudaEventRecord", cudaEventRecord(kept.start, stream));
+			starfa_gpu_status r = run_tuned_kind(c, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind,
+							     sval, A, lda, B, ldb, k, trial_ep, trial, stream);
+			if (r.call && !st.call)
+				st = r;
+			keep_first_failure(st, "cudaEventRecord", cudaEventRecord(kept.stop, stream));
+			keep_first_failure(st, "cudaEventSynchronize", cudaEventSynchronize(kept.stop));
+			float ms = 0;
+			keep_first_failure(st, "cudaEventElapsedTime", cudaEventElapsedTime(&ms, kept.start, kept.stop));
+			if (run > 0 && ms < best[c])
+				best[c] = ms;
+		}
+	if (trial != out)
+		keep_first_failure(st, "cudaFreeAsync (SDDMM timing)", cudaFreeAsync(trial, stream));
+	*kind = kTunedVwarp;
+	for (int c = 0; c < kTunedKinds; c++)
+		if (can[c] && best[c] < best[*kind])
+			*kind = c;
+	return st;
+}
+
+/* The kept choice for this tile, or nullptr. */
+tuned_choice *find_tuned(const tuned_choice &want)
+{
+	tuned_choices &kept = tuned_kept;
+	for (int i = 0; i < kept.count; i++) {
+		tuned_choice &c = kept.choice[i];
+		if (c.pattern == want.pattern && c.rowptr == want.rowptr && c.colind == want.colind &&
+		    c.nrows == want.nrows && c.ncols == want.ncols && c.nnz == want.nnz && c.k == want.k &&
+		    c.lda == want.lda && c.ldb == want.ldb && c.scaled == want.scaled && c.device == want.device)
+			return &c;
+	}
+	return nullptr;
+}
+
 } // namespace
 
 extern "C" const char *starfa_cuda_sddmm_variant_name(starfa_cuda_sddmm_variant v)
@@ -731,4 +1200,128 @@ extern "C" cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t n
 {
 	return starfa_cuda_sddmm_variant_run(STARFA_CUDA_SDDMM_AUTO, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B,
 					     ldb, k, scaled, alpha, beta, out, stream);
+}
+
+extern "C" double starfa_cuda_sddmm_dense_rows_density(int64_t k)
+{
+	return k > 0 ? dense_rows_min_density(k) : 0.0;
+}
+
+extern "C" starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cublas, uint64_t pattern,
+							      double min_density, int64_t chunk_rows, int64_t nrows,
+							      int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+							      const uint32_t *colind, const float *sval, const float *A,
+							      int64_t lda, const float *B, int64_t ldb, int64_t k,
+							      int scaled, float alpha, float beta, float *out,
+							      cudaStream_t stream, int64_t *dense_rows)
+{
+	if (dense_rows)
+		*dense_rows = 0;
+	if (nrows <= 0 || nnz <= 0)
+		return status_ok();
+	const char *why = nullptr;
+	Plan vw;
+	if (!cublas)
+		why = "starfa_cuda_sddmm_dense_rows_run (no cuBLAS handle)";
+	else if (nnz > (int64_t)UINT32_MAX || k <= 0 || ncols > INT32_MAX || nrows > INT32_MAX || chunk_rows < 0)
+		why = "starfa_cuda_sddmm_dense_rows_run (sizes beyond the dense rows' path)";
+	else if (plan(STARFA_CUDA_SDDMM_VWARP, nrows, ncols, nnz, k, A, lda, B, ldb, &vw) != cudaSuccess)
+		why = "starfa_cuda_sddmm_dense_rows_run (needs the virtual-warp kernel's 16-byte rows: k, lda, ldb "
+		      "multiples of 4, aligned A and B, k <= 1024)";
+	if (why)
+		return starfa_gpu_status{why, cudaErrorInvalidValue, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
+	return run_dense_rows(cublas, pattern, min_density, chunk_rows, vw, nrows, ncols, nnz, rowptr, colind, sval,
+			      A, lda, B, ldb, k, ep, out, stream, dense_rows);
+}
+
+extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint64_t pattern, int64_t nrows,
+						     int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+						     const uint32_t *colind, const float *sval, const float *A, int64_t lda,
+						     const float *B, int64_t ldb, int64_t k, int scaled, float alpha,
+						     float beta, float *out, cudaStream_t stream)
+{
+	Plan plans[kTunedKinds];
+	const bool tunable = cublas && pattern && nrows > 0 && nnz > 0 && nnz <= (int64_t)UINT32_MAX && k > 0 &&
+			     ncols <= INT32_MAX && nrows <= INT32_MAX &&
+			     plan(STARFA_CUDA_SDDMM_VWARP, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedVwarp]) ==
+				     cudaSuccess;
+	if (!tunable) { /* the fixed rule: no pattern to keep a choice by, or no 16-byte rows */
+		cudaError_t e = starfa_cuda_sddmm(nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, scaled, alpha,
+						  beta, out, stream);
+		if (e != cudaSuccess)
+			return starfa_gpu_status{"starfa_cuda_sddmm", e, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+		return status_ok();
+	}
+	starfa_gpu_status st = status_ok();
+	int device;
+	keep_first_failure(st, "cudaGetDevice", cudaGetDevice(&device));
+	if (st.call)
+		return st;
+	bool can[kTunedKinds] = {true, false, false, false};
+	can[kTunedSmem] = plan(STARFA_CUDA_SDDMM_SMEM, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedSmem]) ==
+			  cudaSuccess;
+	can[kTunedPanel] = plan(STARFA_CUDA_SDDMM_PANEL, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedPanel]) ==
+			   cudaSuccess;
+	plans[kTunedDense] = plans[kTunedVwarp];
+	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
+	tuned_choice want = {pattern, rowptr, colind, nrows, ncols, nnz, k, lda, ldb, scaled != 0, device, kTunedVwarp, 0};
+	tuned_choices &kept = tuned_kept;
+	tuned_choice *found = find_tuned(want);
+	if (!found) {
+		if (k >= kDenseMinK) { /* the dense rows are a candidate where the model takes some */
+			dense_plan own, *dp = nullptr;
+			own.rows = own.rank = nullptr;
+			st = find_dense_plan(pattern, nrows, ncols, nnz, rowptr, colind, stream, &own, &dp);
+			if (st.call)
+				return st;
+			can[kTunedDense] = dense_row_count(*dp, 0.0, k) > 0;
+		}
+		st = choose_tuned_kind(can, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb,
+				       k, ep, out, stream, &want.kind);
+		if (st.call)
+			return st;
+		if (kept.count == kMaxTuned) {
+			int oldest = 0;
+			for (int i = 1; i < kept.count; i++)
+				if (kept.choice[i].used < kept.choice[oldest].used)
+					oldest = i;
+			kept.choice[oldest] = kept.choice[--kept.count];
+		}
+		found = &kept.choice[kept.count++];
+		*found = want;
+	}
+	found->used = ++kept.clock;
+	return run_tuned_kind(found->kind, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb,
+			      k, ep, out, stream);
+}
+
+extern "C" const char *starfa_cuda_sddmm_tuned_kept(uint64_t pattern, int64_t k)
+{
+	const tuned_choices &kept = tuned_kept;
+	for (int i = 0; i < kept.count; i++)
+		if (kept.choice[i].pattern == pattern && kept.choice[i].k == k)
+			return kTunedNames[kept.choice[i].kind];
+	return nullptr;
+}
+
+extern "C" starfa_gpu_status starfa_cuda_sddmm_release(void)
+{
+	starfa_gpu_status st = status_ok();
+	dense_plans &kept = dense_kept;
+	for (int i = 0; i < kept.count; i++)
+		free_dense_plan(kept.plan[i], st);
+	kept.count = 0;
+	if (kept.scratch)
+		keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(kept.scratch, kept.scratch_stream));
+	kept.scratch = nullptr;
+	kept.scratch_bytes = 0;
+	tuned_choices &tuned = tuned_kept;
+	tuned.count = 0;
+	if (tuned.start)
+		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(tuned.start));
+	if (tuned.stop)
+		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(tuned.stop));
+	tuned.start = tuned.stop = nullptr;
+	return st;
 }

@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include "gpu/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -58,6 +60,44 @@ cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t nnz, const u
 			      const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
 			      int64_t ldb, int64_t k, int scaled, float alpha, float beta, float *out,
 			      cudaStream_t stream);
+
+/* What the codelet runs: as starfa_cuda_sddmm, with the variant chosen per tile by timing. At the first
+ * call on a tile (by `pattern`, its device addresses, sizes, rank, leading dimensions and scaling) the
+ * calling thread times each variant that can run it (the virtual-warp kernel, with B staged in shared
+ * memory where it fits, the column panels, and the virtual-warp kernel beside a dense product of the
+ * tile's dense rows where the model of starfa_cuda_sddmm_dense_rows_run takes some) into out, or a
+ * scratch array where beta != 0, and keeps the fastest for the next calls; results differ between
+ * variants only by rounding. `cublas` (bound to `stream` by this call; float32 arithmetic unless the
+ * handle's math mode says otherwise) runs the dense product. `pattern`: an id of the tile's sparsity
+ * pattern that no other pattern has in this process (a tile's serial). With pattern 0, no handle, or
+ * operands without 16-byte rows (k, lda, ldb multiples of 4, aligned A and B), this is starfa_cuda_sddmm. */
+starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint64_t pattern, int64_t nrows, int64_t ncols,
+					  int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+					  const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled,
+					  float alpha, float beta, float *out, cudaStream_t stream);
+
+/* The dense rows' path itself, for tests and experiments: rows of density >= min_density (<= 0: the
+ * model's, starfa_cuda_sddmm_dense_rows_density) go dense when there are at least 32 of them, in chunks
+ * of chunk_rows rows (0: the L2 model's). pattern 0 makes and frees the row order within the call.
+ * *dense_rows (may be NULL) says how many rows went dense. Refused (cudaErrorInvalidValue, with the
+ * reason) where the virtual-warp kernel cannot run the tile. */
+starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cublas, uint64_t pattern, double min_density,
+						   int64_t chunk_rows, int64_t nrows, int64_t ncols, int64_t nnz,
+						   const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+						   const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
+						   int scaled, float alpha, float beta, float *out, cudaStream_t stream,
+						   int64_t *dense_rows);
+
+/* The density from which a row goes dense at rank k (the cost model of gpu/sddmm.cu, fitted on an H100);
+ * above 1 (no row goes dense) for k < 64, where the dense rows did not pay. */
+double starfa_cuda_sddmm_dense_rows_density(int64_t k);
+
+/* The variant starfa_cuda_sddmm_tuned keeps for a pattern at rank k on the calling thread ("vwarp",
+ * "smem", "panel", "vwarp+dense rows"), NULL when it keeps none. */
+const char *starfa_cuda_sddmm_tuned_kept(uint64_t pattern, int64_t k);
+
+/* Frees (stream-ordered) what the calling thread kept for starfa_cuda_sddmm_tuned. */
+starfa_gpu_status starfa_cuda_sddmm_release(void);
 
 #ifdef __cplusplus
 }

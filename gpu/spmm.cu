@@ -246,17 +246,17 @@ cudaError_t launch_for_rank(int64_t nrows, const uint32_t *rowptr, const uint32_
 
 starfa_gpu_status ok()
 {
-	return starfa_gpu_status{nullptr, cudaSuccess, CUSPARSE_STATUS_SUCCESS};
+	return starfa_gpu_status{nullptr, cudaSuccess, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
 }
 
 starfa_gpu_status cuda_failed(const char *call, cudaError_t err)
 {
-	return starfa_gpu_status{call, err, CUSPARSE_STATUS_SUCCESS};
+	return starfa_gpu_status{call, err, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
 }
 
 starfa_gpu_status cusparse_failed(const char *call, cusparseStatus_t status)
 {
-	return starfa_gpu_status{call, cudaSuccess, status};
+	return starfa_gpu_status{call, cudaSuccess, status, CUBLAS_STATUS_SUCCESS};
 }
 
 /* Keeps the first failure: later calls (the clean-up) run on, but do not hide it. */
@@ -656,8 +656,9 @@ extern "C" const char *starfa_gpu_status_string(starfa_gpu_status status)
 	static thread_local char text[512];
 	if (!status.call)
 		return "";
-	const char *why = status.cuda != cudaSuccess ? cudaGetErrorString(status.cuda)
-						     : cusparseGetErrorString(status.cusparse);
+	const char *why = status.cuda != cudaSuccess	     ? cudaGetErrorString(status.cuda)
+			  : status.cublas != CUBLAS_STATUS_SUCCESS ? cublasGetStatusString(status.cublas)
+								   : cusparseGetErrorString(status.cusparse);
 	snprintf(text, sizeof text, "%s: %s", status.call, why);
 	return text;
 }

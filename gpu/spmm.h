@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
+#include "gpu/status.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,16 +24,7 @@ typedef enum starfa_spmm_impl {
 					* pattern's plans; ALG2 without a pattern id */
 } starfa_spmm_impl;
 
-/* The first call that failed in a GPU operation, with its CUDA or cuSPARSE code, so that
- * a message can name the call and say what went wrong in the library's own words. */
-typedef struct starfa_gpu_status {
-	const char *call;          /* NULL: every call succeeded */
-	cudaError_t cuda;          /* cudaSuccess unless a CUDA call failed */
-	cusparseStatus_t cusparse; /* CUSPARSE_STATUS_SUCCESS unless a cuSPARSE call failed */
-} starfa_gpu_status;
 
-/* "call: message" of a failed status, for error reports ("" when it succeeded). */
-const char *starfa_gpu_status_string(starfa_gpu_status status);
 
 /* Same contract as starfa_cpu_spmm, on device pointers, enqueued on `stream`: ncols is the
  * number of rows of X (the tile's columns) and nnz the tile's nonzeros, both of which

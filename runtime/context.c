@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #ifdef STARFA_USE_CUDA
+#include "gpu/sddmm.h"
 #include "gpu/spmm.h"
 #include <cuda_runtime_api.h>
 #include <starpu_cuda.h>
@@ -302,15 +303,18 @@ int starfa_init(const starfa_options *opts)
 }
 
 #ifdef STARFA_USE_CUDA
-/* On each CUDA worker: what it kept of cuSPARSE's per-tile state (gpu/spmm.h), freed on its stream. */
+/* On each CUDA worker: what it kept per tile (cuSPARSE's SpMM plans, gpu/spmm.h; the SDDMM dense-row orders,
+ * gpu/sddmm.h), freed on its stream. */
 static void release_kept(void *arg)
 {
 	(void)arg;
-	starfa_gpu_status st = starfa_cuda_spmm_release();
+	starfa_gpu_status st = starfa_cuda_spmm_release(), dense = starfa_cuda_sddmm_release();
+	if (!st.call)
+		st = dense;
 	if (!st.call)
 		st.cuda = cudaStreamSynchronize(starpu_cuda_get_local_stream());
 	if (st.call || st.cuda != cudaSuccess)
-		fprintf(stderr, "starfa: freeing the SpMM plans of worker %d: %s\n", starpu_worker_get_id(),
+		fprintf(stderr, "starfa: freeing the SpMM plans and SDDMM dense-row orders of worker %d: %s\n", starpu_worker_get_id(),
 			st.call ? starfa_gpu_status_string(st) : cudaGetErrorString(st.cuda));
 }
 #endif

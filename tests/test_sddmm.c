@@ -6,6 +6,13 @@
 #ifdef STARFA_USE_CUDA
 #include "gpu/sddmm.h"
 #include "testing_cuda.h"
+#include <cublas_v2.h>
+
+#define GPU_STATUS_OK(expr)                                                                      \
+	do {                                                                                     \
+		starfa_gpu_status s_ = (expr);                                                   \
+		CHECK_MSG(s_.call == NULL, "%s", starfa_gpu_status_string(s_));                  \
+	} while (0)
 #endif
 
 #include <math.h>
@@ -708,6 +715,213 @@ TEST(sddmm_cuda, panel_empty_tiles_and_refusals)
 	return 0;
 }
 
+/* A tile with dense rows among light ones: `heavy` rows (at random places) take each column with
+ * probability 0.3-0.95, the others 0-11 nonzeros; values random; columns shuffled within rows when
+ * `unsorted`. */
+static int make_dense_rows_tile(struct one_tile *t, int64_t m, int64_t n, int64_t heavy, int unsorted, uint64_t *rng)
+{
+	starfa_coo *coo = starfa_coo_new(m, n, m * n);
+	if (!coo)
+		return 1;
+	char *is_heavy = calloc((size_t)m, 1);
+	if (!is_heavy)
+		return 1;
+	for (int64_t h = 0; h < heavy;) {
+		int64_t r = (int64_t)testing_below(rng, (uint64_t)m);
+		h += !is_heavy[r];
+		is_heavy[r] = 1;
+	}
+	for (int64_t r = 0; r < m; r++) {
+		double d = is_heavy[r] ? 0.3 + 0.65 * testing_uniform(rng) : (double)testing_below(rng, 12) / (double)n;
+		for (int64_t c = 0; c < n; c++)
+			if (testing_uniform(rng) < d) {
+				coo->row[coo->nnz] = (int32_t)r;
+				coo->col[coo->nnz] = (int32_t)c;
+				coo->val[coo->nnz++] = (float)(2.0 * testing_uniform(rng) - 1.0);
+			}
+	}
+	free(is_heavy);
+	starfa_csr *csr = NULL;
+	int rc = starfa_csr_from_coo(coo, &csr);
+	starfa_coo_free(coo);
+	if (rc || tile_of(t, csr))
+		return 1;
+	if (unsorted)
+		shuffle_rows(t, rng);
+	return 0;
+}
+
+/* P (nnz + GUARD values from the device) against a double reference of P = alpha (s) <A_r, B_c> + beta P0,
+ * A and B with leading dimension ld; the GUARD elements past the nonzeros must still be NaN. 0 passes;
+ * otherwise the first difference is in epilogue_error. */
+static char epilogue_error[256];
+static int check_epilogue(const starfa_csr *S, const float *A, const float *B, int64_t k, int64_t ld, int scaled,
+			  float alpha, float beta, const float *P0, const float *P)
+{
+	for (int64_t p = S->nnz; p < S->nnz + GUARD; p++)
+		if (!isnan(P[p]))
+			return snprintf(epilogue_error, sizeof epilogue_error, "wrote output element %lld of %lld",
+					(long long)p, (long long)S->nnz) > 0;
+	for (int64_t r = 0; r < S->nrows; r++)
+		for (int64_t p = S->rowptr[r]; p < S->rowptr[r + 1]; p++) {
+			double dot = 0, mag = 0;
+			for (int64_t c = 0; c < k; c++) {
+				double x = (double)A[r * ld + c] * (double)B[(int64_t)S->colind[p] * ld + c];
+				dot += x;
+				mag += fabs(x);
+			}
+			double want = alpha * (scaled ? S->val[p] : 1.0) * dot + (beta != 0.0f ? beta * P0[p] : 0.0);
+			double bound = 1e-5 * (double)k * (mag + 1.0) + 1e-6 * fabs(want);
+			if (!(fabs((double)P[p] - want) <= bound))
+				return snprintf(epilogue_error, sizeof epilogue_error,
+						"row %lld (%lld nonzeros) element %lld: got %g, want %g", (long long)r,
+						(long long)(S->rowptr[r + 1] - S->rowptr[r]), (long long)p, P[p], want) > 0;
+		}
+	return 0;
+}
+
+/* The dense rows' path (cuBLAS SGEMM on the dense rows, picked; the virtual-warp kernel on the
+ * others) against a double reference of out = alpha (s) <A_r, B_c> + beta out, with the output
+ * poisoned (NaN) past the nonzeros and, with beta 0, everywhere; with several chunks, with the row
+ * order kept by a pattern id (twice, the second on new values of A) and made within the call. */
+TEST(sddmm_cuda, dense_rows_match_reference)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 17;
+	cublasHandle_t cublas;
+	CHECK(cublasCreate(&cublas) == CUBLAS_STATUS_SUCCESS);
+	static const int64_t ks[] = {4, 16, 64, 128, 260};
+	int64_t went_dense = 0;
+	for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+		int64_t k = ks[ki], m = 300 + (int64_t)testing_below(&rng, 300), n = 100 + (int64_t)testing_below(&rng, 300);
+		int64_t heavy = 40 + (int64_t)testing_below(&rng, 40), ld = k + (ki % 2 ? 4 : 0);
+		struct one_tile t;
+		CHECK(make_dense_rows_tile(&t, m, n, heavy, ki % 2, &rng) == 0);
+		const starfa_csr *S = t.csr;
+		size_t nnz = (size_t)S->nnz, na = (size_t)(m * ld), nb = (size_t)(n * ld);
+		float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float));
+		float *P = malloc((nnz + GUARD) * sizeof(float)), *P0 = malloc((nnz + GUARD) * sizeof(float));
+		CHECK(A && B && P && P0);
+		testing_fill_random(B, nb, &rng);
+		struct device_tile d;
+		testing_fill_random(A, na, &rng);
+		CHECK(upload(&t, A, B, ld, &d) == 0);
+		for (int run = 0; run < 6; run++) {
+			/* Runs 0-1: pattern id, model threshold then 0.25 with chunks of 7 rows; 2: the same id on new
+			 * values of A; 3-5: no id, scaled and accumulating. */
+			uint64_t pattern = run < 3 ? 1000 + ki : 0;
+			double min_density = run == 0 ? 0.0 : 0.25;
+			int64_t chunk = run == 1 || run == 4 ? 7 : 0;
+			int scaled = run >= 3 && run != 4;
+			float alpha = run >= 4 ? -0.5f : 1.0f, beta = run == 5 ? 0.75f : 0.0f;
+			if (run == 2) {
+				testing_fill_random(A, na, &rng);
+				CUDA_OK(cudaMemcpy(d.A, A, na * sizeof(float), cudaMemcpyHostToDevice));
+			}
+			testing_poison(P0, nnz + GUARD);
+			if (beta != 0.0f)
+				testing_fill_random(P0, nnz, &rng);
+			CUDA_OK(cudaMemcpy(d.P, P0, (nnz + GUARD) * sizeof(float), cudaMemcpyHostToDevice));
+			int64_t dense = -1;
+			GPU_STATUS_OK(starfa_cuda_sddmm_dense_rows_run(cublas, pattern, min_density, chunk, m, n, S->nnz, d.rowptr,
+								d.colind, d.val, d.A, ld, d.B, ld, k, scaled, alpha, beta,
+								d.P, 0, &dense));
+			CUDA_OK(cudaDeviceSynchronize());
+			CUDA_OK(cudaMemcpy(P, d.P, (nnz + GUARD) * sizeof(float), cudaMemcpyDeviceToHost));
+			double least = (min_density > 0 ? min_density : starfa_cuda_sddmm_dense_rows_density(k)) * (double)n;
+			int64_t qualify = 0;
+			for (int64_t r = 0; r < m; r++)
+				qualify += (double)(S->rowptr[r + 1] - S->rowptr[r]) >= least;
+			CHECK_MSG(dense == (qualify >= 32 ? qualify : 0), "k=%lld run %d: %lld rows went dense, %lld qualify",
+				  (long long)k, run, (long long)dense, (long long)qualify);
+			went_dense += dense;
+			CHECK_MSG(check_epilogue(S, A, B, k, ld, scaled, alpha, beta, P0, P) == 0, "k=%lld run %d: %s",
+				  (long long)k, run, epilogue_error);
+		}
+		free_device_tile(&d);
+		free(A);
+		free(B);
+		free(P);
+		free(P0);
+		free_tile(&t);
+	}
+	CHECK_MSG(went_dense > 0, "no run took the dense rows' path");
+	GPU_STATUS_OK(starfa_cuda_sddmm_release());
+	/* Refusals: no handle; a rank the virtual-warp kernel cannot take (k = 3). */
+	starfa_gpu_status st = starfa_cuda_sddmm_dense_rows_run(NULL, 0, 0.0, 0, 10, 20, 5, NULL, NULL, NULL, NULL, 4, NULL, 4,
+								4, 0, 1.0f, 0.0f, NULL, 0, NULL);
+	CHECK(st.call && strstr(st.call, "cuBLAS") && st.cuda == cudaErrorInvalidValue);
+	float *dA = NULL;
+	CUDA_OK(cudaMalloc((void **)&dA, 4096));
+	st = starfa_cuda_sddmm_dense_rows_run(cublas, 0, 0.0, 0, 10, 20, 5, NULL, NULL, NULL, dA, 3, dA, 3, 3, 0, 1.0f,
+					      0.0f, NULL, 0, NULL);
+	CHECK(st.call && strstr(st.call, "16-byte") && st.cuda == cudaErrorInvalidValue);
+	cudaFree(dA);
+	cublasDestroy(cublas);
+	return 0;
+}
+
+/* The codelet's kernel: the variant timed fastest on each tile at its first call, kept by the pattern id.
+ * An accumulating call (beta != 0) must leave out's values alone while it times (they are an input), and
+ * the kept choice must give the same results at the next call. Tiles where each candidate can win: dense
+ * rows (k = 128), B in shared memory (k = 16, few columns), a skewed random one (k = 64). */
+TEST(sddmm_cuda, tuned_matches_reference_and_keeps_a_choice)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 18;
+	cublasHandle_t cublas;
+	CHECK(cublasCreate(&cublas) == CUBLAS_STATUS_SUCCESS);
+	static const int64_t ks[] = {128, 16, 64};
+	for (int shape = 0; shape < 3; shape++) {
+		int64_t k = ks[shape];
+		struct one_tile t;
+		if (shape == 0)
+			CHECK(make_dense_rows_tile(&t, 600, 250, 60, 1, &rng) == 0);
+		else
+			CHECK(make_tile(&t, 900, shape == 1 ? 120 : 700, 30000, 1.0, &rng) == 0);
+		const starfa_csr *S = t.csr;
+		size_t nnz = (size_t)S->nnz, na = (size_t)(S->nrows * k), nb = (size_t)(S->ncols * k);
+		float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float));
+		float *P = malloc((nnz + GUARD) * sizeof(float)), *P0 = malloc((nnz + GUARD) * sizeof(float));
+		CHECK(A && B && P && P0);
+		testing_fill_random(A, na, &rng);
+		testing_fill_random(B, nb, &rng);
+		struct device_tile d;
+		CHECK(upload(&t, A, B, k, &d) == 0);
+		uint64_t pattern = 2000 + (uint64_t)shape;
+		CHECK(starfa_cuda_sddmm_tuned_kept(pattern, k) == NULL);
+		for (int call = 0; call < 3; call++) {
+			/* 0: times the candidates, accumulating; 1: the kept choice, accumulating; 2: overwriting. */
+			float beta = call < 2 ? 0.5f : 0.0f;
+			testing_poison(P0, nnz + GUARD);
+			if (beta != 0.0f)
+				testing_fill_random(P0, nnz, &rng);
+			CUDA_OK(cudaMemcpy(d.P, P0, (nnz + GUARD) * sizeof(float), cudaMemcpyHostToDevice));
+			GPU_STATUS_OK(starfa_cuda_sddmm_tuned(cublas, pattern, S->nrows, S->ncols, S->nnz, d.rowptr, d.colind,
+							      d.val, d.A, k, d.B, k, k, 1, 2.0f, beta, d.P, 0));
+			CUDA_OK(cudaDeviceSynchronize());
+			CUDA_OK(cudaMemcpy(P, d.P, (nnz + GUARD) * sizeof(float), cudaMemcpyDeviceToHost));
+			CHECK_MSG(check_epilogue(S, A, B, k, k, 1, 2.0f, beta, P0, P) == 0, "shape %d k=%lld call %d (%s): %s",
+				  shape, (long long)k, call, starfa_cuda_sddmm_tuned_kept(pattern, k), epilogue_error);
+		}
+		const char *kept = starfa_cuda_sddmm_tuned_kept(pattern, k);
+		CHECK(kept != NULL);
+		testing_note("shape %d: kept %s", shape, kept);
+		free_device_tile(&d);
+		free(A);
+		free(B);
+		free(P);
+		free(P0);
+		free_tile(&t);
+	}
+	GPU_STATUS_OK(starfa_cuda_sddmm_release());
+	CHECK(starfa_cuda_sddmm_tuned_kept(2000, 128) == NULL);
+	cublasDestroy(cublas);
+	return 0;
+}
+
 /* StarPU reports a CUDA worker and runs every tile on it when CPUs are kept out. */
 TEST(sddmm_cuda, task_graph_on_cuda_workers)
 {
@@ -750,6 +964,43 @@ TEST(sddmm_cuda, task_graph_on_cuda_workers)
 	starfa_dense_free(b);
 	starfa_tiled_free(t);
 	starfa_csr_free(S);
+	free(A);
+	free(B);
+	free(P);
+	a = NULL;
+
+	/* Tiles with dense rows (the codelet's dense rows' path, its row order kept by the tile's serial):
+	 * twice, the second time on new values of A, each checked from a poisoned output. */
+	struct one_tile dt;
+	CHECK(make_dense_rows_tile(&dt, 800, 300, 90, 0, &rng) == 0);
+	S = dt.csr;
+	k = 128;
+	A = malloc(sizeof(float) * (size_t)(S->nrows * k));
+	B = malloc(sizeof(float) * (size_t)(S->ncols * k));
+	P = malloc(sizeof(float) * (size_t)S->nnz);
+	CHECK(A && B && P);
+	testing_fill_random(B, (size_t)(S->ncols * k), &rng);
+	starfa_tiling_options two = {2, 1, 0};
+	CHECK_OK(starfa_tiled_create(S, &two, &t));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, k, &b));
+	CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &p));
+	for (int pass = 0; pass < 2; pass++) {
+		/* New values of A: a row the second pass left alone keeps the first pass's result and fails. */
+		testing_fill_random(A, (size_t)(S->nrows * k), &rng);
+		starfa_dense_free(a);
+		a = NULL;
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, k, &a));
+		testing_poison(P, (size_t)S->nnz);
+		CHECK_OK(starfa_insert_sddmm(t, a, b, STARFA_SDDMM_PATTERN, p));
+		CHECK_OK(starfa_wait());
+		CHECK_OK(starfa_sparse_values_gather(p, P));
+		CHECK_OK(starfa_check_sddmm(S, A, B, k, STARFA_SDDMM_PATTERN, P, NULL));
+	}
+	starfa_sparse_values_free(p);
+	starfa_dense_free(a);
+	starfa_dense_free(b);
+	starfa_tiled_free(t);
+	free_tile(&dt);
 	free(A);
 	free(B);
 	free(P);
