@@ -980,8 +980,11 @@ struct tuned_choice {
 	uint64_t used;
 };
 constexpr int kMaxTuned = 64;
-/* Timed runs of each candidate after an untimed one; the fastest of them counts. */
-constexpr int kTunedTimedRuns = 2;
+/* Timed runs of each candidate after a first one: enough that the fastest candidate's take about
+ * kTunedTimedMs (a 10 µs kernel's timing varies by a few µs from run to run), at least kTunedMinRuns and
+ * at most kTunedMaxRuns; the fastest run counts. */
+constexpr double kTunedTimedMs = 0.3;
+constexpr int kTunedMinRuns = 2, kTunedMaxRuns = 16;
 
 struct tuned_choices {
 	tuned_choice choice[kMaxTuned];
@@ -1021,8 +1024,8 @@ starfa_gpu_status run_tuned_kind(int kind, const Plan (&plans)[kTunedKinds], cub
 	}
 }
 
-/* Times every candidate that can run the tile (kTunedTimedRuns each after an untimed run, round-robin so
- * that none always finds L2 warm from itself) into out, or into a scratch array where beta != 0 (out's
+/* Times every candidate that can run the tile (round-robin after a first round that sizes the count,
+ * so that none always finds L2 warm from itself) into out, or into a scratch array where beta != 0 (out's
  * values are an input then), and returns the fastest. */
 starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (&plans)[kTunedKinds],
 				    cublasHandle_t cublas, uint64_t pattern, int64_t nrows, int64_t ncols, int64_t nnz,
@@ -1047,10 +1050,19 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 		if (st.call)
 			return st;
 	}
-	float best[kTunedKinds];
+	float best[kTunedKinds], first[kTunedKinds];
 	for (int c = 0; c < kTunedKinds; c++)
-		best[c] = INFINITY;
-	for (int run = 0; run <= kTunedTimedRuns && !st.call; run++)
+		best[c] = first[c] = INFINITY;
+	int runs = kTunedMinRuns;
+	for (int run = 0; run <= runs && !st.call; run++) {
+		if (run == 1) { /* sized by the fastest first run */
+			float fastest = INFINITY;
+			for (int c = 0; c < kTunedKinds; c++)
+				fastest = std::min(fastest, first[c]);
+			if (fastest > 0 && fastest < INFINITY)
+				runs = (int)std::min<double>(kTunedMaxRuns,
+							     std::max<double>(kTunedMinRuns, std::ceil(kTunedTimedMs / fastest)));
+		}
 		for (int c = 0; c < kTunedKinds && !st.call; c++) {
 			if (!can[c])
 				continue;
@@ -1063,9 +1075,12 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 			keep_first_failure(st, "cudaEventSynchronize", cudaEventSynchronize(kept.stop));
 			float ms = 0;
 			keep_first_failure(st, "cudaEventElapsedTime", cudaEventElapsedTime(&ms, kept.start, kept.stop));
-			if (run > 0 && ms < best[c])
+			if (run == 0)
+				first[c] = ms;
+			else if (ms < best[c])
 				best[c] = ms;
 		}
+	}
 	if (trial != out)
 		keep_first_failure(st, "cudaFreeAsync (SDDMM timing)", cudaFreeAsync(trial, stream));
 	*kind = kTunedVwarp;
