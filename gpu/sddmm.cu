@@ -710,8 +710,9 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 /* A tile's dense-row candidates, longest first, kept per host thread by the tile's pattern id (never
- * reused) with the device addresses and sizes it was made for, as the SpMM codelet keeps cuSPARSE's
- * plans. rank (device, one per row) gives a row's place in that order, -1 for the others, so that a
+ * reused, and a pattern never changes), its sizes and the device. Not by the tile's device addresses (as
+ * the SpMM codelet's cuSPARSE plans must be): nothing here points into the tile, and StarPU may give a
+ * tile a new address on the device between tasks; rowptr is where the plan was read from. rank (device, one per row) gives a row's place in that order, -1 for the others, so that a
  * threshold is a prefix and the virtual-warp kernel skips ranks below its length. */
 struct dense_plan {
 	uint64_t pattern;
@@ -830,7 +831,7 @@ starfa_gpu_status find_dense_plan(uint64_t pattern, int64_t nrows, int64_t ncols
 	if (pattern)
 		for (int i = 0; i < kept.count; i++) {
 			dense_plan &p = kept.plan[i];
-			if (p.pattern == pattern && p.rowptr == rowptr && p.colind == colind && p.nrows == nrows &&
+			if (p.pattern == pattern && p.nrows == nrows &&
 			    p.ncols == ncols && p.nnz == nnz && p.device == device) {
 				p.used = ++kept.clock;
 				p.stream = stream;
@@ -970,11 +971,10 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, uint64_t pattern, double
 enum TunedKind { kTunedVwarp = 0, kTunedSmem, kTunedPanel, kTunedDense, kTunedKinds };
 const char *const kTunedNames[kTunedKinds] = {"vwarp", "smem", "panel", "vwarp+dense rows"};
 
-/* A tile's choice, kept per host thread by everything the timing saw: pattern id, device addresses,
- * sizes, rank, leading dimensions, scaling and device. */
+/* A tile's choice, kept per host thread by what decides the timing: pattern id, sizes, rank, leading
+ * dimensions, scaling and device (not the device addresses, as the dense-row plans). */
 struct tuned_choice {
 	uint64_t pattern;
-	const void *rowptr, *colind;
 	int64_t nrows, ncols, nnz, k, lda, ldb;
 	int scaled, device, kind;
 	uint64_t used;
@@ -1096,8 +1096,7 @@ tuned_choice *find_tuned(const tuned_choice &want)
 	tuned_choices &kept = tuned_kept;
 	for (int i = 0; i < kept.count; i++) {
 		tuned_choice &c = kept.choice[i];
-		if (c.pattern == want.pattern && c.rowptr == want.rowptr && c.colind == want.colind &&
-		    c.nrows == want.nrows && c.ncols == want.ncols && c.nnz == want.nnz && c.k == want.k &&
+		if (c.pattern == want.pattern && c.nrows == want.nrows && c.ncols == want.ncols && c.nnz == want.nnz && c.k == want.k &&
 		    c.lda == want.lda && c.ldb == want.ldb && c.scaled == want.scaled && c.device == want.device)
 			return &c;
 	}
@@ -1280,7 +1279,7 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 			   cudaSuccess;
 	plans[kTunedDense] = plans[kTunedVwarp];
 	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
-	tuned_choice want = {pattern, rowptr, colind, nrows, ncols, nnz, k, lda, ldb, scaled != 0, device, kTunedVwarp, 0};
+	tuned_choice want = {pattern, nrows, ncols, nnz, k, lda, ldb, scaled != 0, device, kTunedVwarp, 0};
 	tuned_choices &kept = tuned_kept;
 	tuned_choice *found = find_tuned(want);
 	if (!found) {

@@ -62,7 +62,7 @@ cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t nnz, const u
 			      cudaStream_t stream);
 
 /* What the codelet runs: as starfa_cuda_sddmm, with the variant chosen per tile by timing. At the first
- * call on a tile (by `pattern`, its device addresses, sizes, rank, leading dimensions and scaling) the
+ * call on a tile (by `pattern`, its sizes, rank, leading dimensions and scaling) the
  * calling thread times each variant that can run it (the virtual-warp kernel, with B staged in shared
  * memory where it fits, the column panels, and the virtual-warp kernel beside a dense product of the
  * tile's dense rows where the model of starfa_cuda_sddmm_dense_rows_run takes some) into out, or a
