@@ -676,6 +676,9 @@ constexpr double kDenseCandidateDensity = 0.02;
  * pass reads it from L2; no chunk under kDenseMinChunk rows (cuBLAS's efficiency). */
 constexpr double kDenseChunkL2Fraction = 0.5;
 constexpr int64_t kDenseMinChunk = 64;
+/* The most bytes a chunk's product may take (tiles of tens of millions of columns); a tile whose single
+ * row's product would pass it keeps its rows on the virtual-warp kernel. */
+constexpr int64_t kDenseMaxProductBytes = (int64_t)256 << 20;
 constexpr int kMaxDensePlans = 16;
 
 /* The model's threshold at rank k; above 1 (no row) below kDenseMinK. */
@@ -712,8 +715,9 @@ __global__ void __launch_bounds__(kThreads)
 /* A tile's dense-row candidates, longest first, kept per host thread by the tile's pattern id (never
  * reused, and a pattern never changes), its sizes and the device. Not by the tile's device addresses (as
  * the SpMM codelet's cuSPARSE plans must be): nothing here points into the tile, and StarPU may give a
- * tile a new address on the device between tasks; rowptr is where the plan was read from. rank (device, one per row) gives a row's place in that order, -1 for the others, so that a
- * threshold is a prefix and the virtual-warp kernel skips ranks below its length. */
+ * tile a new address on the device between tasks; rowptr is where the plan was read from. rank (device,
+ * one per row) gives a row's place in that order, -1 for the others, so that a threshold is a prefix and
+ * the virtual-warp kernel skips ranks below its length. */
 struct dense_plan {
 	uint64_t pattern;
 	const void *rowptr, *colind;
@@ -912,7 +916,8 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, uint64_t pattern, double
 	st = find_dense_plan(pattern, nrows, ncols, nnz, rowptr, colind, stream, &own, &plan);
 	if (st.call)
 		return st;
-	const int64_t h = dense_row_count(*plan, min_density, k);
+	const int64_t h =
+		ncols * (int64_t)sizeof(float) <= kDenseMaxProductBytes ? dense_row_count(*plan, min_density, k) : 0;
 	if (dense_rows)
 		*dense_rows = h;
 	if (h > 0) {
@@ -923,6 +928,7 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, uint64_t pattern, double
 							  (ncols * (int64_t)sizeof(float));
 		if (chunk_rows <= 0 && chunk < kDenseMinChunk)
 			chunk = kDenseMinChunk;
+		chunk = std::min(chunk, kDenseMaxProductBytes / (ncols * (int64_t)sizeof(float)));
 		if (chunk > h)
 			chunk = h;
 		const size_t packed = (size_t)h * (size_t)k, product = (size_t)chunk * (size_t)ncols;
@@ -1096,8 +1102,9 @@ tuned_choice *find_tuned(const tuned_choice &want)
 	tuned_choices &kept = tuned_kept;
 	for (int i = 0; i < kept.count; i++) {
 		tuned_choice &c = kept.choice[i];
-		if (c.pattern == want.pattern && c.nrows == want.nrows && c.ncols == want.ncols && c.nnz == want.nnz && c.k == want.k &&
-		    c.lda == want.lda && c.ldb == want.ldb && c.scaled == want.scaled && c.device == want.device)
+		if (c.pattern == want.pattern && c.nrows == want.nrows && c.ncols == want.ncols && c.nnz == want.nnz &&
+		    c.k == want.k && c.lda == want.lda && c.ldb == want.ldb && c.scaled == want.scaled &&
+		    c.device == want.device)
 			return &c;
 	}
 	return nullptr;
@@ -1237,7 +1244,8 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cub
 	Plan vw;
 	if (!cublas)
 		why = "starfa_cuda_sddmm_dense_rows_run (no cuBLAS handle)";
-	else if (nnz > (int64_t)UINT32_MAX || k <= 0 || ncols > INT32_MAX || nrows > INT32_MAX || chunk_rows < 0)
+	else if (nnz > (int64_t)UINT32_MAX || k <= 0 || ncols > INT32_MAX || nrows > INT32_MAX || ldb > INT32_MAX ||
+		 chunk_rows < 0)
 		why = "starfa_cuda_sddmm_dense_rows_run (sizes beyond the dense rows' path)";
 	else if (plan(STARFA_CUDA_SDDMM_VWARP, nrows, ncols, nnz, k, A, lda, B, ldb, &vw) != cudaSuccess)
 		why = "starfa_cuda_sddmm_dense_rows_run (needs the virtual-warp kernel's 16-byte rows: k, lda, ldb "
@@ -1257,7 +1265,7 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 {
 	Plan plans[kTunedKinds];
 	const bool tunable = cublas && pattern && nrows > 0 && nnz > 0 && nnz <= (int64_t)UINT32_MAX && k > 0 &&
-			     ncols <= INT32_MAX && nrows <= INT32_MAX &&
+			     ncols <= INT32_MAX && nrows <= INT32_MAX && ldb <= INT32_MAX &&
 			     plan(STARFA_CUDA_SDDMM_VWARP, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedVwarp]) ==
 				     cudaSuccess;
 	if (!tunable) { /* the fixed rule: no pattern to keep a choice by, or no 16-byte rows */
@@ -1289,7 +1297,8 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 			st = find_dense_plan(pattern, nrows, ncols, nnz, rowptr, colind, stream, &own, &dp);
 			if (st.call)
 				return st;
-			can[kTunedDense] = dense_row_count(*dp, 0.0, k) > 0;
+			can[kTunedDense] = ncols * (int64_t)sizeof(float) <= kDenseMaxProductBytes &&
+					   dense_row_count(*dp, 0.0, k) > 0;
 		}
 		st = choose_tuned_kind(can, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb,
 				       k, ep, out, stream, &want.kind);

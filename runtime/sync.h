@@ -14,7 +14,9 @@
 
 #include <starpu.h>
 
-#define STARFA_WAIT_SPIN_DEFAULT_US 200
+/* 5 ms: measured against 200 µs and 1 ms on an H100 host (bench/PLACEMENT.md, 2026-11-27), the graph's
+ * overhead over its kernel fell from 9-13% to 5-6% on 0.76 ms tasks and from 2-4% to 1% on 3.3 ms ones. */
+#define STARFA_WAIT_SPIN_DEFAULT_US 5000
 
 /* Reads STARFA_WAIT_SPIN_US (starfa_init calls it): 0, or an error for a value that is not a whole
  * number of microseconds in [0, 1000000]. */

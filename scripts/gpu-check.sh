@@ -29,6 +29,7 @@ if command -v compute-sanitizer >/dev/null; then
 	for tool in memcheck racecheck initcheck synccheck; do
 		run timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$test_bin" \
 			sddmm_cuda/every_variant_matches_reference_and_cpu sddmm_cuda/edge_shapes \
+			sddmm_cuda/dense_rows_match_reference sddmm_cuda/tuned_matches_reference_and_keeps_a_choice \
 			als_cuda/rowsolve_status_names_bad_rows als_cuda/solve_status_names_bad_rows values_cuda dense_cuda sgd_cuda
 	done
 	# The ALS kernels' full sweeps under memcheck (racecheck and initcheck on them take too long).
