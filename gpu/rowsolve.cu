@@ -472,14 +472,27 @@ cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32
 }
 
 /* Where the short rows start in the work list (pb.nitems: none): rows of fewer entries than short_rows
- * (and, for Cholesky's n x n form, than k) whose Y and K fit the shared memory the Gram kernel has. CG
+ * (and, for Cholesky's n x n form, than k) whose Y and K fit the shared memory the Gram kernel has (with G,
+ * the device's opt-in shared memory). CG
  * takes longer rows too: matrix-free, a step costs 2nk multiply-adds, where forming the system costs nk^2. */
 int64_t short_rows_first(const starfa_cuda_rowsolve &pb)
 {
 	if ((pb.cholesky && (pb.implicit || pb.G)) || pb.short_rows <= 0 || !pb.items_host)
 		return pb.nitems;
 	const Layout L = layout(rowsolve_kp(pb.k));
-	const size_t room = (L.vec - L.u) / sizeof(float);
+	size_t room = (L.vec - L.u) / sizeof(float);
+	if (pb.G) {
+		/* With G (k rows of it in front of Y) the Gram kernel's room held rows of at most 96 entries at
+		 * k = 100; the device's whole opt-in shared memory lets them reach the 1.5 k threshold. Measured on
+		 * the Netflix shape on an H100 (bench/ALS.md, 2026-11-27): implicit ALS about 1% faster (0.1116 /
+		 * 0.1126 -> 0.1103 / 0.1108 s an iteration); explicit rows (no G) did not gain and keep the Gram room. */
+		int dev = 0, optin = 0;
+		const Layout S = layout(rowsolve_kp(pb.k), false, 4);
+		if (cudaGetDevice(&dev) == cudaSuccess &&
+		    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+		    (size_t)optin > S.bytes - S.vec && ((size_t)optin - (S.bytes - S.vec)) / sizeof(float) > room)
+			room = ((size_t)optin - (S.bytes - S.vec)) / sizeof(float);
+	}
 	int64_t n = (pb.cholesky && pb.short_rows > pb.k ? pb.k : pb.short_rows) - 1;
 	while (n > 0 && short_row_floats(n, pb.k, pb.cholesky != 0, pb.G != nullptr) > room)
 		n--;
