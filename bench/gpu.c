@@ -515,6 +515,21 @@ fail:
 }
 
 /* starfa's kernel as the codelet runs it (AUTO), or one variant of it. */
+/* How many rows the dense rows' path takes on the case at this threshold (0: the model's): one more run,
+ * which reports it. Fails r and returns 1 on an error. */
+static int dense_row_count(struct gpu_case *c, uint64_t pattern, double density, int scaled, int64_t *dense,
+			   struct bench_result *r)
+{
+	starfa_gpu_status st = starfa_cuda_sddmm_dense_rows_run(g.blas, pattern, density, 0, c->nrows, c->ncols, c->nnz,
+								c->d_rowptr, c->d_colind, c->d_val, c->d_A, c->k, c->d_B,
+								c->k, c->k, scaled, 1.0f, 0.0f, c->d_out, g.stream, dense);
+	if (st.call) {
+		bench_result_fail(r, BENCH_ERROR, "%s", starfa_gpu_status_string(st));
+		return 1;
+	}
+	return 0;
+}
+
 static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm_variant variant, double density)
 {
 	char name[64];
@@ -535,13 +550,8 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 	starfa_cuda_sddmm_variant ran = variant;
 	if (density > 0) { /* how many rows went dense */
 		int64_t dense = 0;
-		starfa_gpu_status st = starfa_cuda_sddmm_dense_rows_run(
-			g.blas, arg.pattern, density, 0, c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val,
-			c->d_A, c->k, c->d_B, c->k, c->k, scaled, 1.0f, 0.0f, c->d_out, g.stream, &dense);
-		if (st.call) {
-			bench_result_fail(r, BENCH_ERROR, "%s", starfa_gpu_status_string(st));
+		if (dense_row_count(c, arg.pattern, density, scaled, &dense, r))
 			return;
-		}
 		char note[sizeof r->note];
 		snprintf(note, sizeof note, "%s", r->note);
 		snprintf(r->note, sizeof r->note, "%lld dense rows%s%.150s", (long long)dense, note[0] ? "; " : "", note);
@@ -552,15 +562,8 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 		snprintf(note, sizeof note, "%s", r->note);
 		const char *kept = starfa_cuda_sddmm_tuned_kept(arg.pattern, c->k);
 		int64_t dense = 0; /* how many rows the tuned kernel computes as a dense product */
-		if (kept && !strcmp(kept, "vwarp+dense rows")) {
-			starfa_gpu_status st = starfa_cuda_sddmm_dense_rows_run(
-				g.blas, arg.pattern, 0.0, 0, c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val,
-				c->d_A, c->k, c->d_B, c->k, c->k, scaled, 1.0f, 0.0f, c->d_out, g.stream, &dense);
-			if (st.call) {
-				bench_result_fail(r, BENCH_ERROR, "%s", starfa_gpu_status_string(st));
-				return;
-			}
-		}
+		if (kept && !strcmp(kept, "vwarp+dense rows") && dense_row_count(c, arg.pattern, 0.0, scaled, &dense, r))
+			return;
 		snprintf(r->note, sizeof r->note, "timed choice %s (fixed rule: %s)%s%.150s", kept ? kept : "none",
 			 starfa_cuda_sddmm_variant_name(ran), note[0] ? "; " : "", note);
 		if (dense) {

@@ -175,7 +175,11 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 		if ((want & can) != 0)
 			where = want & can;
 	}
-	starfa_task_record *record = log_record(cl, nbuffers, buffers);
+	{ /* under heteroprio, the bucket of the priority and the kinds that may run the task */
+		unsigned can = (cl->cpu_funcs[0] ? STARPU_CPU : 0) | (cl->cuda_funcs[0] ? STARPU_CUDA : 0);
+		priority = starfa_sched_priority(priority, where >= 0 ? (unsigned)where : can);
+	}
+		starfa_task_record *record = log_record(cl, nbuffers, buffers);
 	void (*callback)(void *) = record ? log_task : NULL;
 	int ret;
 	if (attr && attr->worker > 0)

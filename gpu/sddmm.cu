@@ -25,6 +25,8 @@
  */
 #include "gpu/sddmm.h"
 
+#include "gpu/lru.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -679,7 +681,10 @@ constexpr int64_t kDenseMinChunk = 64;
 /* The most bytes a chunk's product may take (tiles of tens of millions of columns); a tile whose single
  * row's product would pass it keeps its rows on the virtual-warp kernel. */
 constexpr int64_t kDenseMaxProductBytes = (int64_t)256 << 20;
-constexpr int kMaxDensePlans = 16;
+/* Tiles whose dense-row order and tuned choice a host thread keeps (a task graph's tiles on one GPU are
+ * typically a few dozen); past that the least recently used goes. */
+constexpr int kMaxKeptTiles = 64;
+constexpr int kMaxDensePlans = kMaxKeptTiles;
 
 /* The model's threshold at rank k; above 1 (no row) below kDenseMinK. */
 double dense_rows_min_density(int64_t k)
@@ -733,9 +738,10 @@ struct dense_plans {
 	dense_plan plan[kMaxDensePlans];
 	int count = 0;
 	uint64_t clock = 0;
-	void *scratch = nullptr; /* the packed A rows and a chunk's product, grown as needed */
+	void *scratch = nullptr; /* the packed A rows and a chunk's product, grown as needed, on scratch_device */
 	size_t scratch_bytes = 0;
 	cudaStream_t scratch_stream = nullptr;
+	int scratch_device = -1;
 };
 
 thread_local dense_plans dense_kept;
@@ -852,10 +858,7 @@ starfa_gpu_status find_dense_plan(uint64_t pattern, int64_t nrows, int64_t ncols
 		return st;
 	}
 	if (kept.count == kMaxDensePlans) {
-		int oldest = 0;
-		for (int i = 1; i < kept.count; i++)
-			if (kept.plan[i].used < kept.plan[oldest].used)
-				oldest = i;
+		const int oldest = least_recent(kept.count, [&](int i) { return kept.plan[i].used; });
 		free_dense_plan(kept.plan[oldest], st);
 		kept.plan[oldest] = std::move(kept.plan[--kept.count]);
 	}
@@ -865,12 +868,31 @@ starfa_gpu_status find_dense_plan(uint64_t pattern, int64_t nrows, int64_t ncols
 	return st;
 }
 
-/* The thread's scratch of at least `bytes`, on `stream`. */
+/* Frees the kept plan of a tile, if any (the tuned choice did not take the dense rows). */
+void forget_dense_plan(uint64_t pattern, int64_t nrows, int64_t ncols, int64_t nnz, int device, starfa_gpu_status &st)
+{
+	dense_plans &kept = dense_kept;
+	for (int i = 0; i < kept.count; i++) {
+		dense_plan &p = kept.plan[i];
+		if (p.pattern == pattern && p.nrows == nrows && p.ncols == ncols && p.nnz == nnz && p.device == device) {
+			free_dense_plan(p, st);
+			p = std::move(kept.plan[--kept.count]);
+			return;
+		}
+	}
+}
+
+/* The thread's scratch of at least `bytes` on the current device, on `stream`; a scratch on another
+ * device (a thread that moved between devices) is freed first. */
 starfa_gpu_status dense_scratch(size_t bytes, cudaStream_t stream, void **out)
 {
 	starfa_gpu_status st = status_ok();
 	dense_plans &kept = dense_kept;
-	if (kept.scratch_bytes < bytes) {
+	int device;
+	keep_first_failure(st, "cudaGetDevice", cudaGetDevice(&device));
+	if (st.call)
+		return st;
+	if (kept.scratch_bytes < bytes || kept.scratch_device != device) {
 		if (kept.scratch)
 			keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)",
 					   cudaFreeAsync(kept.scratch, kept.scratch_stream));
@@ -882,6 +904,7 @@ starfa_gpu_status dense_scratch(size_t bytes, cudaStream_t stream, void **out)
 		if (st.call)
 			return st;
 		kept.scratch_bytes = bytes;
+		kept.scratch_device = device;
 	}
 	kept.scratch_stream = stream;
 	*out = kept.scratch;
@@ -921,7 +944,7 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, uint64_t pattern, double
 	if (dense_rows)
 		*dense_rows = h;
 	if (h > 0) {
-		DeviceLimits dev;
+		DeviceLimits dev = {};
 		keep_first_failure(st, "cudaDeviceGetAttribute", device_limits(&dev));
 		int64_t chunk = chunk_rows > 0 ? chunk_rows
 						: (int64_t)(kDenseChunkL2Fraction * (double)dev.l2_bytes) /
@@ -985,7 +1008,7 @@ struct tuned_choice {
 	int scaled, device, kind;
 	uint64_t used;
 };
-constexpr int kMaxTuned = 64;
+constexpr int kMaxTuned = kMaxKeptTiles;
 /* Timed runs of each candidate after a first one: enough that the fastest candidate's take about
  * kTunedTimedMs (a 10 µs kernel's timing varies by a few µs from run to run), at least kTunedMinRuns and
  * at most kTunedMaxRuns; the fastest run counts. */
@@ -996,7 +1019,8 @@ struct tuned_choices {
 	tuned_choice choice[kMaxTuned];
 	int count = 0;
 	uint64_t clock = 0;
-	cudaEvent_t start = nullptr, stop = nullptr; /* the calling thread's timing events */
+	cudaEvent_t start = nullptr, stop = nullptr; /* the calling thread's timing events, on event_device */
+	int event_device = -1;
 };
 
 thread_local tuned_choices tuned_kept;
@@ -1041,11 +1065,28 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 {
 	starfa_gpu_status st = status_ok();
 	tuned_choices &kept = tuned_kept;
-	if (!kept.start) {
-		keep_first_failure(st, "cudaEventCreate", cudaEventCreate(&kept.start));
-		keep_first_failure(st, "cudaEventCreate", cudaEventCreate(&kept.stop));
+	int device;
+	keep_first_failure(st, "cudaGetDevice", cudaGetDevice(&device));
+	if (st.call)
+		return st;
+	if (kept.start && kept.event_device != device) { /* events record on their own device's streams only */
+		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(kept.start));
+		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(kept.stop));
+		kept.start = kept.stop = nullptr;
 		if (st.call)
 			return st;
+	}
+	if (!kept.start) {
+		keep_first_failure(st, "cudaEventCreate", cudaEventCreate(&kept.start));
+		if (!st.call)
+			keep_first_failure(st, "cudaEventCreate", cudaEventCreate(&kept.stop));
+		if (st.call) {
+			if (kept.start)
+				cudaEventDestroy(kept.start);
+			kept.start = kept.stop = nullptr;
+			return st;
+		}
+		kept.event_device = device;
 	}
 	float *trial = out;
 	Epilogue trial_ep = ep;
@@ -1247,6 +1288,8 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cub
 	else if (nnz > (int64_t)UINT32_MAX || k <= 0 || ncols > INT32_MAX || nrows > INT32_MAX || ldb > INT32_MAX ||
 		 chunk_rows < 0)
 		why = "starfa_cuda_sddmm_dense_rows_run (sizes beyond the dense rows' path)";
+	else if (min_density < 0 || (min_density > 0 && min_density < kDenseCandidateDensity) || std::isnan(min_density))
+		why = "starfa_cuda_sddmm_dense_rows_run (min_density below 0.02: the row order keeps no sparser rows)";
 	else if (plan(STARFA_CUDA_SDDMM_VWARP, nrows, ncols, nnz, k, A, lda, B, ldb, &vw) != cudaSuccess)
 		why = "starfa_cuda_sddmm_dense_rows_run (needs the virtual-warp kernel's 16-byte rows: k, lda, ldb "
 		      "multiples of 4, aligned A and B, k <= 1024)";
@@ -1280,41 +1323,51 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 	keep_first_failure(st, "cudaGetDevice", cudaGetDevice(&device));
 	if (st.call)
 		return st;
+	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
+	tuned_choice want = {pattern, nrows, ncols, nnz, k, lda, ldb, scaled != 0, device, kTunedVwarp, 0};
+	tuned_choices &kept = tuned_kept;
+	tuned_choice *found = find_tuned(want);
+	if (found) { /* only the kept kind's plan (the virtual-warp one is made: the dense rows' path uses it) */
+		found->used = ++kept.clock;
+		int kind = found->kind;
+		if (kind == kTunedSmem || kind == kTunedPanel) {
+			const starfa_cuda_sddmm_variant v = kind == kTunedSmem ? STARFA_CUDA_SDDMM_SMEM : STARFA_CUDA_SDDMM_PANEL;
+			if (plan(v, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kind]) != cudaSuccess)
+				kind = kTunedVwarp; /* the tile's new addresses lost an alignment the choice needed */
+		}
+		plans[kTunedDense] = plans[kTunedVwarp];
+		return run_tuned_kind(kind, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb,
+				      k, ep, out, stream);
+	}
 	bool can[kTunedKinds] = {true, false, false, false};
 	can[kTunedSmem] = plan(STARFA_CUDA_SDDMM_SMEM, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedSmem]) ==
 			  cudaSuccess;
 	can[kTunedPanel] = plan(STARFA_CUDA_SDDMM_PANEL, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedPanel]) ==
 			   cudaSuccess;
 	plans[kTunedDense] = plans[kTunedVwarp];
-	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
-	tuned_choice want = {pattern, nrows, ncols, nnz, k, lda, ldb, scaled != 0, device, kTunedVwarp, 0};
-	tuned_choices &kept = tuned_kept;
-	tuned_choice *found = find_tuned(want);
-	if (!found) {
-		if (k >= kDenseMinK) { /* the dense rows are a candidate where the model takes some */
-			dense_plan own, *dp = nullptr;
-			own.rows = own.rank = nullptr;
-			st = find_dense_plan(pattern, nrows, ncols, nnz, rowptr, colind, stream, &own, &dp);
-			if (st.call)
-				return st;
-			can[kTunedDense] = ncols * (int64_t)sizeof(float) <= kDenseMaxProductBytes &&
-					   dense_row_count(*dp, 0.0, k) > 0;
-		}
-		st = choose_tuned_kind(can, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb,
-				       k, ep, out, stream, &want.kind);
+	if (k >= kDenseMinK) { /* the dense rows are a candidate where the model takes some */
+		dense_plan own, *dp = nullptr;
+		own.rows = own.rank = nullptr;
+		st = find_dense_plan(pattern, nrows, ncols, nnz, rowptr, colind, stream, &own, &dp);
 		if (st.call)
 			return st;
-		if (kept.count == kMaxTuned) {
-			int oldest = 0;
-			for (int i = 1; i < kept.count; i++)
-				if (kept.choice[i].used < kept.choice[oldest].used)
-					oldest = i;
-			kept.choice[oldest] = kept.choice[--kept.count];
-		}
-		found = &kept.choice[kept.count++];
-		*found = want;
+		can[kTunedDense] = ncols * (int64_t)sizeof(float) <= kDenseMaxProductBytes && dense_row_count(*dp, 0.0, k) > 0;
 	}
+	st = choose_tuned_kind(can, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, ep,
+			       out, stream, &want.kind);
+	if (st.call)
+		return st;
+	if (want.kind != kTunedDense) /* the row order is needed no more */
+		forget_dense_plan(pattern, nrows, ncols, nnz, device, st);
+	if (kept.count == kMaxTuned) {
+		const int oldest = least_recent(kept.count, [&](int i) { return kept.choice[i].used; });
+		kept.choice[oldest] = kept.choice[--kept.count];
+	}
+	found = &kept.choice[kept.count++];
+	*found = want;
 	found->used = ++kept.clock;
+	if (st.call)
+		return st;
 	return run_tuned_kind(found->kind, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb,
 			      k, ep, out, stream);
 }
@@ -1339,6 +1392,7 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_release(void)
 		keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(kept.scratch, kept.scratch_stream));
 	kept.scratch = nullptr;
 	kept.scratch_bytes = 0;
+	kept.scratch_device = -1;
 	tuned_choices &tuned = tuned_kept;
 	tuned.count = 0;
 	if (tuned.start)
@@ -1346,5 +1400,6 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_release(void)
 	if (tuned.stop)
 		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(tuned.stop));
 	tuned.start = tuned.stop = nullptr;
+	tuned.event_device = -1;
 	return st;
 }

@@ -80,7 +80,8 @@ starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint64_t patter
  * model's, starfa_cuda_sddmm_dense_rows_density) go dense when there are at least 32 of them, in chunks
  * of chunk_rows rows (0: the L2 model's). pattern 0 makes and frees the row order within the call.
  * *dense_rows (may be NULL) says how many rows went dense. Refused (cudaErrorInvalidValue, with the
- * reason) where the virtual-warp kernel cannot run the tile. */
+ * reason) where the virtual-warp kernel cannot run the tile, and for a min_density that is negative, NaN
+ * or below 0.02 (the row order a tile keeps holds no sparser rows). */
 starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cublas, uint64_t pattern, double min_density,
 						   int64_t chunk_rows, int64_t nrows, int64_t ncols, int64_t nnz,
 						   const uint32_t *rowptr, const uint32_t *colind, const float *sval,

@@ -3,6 +3,8 @@
  * rows far longer than the rest) and cuSPARSE's generic SpMM. */
 #include "gpu/spmm.h"
 
+#include "gpu/lru.h"
+
 #include <atomic>
 #include <climits>
 #include <cstdio>
@@ -353,16 +355,6 @@ bool same_plan(const kept_plan &p, const kept_plan &q)
 {
 	return same_tile(p, q) && p.rowptr == q.rowptr && p.colind == q.colind && p.nrows == q.nrows &&
 	       p.ncols == q.ncols && p.nnz == q.nnz && p.ldx == q.ldx && p.ldy == q.ldy && p.alg == q.alg;
-}
-
-/* The index of the least recently used of n entries (used(i): its clock at the last use). */
-template <typename Used> int least_recent(int n, Used used)
-{
-	int oldest = 0;
-	for (int i = 1; i < n; i++)
-		if (used(i) < used(oldest))
-			oldest = i;
-	return oldest;
 }
 
 /* Room for a plan of `bytes` beside the kept ones, the least recently used going first; false when it

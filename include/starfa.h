@@ -320,7 +320,8 @@ int starfa_sums_read_slots(starfa_sums *s, int64_t first, int64_t count, double 
 /* How a task is scheduled (NULL: the defaults, zeros). */
 typedef struct starfa_task_attr {
 	int priority; /* higher runs first among ready tasks (StarPU's priority; 0 default); for the tasks of a
-		       * critical path under dmdas, heteroprio and the priority-aware schedulers */
+		       * critical path under dmdas and the priority-aware schedulers; under heteroprio only
+		       * its sign counts (above 0, 0, below 0: three levels) */
 	int worker;   /* 0: StarPU picks; w > 0: worker w - 1 must run it (StarPU's worker numbering) */
 	unsigned where; /* 0: the placement of the task's band (starfa_tiling_options), or any worker; else a
 			 * mask of STARFA_WHERE_CPU and STARFA_WHERE_CUDA */

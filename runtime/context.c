@@ -13,6 +13,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <starpu.h>
+#include <starpu_heteroprio.h>
 #include <starpu_profiling.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,77 @@ static int64_t (*bus_total)[2]; /* bytes, transfers */
 static int nworker_total, nbus_total;
 
 /* The scheduler of the context starpu_init made ("" when it has none). */
+/* ------------------------------------------------------------------ heteroprio's buckets
+ *
+ * StarPU's heteroprio takes a task's priority as the index of the bucket it waits in; each worker kind
+ * scans its own list of buckets in order, and a task must be runnable by every kind that scans its
+ * bucket. starfa's tasks have a priority (its sign: raised, default, lowered) and a placement (the GPUs,
+ * the cores, or either), so each pair gets a bucket: GPU-only tasks where only the CUDA workers look,
+ * CPU-only where only the cores do, the others where both do. Each kind takes, level by level, its own
+ * kind's bucket before the shared one; the cores take a shared task only when at least
+ * STARFA_HETEROPRIO_SLOW of them (4 unless set) wait per GPU, as a core is several times slower. */
+enum { kPrioLevels = 3, kPlaceGroups = 3, kGroupCuda = 0, kGroupAny = 1, kGroupCpu = 2 };
+
+static int heteroprio_on; /* the running scheduler is heteroprio, with these buckets */
+
+static unsigned bucket_of(int level, int group)
+{
+	return (unsigned)(level * kPlaceGroups + group);
+}
+
+static float heteroprio_slow = 4.0f; /* STARFA_HETEROPRIO_SLOW, read at starfa_init */
+
+/* Reads STARFA_HETEROPRIO_SLOW: 0, or an error for a value that is not a number in [0, 1e6]. */
+static int heteroprio_configure(void)
+{
+	const char *v = getenv("STARFA_HETEROPRIO_SLOW");
+	heteroprio_slow = 4.0f;
+	if (!v || !*v)
+		return 0;
+	char *end = NULL;
+	double f = strtod(v, &end);
+	if (*end != '\0' || !(f >= 0.0 && f <= 1e6))
+		return starfa_set_error(STARFA_EINVAL, "STARFA_HETEROPRIO_SLOW must be a number in [0, 1000000] (how many "
+						       "shared tasks must wait per GPU before a core takes one), not '%s'", v);
+	heteroprio_slow = (float)f;
+	return 0;
+}
+
+static void heteroprio_buckets(unsigned ctx)
+{
+	const unsigned ncpu = starpu_cpu_worker_get_count(), ncuda = starpu_cuda_worker_get_count();
+	if (ncuda > 0) {
+		starpu_heteroprio_set_nb_prios(ctx, STARPU_CUDA_IDX, 2 * kPrioLevels);
+		for (int level = 0; level < kPrioLevels; level++) {
+			starpu_heteroprio_set_mapping(ctx, STARPU_CUDA_IDX, 2 * level, bucket_of(level, kGroupCuda));
+			starpu_heteroprio_set_mapping(ctx, STARPU_CUDA_IDX, 2 * level + 1, bucket_of(level, kGroupAny));
+		}
+	}
+	if (ncpu > 0) {
+		starpu_heteroprio_set_nb_prios(ctx, STARPU_CPU_IDX, 2 * kPrioLevels);
+		for (int level = 0; level < kPrioLevels; level++) {
+			starpu_heteroprio_set_mapping(ctx, STARPU_CPU_IDX, 2 * level, bucket_of(level, kGroupCpu));
+			starpu_heteroprio_set_mapping(ctx, STARPU_CPU_IDX, 2 * level + 1, bucket_of(level, kGroupAny));
+		}
+	}
+	if (ncpu > 0 && ncuda > 0) {
+		const float slow = heteroprio_slow;
+		for (int level = 0; level < kPrioLevels; level++) {
+			starpu_heteroprio_set_faster_arch(ctx, STARPU_CUDA_IDX, bucket_of(level, kGroupAny));
+			starpu_heteroprio_set_arch_slow_factor(ctx, STARPU_CPU_IDX, bucket_of(level, kGroupAny), slow);
+		}
+	}
+}
+
+int starfa_sched_priority(int priority, unsigned where)
+{
+	if (!heteroprio_on)
+		return priority;
+	const int level = priority > 0 ? 0 : priority == 0 ? 1 : 2;
+	const int cpu = (where & STARPU_CPU) != 0, cuda = (where & STARPU_CUDA) != 0;
+	return (int)bucket_of(level, cpu && cuda ? kGroupAny : cuda ? kGroupCuda : kGroupCpu);
+}
+
 static const char *policy_name(void)
 {
 	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
@@ -196,7 +268,11 @@ int starfa_init(const starfa_options *opts)
 		pthread_mutex_unlock(&init_lock);
 		return 0;
 	}
-	if (starfa_wait_spin_configure() != 0) {
+	/* heteroprio needs its buckets set up (heteroprio_buckets); the name is what starpu_init will take:
+	 * the option, else STARPU_SCHED. */
+	const char *asked = opts->scheduler ? opts->scheduler : getenv("STARPU_SCHED");
+	const int want_heteroprio = asked && !strcmp(asked, "heteroprio");
+	if (starfa_wait_spin_configure() != 0 || (want_heteroprio && heteroprio_configure() != 0)) {
 		pthread_mutex_unlock(&init_lock);
 		return STARFA_EINVAL;
 	}
@@ -235,6 +311,8 @@ int starfa_init(const starfa_options *opts)
 		conf.sched_policy_name = gpus ? "dmda" : "lws";
 	if (opts->calibrate >= 0)
 		conf.calibrate = opts->calibrate;
+	if (want_heteroprio)
+		conf.sched_policy_init = heteroprio_buckets;
 	/* With GPUs, one core stays out of the CPU workers for the thread that submits the graph (and
 	 * waits for it), unless the CPU worker count was given: with a worker spinning on every core, that
 	 * thread shared a core with one and lost scheduler ticks to it (bench/PLACEMENT.md). */
@@ -279,9 +357,10 @@ int starfa_init(const starfa_options *opts)
 		return starfa_set_error(STARFA_EINVAL,
 					"scheduler %s runs tasks on combined workers (parallel tasks), which starfa's "
 					"codelets do not support under StarPU %d.%d; use dmda (the default with GPUs), "
-					"lws (the default without), dmdas, eager or ws",
+					"lws (the default without), dmdas, heteroprio, eager or ws",
 					name, STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
 	}
+	heteroprio_on = !strcmp(policy_name(), "heteroprio");
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
 	if (conf.reserve_ncpus > 0)
 		bind_submitter();
@@ -324,6 +403,7 @@ void starfa_shutdown(void)
 	pthread_mutex_lock(&init_lock);
 	if (init_count > 0 && --init_count == 0) {
 		starpu_task_wait_for_all();
+		heteroprio_on = 0;
 #ifdef STARFA_USE_CUDA
 		if (starpu_cuda_worker_get_count() > 0) {
 			starpu_execute_on_each_worker(release_kept, NULL, STARPU_CUDA);

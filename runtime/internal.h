@@ -40,6 +40,11 @@ int starfa_placement_mode(starfa_placement *mode);
  * default. */
 int starfa_host_threads(void);
 
+/* The priority to give StarPU for a task of starfa priority `priority` that may run on the worker kinds
+ * `where` (STARPU_CPU / STARPU_CUDA bits): the priority itself, except under heteroprio, where it is the
+ * index of the bucket for the priority's sign and that placement (runtime/context.c). */
+int starfa_sched_priority(int priority, unsigned where);
+
 /* Whether starfa_init has started StarPU (and starfa_shutdown not yet stopped it). */
 int starfa_runtime_started(void);
 

@@ -77,5 +77,11 @@ STARPU_SCHED=eager expect 0 'scheduler: eager ' -- info
 expect 1 'scheduler pheft runs tasks on combined workers' -- info --sched pheft
 expect 1 'scheduler peager runs tasks on combined workers' -- train --input "$tmp/small.mtx" --out "$tmp/p.model" --sched peager
 [ -e "$tmp/p.model" ] && fail "a refused scheduler left a model"
+# heteroprio trains (starfa sets up its buckets); a bad slow factor is refused before any output.
+expect 0 'scheduler: heteroprio ' -- info --sched heteroprio --ncuda 0
+expect 0 '' -- train --input "$tmp/small.mtx" --out "$tmp/h.model" --sched heteroprio --ncuda 0 --iters 3
+[ -s "$tmp/h.model" ] || fail "heteroprio left no model"
+STARFA_HETEROPRIO_SLOW=x expect 1 'STARFA_HETEROPRIO_SLOW' -- train --input "$tmp/small.mtx" --out "$tmp/h2.model" --sched heteroprio
+[ -e "$tmp/h2.model" ] && fail "a refused slow factor left a model"
 
 finish

@@ -22,9 +22,18 @@ static void sddmm_reference(const starfa_csr *S, const float *A, const float *B,
 		}
 }
 
-/* Runs an SDDMM over every tile of t under the task log, checks it against the reference, and counts
- * its tasks per worker kind; wait 0 reads the values back before any starfa_wait. */
-static int sddmm_on(const starfa_csr *S, const starfa_tiled *t, int64_t k, uint64_t *rng, int64_t tasks[2], int wait)
+typedef int (*sddmm_inserter)(const starfa_tiled *t, const starfa_dense *A, const starfa_dense *B,
+			      starfa_sparse_values *V);
+
+static int insert_whole(const starfa_tiled *t, const starfa_dense *A, const starfa_dense *B, starfa_sparse_values *V)
+{
+	return starfa_insert_sddmm(t, A, B, STARFA_SDDMM_PATTERN, V);
+}
+
+/* Runs an SDDMM over every tile of t (through `insert`) under the task log, checks it against the
+ * reference, and counts its tasks per worker kind; wait 0 reads the values back before any starfa_wait. */
+static int sddmm_by(sddmm_inserter insert, const starfa_csr *S, const starfa_tiled *t, int64_t k, uint64_t *rng,
+		    int64_t tasks[2], int wait)
 {
 	float *A = malloc(sizeof *A * (size_t)(S->nrows * k)), *B = malloc(sizeof *B * (size_t)(S->ncols * k));
 	float *P = malloc(sizeof *P * (size_t)S->nnz);
@@ -40,7 +49,7 @@ static int sddmm_on(const starfa_csr *S, const starfa_tiled *t, int64_t k, uint6
 	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, k, &dB));
 	CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &V));
 	CHECK_OK(starfa_task_log_begin());
-	int rc = starfa_insert_sddmm(t, dA, dB, STARFA_SDDMM_PATTERN, V);
+	int rc = insert(t, dA, dB, V);
 	if (!rc && !wait)
 		rc = starfa_sparse_values_gather(V, P);
 	if (!rc)
@@ -69,6 +78,11 @@ static int sddmm_on(const starfa_csr *S, const starfa_tiled *t, int64_t k, uint6
 	free(P);
 	free(want);
 	return 0;
+}
+
+static int sddmm_on(const starfa_csr *S, const starfa_tiled *t, int64_t k, uint64_t *rng, int64_t tasks[2], int wait)
+{
+	return sddmm_by(insert_whole, S, t, k, rng, tasks, wait);
 }
 
 /* Non-empty tiles in the row bands [b0, b1). */
@@ -177,6 +191,65 @@ TEST(placement, waits_with_a_free_core)
 	return 0;
 }
 
+/* Under heteroprio (whose buckets starfa sets up from its priorities and placements): an SDDMM over a
+ * grid, then per-tile tasks at raised, default and lowered priorities, placed on the cores or not, all
+ * give the reference's values; a slow factor that is not a number is refused at start. */
+/* A task a tile, at raised, default and lowered priorities in turn, every other one placed on the cores. */
+static int insert_by_tile(const starfa_tiled *t, const starfa_dense *A, const starfa_dense *B, starfa_sparse_values *V)
+{
+	static const int prio[] = {5, 0, -3};
+	int n = 0;
+	for (int64_t i = 0; i < starfa_tiled_row_tiles(t); i++)
+		for (int64_t j = 0; j < starfa_tiled_col_tiles(t); j++, n++) {
+			starfa_task_attr attr = {prio[n % 3], 0, n % 2 ? STARFA_WHERE_CPU : 0};
+			int rc = starfa_task_sddmm(t, i, j, A, B, STARFA_SDDMM_PATTERN, 1.0f, 0.0f, V, &attr);
+			if (rc)
+				return rc;
+		}
+	return 0;
+}
+
+static int heteroprio_sddmm(const starfa_csr *S, const starfa_tiling_options *o, int64_t k, uint64_t *rng,
+			    int64_t tasks[2])
+{
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, o, &t));
+	int64_t by_tile[2];
+	CHECK_OK(sddmm_by(insert_by_tile, S, t, k, rng, by_tile, 1));
+	CHECK_OK(sddmm_on(S, t, k, rng, tasks, 1));
+	starfa_tiled_free(t);
+	return 0;
+}
+
+TEST(placement, heteroprio_buckets)
+{
+	uint64_t rng = testing_seed() + 59;
+	starfa_csr *S = testing_random_csr(400, 300, 8000, 1.0, &rng);
+	CHECK(S);
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncuda = 0;
+	opts.ncpus = 2;
+	opts.scheduler = "heteroprio";
+	CHECK_OK(testing_runtime_with(&opts));
+	CHECK(strcmp(starfa_scheduler_name(), "heteroprio") == 0);
+	starfa_tiling_options o = {3, 3, 0};
+	int64_t tasks[2];
+	CHECK_OK(heteroprio_sddmm(S, &o, 12, &rng, tasks));
+	CHECK(tasks[STARFA_WORKER_CPU] > 0 && tasks[STARFA_WORKER_CUDA] == 0);
+	testing_runtime_stop();
+	setenv("STARFA_HETEROPRIO_SLOW", "fast", 1);
+	opts.silent = 1;
+	int rc = starfa_init(&opts);
+	unsetenv("STARFA_HETEROPRIO_SLOW");
+	if (rc == 0)
+		starfa_shutdown();
+	CHECK_MSG(rc == STARFA_EINVAL && strstr(starfa_last_error(), "STARFA_HETEROPRIO_SLOW"), "starfa_init gave %d: %s",
+		  rc, starfa_last_error());
+	starfa_csr_free(S);
+	return 0;
+}
+
 #ifdef STARFA_USE_CUDA
 /* Every worker of the machine, CPU and CUDA, or the test is skipped. */
 #define SKIP_UNLESS_BOTH_KINDS()                                                                                \
@@ -225,6 +298,37 @@ TEST(placement_cuda, bands_run_where_placed)
 	CHECK_OK(starfa_plan_tiling("sddmm", (double)S->nnz * 16, (double)S->nnz * 16, 2, &plan, split));
 	CHECK(plan.placed == 1 && plan.row_tiles >= 2 * starfa_worker_count(STARFA_WORKER_CUDA));
 	CHECK(split[0].cuda_bands == 2 * starfa_worker_count(STARFA_WORKER_CUDA));
+	starfa_csr_free(S);
+	return 0;
+}
+
+/* heteroprio with the cores and the GPUs: bands placed on each kind run there (GPU-only and CPU-only
+ * tasks wait in buckets only their kind scans: StarPU 1.3's heteroprio asserts otherwise), the per-tile
+ * tasks at every priority and placement run, and the values are the reference's. */
+TEST(placement_cuda, heteroprio_runs_placed_bands)
+{
+	SKIP_UNLESS_BOTH_KINDS();
+	uint64_t rng = testing_seed() + 61;
+	starfa_csr *S = testing_random_csr(4000, 3000, 80000, 1.2, &rng);
+	CHECK(S);
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.scheduler = "heteroprio";
+	CHECK_OK(testing_runtime_with(&opts));
+	CHECK(strcmp(starfa_scheduler_name(), "heteroprio") == 0);
+	starfa_tiling_options o = {4, 4, 0, 0, 0, 1, 2, 0.3, 0.3};
+	int64_t tasks[2];
+	CHECK_OK(heteroprio_sddmm(S, &o, 16, &rng, tasks));
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &o, &t));
+	CHECK_MSG(tasks[STARFA_WORKER_CPU] == tiles_in(t, 2, 4) && tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 2),
+		  "%lld cpu and %lld cuda tasks for %lld and %lld tiles", (long long)tasks[0], (long long)tasks[1],
+		  (long long)tiles_in(t, 2, 4), (long long)tiles_in(t, 0, 2));
+	starfa_tiled_free(t);
+	starfa_tiling_options unplaced = {3, 3, 0};
+	CHECK_OK(heteroprio_sddmm(S, &unplaced, 16, &rng, tasks));
+	CHECK(tasks[STARFA_WORKER_CPU] + tasks[STARFA_WORKER_CUDA] > 0);
+	testing_runtime_stop();
 	starfa_csr_free(S);
 	return 0;
 }

@@ -780,6 +780,16 @@ static int check_epilogue(const starfa_csr *S, const float *A, const float *B, i
 	return 0;
 }
 
+/* The output before a run, on the host (P0) and the device (dP): NaN everywhere, then random values on
+ * the nonzeros where the run accumulates (beta != 0). */
+static int load_p0(float *P0, float *dP, size_t nnz, float beta, uint64_t *rng)
+{
+	testing_poison(P0, nnz + GUARD);
+	if (beta != 0.0f)
+		testing_fill_random(P0, nnz, rng);
+	return cudaMemcpy(dP, P0, (nnz + GUARD) * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess;
+}
+
 /* The dense rows' path (cuBLAS SGEMM on the dense rows, picked; the virtual-warp kernel on the
  * others) against a double reference of out = alpha (s) <A_r, B_c> + beta out, with the output
  * poisoned (NaN) past the nonzeros and, with beta 0, everywhere; with several chunks, with the row
@@ -791,11 +801,18 @@ TEST(sddmm_cuda, dense_rows_match_reference)
 	uint64_t rng = testing_seed() + 17;
 	cublasHandle_t cublas;
 	CHECK(cublasCreate(&cublas) == CUBLAS_STATUS_SUCCESS);
-	static const int64_t ks[] = {4, 16, 64, 128, 260};
+	/* The last: many rows at k = 16 (virtual warps of 4 lanes, 8 rows a warp), so that the rows the dense
+	 * product took are skipped inside warps whose other rows run, over many blocks. */
+	static const int64_t ks[] = {4, 16, 64, 128, 260, 16};
+	const size_t nks = sizeof ks / sizeof ks[0];
 	int64_t went_dense = 0;
-	for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+	for (size_t ki = 0; ki < nks; ki++) {
 		int64_t k = ks[ki], m = 300 + (int64_t)testing_below(&rng, 300), n = 100 + (int64_t)testing_below(&rng, 300);
 		int64_t heavy = 40 + (int64_t)testing_below(&rng, 40), ld = k + (ki % 2 ? 4 : 0);
+		if (ki == nks - 1) {
+			m = 20000 + (int64_t)testing_below(&rng, 5000);
+			heavy = 300;
+		}
 		struct one_tile t;
 		CHECK(make_dense_rows_tile(&t, m, n, heavy, ki % 2, &rng) == 0);
 		const starfa_csr *S = t.csr;
@@ -819,10 +836,7 @@ TEST(sddmm_cuda, dense_rows_match_reference)
 				testing_fill_random(A, na, &rng);
 				CUDA_OK(cudaMemcpy(d.A, A, na * sizeof(float), cudaMemcpyHostToDevice));
 			}
-			testing_poison(P0, nnz + GUARD);
-			if (beta != 0.0f)
-				testing_fill_random(P0, nnz, &rng);
-			CUDA_OK(cudaMemcpy(d.P, P0, (nnz + GUARD) * sizeof(float), cudaMemcpyHostToDevice));
+			CHECK(load_p0(P0, d.P, nnz, beta, &rng) == 0);
 			int64_t dense = -1;
 			GPU_STATUS_OK(starfa_cuda_sddmm_dense_rows_run(cublas, pattern, min_density, chunk, m, n, S->nnz, d.rowptr,
 								d.colind, d.val, d.A, ld, d.B, ld, k, scaled, alpha, beta,
@@ -857,6 +871,14 @@ TEST(sddmm_cuda, dense_rows_match_reference)
 	st = starfa_cuda_sddmm_dense_rows_run(cublas, 0, 0.0, 0, 10, 20, 5, NULL, NULL, NULL, dA, 3, dA, 3, 3, 0, 1.0f,
 					      0.0f, NULL, 0, NULL);
 	CHECK(st.call && strstr(st.call, "16-byte") && st.cuda == cudaErrorInvalidValue);
+	/* thresholds the kept row order cannot serve */
+	static const double bad_density[] = {0.01, -1.0, NAN};
+	for (size_t i = 0; i < sizeof bad_density / sizeof bad_density[0]; i++) {
+		st = starfa_cuda_sddmm_dense_rows_run(cublas, 0, bad_density[i], 0, 10, 20, 5, NULL, NULL, NULL, dA, 4, dA,
+						      4, 4, 0, 1.0f, 0.0f, NULL, 0, NULL);
+		CHECK_MSG(st.call && strstr(st.call, "min_density") && st.cuda == cudaErrorInvalidValue, "density %g",
+			  bad_density[i]);
+	}
 	cudaFree(dA);
 	cublasDestroy(cublas);
 	return 0;
@@ -895,10 +917,7 @@ TEST(sddmm_cuda, tuned_matches_reference_and_keeps_a_choice)
 		for (int call = 0; call < 3; call++) {
 			/* 0: times the candidates, accumulating; 1: the kept choice, accumulating; 2: overwriting. */
 			float beta = call < 2 ? 0.5f : 0.0f;
-			testing_poison(P0, nnz + GUARD);
-			if (beta != 0.0f)
-				testing_fill_random(P0, nnz, &rng);
-			CUDA_OK(cudaMemcpy(d.P, P0, (nnz + GUARD) * sizeof(float), cudaMemcpyHostToDevice));
+			CHECK(load_p0(P0, d.P, nnz, beta, &rng) == 0);
 			GPU_STATUS_OK(starfa_cuda_sddmm_tuned(cublas, pattern, S->nrows, S->ncols, S->nnz, d.rowptr, d.colind,
 							      d.val, d.A, k, d.B, k, k, 1, 2.0f, beta, d.P, 0));
 			CUDA_OK(cudaDeviceSynchronize());
