@@ -212,7 +212,7 @@ static void graph_set(const struct bench_device *d, const struct bench_options *
 	starfa_options_default(&so);
 	so.ncpus = worker_sets[set].gpu_only ? 0 : -1;
 	so.ncuda = d->gpu ? -1 : 0;
-	so.scheduler = "dmda";
+	so.scheduler = getenv("STARPU_SCHED") ? NULL : "dmda"; /* STARPU_SCHED, for comparing schedulers */
 	so.calibrate = 1; /* the warm-ups calibrate the perfmodels */
 	so.silent = 1;
 	if (starfa_init(&so) != 0) {

@@ -118,7 +118,9 @@ static int nworker_total, nbus_total;
  * the cores, or either), so each pair gets a bucket: GPU-only tasks where only the CUDA workers look,
  * CPU-only where only the cores do, the others where both do. Each kind takes, level by level, its own
  * kind's bucket before the shared one; the cores take a shared task only when at least
- * STARFA_HETEROPRIO_SLOW of them (4 unless set) wait per GPU, as a core is several times slower. */
+ * STARFA_HETEROPRIO_SLOW of them (64 unless set) wait per GPU: a core ran an SDDMM tile hundreds of times
+ * slower than an H200, and at 4 or 16 the cores took 13-16 of 56 tiles and made the sweep 6-20x slower,
+ * at 64 none (bench/PLACEMENT.md). */
 enum { kPrioLevels = 3, kPlaceGroups = 3, kGroupCuda = 0, kGroupAny = 1, kGroupCpu = 2 };
 
 static int heteroprio_on; /* the running scheduler is heteroprio, with these buckets */
@@ -128,13 +130,14 @@ static unsigned bucket_of(int level, int group)
 	return (unsigned)(level * kPlaceGroups + group);
 }
 
-static float heteroprio_slow = 4.0f; /* STARFA_HETEROPRIO_SLOW, read at starfa_init */
+#define HETEROPRIO_SLOW_DEFAULT 64.0f
+static float heteroprio_slow = HETEROPRIO_SLOW_DEFAULT; /* STARFA_HETEROPRIO_SLOW, read at starfa_init */
 
 /* Reads STARFA_HETEROPRIO_SLOW: 0, or an error for a value that is not a number in [0, 1e6]. */
 static int heteroprio_configure(void)
 {
 	const char *v = getenv("STARFA_HETEROPRIO_SLOW");
-	heteroprio_slow = 4.0f;
+	heteroprio_slow = HETEROPRIO_SLOW_DEFAULT;
 	if (!v || !*v)
 		return 0;
 	char *end = NULL;
