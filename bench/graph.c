@@ -1,6 +1,6 @@
 /* The whole task graph through StarPU: starfa_insert_sddmm (and starfa_insert_spmm, S·B over
  * the row bands) over every tile, then starfa_wait, timed on the host clock. Two worker sets (CUDA workers only; every worker,
- * under dmda) and two tilings (starfa's automatic grid; one tile, the coarsest, which is
+ * under starfa's default scheduler or STARPU_SCHED) and two tilings (starfa's automatic grid; one tile, the coarsest, which is
  * the kernel of the GPU half plus StarPU's overhead). StarPU calibrates its perfmodels
  * during the warm-up runs (calibrate = 1), running each implementation a worker set may use until
  * its model has STARPU_CALIBRATE_MINIMUM (10) samples: the warm-ups cover that many runs of every
@@ -212,7 +212,7 @@ static void graph_set(const struct bench_device *d, const struct bench_options *
 	starfa_options_default(&so);
 	so.ncpus = worker_sets[set].gpu_only ? 0 : -1;
 	so.ncuda = d->gpu ? -1 : 0;
-	so.scheduler = getenv("STARPU_SCHED") ? NULL : "dmda"; /* STARPU_SCHED, for comparing schedulers */
+	so.scheduler = NULL; /* starfa's default, or STARPU_SCHED for comparing schedulers */
 	so.calibrate = 1; /* the warm-ups calibrate the perfmodels */
 	so.silent = 1;
 	if (starfa_init(&so) != 0) {

@@ -271,11 +271,8 @@ int starfa_init(const starfa_options *opts)
 		pthread_mutex_unlock(&init_lock);
 		return 0;
 	}
-	/* heteroprio needs its buckets set up (heteroprio_buckets); the name is what starpu_init will take:
-	 * the option, else STARPU_SCHED. */
-	const char *asked = opts->scheduler ? opts->scheduler : getenv("STARPU_SCHED");
-	const int want_heteroprio = asked && !strcmp(asked, "heteroprio");
-	if (starfa_wait_spin_configure() != 0 || (want_heteroprio && heteroprio_configure() != 0)) {
+	starfa_placement placement;
+	if (starfa_wait_spin_configure() != 0 || heteroprio_configure() != 0 || starfa_placement_mode(&placement) != 0) {
 		pthread_mutex_unlock(&init_lock);
 		return STARFA_EINVAL;
 	}
@@ -303,18 +300,27 @@ int starfa_init(const starfa_options *opts)
 		conf.ncpus = opts->ncpus;
 	if (opts->ncuda >= 0)
 		conf.ncuda = opts->ncuda;
-	/* The default scheduler is dmda where there will be GPUs: every codelet has a perfmodel, and the
-	 * models choose between a core and a GPU. With cores alone they have nothing to choose between, and
-	 * dmda's placement at submission, from predictions that are off for ALS's unequal bands, lost to
-	 * work stealing: lws was 3-10% faster on SDDMM and 0-15% on ALS on two cores (bench/ALS.md). */
+	/* The default scheduler where there will be GPUs: heteroprio while starfa places every band (the
+	 * default placement: the GPUs'), as nothing is left to choose and its dispatch is the cheapest
+	 * (1-4% on 0.2-0.7 ms SDDMM graphs, 5-30% on MovieLens-sized ones against dmda: bench/PLACEMENT.md);
+	 * dmda where StarPU places tasks (STARFA_PLACEMENT=split or any), as its calibrated models choose
+	 * between a core and a GPU (and calibrate themselves where a model lacks a size). With cores alone
+	 * they have nothing to choose between, and dmda's placement at submission, from predictions that
+	 * are off for ALS's unequal bands, lost to work stealing: lws was 3-10% faster on SDDMM and 0-15% on
+	 * ALS on two cores (bench/ALS.md). */
 	const int gpus = gpus_present(&conf), cores = online_cores();
 	if (opts->scheduler)
 		conf.sched_policy_name = opts->scheduler;
 	else if (!getenv("STARPU_SCHED"))
-		conf.sched_policy_name = gpus ? "dmda" : "lws";
+		conf.sched_policy_name = !gpus ? "lws" : placement == STARFA_PLACE_GPU ? "heteroprio" : "dmda";
 	if (opts->calibrate >= 0)
 		conf.calibrate = opts->calibrate;
-	if (want_heteroprio)
+	/* heteroprio needs its buckets (heteroprio_buckets); the name is what starpu_init will take: the
+	 * option, else STARPU_SCHED, else the default above. */
+	const char *asked = opts->scheduler ? opts->scheduler : getenv("STARPU_SCHED");
+	if (!asked)
+		asked = conf.sched_policy_name;
+	if (asked && !strcmp(asked, "heteroprio"))
 		conf.sched_policy_init = heteroprio_buckets;
 	/* With GPUs, one core stays out of the CPU workers for the thread that submits the graph (and
 	 * waits for it), unless the CPU worker count was given: with a worker spinning on every core, that

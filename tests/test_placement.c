@@ -95,6 +95,18 @@ static int64_t tiles_in(const starfa_tiled *t, int64_t b0, int64_t b1)
 	return n;
 }
 
+/* starfa_init with STARFA_PLACEMENT set to what is not a placement: refused, naming the variable. */
+static int refuses_bad_placement(const starfa_options *opts)
+{
+	setenv("STARFA_PLACEMENT", "everywhere", 1);
+	int rc = starfa_init(opts);
+	unsetenv("STARFA_PLACEMENT");
+	if (rc == 0)
+		starfa_shutdown();
+	CHECK_MSG(rc == STARFA_EINVAL && strstr(starfa_last_error(), "STARFA_PLACEMENT"), "starfa_init gave %d", rc);
+	return 0;
+}
+
 TEST(placement, rejects_what_cannot_run)
 {
 	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
@@ -120,7 +132,13 @@ TEST(placement, rejects_what_cannot_run)
 	CHECK(strstr(starfa_last_error(), "no_such_op") != NULL);
 	CHECK(starfa_plan_tiling("sddmm", 1e6, 1e6, 0, &plan, split) == STARFA_EINVAL);
 	starfa_csr_free(S);
-	return 0;
+	/* A placement that is not one is refused at start (it also picks the default scheduler). */
+	testing_runtime_stop();
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncuda = 0;
+	opts.silent = 1;
+	return refuses_bad_placement(&opts);
 }
 
 /* Every band on the CPU workers: the tasks go there and the results are the reference's. */
@@ -369,6 +387,33 @@ TEST(placement_cuda, unplaced_grids_run_on_gpus)
 	CHECK(rc == STARFA_EINVAL && t == NULL && strstr(starfa_last_error(), "STARFA_PLACEMENT"));
 	starfa_csr_free(S);
 	return 0;
+}
+
+/* The default scheduler with GPUs follows the placement: heteroprio while starfa places the bands on the
+ * GPUs, dmda where StarPU places them (STARFA_PLACEMENT=any); a bad STARFA_PLACEMENT is refused at start. */
+TEST(placement_cuda, default_scheduler_follows_the_placement)
+{
+	if (getenv("STARPU_SCHED"))
+		SKIP("STARPU_SCHED names the scheduler");
+	SKIP_UNLESS_BOTH_KINDS();
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.silent = 1;
+	static const char *const modes[] = {NULL, "gpu", "any", "split"};
+	static const char *const want[] = {"heteroprio", "heteroprio", "dmda", "dmda"};
+	for (int i = 0; i < 4; i++) {
+		testing_runtime_stop();
+		if (modes[i])
+			setenv("STARFA_PLACEMENT", modes[i], 1);
+		int rc = starfa_init(&opts);
+		const char *name = rc == 0 ? starfa_scheduler_name() : "";
+		CHECK_MSG(rc == 0 && strcmp(name, want[i]) == 0, "STARFA_PLACEMENT=%s: %d, scheduler %s",
+			  modes[i] ? modes[i] : "(unset)", rc, name);
+		if (rc == 0)
+			starfa_shutdown();
+		unsetenv("STARFA_PLACEMENT");
+	}
+	return refuses_bad_placement(&opts);
 }
 /* With GPUs and the default worker count, the thread that starts the runtime is bound to the one core the
  * workers leave out (so that its waits never share a core with the CUDA worker's driver thread), and gets
