@@ -35,6 +35,8 @@ struct bench_options {
 	uint64_t seed;
 	double dense_densities[8]; /* thresholds at which the SDDMM dense rows' path is also timed */
 	int ndense;
+	double cpu_shares[8]; /* with every worker, the SDDMM graph on split grids: the cores' share of nonzeros */
+	int nshares;
 };
 
 /* ------------------------------------------------------------------ matrices */

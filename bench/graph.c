@@ -34,9 +34,9 @@ static const struct {
 enum graph_op { GRAPH_SDDMM, GRAPH_SPMM, GRAPH_OPS };
 static const char *const op_prefix[GRAPH_OPS] = {"graph", "graph_spmm"};
 
-static void measurement_name(char *out, size_t len, enum graph_op op, int set, int tiling)
+static void measurement_name(char *out, size_t len, enum graph_op op, int set, const char *tiling)
 {
-	snprintf(out, len, "%s.%s.%s", op_prefix[op], worker_sets[set].name, tilings[tiling].name);
+	snprintf(out, len, "%s.%s.%s", op_prefix[op], worker_sets[set].name, tiling);
 }
 
 struct graph_operands {
@@ -108,7 +108,7 @@ static double kernel_baseline(const struct bench_matrix *m, int64_t k, enum grap
 }
 
 static void graph_rank(const struct bench_options *o, const struct bench_matrix *m, const starfa_tiled *S, int64_t k,
-		       enum graph_op op, int set, int tiling)
+		       enum graph_op op, int set, const char *tiling)
 {
 	char name[48];
 	measurement_name(name, sizeof name, op, set, tiling);
@@ -174,7 +174,7 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 	r->speedup = r->baseline_ms / r->median_ms;
 	r->overhead_pct = (r->median_ms / r->baseline_ms - 1.0) * 100.0;
 	printf("  %-10s %-6s %-6s k=%-4lld tiles %-7s %9.3f ms (%d warm-ups), tasks/run cpu %lld cuda %lld\n",
-	       op_prefix[op], worker_sets[set].name, tilings[tiling].name, (long long)k, r->tiles, r->median_ms,
+	       op_prefix[op], worker_sets[set].name, tiling, (long long)k, r->tiles, r->median_ms,
 	       warmups, (long long)r->tasks_cpu, (long long)r->tasks_cuda);
 	fflush(stdout);
 out:
@@ -195,7 +195,7 @@ static void skip_set(const struct bench_options *o, const struct bench_matrix *m
 	char name[48];
 	for (int op = 0; op < GRAPH_OPS; op++)
 		for (int t = 0; t < (int)NTILINGS; t++) {
-			measurement_name(name, sizeof name, (enum graph_op)op, set, t);
+			measurement_name(name, sizeof name, (enum graph_op)op, set, tilings[t].name);
 			for (int i = 0; i < o->nranks; i++)
 				bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_SKIP, "%s", why);
 		}
@@ -231,7 +231,7 @@ static void graph_set(const struct bench_device *d, const struct bench_options *
 			fprintf(stderr, "starfa_bench: %s: starfa_tiled_create: %s\n", m->name, starfa_last_error());
 			char name[48];
 			for (int op = 0; op < GRAPH_OPS; op++) {
-				measurement_name(name, sizeof name, (enum graph_op)op, set, t);
+				measurement_name(name, sizeof name, (enum graph_op)op, set, tilings[t].name);
 				for (int i = 0; i < o->nranks; i++)
 					bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_ERROR,
 							  "starfa_tiled_create: %s", starfa_last_error());
@@ -240,7 +240,29 @@ static void graph_set(const struct bench_device *d, const struct bench_options *
 		}
 		for (int op = 0; op < GRAPH_OPS; op++)
 			for (int i = 0; i < o->nranks; i++)
-				graph_rank(o, m, S, o->ranks[i], (enum graph_op)op, set, t);
+				graph_rank(o, m, S, o->ranks[i], (enum graph_op)op, set, tilings[t].name);
+		starfa_tiled_free(S);
+	}
+	/* Split grids (--cpu-shares): a row band a GPU and one row band for the cores holding that share of
+	 * the nonzeros, placed (the cores' band on the cores only), cut into a column tile a CPU worker so
+	 * that every core has a task (a grid has one column tiling: the GPUs' bands get as many tasks). SDDMM
+	 * alone. */
+	const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU), ncuda = starfa_worker_count(STARFA_WORKER_CUDA);
+	for (int i = 0; !worker_sets[set].gpu_only && ncpu > 0 && ncuda > 0 && i < o->nshares; i++) {
+		starfa_tiling_options topt = {ncuda + 1, ncpu, 0, 0, 0, 1, 1, o->cpu_shares[i], o->cpu_shares[i], 0};
+		char tiling[32];
+		snprintf(tiling, sizeof tiling, "split@%g", o->cpu_shares[i]);
+		starfa_tiled *S = NULL;
+		if (starfa_tiled_create(m->csr, &topt, &S) != 0) {
+			char name[48];
+			measurement_name(name, sizeof name, GRAPH_SDDMM, set, tiling);
+			for (int r = 0; r < o->nranks; r++)
+				bench_result_fail(bench_result_add(m, o->ranks[r], name), BENCH_ERROR, "starfa_tiled_create: %s",
+						  starfa_last_error());
+			continue;
+		}
+		for (int r = 0; r < o->nranks; r++)
+			graph_rank(o, m, S, o->ranks[r], GRAPH_SDDMM, set, tiling);
 		starfa_tiled_free(S);
 	}
 	starfa_shutdown();

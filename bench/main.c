@@ -36,7 +36,10 @@ static void usage(FILE *out)
 		"  --data-dir DIR      where data files are looked for (repeatable; default data, ../shared/data)\n"
 		"  --seed S            seed of the generated matrices and the factors (default 1)\n"
 		"  --dense-densities LIST  densities at which the SDDMM dense rows' path is also timed, where the\n"
-		"                      virtual-warp kernel runs (default 0.1,0.2,0.4; 0: none)\n",
+		"                      virtual-warp kernel runs (default 0.1,0.2,0.4; 0: none)\n"
+		"  --cpu-shares LIST   with every worker, the SDDMM graph also on a split grid: a row band a GPU and\n"
+		"                      one for the cores holding this share of the nonzeros, a column tile a CPU\n"
+		"                      worker (e.g. 0.02,0.05; none by default); rows graph.all.split@SHARE\n",
 		default_matrices, bench_matrix_names(), quick_matrices);
 }
 
@@ -106,22 +109,23 @@ static void set_defaults(struct bench_options *o, int quick)
 	memcpy(o->dense_densities, densities, sizeof densities);
 }
 
-static int set_densities(char *text, struct bench_options *o)
+/* A list of fractions in [0, 1] for option `name`; the positive ones go to out (at most 8). */
+static int set_fractions(char *text, const char *name, double *out, int *count)
 {
 	const char *items[8];
-	int n = split_list(text, items, 8, "--dense-densities");
+	int n = split_list(text, items, 8, name);
 	if (n < 0)
 		return -1;
-	o->ndense = 0;
+	*count = 0;
 	for (int i = 0; i < n; i++) {
 		char *end;
 		double d = strtod(items[i], &end);
 		if (end == items[i] || *end || !(d >= 0 && d <= 1)) {
-			fprintf(stderr, "starfa_bench: --dense-densities expects numbers in [0, 1], not '%s'\n", items[i]);
+			fprintf(stderr, "starfa_bench: %s expects numbers in [0, 1], not '%s'\n", name, items[i]);
 			return -1;
 		}
 		if (d > 0)
-			o->dense_densities[o->ndense++] = d;
+			out[(*count)++] = d;
 	}
 	return 0;
 }
@@ -139,7 +143,8 @@ enum {
 	OPT_SEED,
 	OPT_WARMUP,
 	OPT_QUICK,
-	OPT_DENSE
+	OPT_DENSE,
+	OPT_CPU_SHARES
 };
 
 static int parse(int argc, char **argv, struct bench_options *o)
@@ -161,6 +166,7 @@ static int parse(int argc, char **argv, struct bench_options *o)
 		{"data-dir", required_argument, NULL, OPT_DATA},
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"dense-densities", required_argument, NULL, OPT_DENSE},
+		{"cpu-shares", required_argument, NULL, OPT_CPU_SHARES},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -215,8 +221,12 @@ static int parse(int argc, char **argv, struct bench_options *o)
 			break;
 		case OPT_QUICK:
 			break;
+		case OPT_CPU_SHARES:
+			if (set_fractions(optarg, "--cpu-shares", o->cpu_shares, &o->nshares))
+				return 2;
+			break;
 		case OPT_DENSE:
-			if (set_densities(optarg, o))
+			if (set_fractions(optarg, "--dense-densities", o->dense_densities, &o->ndense))
 				return 2;
 			break;
 		case OPT_CSV:
