@@ -514,7 +514,6 @@ fail:
 	return -1;
 }
 
-/* starfa's kernel as the codelet runs it (AUTO), or one variant of it. */
 /* How many rows the dense rows' path takes on the case at this threshold (0: the model's): one more run,
  * which reports it. Fails r and returns 1 on an error. */
 static int dense_row_count(struct gpu_case *c, uint64_t pattern, double density, int scaled, int64_t *dense,
@@ -530,6 +529,7 @@ static int dense_row_count(struct gpu_case *c, uint64_t pattern, double density,
 	return 0;
 }
 
+/* starfa's kernel as the codelet runs it (AUTO), or one variant of it. */
 static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm_variant variant, double density)
 {
 	char name[64];

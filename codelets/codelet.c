@@ -149,6 +149,30 @@ static starfa_task_record *log_record(const struct starpu_codelet *cl, int nbuff
 
 /* ------------------------------------------------------------------ inserting tasks */
 
+/* Which of the kinds in mask can run a task of cl with these arguments (the codelet's can_execute,
+ * asked for one worker of each kind: starfa's read the arguments only); mask itself when neither can,
+ * so that the submission fails as it would have. */
+static unsigned runnable_kinds(struct starpu_codelet *cl, void *args, size_t args_size, unsigned mask)
+{
+	struct starpu_task probe;
+	starpu_task_init(&probe);
+	probe.cl = cl;
+	probe.cl_arg = args;
+	probe.cl_arg_size = args_size;
+	static const struct {
+		unsigned kind;
+		enum starpu_worker_archtype type;
+	} kinds[] = {{STARPU_CPU, STARPU_CPU_WORKER}, {STARPU_CUDA, STARPU_CUDA_WORKER}};
+	unsigned ok = 0;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		int id;
+		if ((mask & kinds[i].kind) && starpu_worker_get_ids_by_type(kinds[i].type, &id, 1) == 1 &&
+		    cl->can_execute((unsigned)id, &probe, 0))
+			ok |= kinds[i].kind;
+	}
+	return ok ? ok : mask;
+}
+
 int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
 		  const starfa_task_attr *attr, int nbuffers, const struct starpu_data_descr *buffers)
 {
@@ -168,18 +192,24 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 	/* -1: the codelet's own set of worker kinds. A placement only narrows what the codelet can run on:
 	 * a kind it has no implementation for is dropped, and an empty result places nothing. */
 	long long where = -1;
+	const unsigned can = (cl->cpu_funcs[0] ? STARPU_CPU : 0) | (cl->cuda_funcs[0] ? STARPU_CUDA : 0);
 	if (attr && attr->where) {
-		unsigned can = (cl->cpu_funcs[0] ? STARPU_CPU : 0) | (cl->cuda_funcs[0] ? STARPU_CUDA : 0);
 		unsigned want = (attr->where & STARFA_WHERE_CPU ? STARPU_CPU : 0) |
 				(attr->where & STARFA_WHERE_CUDA ? STARPU_CUDA : 0);
 		if ((want & can) != 0)
 			where = want & can;
 	}
-	{ /* under heteroprio, the bucket of the priority and the kinds that may run the task */
-		unsigned can = (cl->cpu_funcs[0] ? STARPU_CPU : 0) | (cl->cuda_funcs[0] ? STARPU_CUDA : 0);
-		priority = starfa_sched_priority(priority, where >= 0 ? (unsigned)where : can);
+	if (starfa_sched_buckets() && !(attr && attr->worker > 0)) {
+		/* heteroprio: the bucket of the priority and of the kinds that can run this very task (a
+		 * kind that scans a bucket takes every task in it); a task for one worker skips the buckets */
+		unsigned mask = where >= 0 ? (unsigned)where : can;
+		if ((mask & STARPU_CPU) && (mask & STARPU_CUDA) && cl->can_execute) {
+			mask = runnable_kinds(cl, copy, args_size, mask);
+			where = mask;
+		}
+		priority = starfa_sched_priority(priority, mask);
 	}
-		starfa_task_record *record = log_record(cl, nbuffers, buffers);
+	starfa_task_record *record = log_record(cl, nbuffers, buffers);
 	void (*callback)(void *) = record ? log_task : NULL;
 	int ret;
 	if (attr && attr->worker > 0)

@@ -76,7 +76,7 @@ starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint64_t patter
 					  const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled,
 					  float alpha, float beta, float *out, cudaStream_t stream);
 
-/* The dense rows' path itself, for tests and experiments: rows of density >= min_density (<= 0: the
+/* The dense rows' path itself, for tests and experiments: rows of density >= min_density (0: the
  * model's, starfa_cuda_sddmm_dense_rows_density) go dense when there are at least 32 of them, in chunks
  * of chunk_rows rows (0: the L2 model's). pattern 0 makes and frees the row order within the call.
  * *dense_rows (may be NULL) says how many rows went dense. Refused (cudaErrorInvalidValue, with the

@@ -126,7 +126,9 @@ void starfa_csr_free(starfa_csr *csr);
 typedef struct starfa_options {
 	int ncpus;                 /* CPU workers; -1: StarPU's default (STARPU_NCPU or all cores) */
 	int ncuda;                 /* CUDA workers; -1: StarPU's default (STARPU_NCUDA or all GPUs) */
-	const char *scheduler;     /* NULL: STARPU_SCHED, else "dmda" (perfmodel-driven); e.g. "dmdas", "lws" */
+	const char *scheduler;     /* NULL: STARPU_SCHED, else with GPU workers "heteroprio" (starfa places the
+				    * bands), or "dmda" under STARFA_PLACEMENT=split|any, and "lws" without
+				    * GPU workers; e.g. "dmdas" */
 	int calibrate;             /* -1: leave to STARPU_CALIBRATE; 0 off; 1 calibrate; 2 reset and calibrate */
 	int silent;                /* 1: keep StarPU quiet unless something fails */
 	const char *trace_dir;     /* NULL: no trace; else StarPU's FxT trace of the run, written into this folder

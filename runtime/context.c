@@ -109,22 +109,23 @@ static starfa_worker_profile *worker_total;
 static int64_t (*bus_total)[2]; /* bytes, transfers */
 static int nworker_total, nbus_total;
 
-/* The scheduler of the context starpu_init made ("" when it has none). */
 /* ------------------------------------------------------------------ heteroprio's buckets
  *
  * StarPU's heteroprio takes a task's priority as the index of the bucket it waits in; each worker kind
  * scans its own list of buckets in order, and a task must be runnable by every kind that scans its
- * bucket. starfa's tasks have a priority (its sign: raised, default, lowered) and a placement (the GPUs,
- * the cores, or either), so each pair gets a bucket: GPU-only tasks where only the CUDA workers look,
- * CPU-only where only the cores do, the others where both do. Each kind takes, level by level, its own
- * kind's bucket before the shared one; the cores take a shared task only when at least
- * STARFA_HETEROPRIO_SLOW of them (64 unless set) wait per GPU: a core ran an SDDMM tile hundreds of times
- * slower than an H200, and at 4 or 16 the cores took 13-16 of 56 tiles and made the sweep 6-20x slower,
- * at 64 none (bench/PLACEMENT.md). */
+ * bucket. starfa's tasks have a priority (its sign: lowered, default, raised) and a placement (the GPUs,
+ * the cores, or either), so each pair gets a bucket, numbered upward with the priority (StarPU orders
+ * tasks by priority elsewhere too: a worker's local queue, data prefetches): GPU-only tasks where only
+ * the CUDA workers look, CPU-only where only the cores do, the others where both do. Each kind scans
+ * from the raised level down, its own kind's bucket before the shared one; the cores take a shared task
+ * only when at least STARFA_HETEROPRIO_SLOW of them (64 unless set) wait per GPU: a core ran an SDDMM
+ * tile hundreds of times slower than an H200, and at 4 or 16 the cores took 13-16 of 56 tiles and made
+ * the sweep 6-20x slower, at 64 none (bench/PLACEMENT.md). */
 enum { kPrioLevels = 3, kPlaceGroups = 3, kGroupCuda = 0, kGroupAny = 1, kGroupCpu = 2 };
 
 static int heteroprio_on; /* the running scheduler is heteroprio, with these buckets */
 
+/* level 0 lowered, 1 default, 2 raised */
 static unsigned bucket_of(int level, int group)
 {
 	return (unsigned)(level * kPlaceGroups + group);
@@ -149,41 +150,47 @@ static int heteroprio_configure(void)
 	return 0;
 }
 
+/* One kind's scan: raised, default, lowered, each its own kind's bucket then the shared one. */
+static void heteroprio_scan(unsigned ctx, enum starpu_heteroprio_types arch, int own)
+{
+	starpu_heteroprio_set_nb_prios(ctx, arch, 2 * kPrioLevels);
+	for (int i = 0; i < kPrioLevels; i++) {
+		const int level = kPrioLevels - 1 - i;
+		starpu_heteroprio_set_mapping(ctx, arch, 2 * i, bucket_of(level, own));
+		starpu_heteroprio_set_mapping(ctx, arch, 2 * i + 1, bucket_of(level, kGroupAny));
+	}
+}
+
 static void heteroprio_buckets(unsigned ctx)
 {
 	const unsigned ncpu = starpu_cpu_worker_get_count(), ncuda = starpu_cuda_worker_get_count();
-	if (ncuda > 0) {
-		starpu_heteroprio_set_nb_prios(ctx, STARPU_CUDA_IDX, 2 * kPrioLevels);
-		for (int level = 0; level < kPrioLevels; level++) {
-			starpu_heteroprio_set_mapping(ctx, STARPU_CUDA_IDX, 2 * level, bucket_of(level, kGroupCuda));
-			starpu_heteroprio_set_mapping(ctx, STARPU_CUDA_IDX, 2 * level + 1, bucket_of(level, kGroupAny));
-		}
-	}
-	if (ncpu > 0) {
-		starpu_heteroprio_set_nb_prios(ctx, STARPU_CPU_IDX, 2 * kPrioLevels);
-		for (int level = 0; level < kPrioLevels; level++) {
-			starpu_heteroprio_set_mapping(ctx, STARPU_CPU_IDX, 2 * level, bucket_of(level, kGroupCpu));
-			starpu_heteroprio_set_mapping(ctx, STARPU_CPU_IDX, 2 * level + 1, bucket_of(level, kGroupAny));
-		}
-	}
-	if (ncpu > 0 && ncuda > 0) {
-		const float slow = heteroprio_slow;
+	if (ncuda > 0)
+		heteroprio_scan(ctx, STARPU_CUDA_IDX, kGroupCuda);
+	if (ncpu > 0)
+		heteroprio_scan(ctx, STARPU_CPU_IDX, kGroupCpu);
+	if (ncpu > 0 && ncuda > 0)
 		for (int level = 0; level < kPrioLevels; level++) {
 			starpu_heteroprio_set_faster_arch(ctx, STARPU_CUDA_IDX, bucket_of(level, kGroupAny));
-			starpu_heteroprio_set_arch_slow_factor(ctx, STARPU_CPU_IDX, bucket_of(level, kGroupAny), slow);
+			starpu_heteroprio_set_arch_slow_factor(ctx, STARPU_CPU_IDX, bucket_of(level, kGroupAny),
+							       heteroprio_slow);
 		}
-	}
+}
+
+int starfa_sched_buckets(void)
+{
+	return heteroprio_on;
 }
 
 int starfa_sched_priority(int priority, unsigned where)
 {
 	if (!heteroprio_on)
 		return priority;
-	const int level = priority > 0 ? 0 : priority == 0 ? 1 : 2;
+	const int level = priority > 0 ? 2 : priority == 0 ? 1 : 0;
 	const int cpu = (where & STARPU_CPU) != 0, cuda = (where & STARPU_CUDA) != 0;
 	return (int)bucket_of(level, cpu && cuda ? kGroupAny : cuda ? kGroupCuda : kGroupCpu);
 }
 
+/* The scheduler of the context starpu_init made ("" when it has none). */
 static const char *policy_name(void)
 {
 	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
@@ -365,8 +372,8 @@ int starfa_init(const starfa_options *opts)
 		pthread_mutex_unlock(&init_lock);
 		return starfa_set_error(STARFA_EINVAL,
 					"scheduler %s runs tasks on combined workers (parallel tasks), which starfa's "
-					"codelets do not support under StarPU %d.%d; use dmda (the default with GPUs), "
-					"lws (the default without), dmdas, heteroprio, eager or ws",
+					"codelets do not support under StarPU %d.%d; use heteroprio or dmda (the defaults "
+					"with GPUs), lws (the default without), dmdas, eager or ws",
 					name, STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
 	}
 	heteroprio_on = !strcmp(policy_name(), "heteroprio");

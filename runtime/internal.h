@@ -44,6 +44,8 @@ int starfa_host_threads(void);
  * `where` (STARPU_CPU / STARPU_CUDA bits): the priority itself, except under heteroprio, where it is the
  * index of the bucket for the priority's sign and that placement (runtime/context.c). */
 int starfa_sched_priority(int priority, unsigned where);
+/* Whether starfa_sched_priority maps tasks to heteroprio's buckets (heteroprio runs). */
+int starfa_sched_buckets(void);
 
 /* Whether starfa_init has started StarPU (and starfa_shutdown not yet stopped it). */
 int starfa_runtime_started(void);

@@ -375,4 +375,68 @@ TEST(als_cuda, hermitian_matches_reference)
 	}
 	return 0;
 }
+/* Under heteroprio with cores and GPUs, a hermitian task at a rank beyond the CUDA kernel's (k > 192) that
+ * may run on either kind waits where only the cores look: the cores run it (a CUDA worker that took it
+ * from a shared bucket would make StarPU abort), and its systems match the reference. */
+TEST(als_cuda, heteroprio_keeps_tasks_the_gpus_cannot_run_on_the_cores)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.scheduler = "heteroprio";
+	CHECK_OK(testing_runtime_with(&opts));
+	if (starfa_worker_count(STARFA_WORKER_CPU) == 0 || starfa_worker_count(STARFA_WORKER_CUDA) == 0)
+		SKIP("needs CPU and CUDA workers");
+	uint64_t rng = testing_seed() + 330;
+	const int64_t k = STARFA_CUDA_ALS_MAX_K + 8, w = k;
+	starfa_csr *S = testing_random_csr(12, 40, 150, 1.0, &rng);
+	CHECK(S);
+	float *Y = als_alloc((size_t)(S->ncols * w)), *iu = als_alloc((size_t)(2 * S->nrows));
+	float *A = als_alloc((size_t)(S->nrows * k * k));
+	double *ref = malloc(sizeof(double) * (size_t)(S->nrows * k * k)), *bound = malloc(sizeof(double) * (size_t)(S->nrows * k * k));
+	CHECK(Y && iu && A && ref && bound);
+	testing_fill_random(Y, (size_t)(S->ncols * w), &rng);
+	for (int64_t r = 0; r < 2 * S->nrows; r++)
+		iu[r] = 1.0f;
+	starfa_tiling_options o = {1, 1, 0};
+	starfa_tiled *t = NULL;
+	starfa_dense *dy = NULL, *diu = NULL;
+	starfa_systems *su = NULL;
+	CHECK_OK(starfa_tiled_create(S, &o, &t));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, Y, w, &dy));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, iu, 2, &diu));
+	CHECK_OK(starfa_systems_create(t, STARFA_ROWS, k, 0, 0, &su));
+	starfa_task_attr attr = {0, 0, STARFA_WHERE_CPU | STARFA_WHERE_CUDA};
+	CHECK_OK(starfa_task_log_begin());
+	int rc = starfa_task_hermitian(t, STARFA_ROWS, 0, 0, dy, 0, STARFA_EXPLICIT, 0.0f, diu, su, 0, &attr);
+	if (!rc)
+		rc = starfa_wait();
+	starfa_task_record *log = NULL;
+	int64_t n = 0;
+	CHECK_OK(starfa_task_log_end(&log, &n));
+	CHECK_OK(rc);
+	CHECK_MSG(n == 1 && starfa_worker_kind_of(log[0].worker) == STARFA_WORKER_CPU, "%lld tasks, the first on a %s worker",
+		  (long long)n, n > 0 && starfa_worker_kind_of(log[0].worker) == STARFA_WORKER_CUDA ? "CUDA" : "CPU");
+	free(log);
+	testing_poison(A, (size_t)(S->nrows * k * k));
+	CHECK_OK(starfa_systems_read(su, 0, A, NULL));
+	reference(S, Y, w, k, 0, 0.0f, NULL, ref, bound);
+	for (int64_t i = 0; i < S->nrows * k * k; i++)
+		CHECK_MSG(fabs((double)A[i] - ref[i]) <= 4 * bound[i] + 1e-6, "element %lld: %.9g, reference %.9g", (long long)i,
+			  A[i], ref[i]);
+	starfa_systems_free(su);
+	starfa_dense_free(dy);
+	starfa_dense_free(diu);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(Y);
+	free(iu);
+	free(A);
+	free(ref);
+	free(bound);
+	testing_runtime_stop();
+	return 0;
+}
+
 #endif

@@ -98,9 +98,15 @@ static int64_t tiles_in(const starfa_tiled *t, int64_t b0, int64_t b1)
 /* starfa_init with STARFA_PLACEMENT set to what is not a placement: refused, naming the variable. */
 static int refuses_bad_placement(const starfa_options *opts)
 {
+	const char *env = getenv("STARFA_PLACEMENT");
+	char *saved = env ? strdup(env) : NULL;
 	setenv("STARFA_PLACEMENT", "everywhere", 1);
 	int rc = starfa_init(opts);
-	unsetenv("STARFA_PLACEMENT");
+	if (saved)
+		setenv("STARFA_PLACEMENT", saved, 1);
+	else
+		unsetenv("STARFA_PLACEMENT");
+	free(saved);
 	if (rc == 0)
 		starfa_shutdown();
 	CHECK_MSG(rc == STARFA_EINVAL && strstr(starfa_last_error(), "STARFA_PLACEMENT"), "starfa_init gave %d", rc);
@@ -212,14 +218,16 @@ TEST(placement, waits_with_a_free_core)
 /* Under heteroprio (whose buckets starfa sets up from its priorities and placements): an SDDMM over a
  * grid, then per-tile tasks at raised, default and lowered priorities, placed on the cores or not, all
  * give the reference's values; a slow factor that is not a number is refused at start. */
-/* A task a tile, at raised, default and lowered priorities in turn, every other one placed on the cores. */
+/* A task a tile, at raised, default and lowered priorities in turn, and in turn with no placement of its
+ * own (its band's), on the cores, and on either kind (heteroprio's shared buckets). */
 static int insert_by_tile(const starfa_tiled *t, const starfa_dense *A, const starfa_dense *B, starfa_sparse_values *V)
 {
 	static const int prio[] = {5, 0, -3};
 	int n = 0;
 	for (int64_t i = 0; i < starfa_tiled_row_tiles(t); i++)
 		for (int64_t j = 0; j < starfa_tiled_col_tiles(t); j++, n++) {
-			starfa_task_attr attr = {prio[n % 3], 0, n % 2 ? STARFA_WHERE_CPU : 0};
+			static const unsigned where[] = {0, STARFA_WHERE_CPU, STARFA_WHERE_CPU | STARFA_WHERE_CUDA, STARFA_WHERE_CPU};
+			starfa_task_attr attr = {prio[n % 3], 0, where[n % 4]};
 			int rc = starfa_task_sddmm(t, i, j, A, B, STARFA_SDDMM_PATTERN, 1.0f, 0.0f, V, &attr);
 			if (rc)
 				return rc;
@@ -343,9 +351,13 @@ TEST(placement_cuda, heteroprio_runs_placed_bands)
 		  "%lld cpu and %lld cuda tasks for %lld and %lld tiles", (long long)tasks[0], (long long)tasks[1],
 		  (long long)tiles_in(t, 2, 4), (long long)tiles_in(t, 0, 2));
 	starfa_tiled_free(t);
+	/* A grid without a placement is the GPUs' (and its per-tile tasks placed on either kind wait in the
+	 * shared buckets, which the cores leave to the GPU at the default slow factor). */
 	starfa_tiling_options unplaced = {3, 3, 0};
 	CHECK_OK(heteroprio_sddmm(S, &unplaced, 16, &rng, tasks));
-	CHECK(tasks[STARFA_WORKER_CPU] + tasks[STARFA_WORKER_CUDA] > 0);
+	CHECK_OK(starfa_tiled_create(S, &unplaced, &t));
+	CHECK(tasks[STARFA_WORKER_CPU] == 0 && tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 3));
+	starfa_tiled_free(t);
 	testing_runtime_stop();
 	starfa_csr_free(S);
 	return 0;
@@ -401,18 +413,29 @@ TEST(placement_cuda, default_scheduler_follows_the_placement)
 	opts.silent = 1;
 	static const char *const modes[] = {NULL, "gpu", "any", "split"};
 	static const char *const want[] = {"heteroprio", "heteroprio", "dmda", "dmda"};
+	const char *env = getenv("STARFA_PLACEMENT");
+	char *saved = env ? strdup(env) : NULL;
+	int rc[4];
+	char name[4][32];
+	testing_runtime_stop();
 	for (int i = 0; i < 4; i++) {
-		testing_runtime_stop();
 		if (modes[i])
 			setenv("STARFA_PLACEMENT", modes[i], 1);
-		int rc = starfa_init(&opts);
-		const char *name = rc == 0 ? starfa_scheduler_name() : "";
-		CHECK_MSG(rc == 0 && strcmp(name, want[i]) == 0, "STARFA_PLACEMENT=%s: %d, scheduler %s",
-			  modes[i] ? modes[i] : "(unset)", rc, name);
-		if (rc == 0)
+		else
+			unsetenv("STARFA_PLACEMENT");
+		rc[i] = starfa_init(&opts);
+		snprintf(name[i], sizeof name[i], "%s", rc[i] == 0 ? starfa_scheduler_name() : "");
+		if (rc[i] == 0)
 			starfa_shutdown();
-		unsetenv("STARFA_PLACEMENT");
 	}
+	if (saved)
+		setenv("STARFA_PLACEMENT", saved, 1);
+	else
+		unsetenv("STARFA_PLACEMENT");
+	free(saved);
+	for (int i = 0; i < 4; i++)
+		CHECK_MSG(rc[i] == 0 && strcmp(name[i], want[i]) == 0, "STARFA_PLACEMENT=%s: %d, scheduler %s",
+			  modes[i] ? modes[i] : "(unset)", rc[i], name[i]);
 	return refuses_bad_placement(&opts);
 }
 /* With GPUs and the default worker count, the thread that starts the runtime is bound to the one core the
