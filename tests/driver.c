@@ -78,6 +78,12 @@ uint64_t testing_seed(void)
 	return seed;
 }
 
+int testing_quick(void)
+{
+	const char *v = getenv("STARFA_TEST_QUICK");
+	return v && *v && strcmp(v, "0") != 0;
+}
+
 static uint64_t next(uint64_t *s)
 {
 	uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;

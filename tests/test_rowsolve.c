@@ -491,13 +491,17 @@ TEST(als_cuda, rowsolve_matches_reference)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	static const int64_t cranks[] = {1, 5, 16, 17, 33, 64, 101, 128, STARFA_CUDA_ALS_MAX_K};
+	static const int64_t quick_ranks[] = {17, 101}; /* STARFA_TEST_QUICK: the short rows' and the Gram kernel's
+							 * instances at one small and the benchmark's rank */
+	const int64_t *ranks = testing_quick() ? quick_ranks : cranks;
+	const size_t nranks = testing_quick() ? sizeof quick_ranks / sizeof quick_ranks[0] : sizeof cranks / sizeof cranks[0];
 	uint64_t rng = testing_seed() + 340;
-	for (size_t ki = 0; ki < sizeof cranks / sizeof cranks[0]; ki++)
+	for (size_t ki = 0; ki < nranks; ki++)
 		for (int implicit = 0; implicit < 2; implicit++)
 			for (int split = 0; split < 2; split++) {
 				/* at k = 16, more short rows than the device holds blocks: blocks of the short rows with G
 				 * solve several rows each */
-				int64_t k = cranks[ki], rows = k == 16 ? 3000 : 37;
+				int64_t k = ranks[ki], rows = k == 16 ? 3000 : 37;
 				struct band bd;
 				struct device_band d;
 				CHECK(band_make(&bd, rows, k, 1 + (int)testing_below(&rng, 3), implicit, &rng) == 0);

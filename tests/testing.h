@@ -62,6 +62,9 @@ void testing_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The seed of this run (STARFA_TEST_SEED, else drawn from the clock and printed), so
  * every run draws fresh inputs and a failure can be replayed. */
 uint64_t testing_seed(void);
+/* STARFA_TEST_QUICK set (and not "0"): tests that honour it run a smaller subset of their cases, for the
+ * runs under compute-sanitizer's racecheck and initcheck, which are 100-1000x slower. */
+int testing_quick(void);
 /* SplitMix64 (Steele, Lea & Flood 2014) at counter index + 1 from seed, as its paper states it: the
  * reference of starfa_task_dense_uniform's draws. */
 uint64_t testing_splitmix64(uint64_t seed, uint64_t index);
