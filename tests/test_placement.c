@@ -95,21 +95,23 @@ static int64_t tiles_in(const starfa_tiled *t, int64_t b0, int64_t b1)
 	return n;
 }
 
-/* starfa_init with STARFA_PLACEMENT set to what is not a placement: refused, naming the variable. */
-static int refuses_bad_placement(const starfa_options *opts)
+/* starfa_init with environment variable `var` set to `value`: refused, naming the variable (the
+ * variable's own value is put back after). */
+static int init_refuses(const starfa_options *opts, const char *var, const char *value)
 {
-	const char *env = getenv("STARFA_PLACEMENT");
+	const char *env = getenv(var);
 	char *saved = env ? strdup(env) : NULL;
-	setenv("STARFA_PLACEMENT", "everywhere", 1);
+	setenv(var, value, 1);
 	int rc = starfa_init(opts);
 	if (saved)
-		setenv("STARFA_PLACEMENT", saved, 1);
+		setenv(var, saved, 1);
 	else
-		unsetenv("STARFA_PLACEMENT");
+		unsetenv(var);
 	free(saved);
 	if (rc == 0)
 		starfa_shutdown();
-	CHECK_MSG(rc == STARFA_EINVAL && strstr(starfa_last_error(), "STARFA_PLACEMENT"), "starfa_init gave %d", rc);
+	CHECK_MSG(rc == STARFA_EINVAL && strstr(starfa_last_error(), var), "%s=%s: starfa_init gave %d: %s", var, value, rc,
+		  starfa_last_error());
 	return 0;
 }
 
@@ -144,7 +146,7 @@ TEST(placement, rejects_what_cannot_run)
 	starfa_options_default(&opts);
 	opts.ncuda = 0;
 	opts.silent = 1;
-	return refuses_bad_placement(&opts);
+	return init_refuses(&opts, "STARFA_PLACEMENT", "everywhere");
 }
 
 /* Every band on the CPU workers: the tasks go there and the results are the reference's. */
@@ -200,17 +202,13 @@ TEST(placement, waits_with_a_free_core)
 		starfa_tiled_free(t);
 		testing_runtime_stop();
 	}
-	setenv("STARFA_WAIT_SPIN_US", "fast", 1);
+	unsetenv("STARFA_WAIT_SPIN_US");
 	starfa_options opts;
 	starfa_options_default(&opts);
 	opts.ncuda = 0;
 	opts.silent = 1;
-	int rc = starfa_init(&opts);
-	unsetenv("STARFA_WAIT_SPIN_US");
-	if (rc == 0)
-		starfa_shutdown();
-	CHECK_MSG(rc == STARFA_EINVAL && strstr(starfa_last_error(), "STARFA_WAIT_SPIN_US"), "starfa_init gave %d: %s", rc,
-		  starfa_last_error());
+	if (init_refuses(&opts, "STARFA_WAIT_SPIN_US", "fast"))
+		return 1;
 	starfa_csr_free(S);
 	return 0;
 }
@@ -264,14 +262,9 @@ TEST(placement, heteroprio_buckets)
 	CHECK_OK(heteroprio_sddmm(S, &o, 12, &rng, tasks));
 	CHECK(tasks[STARFA_WORKER_CPU] > 0 && tasks[STARFA_WORKER_CUDA] == 0);
 	testing_runtime_stop();
-	setenv("STARFA_HETEROPRIO_SLOW", "fast", 1);
 	opts.silent = 1;
-	int rc = starfa_init(&opts);
-	unsetenv("STARFA_HETEROPRIO_SLOW");
-	if (rc == 0)
-		starfa_shutdown();
-	CHECK_MSG(rc == STARFA_EINVAL && strstr(starfa_last_error(), "STARFA_HETEROPRIO_SLOW"), "starfa_init gave %d: %s",
-		  rc, starfa_last_error());
+	if (init_refuses(&opts, "STARFA_HETEROPRIO_SLOW", "fast"))
+		return 1;
 	starfa_csr_free(S);
 	return 0;
 }
@@ -436,7 +429,7 @@ TEST(placement_cuda, default_scheduler_follows_the_placement)
 	for (int i = 0; i < 4; i++)
 		CHECK_MSG(rc[i] == 0 && strcmp(name[i], want[i]) == 0, "STARFA_PLACEMENT=%s: %d, scheduler %s",
 			  modes[i] ? modes[i] : "(unset)", rc[i], name[i]);
-	return refuses_bad_placement(&opts);
+	return init_refuses(&opts, "STARFA_PLACEMENT", "everywhere");
 }
 /* With GPUs and the default worker count, the thread that starts the runtime is bound to the one core the
  * workers leave out (so that its waits never share a core with the CUDA worker's driver thread), and gets
