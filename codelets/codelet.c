@@ -165,9 +165,8 @@ static unsigned runnable_kinds(struct starpu_codelet *cl, void *args, size_t arg
 	} kinds[] = {{STARPU_CPU, STARPU_CPU_WORKER}, {STARPU_CUDA, STARPU_CUDA_WORKER}};
 	unsigned ok = 0;
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-		int id;
-		if ((mask & kinds[i].kind) && starpu_worker_get_ids_by_type(kinds[i].type, &id, 1) == 1 &&
-		    cl->can_execute((unsigned)id, &probe, 0))
+		const int id = starpu_worker_get_by_type(kinds[i].type, 0); /* the kind's first worker, or -1 */
+		if ((mask & kinds[i].kind) && id >= 0 && cl->can_execute((unsigned)id, &probe, 0))
 			ok |= kinds[i].kind;
 	}
 	return ok ? ok : mask;
