@@ -207,6 +207,10 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 
 void starfa_split_describe(const starfa_split *s, FILE *out)
 {
+	if (s->cuda_bands == 0 && s->cpu_bands > 0) {
+		fprintf(out, "placement: the cores alone, %lld band%s\n", (long long)s->cpu_bands, s->cpu_bands == 1 ? "" : "s");
+		return;
+	}
 	if (s->cuda_bands == 0) {
 		fprintf(out, "placement: StarPU places every task\n");
 		return;

@@ -409,6 +409,24 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	 * (starfa_plan_tiling): one band a GPU, and one a core only when the cores' share pays. A GPU runs a
 	 * band's rows in one kernel, so more bands only run one after the other (two a GPU made MovieLens
 	 * iterations 4-26% slower: bench/PLACEMENT.md). */
+	/* Above the CUDA kernels' rank no GPU can solve a row, and a grid placed on the GPUs (the default
+	 * with GPUs) would leave its tasks no worker: every band goes to the cores, the user's band count
+	 * kept (the larger of the two sides). STARFA_PLACEMENT=any leaves it to StarPU, which reads the
+	 * codelets' can_execute. */
+	starfa_placement mode = STARFA_PLACE_GPU;
+	if (starfa_worker_count(STARFA_WORKER_CUDA) > 0 && (rc = starfa_placement_mode(&mode)) != 0)
+		return rc;
+	if (a->k > starfa_als_cuda_max_k() && starfa_worker_count(STARFA_WORKER_CUDA) > 0 && mode != STARFA_PLACE_ANY) {
+		int64_t n = tiling.row_tiles > tiling.col_tiles ? tiling.row_tiles : tiling.col_tiles;
+		if (n == 0)
+			n = (int64_t)starfa_worker_count(STARFA_WORKER_CPU) * (stored ? 1 : 2);
+		tiling.row_tiles = tiling.col_tiles = tiling.cpu_bands = n;
+		tiling.row_cpu_share = tiling.col_cpu_share = 1;
+		tiling.placed = 1;
+		for (int s = 0; s < 2; s++)
+			a->split[s] = (starfa_split){.cpu_bands = n, .cpu_share = 1, .cuda_ms = NAN, .cpu_ms = NAN,
+						     .split_ms = NAN};
+	}
 	if (tiling.row_tiles == 0 && tiling.col_tiles == 0) {
 		int gram = a->implicit && !stored;
 		double row_sweep = stored ? (double)c->nnz * a->k * a->k

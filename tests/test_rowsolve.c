@@ -689,6 +689,25 @@ TEST(als_cuda, rowsolve_status_names_bad_rows)
 	return 0;
 }
 
+/* Ratings 1..5 on about a fraction `density` of a rows x cols grid, at random (NULL when out of memory). */
+static starfa_coo *random_ratings(int64_t rows, int64_t cols, double density, uint64_t rng)
+{
+	starfa_coo *coo = starfa_coo_new(rows, cols, rows * cols);
+	if (!coo)
+		return NULL;
+	int64_t e = 0;
+	for (int64_t u = 0; u < rows; u++)
+		for (int64_t i = 0; i < cols; i++)
+			if (testing_uniform(&rng) < density) {
+				coo->row[e] = (int32_t)u;
+				coo->col[e] = (int32_t)i;
+				coo->val[e] = (float)(1 + testing_below(&rng, 5));
+				e++;
+			}
+	coo->nnz = e;
+	return coo;
+}
+
 struct rs_history {
 	double loss[8];
 	int64_t cpu_tasks, cuda_tasks;
@@ -710,19 +729,8 @@ TEST(als_cuda, training_on_cuda_workers_matches_cpu)
 {
 	if (!gpu_available())
 		SKIP("no CUDA device");
-	uint64_t rng = testing_seed() + 343;
-	starfa_coo *coo = starfa_coo_new(300, 200, 9000);
+	starfa_coo *coo = random_ratings(300, 200, 0.1, testing_seed() + 343);
 	CHECK(coo);
-	int64_t e = 0;
-	for (int64_t u = 0; u < 300; u++)
-		for (int64_t i = 0; i < 200; i++)
-			if (testing_uniform(&rng) < 0.1 && e < 9000) {
-				coo->row[e] = (int32_t)u;
-				coo->col[e] = (int32_t)i;
-				coo->val[e] = (float)(1 + testing_below(&rng, 5));
-				e++;
-			}
-	coo->nnz = e;
 	for (int algo = 0; algo < 2; algo++) {
 		struct rs_history h[2];
 		memset(h, 0, sizeof h);
@@ -776,6 +784,45 @@ TEST(als_cuda, rank_beyond_the_cuda_kernels_asks_for_cpu_workers)
 	ao.rank = starfa_als_cuda_max_k() - 1; /* k = the limit: runs on the GPU */
 	CHECK_OK(starfa_als_train(coo, NULL, &ao, NULL, NULL, &m));
 	starfa_model_free(m);
+	starfa_coo_free(coo);
+	CHECK_OK(testing_runtime());
+	return 0;
+}
+
+/* GPUs and cores, the default placement, and a rank beyond the CUDA kernels: every band goes to the
+ * cores (a grid placed on the GPUs would leave its tasks no worker), row by row and with stored systems,
+ * and trains as on the cores alone. */
+TEST(als_cuda, rank_beyond_the_cuda_kernels_runs_on_the_cores)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	CHECK_OK(testing_runtime());
+	if (starfa_worker_count(STARFA_WORKER_CPU) == 0 || starfa_worker_count(STARFA_WORKER_CUDA) == 0)
+		SKIP("needs CPU and CUDA workers");
+	starfa_coo *coo = random_ratings(60, 40, 0.3, testing_seed() + 757);
+	CHECK(coo);
+	for (int stored = 0; stored < 2; stored++) {
+		struct rs_history h[2];
+		memset(h, 0, sizeof h);
+		for (int all = 0; all < 2; all++) {
+			CHECK_OK(all ? testing_runtime() : testing_runtime_only(STARFA_WORKER_CPU));
+			starfa_als_options ao;
+			starfa_als_options_default(&ao, STARFA_ALGO_ALS);
+			ao.iters = 2;
+			ao.rank = starfa_als_cuda_max_k(); /* with the bias, one unknown beyond the GPUs */
+			ao.stored_systems = stored;
+			starfa_model *m = NULL;
+			int rc = starfa_als_train(coo, NULL, &ao, rs_record, &h[all], &m);
+			CHECK_MSG(rc == 0, "stored %d, %s workers: %s", stored, all ? "all" : "CPU", starfa_last_error());
+			starfa_model_free(m);
+		}
+		CHECK_MSG(h[1].cuda_tasks == 0 && h[1].cpu_tasks > 0, "stored %d: %lld cpu, %lld cuda tasks", stored,
+			  (long long)h[1].cpu_tasks, (long long)h[1].cuda_tasks);
+		for (int i = 1; i <= 2; i++)
+			CHECK_MSG(fabs(h[1].loss[i] - h[0].loss[i]) <= 1e-3 * fabs(h[0].loss[i]),
+				  "stored %d iteration %d: loss %.7g with every worker, %.7g on the cores", stored, i,
+				  h[1].loss[i], h[0].loss[i]);
+	}
 	starfa_coo_free(coo);
 	CHECK_OK(testing_runtime());
 	return 0;
