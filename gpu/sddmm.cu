@@ -684,7 +684,20 @@ constexpr int64_t kDenseMaxProductBytes = (int64_t)256 << 20;
 /* Tiles whose dense-row order and tuned choice a host thread keeps (a task graph's tiles on one GPU are
  * typically a few dozen); past that the least recently used goes. */
 constexpr int kMaxKeptTiles = 64;
-constexpr int kMaxDensePlans = kMaxKeptTiles;
+
+/* What names a tile on a device in those caches: its pattern id (never reused, and a pattern never
+ * changes), its sizes and the device. Not the tile's device addresses (as the SpMM codelet's cuSPARSE
+ * plans must be): nothing kept points into the tile, and StarPU may give a tile a new address on the
+ * device between tasks. */
+struct tile_key {
+	uint64_t pattern;
+	int64_t nrows, ncols, nnz;
+	int device;
+	bool operator==(const tile_key &o) const
+	{
+		return pattern == o.pattern && nrows == o.nrows && ncols == o.ncols && nnz == o.nnz && device == o.device;
+	}
+};
 
 /* The model's threshold at rank k; above 1 (no row) below kDenseMinK. */
 double dense_rows_min_density(int64_t k)
@@ -717,17 +730,12 @@ __global__ void __launch_bounds__(kThreads)
 		store_result<true>(d[__ldcs(colind + p)], p, ep, sval, out);
 }
 
-/* A tile's dense-row candidates, longest first, kept per host thread by the tile's pattern id (never
- * reused, and a pattern never changes), its sizes and the device. Not by the tile's device addresses (as
- * the SpMM codelet's cuSPARSE plans must be): nothing here points into the tile, and StarPU may give a
- * tile a new address on the device between tasks; rowptr is where the plan was read from. rank (device,
- * one per row) gives a row's place in that order, -1 for the others, so that a threshold is a prefix and
- * the virtual-warp kernel skips ranks below its length. */
+/* A tile's dense-row candidates, longest first, kept per host thread by its tile_key; rowptr is where
+ * the plan was read from. rank (device, one per row) gives a row's place in that order, -1 for the
+ * others, so that a threshold is a prefix and the virtual-warp kernel skips ranks below its length. */
 struct dense_plan {
-	uint64_t pattern;
-	const void *rowptr, *colind;
-	int64_t nrows, ncols, nnz;
-	int device;
+	tile_key tile;
+	const void *rowptr;
 	int32_t *rows, *rank;          /* device */
 	std::vector<uint32_t> lengths; /* host: the candidates' lengths, longest first */
 	cudaStream_t stream;           /* the last stream that used the plan: it is freed there */
@@ -735,7 +743,7 @@ struct dense_plan {
 };
 
 struct dense_plans {
-	dense_plan plan[kMaxDensePlans];
+	dense_plan plan[kMaxKeptTiles];
 	int count = 0;
 	uint64_t clock = 0;
 	void *scratch = nullptr; /* the packed A rows and a chunk's product, grown as needed, on scratch_device */
@@ -773,22 +781,22 @@ void free_dense_plan(dense_plan &p, starfa_gpu_status &st)
 starfa_gpu_status make_dense_plan(dense_plan &p, cudaStream_t stream)
 {
 	starfa_gpu_status st = status_ok();
-	std::vector<uint32_t> rowptr((size_t)p.nrows + 1);
+	std::vector<uint32_t> rowptr((size_t)p.tile.nrows + 1);
 	keep_first_failure(st, "cudaMemcpyAsync (SDDMM dense rows: row offsets)",
 			   cudaMemcpyAsync(rowptr.data(), p.rowptr, rowptr.size() * sizeof(uint32_t),
 					   cudaMemcpyDeviceToHost, stream));
 	keep_first_failure(st, "cudaStreamSynchronize (SDDMM dense rows)", cudaStreamSynchronize(stream));
 	if (st.call)
 		return st;
-	const double least = std::max(1.0, kDenseCandidateDensity * (double)p.ncols);
+	const double least = std::max(1.0, kDenseCandidateDensity * (double)p.tile.ncols);
 	std::vector<int32_t> rows;
-	for (int64_t r = 0; r < p.nrows; r++)
+	for (int64_t r = 0; r < p.tile.nrows; r++)
 		if ((double)(rowptr[r + 1] - rowptr[r]) >= least)
 			rows.push_back((int32_t)r);
 	std::stable_sort(rows.begin(), rows.end(), [&](int32_t a, int32_t b) {
 		return rowptr[a + 1] - rowptr[a] > rowptr[b + 1] - rowptr[b];
 	});
-	std::vector<int32_t> rank((size_t)p.nrows, -1);
+	std::vector<int32_t> rank((size_t)p.tile.nrows, -1);
 	p.lengths.resize(rows.size());
 	for (size_t h = 0; h < rows.size(); h++) {
 		rank[rows[h]] = (int32_t)h;
@@ -818,46 +826,35 @@ starfa_gpu_status make_dense_plan(dense_plan &p, cudaStream_t stream)
 
 /* The kept plan of this tile, made (and the least recently used one freed) when there is none; with
  * pattern 0, a plan of the caller's own that it frees after the call. */
-starfa_gpu_status find_dense_plan(uint64_t pattern, int64_t nrows, int64_t ncols, int64_t nnz,
-				  const uint32_t *rowptr, const uint32_t *colind, cudaStream_t stream,
-				  dense_plan *own, dense_plan **out)
+starfa_gpu_status find_dense_plan(const tile_key &tile, const uint32_t *rowptr, cudaStream_t stream, dense_plan *own,
+				  dense_plan **out)
 {
-	int device;
-	cudaError_t e = cudaGetDevice(&device);
-	if (e != cudaSuccess)
-		return starfa_gpu_status{"cudaGetDevice", e, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
-	dense_plan want;
-	want.pattern = pattern;
-	want.rowptr = rowptr;
-	want.colind = colind;
-	want.nrows = nrows;
-	want.ncols = ncols;
-	want.nnz = nnz;
-	want.device = device;
-	want.rows = want.rank = nullptr;
-	want.stream = stream;
-	want.used = 0;
 	dense_plans &kept = dense_kept;
-	if (pattern)
+	if (tile.pattern)
 		for (int i = 0; i < kept.count; i++) {
 			dense_plan &p = kept.plan[i];
-			if (p.pattern == pattern && p.nrows == nrows &&
-			    p.ncols == ncols && p.nnz == nnz && p.device == device) {
+			if (p.tile == tile) {
 				p.used = ++kept.clock;
 				p.stream = stream;
 				*out = &p;
 				return status_ok();
 			}
 		}
+	dense_plan want;
+	want.tile = tile;
+	want.rowptr = rowptr;
+	want.rows = want.rank = nullptr;
+	want.stream = stream;
+	want.used = 0;
 	starfa_gpu_status st = make_dense_plan(want, stream);
 	if (st.call)
 		return st;
-	if (!pattern) {
+	if (!tile.pattern) {
 		*own = std::move(want);
 		*out = own;
 		return st;
 	}
-	if (kept.count == kMaxDensePlans) {
+	if (kept.count == kMaxKeptTiles) {
 		const int oldest = least_recent(kept.count, [&](int i) { return kept.plan[i].used; });
 		free_dense_plan(kept.plan[oldest], st);
 		kept.plan[oldest] = std::move(kept.plan[--kept.count]);
@@ -868,13 +865,13 @@ starfa_gpu_status find_dense_plan(uint64_t pattern, int64_t nrows, int64_t ncols
 	return st;
 }
 
-/* Frees the kept plan of a tile, if any (the tuned choice did not take the dense rows). */
-void forget_dense_plan(uint64_t pattern, int64_t nrows, int64_t ncols, int64_t nnz, int device, starfa_gpu_status &st)
+/* Frees the kept plan of a tile, if any. */
+void forget_dense_plan(const tile_key &tile, starfa_gpu_status &st)
 {
 	dense_plans &kept = dense_kept;
 	for (int i = 0; i < kept.count; i++) {
 		dense_plan &p = kept.plan[i];
-		if (p.pattern == pattern && p.nrows == nrows && p.ncols == ncols && p.nnz == nnz && p.device == device) {
+		if (p.tile == tile) {
 			free_dense_plan(p, st);
 			p = std::move(kept.plan[--kept.count]);
 			return;
@@ -882,16 +879,12 @@ void forget_dense_plan(uint64_t pattern, int64_t nrows, int64_t ncols, int64_t n
 	}
 }
 
-/* The thread's scratch of at least `bytes` on the current device, on `stream`; a scratch on another
- * device (a thread that moved between devices) is freed first. */
-starfa_gpu_status dense_scratch(size_t bytes, cudaStream_t stream, void **out)
+/* The thread's scratch of at least `bytes` on `device` (the current one), on `stream`; a scratch on
+ * another device (a thread that moved between devices) is freed first. */
+starfa_gpu_status dense_scratch(size_t bytes, int device, cudaStream_t stream, void **out)
 {
 	starfa_gpu_status st = status_ok();
 	dense_plans &kept = dense_kept;
-	int device;
-	keep_first_failure(st, "cudaGetDevice", cudaGetDevice(&device));
-	if (st.call)
-		return st;
 	if (kept.scratch_bytes < bytes || kept.scratch_device != device) {
 		if (kept.scratch)
 			keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)",
@@ -917,7 +910,7 @@ int64_t dense_row_count(const dense_plan &plan, double min_density, int64_t k)
 {
 	if (min_density <= 0)
 		min_density = dense_rows_min_density(k);
-	const double least = min_density * (double)plan.ncols;
+	const double least = min_density * (double)plan.tile.ncols;
 	int64_t h = 0;
 	while (h < (int64_t)plan.lengths.size() && (double)plan.lengths[h] >= least)
 		h++;
@@ -927,16 +920,16 @@ int64_t dense_row_count(const dense_plan &plan, double min_density, int64_t k)
 /* The dense rows of the tile (min_density and chunk_rows as starfa_cuda_sddmm_dense_rows_run takes them)
  * as chunked SGEMMs and picking passes, then the virtual-warp kernel on the other rows. Runs the plain
  * plan where fewer than kDenseMinRows rows qualify. */
-starfa_gpu_status run_dense_rows(cublasHandle_t cublas, uint64_t pattern, double min_density, int64_t chunk_rows,
-				 const Plan &vw, int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr,
-				 const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
-				 int64_t ldb, int64_t k, Epilogue ep, float *out, cudaStream_t stream,
-				 int64_t *dense_rows)
+starfa_gpu_status run_dense_rows(cublasHandle_t cublas, const tile_key &tile, double min_density, int64_t chunk_rows,
+				 const Plan &vw, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+				 const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, Epilogue ep,
+				 float *out, cudaStream_t stream, int64_t *dense_rows)
 {
+	const int64_t nrows = tile.nrows, ncols = tile.ncols, nnz = tile.nnz;
 	starfa_gpu_status st = status_ok();
 	dense_plan own, *plan = nullptr;
 	own.rows = own.rank = nullptr;
-	st = find_dense_plan(pattern, nrows, ncols, nnz, rowptr, colind, stream, &own, &plan);
+	st = find_dense_plan(tile, rowptr, stream, &own, &plan);
 	if (st.call)
 		return st;
 	const int64_t h =
@@ -957,7 +950,7 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, uint64_t pattern, double
 		const size_t packed = (size_t)h * (size_t)k, product = (size_t)chunk * (size_t)ncols;
 		void *scratch = nullptr;
 		if (!st.call)
-			st = dense_scratch((packed + product) * sizeof(float), stream, &scratch);
+			st = dense_scratch((packed + product) * sizeof(float), tile.device, stream, &scratch);
 		if (!st.call) {
 			float *Ag = static_cast<float *>(scratch), *D = Ag + packed;
 			const int64_t gather_blocks = std::min<int64_t>((int64_t)(packed + kThreads - 1) / kThreads, 8192);
@@ -1000,15 +993,18 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, uint64_t pattern, double
 enum TunedKind { kTunedVwarp = 0, kTunedSmem, kTunedPanel, kTunedDense, kTunedKinds };
 const char *const kTunedNames[kTunedKinds] = {"vwarp", "smem", "panel", "vwarp+dense rows"};
 
-/* A tile's choice, kept per host thread by what decides the timing: pattern id, sizes, rank, leading
- * dimensions, scaling and device (not the device addresses, as the dense-row plans). */
+/* A tile's choice, kept per host thread by what decides the timing: the tile_key, rank, leading
+ * dimensions and scaling. */
 struct tuned_choice {
-	uint64_t pattern;
-	int64_t nrows, ncols, nnz, k, lda, ldb;
-	int scaled, device, kind;
+	tile_key tile;
+	int64_t k, lda, ldb;
+	int scaled, kind;
 	uint64_t used;
+	bool same_timing(const tuned_choice &o) const
+	{
+		return tile == o.tile && k == o.k && lda == o.lda && ldb == o.ldb && scaled == o.scaled;
+	}
 };
-constexpr int kMaxTuned = kMaxKeptTiles;
 /* Timed runs of each candidate after a first one: enough that the fastest candidate's take about
  * kTunedTimedMs (a 10 µs kernel's timing varies by a few µs from run to run), at least kTunedMinRuns and
  * at most kTunedMaxRuns; the fastest run counts. */
@@ -1016,7 +1012,7 @@ constexpr double kTunedTimedMs = 0.3;
 constexpr int kTunedMinRuns = 2, kTunedMaxRuns = 16;
 
 struct tuned_choices {
-	tuned_choice choice[kMaxTuned];
+	tuned_choice choice[kMaxKeptTiles];
 	int count = 0;
 	uint64_t clock = 0;
 	cudaEvent_t start = nullptr, stop = nullptr; /* the calling thread's timing events, on event_device */
@@ -1026,11 +1022,12 @@ struct tuned_choices {
 thread_local tuned_choices tuned_kept;
 
 /* One run of a candidate into out with epilogue ep. */
-starfa_gpu_status run_tuned_kind(int kind, const Plan (&plans)[kTunedKinds], cublasHandle_t cublas, uint64_t pattern,
-				 int64_t nrows, int64_t ncols, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
-				 const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
-				 Epilogue ep, float *out, cudaStream_t stream)
+starfa_gpu_status run_tuned_kind(int kind, const Plan (&plans)[kTunedKinds], cublasHandle_t cublas, const tile_key &tile,
+				 const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *A,
+				 int64_t lda, const float *B, int64_t ldb, int64_t k, Epilogue ep, float *out,
+				 cudaStream_t stream)
 {
+	const int64_t nrows = tile.nrows, ncols = tile.ncols, nnz = tile.nnz;
 	starfa_gpu_status st = status_ok();
 	const Plan &p = plans[kind];
 	switch (kind) {
@@ -1049,8 +1046,8 @@ starfa_gpu_status run_tuned_kind(int kind, const Plan (&plans)[kTunedKinds], cub
 				   run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream));
 		return st;
 	default:
-		return run_dense_rows(cublas, pattern, 0.0, 0, p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k,
-				      ep, out, stream, nullptr);
+		return run_dense_rows(cublas, tile, 0.0, 0, p, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream,
+				      nullptr);
 	}
 }
 
@@ -1058,17 +1055,13 @@ starfa_gpu_status run_tuned_kind(int kind, const Plan (&plans)[kTunedKinds], cub
  * so that none always finds L2 warm from itself) into out, or into a scratch array where beta != 0 (out's
  * values are an input then), and returns the fastest. */
 starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (&plans)[kTunedKinds],
-				    cublasHandle_t cublas, uint64_t pattern, int64_t nrows, int64_t ncols, int64_t nnz,
-				    const uint32_t *rowptr, const uint32_t *colind, const float *sval, const float *A,
-				    int64_t lda, const float *B, int64_t ldb, int64_t k, Epilogue ep, float *out,
-				    cudaStream_t stream, int *kind)
+				    cublasHandle_t cublas, const tile_key &tile, const uint32_t *rowptr,
+				    const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
+				    int64_t ldb, int64_t k, Epilogue ep, float *out, cudaStream_t stream, int *kind)
 {
 	starfa_gpu_status st = status_ok();
 	tuned_choices &kept = tuned_kept;
-	int device;
-	keep_first_failure(st, "cudaGetDevice", cudaGetDevice(&device));
-	if (st.call)
-		return st;
+	const int device = tile.device;
 	if (kept.start && kept.event_device != device) { /* events record on their own device's streams only */
 		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(kept.start));
 		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(kept.stop));
@@ -1093,7 +1086,7 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 	if (ep.mode & kAccumulate) {
 		trial_ep.mode &= ~kAccumulate;
 		keep_first_failure(st, "cudaMallocAsync (SDDMM timing)",
-				   cudaMallocAsync((void **)&trial, (size_t)nnz * sizeof(float), stream));
+				   cudaMallocAsync((void **)&trial, (size_t)tile.nnz * sizeof(float), stream));
 		if (st.call)
 			return st;
 	}
@@ -1114,8 +1107,8 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 			if (!can[c])
 				continue;
 			keep_first_failure(st, "cudaEventRecord", cudaEventRecord(kept.start, stream));
-			starfa_gpu_status r = run_tuned_kind(c, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind,
-							     sval, A, lda, B, ldb, k, trial_ep, trial, stream);
+			starfa_gpu_status r = run_tuned_kind(c, plans, cublas, tile, rowptr, colind, sval, A, lda, B, ldb, k,
+							     trial_ep, trial, stream);
 			if (r.call && !st.call)
 				st = r;
 			keep_first_failure(st, "cudaEventRecord", cudaEventRecord(kept.stop, stream));
@@ -1141,14 +1134,20 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 tuned_choice *find_tuned(const tuned_choice &want)
 {
 	tuned_choices &kept = tuned_kept;
-	for (int i = 0; i < kept.count; i++) {
-		tuned_choice &c = kept.choice[i];
-		if (c.pattern == want.pattern && c.nrows == want.nrows && c.ncols == want.ncols && c.nnz == want.nnz &&
-		    c.k == want.k && c.lda == want.lda && c.ldb == want.ldb && c.scaled == want.scaled &&
-		    c.device == want.device)
-			return &c;
-	}
+	for (int i = 0; i < kept.count; i++)
+		if (kept.choice[i].same_timing(want))
+			return &kept.choice[i];
 	return nullptr;
+}
+
+/* Whether a kept choice of this tile (at another rank, say) runs its dense rows. */
+bool dense_rows_in_use(const tile_key &tile)
+{
+	const tuned_choices &kept = tuned_kept;
+	for (int i = 0; i < kept.count; i++)
+		if (kept.choice[i].tile == tile && kept.choice[i].kind == kTunedDense)
+			return true;
+	return false;
 }
 
 } // namespace
@@ -1295,9 +1294,13 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cub
 		      "multiples of 4, aligned A and B, k <= 1024)";
 	if (why)
 		return starfa_gpu_status{why, cudaErrorInvalidValue, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+	tile_key tile = {pattern, nrows, ncols, nnz, 0};
+	const cudaError_t e = cudaGetDevice(&tile.device);
+	if (e != cudaSuccess)
+		return starfa_gpu_status{"cudaGetDevice", e, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
 	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
-	return run_dense_rows(cublas, pattern, min_density, chunk_rows, vw, nrows, ncols, nnz, rowptr, colind, sval,
-			      A, lda, B, ldb, k, ep, out, stream, dense_rows);
+	return run_dense_rows(cublas, tile, min_density, chunk_rows, vw, rowptr, colind, sval, A, lda, B, ldb, k, ep, out,
+			      stream, dense_rows);
 }
 
 extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint64_t pattern, int64_t nrows,
@@ -1324,7 +1327,8 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 	if (st.call)
 		return st;
 	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
-	tuned_choice want = {pattern, nrows, ncols, nnz, k, lda, ldb, scaled != 0, device, kTunedVwarp, 0};
+	const tile_key tile = {pattern, nrows, ncols, nnz, device};
+	tuned_choice want = {tile, k, lda, ldb, scaled != 0, kTunedVwarp, 0};
 	tuned_choices &kept = tuned_kept;
 	tuned_choice *found = find_tuned(want);
 	if (found) { /* only the kept kind's plan (the virtual-warp one is made: the dense rows' path uses it) */
@@ -1336,8 +1340,7 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 				kind = kTunedVwarp; /* the tile's new addresses lost an alignment the choice needed */
 		}
 		plans[kTunedDense] = plans[kTunedVwarp];
-		return run_tuned_kind(kind, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb,
-				      k, ep, out, stream);
+		return run_tuned_kind(kind, plans, cublas, tile, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream);
 	}
 	bool can[kTunedKinds] = {true, false, false, false};
 	can[kTunedSmem] = plan(STARFA_CUDA_SDDMM_SMEM, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedSmem]) ==
@@ -1348,18 +1351,18 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 	if (k >= kDenseMinK) { /* the dense rows are a candidate where the model takes some */
 		dense_plan own, *dp = nullptr;
 		own.rows = own.rank = nullptr;
-		st = find_dense_plan(pattern, nrows, ncols, nnz, rowptr, colind, stream, &own, &dp);
+		st = find_dense_plan(tile, rowptr, stream, &own, &dp);
 		if (st.call)
 			return st;
 		can[kTunedDense] = ncols * (int64_t)sizeof(float) <= kDenseMaxProductBytes && dense_row_count(*dp, 0.0, k) > 0;
 	}
-	st = choose_tuned_kind(can, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, ep,
-			       out, stream, &want.kind);
+	st = choose_tuned_kind(can, plans, cublas, tile, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream,
+			       &want.kind);
 	if (st.call)
 		return st;
-	if (want.kind != kTunedDense) /* the row order is needed no more */
-		forget_dense_plan(pattern, nrows, ncols, nnz, device, st);
-	if (kept.count == kMaxTuned) {
+	if (want.kind != kTunedDense && !dense_rows_in_use(tile)) /* the row order is needed no more */
+		forget_dense_plan(tile, st);
+	if (kept.count == kMaxKeptTiles) {
 		const int oldest = least_recent(kept.count, [&](int i) { return kept.choice[i].used; });
 		kept.choice[oldest] = kept.choice[--kept.count];
 	}
@@ -1368,15 +1371,14 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 	found->used = ++kept.clock;
 	if (st.call)
 		return st;
-	return run_tuned_kind(found->kind, plans, cublas, pattern, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb,
-			      k, ep, out, stream);
+	return run_tuned_kind(found->kind, plans, cublas, tile, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream);
 }
 
 extern "C" const char *starfa_cuda_sddmm_tuned_kept(uint64_t pattern, int64_t k)
 {
 	const tuned_choices &kept = tuned_kept;
 	for (int i = 0; i < kept.count; i++)
-		if (kept.choice[i].pattern == pattern && kept.choice[i].k == k)
+		if (kept.choice[i].tile.pattern == pattern && kept.choice[i].k == k)
 			return kTunedNames[kept.choice[i].kind];
 	return nullptr;
 }
