@@ -396,9 +396,16 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		{"rowsolve, implicit, CG 3 steps, matrix-free below 0.5 k, 3xTF32", 1, 0, 3, STARFA_CUDA_GRAM_3XTF32, 50},
 		{"rowsolve, implicit, CG 3 steps, TF32", 1, 0, 3, STARFA_CUDA_GRAM_TF32, -1},
 		{"rowsolve, implicit, CG 6 steps, 3xTF32", 1, 0, 6, STARFA_CUDA_GRAM_3XTF32, -1},
+		{"rowsolve, explicit, Cholesky, 3xBF16", 0, 1, 0, STARFA_CUDA_GRAM_3XBF16, -1},
+		{"rowsolve, explicit, CG 3 steps, 3xBF16", 0, 0, 3, STARFA_CUDA_GRAM_3XBF16, -1},
+		{"rowsolve, explicit, CG 3 steps, every row k x k, 3xBF16", 0, 0, 3, STARFA_CUDA_GRAM_3XBF16, 0},
+		{"rowsolve, implicit, CG 3 steps, 3xBF16", 1, 0, 3, STARFA_CUDA_GRAM_3XBF16, -1},
+		{"rowsolve, implicit, CG 3 steps, every row k x k, 3xBF16", 1, 0, 3, STARFA_CUDA_GRAM_3XBF16, 0},
 		{"rowsolve, explicit, Cholesky, 3xTF32, the training graph's layout (k + 1 unknowns, rows of k + 2)", 0, 1,
 		 0, STARFA_CUDA_GRAM_3XTF32, -1, 1},
 		{"rowsolve, explicit, CG 3 steps, 3xTF32, the training graph's layout", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, -1,
+		 1},
+		{"rowsolve, explicit, CG 3 steps, 3xBF16, the training graph's layout", 0, 0, 3, STARFA_CUDA_GRAM_3XBF16, -1,
 		 1},
 	};
 	for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
@@ -417,10 +424,11 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 			       dev_alloc(sizeof(float) * (size_t)(R * s->k)), 0, 1, 0, STARFA_CUDA_GRAM_3XTF32};
 	void *A16 = dev_alloc(sizeof(uint16_t) * (size_t)(R * s->k * s->k));
 	out("| *stored systems, first %lld rows (%.0f entries):* | | | |\n", (long long)R, sub_nnz);
-	for (int prec = 0; prec < 2; prec++) {
+	static const char *const prec_names[] = {"3xTF32", "TF32", "3xBF16"};
+	for (int prec = 0; prec < 3; prec++) {
 		r.prec = (starfa_cuda_gram_precision)prec;
 		double ms = time_ms(run_hermitian, &r), gf = sub_nnz * k * (k + 1) / (ms * 1e-3) * 1e-9;
-		out("| hermitian, float32 out, %s | %.2f | %.0f GFLOP/s | %.0f%% of FP32 peak |\n", prec ? "TF32" : "3xTF32", ms,
+		out("| hermitian, float32 out, %s | %.2f | %.0f GFLOP/s | %.0f%% of FP32 peak |\n", prec_names[prec], ms,
 		    gf, 100.0 * gf / dev->fp32_gflops);
 	}
 	r.prec = STARFA_CUDA_GRAM_3XTF32;

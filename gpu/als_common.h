@@ -17,19 +17,30 @@ extern "C" {
 /* The most tiles of one band the fused kernel takes (their pointers travel as kernel parameters). */
 #define STARFA_CUDA_ROWSOLVE_MAX_TILES 64
 
-/* The Gram sums run on the tensor cores: each term theta_c theta_c^T is split into TF32 parts,
- * hi·hi + hi·lo + lo·hi (3xTF32), which keeps float32 accuracy; STARFA_CUDA_GRAM_TF32 drops the lo
- * parts (one third of the work, about 1e-3 relative error in the sums). */
+/* The Gram sums run on the tensor cores, each term theta_c theta_c^T split into high and low parts:
+ *   3XTF32  TF32 parts, hi·hi + hi·lo + lo·hi, m16n8k8: float32 accuracy (about 2^-22 a term);
+ *   TF32    the high parts alone: one third of the work, about 1e-3 relative error in the sums;
+ *   3XBF16  BF16 parts, hi·hi + hi·lo + lo·hi, m16n8k16: twice the entries per instruction and per
+ *           byte of shared memory as 3xTF32, about 3·2^-18 (1e-5) relative error a term. */
 typedef enum starfa_cuda_gram_precision {
 	STARFA_CUDA_GRAM_3XTF32 = 0,
 	STARFA_CUDA_GRAM_TF32 = 1,
+	STARFA_CUDA_GRAM_3XBF16 = 2,
 } starfa_cuda_gram_precision;
 
-/* The precision the codelets use: 3xTF32 unless the environment says STARFA_CUDA_GRAM=tf32. */
-static inline starfa_cuda_gram_precision starfa_cuda_gram_precision_default(void)
+/* The precision the codelets use: STARFA_CUDA_GRAM=3xtf32|tf32|3xbf16 when set; else 3xBF16 where the
+ * system is solved by a few CG steps (approximate: their own error is orders of magnitude above the
+ * sums'), 3xTF32 where it may be solved exactly. */
+static inline starfa_cuda_gram_precision starfa_cuda_gram_precision_default(int approximate)
 {
 	const char *e = getenv("STARFA_CUDA_GRAM");
-	return e && strcmp(e, "tf32") == 0 ? STARFA_CUDA_GRAM_TF32 : STARFA_CUDA_GRAM_3XTF32;
+	if (e && strcmp(e, "tf32") == 0)
+		return STARFA_CUDA_GRAM_TF32;
+	if (e && strcmp(e, "3xtf32") == 0)
+		return STARFA_CUDA_GRAM_3XTF32;
+	if (e && strcmp(e, "3xbf16") == 0)
+		return STARFA_CUDA_GRAM_3XBF16;
+	return approximate ? STARFA_CUDA_GRAM_3XBF16 : STARFA_CUDA_GRAM_3XTF32;
 }
 
 /* One tile of a band for the fused kernel (see starfa_cpu_rowsolve_tile); the hermitian kernel reads

@@ -131,13 +131,26 @@ __device__ inline uint32_t tf32_bits(float x)
 	return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
 }
 
-/* d += a b on the tensor cores: m16n8k8, TF32 inputs, float32 accumulation. */
-__device__ inline void mma_tf32(float (&d)[4], const uint4 &a, const uint2 &b)
+/* x rounded to BF16 (nearest, ties away from zero), as the 16 bits: as tf32_bits, for finite x. */
+__device__ inline uint32_t bf16_bits(float x)
 {
-	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-		     "{%0,%1,%2,%3};\n"
-		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-		     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
+	return (__float_as_uint(x) + 0x8000u) >> 16;
+}
+
+/* d += a b on the tensor cores, float32 accumulation: m16n8k8 on TF32 inputs, or m16n8k16 on BF16 pairs
+ * (the same registers: a.x holds A[g][2t], A[g][2t+1] where TF32's holds A[g][t]). */
+template <bool BF16> __device__ inline void mma(float (&d)[4], const uint4 &a, const uint2 &b)
+{
+	if (BF16)
+		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+			     "{%8,%9}, {%0,%1,%2,%3};\n"
+			     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+			     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
+	else
+		asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+			     "{%8,%9}, {%0,%1,%2,%3};\n"
+			     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+			     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
 }
 
 /* The chunk in shared memory, in the order the mma.sync fragments are read: for each k-step (8 entries)
@@ -147,7 +160,11 @@ __device__ inline void mma_tf32(float (&d)[4], const uint4 &a, const uint2 &b)
  * low parts. A fragment's low part is thus a fixed 512 (A) or 256 (B) bytes after its high part: one
  * address for both loads. Lane slots are XOR-swizzled so that the stores of a gathered row (lanes along
  * k) meet at most two to a bank, while each lane's load stays one aligned vector. Element (e, d) of the
- * chunk, high part (word index; the A part first, the B part after it): */
+ * chunk, high part (word index; the A part first, the B part after it):
+ *
+ * Under 3xBF16 a k-step is 16 entries and a word holds entries 2i and 2i + 1 (low and high half) where
+ * TF32's holds entry i: m16n8k16's fragments are m16n8k8's with each TF32 element replaced by a pair of
+ * BF16 ones along k. So the same slots serve, at entry e >> 1, half e & 1. */
 constexpr int kLoA = 128, kLoB = 64; /* words from a high part to its low part */
 
 __device__ inline int a_slot(int e, int d, int nb)
@@ -251,7 +268,7 @@ template <int LANES> __device__ inline void gather(float (&v)[kPer][LANES], cons
 /* Sums entries [begin, end) of row u (in the sources' order) into the warp's blocks of the Gram sum
  * (acc). With a right-hand side (modes 0 and 1), column k of the B operand holds each entry's target
  * instead of zero padding, so column k of the sum is b_u (kp must exceed k). The sources' starts and
- * prefix sums are in s.rs and s.pre. PRECISE: 3xTF32, else TF32. Software-pipelined: while the tensor
+ * prefix sums are in s.rs and s.pre. PREC: a starfa_cuda_gram_precision. Software-pipelined: while the tensor
  * cores work on chunk c from shared memory, the loads of chunk c + 1's theta rows and of chunk c + 2's
  * column indices are in flight. Ends with a __syncthreads(), so s.U is free.
  *
@@ -260,11 +277,14 @@ template <int LANES> __device__ inline void gather(float (&v)[kPer][LANES], cons
  * k-step (e & 7) is the warp's number, and a lane's slot in the A and B parts is a fixed base plus j
  * and l (its 32-lane pass over the row) times constant strides; each of the warp's fragments reads at a
  * fixed offset plus the k-step's stride. */
-template <int FPW, int LANES, bool PRECISE>
+template <int FPW, int LANES, int PREC>
 __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, const Weights &wt, uint32_t begin,
 			  uint32_t end, Acc<FPW> &acc)
 {
 	static_assert(kWarps == 8, "a warp's entries share their position in a k-step (e & 7 == warp)");
+	static_assert(kPer % 2 == 0, "under 3xBF16 a k-step is two of a warp's entries");
+	constexpr bool PRECISE = PREC != STARFA_CUDA_GRAM_TF32, BF16 = PREC == STARFA_CUDA_GRAM_3XBF16;
+	constexpr int kStep = BF16 ? 16 : 8; /* entries a k-step */
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int kp = s.kp, nb = kp / 16, nb2 = kp / 8;
 	const bool weighted = wt.mode == 1 || wt.mode == 2;
@@ -274,7 +294,10 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 	/* One k-step's A part (nb blocks x 2 x 32 lanes x 4 words) and B part (nb2 x 2 x 32 x 2) are both
 	 * nb * 256 words; one 32-lane pass over a theta row moves two A blocks and four B blocks on: 512. */
 	const int step_words = nb * 256;
-	const int store_a0 = a_slot(warp, lane, nb), store_b0 = b_slot(warp, lane, nb2);
+	/* Under 3xBF16, entry warp + 8 j is pair (warp >> 1) + 4 j, half warp & 1: k-step j >> 1, and odd j
+	 * two words on in A's slot (the pair's kk >> 2), one in B's. */
+	const int store_a0 = a_slot(BF16 ? warp >> 1 : warp, lane, nb), store_b0 = b_slot(BF16 ? warp >> 1 : warp, lane, nb2);
+	uint16_t *const A16 = (uint16_t *)A + (warp & 1), *const B16 = (uint16_t *)B + (warp & 1);
 	int nfrag = 0, frag_a[FPW], frag_b[FPW][2];
 	unsigned new_row = 0; /* fragments whose A operand differs from the previous fragment's */
 	{
@@ -317,11 +340,12 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 		int store_a = store_a0, store_b = store_b0;
 		asm volatile("" : "+r"(store_a), "+r"(store_b));
 		/* chunk c from registers into shared memory (the previous chunk's readers are done); entry
-		 * warp + j kWarps lies in k-step j, so a short last chunk stores only the steps it sums */
-		const int steps = (int)((cnt + 7) / 8);
+		 * warp + j kWarps lies in k-step j (3xBF16: j >> 1), so a short last chunk stores only the steps
+		 * it sums */
+		const int steps = (int)((cnt + kStep - 1) / kStep);
 #pragma unroll
 		for (int j = 0; j < kPer; j++) {
-			if (j >= steps)
+			if ((BF16 ? j >> 1 : j) >= steps)
 				break;
 			const float t = __shfl_sync(0xffffffffu, cur.t, j);
 			const float w = weighted ? __shfl_sync(0xffffffffu, cur.w, j) : 1.0f;
@@ -330,13 +354,23 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 				const int d = lane + 32 * l;
 				if (d < kp) {
 					const float x = v[j][l], y = d == target_col ? t : w * x;
-					const uint32_t xh = tf32_bits(x), yh = tf32_bits(y);
-					const int ia = store_a + j * step_words + 512 * l, ib = store_b + j * step_words + 512 * l;
-					A[ia] = xh;
-					B[ib] = yh;
-					if (PRECISE) {
-						A[ia + kLoA] = tf32_bits(x - __uint_as_float(xh));
-						B[ib + kLoB] = tf32_bits(y - __uint_as_float(yh));
+					if (BF16) {
+						const uint32_t xh = bf16_bits(x), yh = bf16_bits(y);
+						const int ia = store_a + (j >> 1) * step_words + ((j & 1) << 1) + 512 * l;
+						const int ib = store_b + (j >> 1) * step_words + (j & 1) + 512 * l;
+						A16[2 * ia] = (uint16_t)xh;
+						B16[2 * ib] = (uint16_t)yh;
+						A16[2 * (ia + kLoA)] = (uint16_t)bf16_bits(x - __uint_as_float(xh << 16));
+						B16[2 * (ib + kLoB)] = (uint16_t)bf16_bits(y - __uint_as_float(yh << 16));
+					} else {
+						const uint32_t xh = tf32_bits(x), yh = tf32_bits(y);
+						const int ia = store_a + j * step_words + 512 * l, ib = store_b + j * step_words + 512 * l;
+						A[ia] = xh;
+						B[ib] = yh;
+						if (PRECISE) {
+							A[ia + kLoA] = tf32_bits(x - __uint_as_float(xh));
+							B[ib + kLoB] = tf32_bits(y - __uint_as_float(yh));
+						}
 					}
 				}
 			}
@@ -366,10 +400,10 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 					const uint2 bh = *(const uint2 *)pb;
 					if (PRECISE) {
 						const uint2 bl = *(const uint2 *)(pb + kLoB);
-						mma_tf32(acc.c[i][h], al, bh);
-						mma_tf32(acc.c[i][h], ah, bl);
+						mma<BF16>(acc.c[i][h], al, bh);
+						mma<BF16>(acc.c[i][h], ah, bl);
 					}
-					mma_tf32(acc.c[i][h], ah, bh);
+					mma<BF16>(acc.c[i][h], ah, bh);
 				}
 			}
 		}
@@ -875,6 +909,17 @@ template <typename Kernel> cudaError_t prepare(Kernel kernel, size_t bytes)
 #define STARFA_FPW_DISPATCH(kp, LAUNCH)                                                                        \
 	((kp) <= 64 ? LAUNCH(2, 2) : (kp) <= 80 ? LAUNCH(2, 3) : (kp) <= 112 ? LAUNCH(4, 4) : (kp) <= 160 ? LAUNCH(7, 5) \
 	 : (kp) <= 192 ? LAUNCH(10, 6) : LAUNCH(12, 7))
+
+/* LAUNCH<F, L, PREC>(args...) at the run-time precision. */
+#define STARFA_PREC_DISPATCH(prec, LAUNCH, F, L, ...)                                                          \
+	((prec) == STARFA_CUDA_GRAM_3XTF32 ? LAUNCH<F, L, STARFA_CUDA_GRAM_3XTF32>(__VA_ARGS__)                       \
+	 : (prec) == STARFA_CUDA_GRAM_TF32 ? LAUNCH<F, L, STARFA_CUDA_GRAM_TF32>(__VA_ARGS__)                         \
+					   : LAUNCH<F, L, STARFA_CUDA_GRAM_3XBF16>(__VA_ARGS__))
+
+inline bool starfa_gram_precision_valid(starfa_cuda_gram_precision p)
+{
+	return p == STARFA_CUDA_GRAM_3XTF32 || p == STARFA_CUDA_GRAM_TF32 || p == STARFA_CUDA_GRAM_3XBF16;
+}
 
 cudaError_t status_init(uint32_t *status, cudaStream_t stream)
 {

@@ -19,7 +19,7 @@ struct HermitianArgs {
 	void *A;
 };
 
-template <int FPW, int LANES, bool PRECISE>
+template <int FPW, int LANES, int PREC>
 __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) hermitian_kernel(const __grid_constant__ HermitianArgs a)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) hermitian_kernel(c
 	row_sources(s, src, u);
 	const Weights wt = {a.weighted ? 2 : 3, a.alpha, 0.0f};
 	Acc<FPW> acc;
-	gram_rows<FPW, LANES, PRECISE>(s, src, a.k, wt, 0, s.pre[1], acc);
+	gram_rows<FPW, LANES, PREC>(s, src, a.k, wt, 0, s.pre[1], acc);
 	store_blocks<FPW>(acc, kp / 16, s.U, s.lda, true);
 	__syncthreads();
 	const float inv = a.scale ? 1.0f / __ldg(a.scale + u * a.scale_ld) : 1.0f;
@@ -52,13 +52,13 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) hermitian_kernel(c
 		}
 }
 
-template <int FPW, int LANES, bool PRECISE>
+template <int FPW, int LANES, int PREC>
 cudaError_t launch_hermitian(const HermitianArgs &a, int64_t nrows, size_t bytes, cudaStream_t stream)
 {
-	cudaError_t err = prepare(hermitian_kernel<FPW, LANES, PRECISE>, bytes);
+	cudaError_t err = prepare(hermitian_kernel<FPW, LANES, PREC>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	hermitian_kernel<FPW, LANES, PRECISE><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
+	hermitian_kernel<FPW, LANES, PREC><<<(unsigned)nrows, kThreads, bytes, stream>>>(a);
 	return cudaGetLastError();
 }
 
@@ -69,17 +69,15 @@ extern "C" cudaError_t starfa_cuda_hermitian(int64_t nrows, const uint32_t *rowp
 					     float alpha, const float *scale, int64_t scale_ld, int accumulate, int fp16,
 					     void *A, starfa_cuda_gram_precision precision, cudaStream_t stream)
 {
-	if (k < 1 || k > STARFA_CUDA_ALS_MAX_K || nrows < 0 || nrows > INT_MAX)
+	if (k < 1 || k > STARFA_CUDA_ALS_MAX_K || nrows < 0 || nrows > INT_MAX || !starfa_gram_precision_valid(precision))
 		return cudaErrorInvalidValue;
 	if (nrows == 0)
 		return cudaSuccess;
 	HermitianArgs a = {{rowptr, colind, val, theta, nullptr, ld}, k, weighted, accumulate, fp16, alpha, scale,
 			   scale_ld, A};
-	const bool precise = precision == STARFA_CUDA_GRAM_3XTF32;
 	const int kp = (int)padded(k);
 	const size_t bytes = layout(kp).bytes;
-#define LAUNCH(F, L) (precise ? launch_hermitian<F, L, true>(a, nrows, bytes, stream) \
-			     : launch_hermitian<F, L, false>(a, nrows, bytes, stream))
+#define LAUNCH(F, L) STARFA_PREC_DISPATCH(precision, launch_hermitian, F, L, a, nrows, bytes, stream)
 	return STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
 }

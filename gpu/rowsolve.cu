@@ -340,7 +340,7 @@ __host__ __device__ inline int rowsolve_kp(int64_t k)
 	return (int)padded(k + 1);
 }
 
-template <int FPW, int LANES, bool PRECISE>
+template <int FPW, int LANES, int PREC>
 __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
 							   Partials parts, uint32_t *status)
 {
@@ -353,7 +353,7 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 	row_sources(s, src, u);
 	const Weights wt = {pb.implicit ? 1 : 0, pb.alpha, pb.mu};
 	Acc<FPW> acc;
-	gram_rows<FPW, LANES, PRECISE>(s, src, pb.k, wt, begin, end, acc);
+	gram_rows<FPW, LANES, PREC>(s, src, pb.k, wt, begin, end, acc);
 	const float lambda = __ldg(pb.lambda + (int64_t)u * pb.info_ld);
 	bool finite_a;
 	if (nparts > 1) {
@@ -388,14 +388,14 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 	solve_and_store<LANES, true>(s, k, finite_a, u, pb.cholesky != 0, pb.cg_steps, pb.X + (int64_t)u * pb.ldx, status);
 }
 
-template <int FPW, int LANES, bool PRECISE>
+template <int FPW, int LANES, int PREC>
 cudaError_t launch_rowsolve(const starfa_cuda_rowsolve *pb, Partials parts, uint32_t *status, size_t bytes,
 			    cudaStream_t stream)
 {
-	cudaError_t err = prepare(rowsolve_kernel<FPW, LANES, PRECISE>, bytes);
+	cudaError_t err = prepare(rowsolve_kernel<FPW, LANES, PREC>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	rowsolve_kernel<FPW, LANES, PRECISE><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, status);
+	rowsolve_kernel<FPW, LANES, PREC><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, status);
 	return cudaGetLastError();
 }
 
@@ -511,7 +511,8 @@ extern "C" int starfa_cuda_rowsolve_short_rows(int64_t k, int cholesky)
 extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, uint32_t *status, cudaStream_t stream)
 {
 	if (pb->k < 1 || pb->k > STARFA_CUDA_ALS_MAX_K || pb->ntiles < 0 || pb->ntiles > STARFA_CUDA_ROWSOLVE_MAX_TILES ||
-	    pb->nitems < 0 || pb->nitems > INT_MAX || (pb->nparts > 0 && !pb->items))
+	    pb->nitems < 0 || pb->nitems > INT_MAX || (pb->nparts > 0 && !pb->items) ||
+	    !starfa_gram_precision_valid(pb->precision))
 		return cudaErrorInvalidValue;
 	cudaError_t err = status_init(status, stream);
 	if (err != cudaSuccess || pb->nitems == 0)
@@ -533,8 +534,7 @@ extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, 
 	starfa_cuda_rowsolve gram = *pb;
 	gram.nitems = short_rows_first(*pb);
 	if (err == cudaSuccess && gram.nitems > 0) {
-#define LAUNCH(F, L) (pb->precision == STARFA_CUDA_GRAM_3XTF32 ? launch_rowsolve<F, L, true>(&gram, parts, status, bytes, stream) \
-							    : launch_rowsolve<F, L, false>(&gram, parts, status, bytes, stream))
+#define LAUNCH(F, L) STARFA_PREC_DISPATCH(pb->precision, launch_rowsolve, F, L, &gram, parts, status, bytes, stream)
 		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
 	}

@@ -313,8 +313,9 @@ TEST(hermitian, insert_rejects_mismatched_operands)
 #include "testing_cuda.h"
 
 /* The CUDA kernel against the same reference: ranks to its limit (one and several fragments, every
- * remainder of 16), both precisions of the Gram sums, FP16 and float32 output, overwrite and
- * accumulate. TF32 alone rounds each factor to 11 bits: its bound is 2^12 times wider. */
+ * remainder of 16), the three precisions of the Gram sums, FP16 and float32 output, overwrite and
+ * accumulate. TF32 alone rounds each factor to 11 bits: its bound is 2^12 times wider; 3xBF16 keeps
+ * about 17 bits of each term (3 2^-18 relative): 2^6. */
 TEST(als_cuda, hermitian_matches_reference)
 {
 	if (!gpu_available())
@@ -335,14 +336,15 @@ TEST(als_cuda, hermitian_matches_reference)
 		CHECK(d_rowptr && d_colind && d_val && d_theta && d_info && d_A);
 		for (int weighted = 0; weighted < 2; weighted++)
 			for (int fp16 = 0; fp16 < 2; fp16++)
-				for (int prec = 0; prec < 2; prec++) {
+				for (int prec = 0; prec < 3; prec++) {
 					reference(S, c.theta, ld, k, weighted, 0.7f, fp16 ? c.info + 1 : NULL, c.ref, c.bound);
-					if (prec == STARFA_CUDA_GRAM_TF32)
-						for (int64_t i = 0; i < n; i++)
-							c.bound[i] *= 4096.0;
+					const double wider = prec == STARFA_CUDA_GRAM_TF32 ? 4096.0 : prec == STARFA_CUDA_GRAM_3XBF16 ? 64.0 : 1.0;
+					for (int64_t i = 0; i < n; i++)
+						c.bound[i] *= wider;
+					static const char *const names[] = {"3xtf32", "tf32", "3xbf16"};
 					char what[96];
 					snprintf(what, sizeof what, "cuda k=%lld weighted=%d fp16=%d %s", (long long)k, weighted,
-						 fp16, prec ? "tf32" : "3xtf32");
+						 fp16, names[prec]);
 					void *out = fp16 ? (void *)c.A16 : (void *)c.A;
 					size_t bytes = (fp16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)n;
 					testing_poison(c.A, (size_t)n);
@@ -365,6 +367,8 @@ TEST(als_cuda, hermitian_matches_reference)
 				}
 		CHECK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, STARFA_CUDA_ALS_MAX_K + 1, 0, 0,
 					    NULL, 0, 0, 0, d_A, STARFA_CUDA_GRAM_3XTF32, 0) == cudaErrorInvalidValue);
+		CHECK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, k, 0, 0, NULL, 0, 0, 0, d_A,
+					    (starfa_cuda_gram_precision)3, 0) == cudaErrorInvalidValue);
 		cudaFree(d_rowptr);
 		cudaFree(d_colind);
 		cudaFree(d_val);
