@@ -134,6 +134,18 @@ static unsigned bucket_of(int level, int group)
 #define HETEROPRIO_SLOW_DEFAULT 64.0f
 static float heteroprio_slow = HETEROPRIO_SLOW_DEFAULT; /* STARFA_HETEROPRIO_SLOW, read at starfa_init */
 
+/* STARFA_CUDA_GRAM, which the CUDA ALS codelets read (gpu/als_common.h): unset or one of the three
+ * precisions, else an error (a misspelt value would otherwise leave the default in place unnoticed). */
+static int gram_precision_check(void)
+{
+	const char *v = getenv("STARFA_CUDA_GRAM");
+	if (!v || strcmp(v, "3xtf32") == 0 || strcmp(v, "3xbf16") == 0 || strcmp(v, "tf32") == 0)
+		return 0;
+	return starfa_set_error(STARFA_EINVAL, "STARFA_CUDA_GRAM must be 3xtf32, 3xbf16 or tf32 (the precision of "
+					       "the CUDA ALS kernels' Gram sums), not '%s'",
+				v);
+}
+
 /* Reads STARFA_HETEROPRIO_SLOW: 0, or an error for a value that is not a number in [0, 1e6]. */
 static int heteroprio_configure(void)
 {
@@ -279,7 +291,8 @@ int starfa_init(const starfa_options *opts)
 		return 0;
 	}
 	starfa_placement placement;
-	if (starfa_wait_spin_configure() != 0 || heteroprio_configure() != 0 || starfa_placement_mode(&placement) != 0) {
+	if (starfa_wait_spin_configure() != 0 || heteroprio_configure() != 0 || gram_precision_check() != 0 ||
+	    starfa_placement_mode(&placement) != 0) {
 		pthread_mutex_unlock(&init_lock);
 		return STARFA_EINVAL;
 	}

@@ -146,6 +146,8 @@ TEST(placement, rejects_what_cannot_run)
 	starfa_options_default(&opts);
 	opts.ncuda = 0;
 	opts.silent = 1;
+	if (init_refuses(&opts, "STARFA_CUDA_GRAM", "fp16"))
+		return 1;
 	return init_refuses(&opts, "STARFA_PLACEMENT", "everywhere");
 }
 
