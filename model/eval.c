@@ -4,7 +4,6 @@
 #include "model/model.h"
 
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 /* Index of every test row (or column) in the model, -1 when unknown. */
@@ -124,6 +123,72 @@ static int compare_int32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Ranking metrics: the users are cut into this many chunks (fewer when there are fewer users), each
+ * with its own partial sums. */
+#define RANK_CHUNKS 256
+
+struct rank_part {
+	double relevant, pr_div, mean_ap, ndcg;
+	int64_t users;
+	int failed;
+};
+
+struct rank_ctx {
+	const struct starfa_factors *f;
+	const starfa_csr *seen;
+	int64_t k;
+	const int64_t *start; /* each user's test items: items[start[u], start[u + 1]) */
+	int32_t *items;
+	struct rank_part *part;
+};
+
+/* Users [begin, end): their test items sorted and deduplicated in place, their top k, the sums. */
+static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
+{
+	const struct rank_ctx *c = arg;
+	const struct starfa_factors *f = c->f;
+	const starfa_csr *seen = c->seen;
+	const int64_t k = c->k;
+	struct rank_part *part = &c->part[chunk];
+	struct scored *heap = malloc((size_t)k * sizeof *heap);
+	if (!heap) {
+		part->failed = 1;
+		return;
+	}
+	for (int64_t u = begin; u < end; u++) {
+		int64_t n = c->start[u + 1] - c->start[u];
+		if (n == 0)
+			continue;
+		int32_t *likes = c->items + c->start[u];
+		qsort(likes, (size_t)n, sizeof *likes, compare_int32);
+		int64_t distinct = 0;
+		for (int64_t i = 0; i < n; i++)
+			if (distinct == 0 || likes[distinct - 1] != likes[i])
+				likes[distinct++] = likes[i];
+		const int32_t *ex = seen ? seen->colind + seen->rowptr[u] : NULL;
+		int64_t nex = seen ? seen->rowptr[u + 1] - seen->rowptr[u] : 0;
+		int64_t got = starfa_top_k(f, u, NULL, k, ex, nex, heap);
+		int64_t cut = distinct < k ? distinct : k;
+		double hit = 0, ap = 0, dcg = 0, idcg = 0;
+		for (int64_t i = 0; i < cut; i++)
+			idcg += 1.0 / log2((double)i + 2.0);
+		for (int64_t i = 0; i < got; i++) {
+			int32_t item = heap[i].item;
+			if (bsearch(&item, likes, (size_t)distinct, sizeof item, compare_int32)) {
+				hit += 1;
+				ap += hit / (double)(i + 1);
+				dcg += 1.0 / log2((double)i + 2.0);
+			}
+		}
+		part->relevant += hit;
+		part->pr_div += (double)cut;
+		part->mean_ap += ap / (double)cut;
+		part->ndcg += dcg / idcg;
+		part->users++;
+	}
+	free(heap);
+}
+
 /* Ranking metrics over the known test users, in the manner of implicit's ranking_metrics_at_k. */
 static int ranking_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
 			   int64_t k, starfa_metrics *out)
@@ -153,51 +218,26 @@ static int ranking_metrics(const struct starfa_factors *f, const struct starfa_m
 			items[fill[test->user[e]]++] = test->item[e];
 	free(fill);
 
+	struct rank_ctx ctx = {f, seen, k, start, items, NULL};
+	const int64_t nchunks = f->nusers < RANK_CHUNKS ? f->nusers : RANK_CHUNKS;
+	ctx.part = starfa_calloc((size_t)nchunks, sizeof *ctx.part);
+	int rc = ctx.part ? starfa_host_parallel(f->nusers, nchunks, rank_chunk, &ctx) : STARFA_ENOMEM;
 	double relevant = 0, pr_div = 0, mean_ap = 0, ndcg = 0;
 	int64_t users = 0;
 	int failed = 0;
-#pragma omp parallel num_threads(starfa_host_threads()) reduction(+ : relevant, pr_div, mean_ap, ndcg, users) \
-	reduction(| : failed)
-	{
-		struct scored *heap = malloc((size_t)k * sizeof *heap);
-		if (!heap)
-			failed = 1;
-#pragma omp for schedule(dynamic, 16)
-		for (int64_t u = 0; u < f->nusers; u++) {
-			int64_t n = start[u + 1] - start[u];
-			if (n == 0 || !heap)
-				continue;
-			int32_t *likes = items + start[u];
-			qsort(likes, (size_t)n, sizeof *likes, compare_int32);
-			int64_t distinct = 0;
-			for (int64_t i = 0; i < n; i++)
-				if (distinct == 0 || likes[distinct - 1] != likes[i])
-					likes[distinct++] = likes[i];
-			const int32_t *ex = seen ? seen->colind + seen->rowptr[u] : NULL;
-			int64_t nex = seen ? seen->rowptr[u + 1] - seen->rowptr[u] : 0;
-			int64_t got = starfa_top_k(f, u, NULL, k, ex, nex, heap);
-			int64_t cut = distinct < k ? distinct : k;
-			double hit = 0, ap = 0, dcg = 0, idcg = 0;
-			for (int64_t i = 0; i < cut; i++)
-				idcg += 1.0 / log2((double)i + 2.0);
-			for (int64_t i = 0; i < got; i++) {
-				int32_t item = heap[i].item;
-				if (bsearch(&item, likes, (size_t)distinct, sizeof item, compare_int32)) {
-					hit += 1;
-					ap += hit / (double)(i + 1);
-					dcg += 1.0 / log2((double)i + 2.0);
-				}
-			}
-			relevant += hit;
-			pr_div += (double)cut;
-			mean_ap += ap / (double)cut;
-			ndcg += dcg / idcg;
-			users++;
-		}
-		free(heap);
+	for (int64_t c = 0; !rc && c < nchunks; c++) { /* in chunk order: the same sums on any threads */
+		relevant += ctx.part[c].relevant;
+		pr_div += ctx.part[c].pr_div;
+		mean_ap += ctx.part[c].mean_ap;
+		ndcg += ctx.part[c].ndcg;
+		users += ctx.part[c].users;
+		failed |= ctx.part[c].failed;
 	}
+	free(ctx.part);
 	free(start);
 	free(items);
+	if (rc)
+		return rc;
 	if (failed)
 		return starfa_set_error(STARFA_ENOMEM, "out of memory ranking items");
 	out->users = users;
@@ -205,6 +245,26 @@ static int ranking_metrics(const struct starfa_factors *f, const struct starfa_m
 	out->map = users > 0 ? mean_ap / (double)users : NAN;
 	out->ndcg = users > 0 ? ndcg / (double)users : NAN;
 	return 0;
+}
+
+/* Test RMSE: the entries cut into this many chunks, each with its partial sum of squared errors. */
+#define RMSE_CHUNKS 256
+
+struct sq_ctx {
+	const struct starfa_factors *f;
+	const struct starfa_matched *test;
+	double *part;
+};
+
+static void sq_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
+{
+	const struct sq_ctx *c = arg;
+	double sum = 0;
+	for (int64_t e = begin; e < end; e++) {
+		double d = (double)starfa_factors_score(c->f, c->test->user[e], c->test->item[e]) - c->test->val[e];
+		sum += d * d;
+	}
+	c->part[chunk] = sum;
 }
 
 int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
@@ -236,12 +296,15 @@ int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_m
 	if (f->kind != STARFA_MODEL_IMPLICIT) {
 		/* Explicit: the score holds the mean and the biases; non-negative: W·Hᵀ alone (the view has
 		 * neither, starfa_model_factors). */
+		const int64_t nchunks = test->n < RMSE_CHUNKS ? test->n : RMSE_CHUNKS;
+		struct sq_ctx ctx = {f, test, starfa_calloc(nchunks > 0 ? (size_t)nchunks : 1, sizeof(double))};
+		int rc = ctx.part ? starfa_host_parallel(test->n, nchunks, sq_chunk, &ctx) : STARFA_ENOMEM;
 		double sum = 0;
-#pragma omp parallel for num_threads(starfa_host_threads()) reduction(+ : sum)
-		for (int64_t e = 0; e < test->n; e++) {
-			double d = (double)starfa_factors_score(f, test->user[e], test->item[e]) - test->val[e];
-			sum += d * d;
-		}
+		for (int64_t c = 0; !rc && c < nchunks; c++)
+			sum += ctx.part[c];
+		free(ctx.part);
+		if (rc)
+			return rc;
 		out->rmse = test->n > 0 ? sqrt(sum / (double)test->n) : NAN;
 		return 0;
 	}

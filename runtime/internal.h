@@ -40,6 +40,13 @@ int starfa_placement_mode(starfa_placement *mode);
  * default. */
 int starfa_host_threads(void);
 
+/* fn(ctx, c, begin, end) for each chunk c of nchunks (at most n) consecutive, about equal ranges of [0, n),
+ * in parallel, then returns: on the CPU workers as StarPU tasks where there are any and the caller is
+ * not one (between iterations they are idle), else on the host's OpenMP threads (runtime/parallel.c).
+ * fn runs on any thread; c is the caller's slot for partial results. 0, or an error from StarPU. */
+typedef void (*starfa_chunk_fn)(void *ctx, int64_t chunk, int64_t begin, int64_t end);
+int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *ctx);
+
 /* The priority to give StarPU for a task of starfa priority `priority` that may run on the worker kinds
  * `where` (STARPU_CPU / STARPU_CUDA bits): the priority itself, except under heteroprio, where it is the
  * index of the bucket for the priority's sign and that placement (runtime/context.c). */

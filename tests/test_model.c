@@ -749,3 +749,83 @@ TEST(model, ranking_metrics_by_hand)
 	starfa_coo_free(test);
 	return 0;
 }
+
+/* The metrics' loops run in chunks on the CPU workers when StarPU runs, on the host's threads when it does
+ * not: the same numbers to the bit (partial sums added in chunk order), over enough users and entries
+ * for every chunk to count, and the ranking metrics equal to a plain serial count of the same model. */
+TEST(model, metrics_same_on_workers_and_host)
+{
+	enum { U = 700, I = 300, R = 8, N = 6000 };
+	uint64_t rng = testing_seed() + 716;
+	float *uf = malloc(sizeof(float) * U * R), *itf = malloc(sizeof(float) * I * R);
+	CHECK(uf && itf);
+	testing_fill_random(uf, U * R, &rng);
+	testing_fill_random(itf, I * R, &rng);
+	starfa_model m = {.kind = STARFA_MODEL_IMPLICIT, .algorithm = "ials", .nusers = U, .nitems = I, .rank = R,
+			  .user_factors = uf, .item_factors = itf};
+	starfa_coo *test = starfa_coo_new(U, I, N);
+	CHECK(test);
+	for (int64_t e = 0; e < N; e++) {
+		test->row[e] = (int32_t)testing_below(&rng, U);
+		test->col[e] = (int32_t)testing_below(&rng, I);
+		test->val[e] = (float)(1 + testing_below(&rng, 5));
+	}
+	test->nnz = N;
+	starfa_metrics r[2], x[2];
+	for (int run = 0; run < 2; run++) {
+		if (run == 0)
+			testing_runtime_stop();
+		else
+			CHECK_OK(testing_runtime_cpus(2));
+		m.kind = STARFA_MODEL_IMPLICIT;
+		CHECK_OK(starfa_eval(&m, test, 10, &r[run]));
+		m.kind = STARFA_MODEL_EXPLICIT;
+		CHECK_OK(starfa_eval(&m, test, 10, &x[run]));
+	}
+	CHECK_MSG(r[0].precision == r[1].precision && r[0].map == r[1].map && r[0].ndcg == r[1].ndcg &&
+			  r[0].users == r[1].users && x[0].rmse == x[1].rmse,
+		  "host p@10 %.17g map %.17g ndcg %.17g rmse %.17g, workers %.17g %.17g %.17g %.17g", r[0].precision,
+		  r[0].map, r[0].ndcg, x[0].rmse, r[1].precision, r[1].map, r[1].ndcg, x[1].rmse);
+	/* precision by a plain count: per user with test items, hits among its top 10 over min(10, distinct) */
+	double hits = 0, div = 0, sq = 0;
+	int64_t users = 0;
+	for (int64_t u = 0; u < U; u++) {
+		char liked[I] = {0};
+		int64_t distinct = 0;
+		for (int64_t e = 0; e < N; e++)
+			if (test->row[e] == u && !liked[test->col[e]])
+				liked[test->col[e]] = 1, distinct++;
+		if (distinct == 0)
+			continue;
+		users++;
+		double score[I];
+		for (int64_t i = 0; i < I; i++) {
+			score[i] = 0;
+			for (int64_t d = 0; d < R; d++)
+				score[i] += (double)uf[u * R + d] * itf[i * R + d];
+		}
+		for (int t = 0; t < 10; t++) { /* the t-th best item (ties to the lower index) */
+			int64_t best = -1;
+			for (int64_t i = 0; i < I; i++)
+				if (score[i] > -INFINITY && (best < 0 || score[i] > score[best]))
+					best = i;
+			hits += liked[best];
+			score[best] = -INFINITY;
+		}
+		div += distinct < 10 ? (double)distinct : 10.0;
+	}
+	for (int64_t e = 0; e < N; e++) {
+		double p = 0;
+		for (int64_t d = 0; d < R; d++)
+			p += (double)uf[test->row[e] * R + d] * itf[test->col[e] * R + d];
+		sq += (p - test->val[e]) * (p - test->val[e]);
+	}
+	CHECK_MSG(r[1].users == users && fabs(r[1].precision - hits / div) < 1e-12, "users %lld / %lld, p@10 %.9g / %.9g",
+		  (long long)r[1].users, (long long)users, r[1].precision, hits / div);
+	CHECK_MSG(fabs(x[1].rmse - sqrt(sq / N)) < 1e-5 * sqrt(sq / N), "rmse %.9g, plain %.9g", x[1].rmse, sqrt(sq / N));
+	starfa_coo_free(test);
+	free(uf);
+	free(itf);
+	CHECK_OK(testing_runtime());
+	return 0;
+}
