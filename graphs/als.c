@@ -249,14 +249,12 @@ static int train_metrics(struct als *a, starfa_train_progress *p)
 	/* The regularization of the unknowns of each row of both sides. */
 	const struct sweep *sides[2] = {&a->users, &a->items};
 	for (int s = 0; s < 2; s++) {
-		const float *F = s == 0 ? a->X : a->Y;
-		int64_t rows = s == 0 ? c->nrows : c->ncols, col0 = sides[s]->x_col0;
-		for (int64_t r = 0; r < rows; r++) {
-			double norm = 0;
-			for (int64_t d = 0; d < a->k; d++)
-				norm += (double)F[r * a->w + col0 + d] * F[r * a->w + col0 + d];
-			reg += sides[s]->info_data[2 * r] * norm;
-		}
+		double side_reg = 0;
+		rc = starfa_row_norms(s == 0 ? a->X : a->Y, s == 0 ? c->nrows : c->ncols, a->w, sides[s]->x_col0, a->k,
+				      sides[s]->info_data, 2, 1.0, &side_reg);
+		if (rc)
+			return rc;
+		reg += side_reg;
 	}
 	if (!a->implicit) {
 		p->train_rmse = sqrt(sum / (double)c->nnz);

@@ -270,13 +270,11 @@ static int sfa_evaluate(void *state, starfa_train_progress *p)
 	TRY(starfa_dense_sync(g->users.dx));
 	TRY(starfa_dense_sync(g->items.dx));
 	const struct side *sides[2] = {&g->users, &g->items};
-	for (int s = 0; s < 2; s++)
-		for (int64_t r = 0; r < sides[s]->rows; r++) {
-			double norm = 0;
-			for (int64_t d = 0; d < g->k; d++)
-				norm += (double)sides[s]->x[r * g->k + d] * sides[s]->x[r * g->k + d];
-			reg += sides[s]->lam[r] * norm;
-		}
+	for (int s = 0; s < 2; s++) {
+		double side_reg = 0;
+		TRY(starfa_row_norms(sides[s]->x, sides[s]->rows, g->k, 0, g->k, sides[s]->lam, 1, 1.0, &side_reg));
+		reg += side_reg;
+	}
 	const double entries = (double)g->csr->nnz, loss = (sse + reg) / entries;
 	if (!isfinite(loss))
 		return starfa_set_error(STARFA_ERUNTIME, "SFA produced a non-finite loss in iteration %lld (a larger lambda?)",

@@ -367,16 +367,17 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
 	if (rc)
 		return rc;
 	double reg = 0;
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < 2 && !rc; s++) {
 		const float *F = s ? g->V : g->U;
 		int64_t rows = s ? c->ncols : c->nrows, bias = s ? g->k + 1 : g->k;
-		for (int64_t r = 0; r < rows; r++) {
-			const float *row = F + r * g->w;
-			for (int64_t d = 0; d < g->k; d++)
-				reg += g->o.lambda * (double)row[d] * row[d];
-			reg += g->o.lambda_bias * (double)row[bias] * row[bias];
-		}
+		double factors = 0, biases = 0;
+		rc = starfa_row_norms(F, rows, g->w, 0, g->k, NULL, 0, g->o.lambda, &factors);
+		if (!rc)
+			rc = starfa_row_norms(F, rows, g->w, bias, 1, NULL, 0, g->o.lambda_bias, &biases);
+		reg += factors + biases;
 	}
+	if (rc)
+		return rc;
 	*sse_out = sse;
 	*loss_out = (sse + reg) / (double)c->nnz;
 	return 0;

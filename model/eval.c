@@ -247,6 +247,38 @@ static int ranking_metrics(const struct starfa_factors *f, const struct starfa_m
 	return 0;
 }
 
+/* Cold test entries, counted in chunks: the items with training entries marked first (every writer
+ * stores the same 1, atomically), then each chunk of test entries counts its own. */
+#define COLD_CHUNKS 64
+
+struct cold_ctx {
+	const starfa_csr *seen;
+	const struct starfa_matched *test;
+	uint8_t *item_seen;
+	int64_t part[COLD_CHUNKS];
+};
+
+static void mark_seen_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
+{
+	(void)chunk;
+	struct cold_ctx *c = arg;
+	for (int64_t p = begin; p < end; p++)
+		__atomic_store_n(&c->item_seen[c->seen->colind[p]], (uint8_t)1, __ATOMIC_RELAXED);
+}
+
+static void cold_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
+{
+	struct cold_ctx *c = arg;
+	const starfa_csr *seen = c->seen;
+	int64_t n = 0;
+	for (int64_t e = begin; e < end; e++) {
+		int32_t u = c->test->user[e], i = c->test->item[e];
+		n += u < 0 || i < 0 ||
+		     (seen && (seen->rowptr[u + 1] == seen->rowptr[u] || !__atomic_load_n(&c->item_seen[i], __ATOMIC_RELAXED)));
+	}
+	c->part[chunk] = n;
+}
+
 /* Test RMSE: the entries cut into this many chunks, each with its partial sum of squared errors. */
 #define RMSE_CHUNKS 256
 
@@ -282,23 +314,23 @@ int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_m
 	if (f->kind == STARFA_MODEL_IMPLICIT && k < 1)
 		return starfa_set_error(STARFA_EINVAL, "ranking metrics need k >= 1");
 	/* Cold: the user or the item is unknown, or had no training entries. */
-	uint8_t *item_seen = seen ? starfa_calloc((size_t)f->nitems, 1) : NULL;
-	if (seen && !item_seen)
+	struct cold_ctx cold = {seen, test, seen ? starfa_calloc((size_t)f->nitems, 1) : NULL, {0}};
+	if (seen && !cold.item_seen)
 		return STARFA_ENOMEM;
-	if (seen)
-		for (int64_t p = 0; p < seen->nnz; p++)
-			item_seen[seen->colind[p]] = 1;
-	for (int64_t e = 0; e < test->n; e++) {
-		int32_t u = test->user[e], i = test->item[e];
-		out->cold += u < 0 || i < 0 || (seen && (seen->rowptr[u + 1] == seen->rowptr[u] || !item_seen[i]));
-	}
-	free(item_seen);
+	int rc = seen ? starfa_host_parallel(seen->nnz, COLD_CHUNKS, mark_seen_chunk, &cold) : 0;
+	if (!rc)
+		rc = starfa_host_parallel(test->n, COLD_CHUNKS, cold_chunk, &cold);
+	free(cold.item_seen);
+	if (rc)
+		return rc;
+	for (int c = 0; c < COLD_CHUNKS; c++)
+		out->cold += cold.part[c];
 	if (f->kind != STARFA_MODEL_IMPLICIT) {
 		/* Explicit: the score holds the mean and the biases; non-negative: W·Hᵀ alone (the view has
 		 * neither, starfa_model_factors). */
 		const int64_t nchunks = test->n < RMSE_CHUNKS ? test->n : RMSE_CHUNKS;
 		struct sq_ctx ctx = {f, test, starfa_calloc(nchunks > 0 ? (size_t)nchunks : 1, sizeof(double))};
-		int rc = ctx.part ? starfa_host_parallel(test->n, nchunks, sq_chunk, &ctx) : STARFA_ENOMEM;
+		rc = ctx.part ? starfa_host_parallel(test->n, nchunks, sq_chunk, &ctx) : STARFA_ENOMEM;
 		double sum = 0;
 		for (int64_t c = 0; !rc && c < nchunks; c++)
 			sum += ctx.part[c];

@@ -761,8 +761,28 @@ TEST(model, metrics_same_on_workers_and_host)
 	CHECK(uf && itf);
 	testing_fill_random(uf, U * R, &rng);
 	testing_fill_random(itf, I * R, &rng);
+	/* training entries: 0-3 items a user (users without any are cold, as are items nobody has), left out
+	 * of the users' rankings */
+	int64_t rowptr[U + 1];
+	int32_t colind[3 * U];
+	float ones[3 * U];
+	char item_seen[I] = {0};
+	rowptr[0] = 0;
+	for (int64_t u = 0; u < U; u++) {
+		int64_t n = (int64_t)testing_below(&rng, 4), p = rowptr[u];
+		for (int64_t j = 0; j < n; j++) {
+			int32_t i = (int32_t)testing_below(&rng, I / 2); /* items I/2.. have no training entries */
+			int dup = 0;
+			for (int64_t q = rowptr[u]; q < p; q++)
+				dup |= colind[q] == i;
+			if (!dup)
+				colind[p] = i, ones[p] = 1, item_seen[i] = 1, p++;
+		}
+		rowptr[u + 1] = p;
+	}
+	starfa_csr seen = {U, I, rowptr[U], rowptr, colind, ones};
 	starfa_model m = {.kind = STARFA_MODEL_IMPLICIT, .algorithm = "ials", .nusers = U, .nitems = I, .rank = R,
-			  .user_factors = uf, .item_factors = itf};
+			  .user_factors = uf, .item_factors = itf, .seen = &seen};
 	starfa_coo *test = starfa_coo_new(U, I, N);
 	CHECK(test);
 	for (int64_t e = 0; e < N; e++) {
@@ -783,7 +803,8 @@ TEST(model, metrics_same_on_workers_and_host)
 		CHECK_OK(starfa_eval(&m, test, 10, &x[run]));
 	}
 	CHECK_MSG(r[0].precision == r[1].precision && r[0].map == r[1].map && r[0].ndcg == r[1].ndcg &&
-			  r[0].users == r[1].users && x[0].rmse == x[1].rmse,
+			  r[0].users == r[1].users && x[0].rmse == x[1].rmse && r[0].cold == r[1].cold &&
+			  x[0].cold == r[0].cold,
 		  "host p@10 %.17g map %.17g ndcg %.17g rmse %.17g, workers %.17g %.17g %.17g %.17g", r[0].precision,
 		  r[0].map, r[0].ndcg, x[0].rmse, r[1].precision, r[1].map, r[1].ndcg, x[1].rmse);
 	/* precision by a plain count: per user with test items, hits among its top 10 over min(10, distinct) */
@@ -804,6 +825,8 @@ TEST(model, metrics_same_on_workers_and_host)
 			for (int64_t d = 0; d < R; d++)
 				score[i] += (double)uf[u * R + d] * itf[i * R + d];
 		}
+		for (int64_t q = rowptr[u]; q < rowptr[u + 1]; q++)
+			score[colind[q]] = -INFINITY; /* seen in training: not ranked */
 		for (int t = 0; t < 10; t++) { /* the t-th best item (ties to the lower index) */
 			int64_t best = -1;
 			for (int64_t i = 0; i < I; i++)
@@ -814,7 +837,9 @@ TEST(model, metrics_same_on_workers_and_host)
 		}
 		div += distinct < 10 ? (double)distinct : 10.0;
 	}
+	int64_t cold = 0;
 	for (int64_t e = 0; e < N; e++) {
+		cold += rowptr[test->row[e] + 1] == rowptr[test->row[e]] || !item_seen[test->col[e]];
 		double p = 0;
 		for (int64_t d = 0; d < R; d++)
 			p += (double)uf[test->row[e] * R + d] * itf[test->col[e] * R + d];
@@ -823,6 +848,7 @@ TEST(model, metrics_same_on_workers_and_host)
 	CHECK_MSG(r[1].users == users && fabs(r[1].precision - hits / div) < 1e-12, "users %lld / %lld, p@10 %.9g / %.9g",
 		  (long long)r[1].users, (long long)users, r[1].precision, hits / div);
 	CHECK_MSG(fabs(x[1].rmse - sqrt(sq / N)) < 1e-5 * sqrt(sq / N), "rmse %.9g, plain %.9g", x[1].rmse, sqrt(sq / N));
+	CHECK_MSG(r[1].cold == cold && cold > 0 && cold < N, "cold %lld, plain %lld", (long long)r[1].cold, (long long)cold);
 	starfa_coo_free(test);
 	free(uf);
 	free(itf);

@@ -58,3 +58,40 @@ int starfa_sweep_tiles(const starfa_csr *c, int64_t k, int64_t tiles, int64_t ro
 		tiling.placed = 0; /* a tiny matrix: no bands to place */
 	return starfa_tiled_create(c, &tiling, out);
 }
+
+#define NORM_CHUNKS 64
+
+struct norm_ctx {
+	const float *F, *weight;
+	int64_t ld, col0, k, weight_stride;
+	double part[NORM_CHUNKS];
+};
+
+static void norm_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
+{
+	struct norm_ctx *c = arg;
+	double sum = 0;
+	for (int64_t r = begin; r < end; r++) {
+		const float *row = c->F + r * c->ld + c->col0;
+		double norm = 0;
+		for (int64_t d = 0; d < c->k; d++)
+			norm += (double)row[d] * row[d];
+		sum += (c->weight ? (double)c->weight[r * c->weight_stride] : 1.0) * norm;
+	}
+	c->part[chunk] = sum;
+}
+
+int starfa_row_norms(const float *F, int64_t rows, int64_t ld, int64_t col0, int64_t k, const float *weight,
+		     int64_t weight_stride, double scale, double *out)
+{
+	struct norm_ctx c = {F, weight, ld, col0, k, weight_stride, {0}};
+	*out = 0;
+	int rc = starfa_host_parallel(rows, NORM_CHUNKS, norm_chunk, &c);
+	if (rc)
+		return rc;
+	double sum = 0;
+	for (int i = 0; i < NORM_CHUNKS; i++) /* chunks past rows stay 0 */
+		sum += c.part[i];
+	*out = scale * sum;
+	return 0;
+}

@@ -24,6 +24,12 @@ extern const starfa_algorithm starfa_algorithm_sfa;  /* graphs/sfa.c: SFA, ALS's
 int starfa_sweep_tiles(const starfa_csr *c, int64_t k, int64_t tiles, int64_t row_band, starfa_split split[2],
 		       starfa_tiled **out);
 
+/* Σ_r scale w_r Σ_{d<k} F[r ld + col0 + d]^2 over `rows` rows (w_r = weight[r weight_stride], or 1 without
+ * weight): the regularisation of a side's factors, summed in chunks on the CPU workers (or the host's
+ * threads: starfa_host_parallel), the same bits either way. 0, or an error from the runtime. */
+int starfa_row_norms(const float *F, int64_t rows, int64_t ld, int64_t col0, int64_t k, const float *weight,
+		     int64_t weight_stride, double scale, double *out);
+
 /* Topics over the words, as a topic model (kind STARFA_MODEL_TOPIC: LDA's λ, Dirichlet prior `prior` on
  * the mixtures) or a count model (STARFA_MODEL_NONNEG: GaP's or KL-NMF's Λ, Gamma(prior, 1/rate) on the
  * scores): words x k, column t topic t. */
