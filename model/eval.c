@@ -3,6 +3,8 @@
  * compare. */
 #include "model/model.h"
 
+#include <cblas.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -79,7 +81,7 @@ static void sift_down(struct scored *heap, int64_t n, int64_t i)
 	}
 }
 
-int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *popularity, int64_t k,
+int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *scores, int64_t k,
 		     const int32_t *excluded, int64_t nex, struct scored *heap)
 {
 	int64_t n = 0, e = 0;
@@ -88,7 +90,7 @@ int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *
 			e++;
 		if (e < nex && excluded[e] == i)
 			continue;
-		float s = popularity ? popularity[i] : starfa_factors_score(f, user, i);
+		float s = scores ? scores[i] : starfa_factors_score(f, user, i);
 		if (isnan(s))
 			continue;
 		struct scored c = {s, (int32_t)i};
@@ -142,51 +144,95 @@ struct rank_ctx {
 	struct rank_part *part;
 };
 
-/* Users [begin, end): their test items sorted and deduplicated in place, their top k, the sums. */
+/* Users scored at once: their factor rows times every item's in one SGEMM (a block of at most
+ * SCORE_FLOATS scores). */
+#define SCORE_BLOCK 64
+#define SCORE_FLOATS ((int64_t)1 << 22)
+
+/* One user's metrics from its top k (heap) and its distinct test items (likes, sorted). */
+static void add_user(struct rank_part *part, const struct scored *heap, int64_t got, const int32_t *likes,
+		     int64_t distinct, int64_t k)
+{
+	int64_t cut = distinct < k ? distinct : k;
+	double hit = 0, ap = 0, dcg = 0, idcg = 0;
+	for (int64_t i = 0; i < cut; i++)
+		idcg += 1.0 / log2((double)i + 2.0);
+	for (int64_t i = 0; i < got; i++) {
+		int32_t item = heap[i].item;
+		if (bsearch(&item, likes, (size_t)distinct, sizeof item, compare_int32)) {
+			hit += 1;
+			ap += hit / (double)(i + 1);
+			dcg += 1.0 / log2((double)i + 2.0);
+		}
+	}
+	part->relevant += hit;
+	part->pr_div += (double)cut;
+	part->mean_ap += ap / (double)cut;
+	part->ndcg += dcg / idcg;
+	part->users++;
+}
+
+/* Users [begin, end): their test items sorted and deduplicated in place; the users with any scored a block
+ * at a time (SGEMM, then the score's mean and biases as starfa_factors_score adds them), their top k, the
+ * sums. */
 static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 {
 	const struct rank_ctx *c = arg;
 	const struct starfa_factors *f = c->f;
 	const starfa_csr *seen = c->seen;
-	const int64_t k = c->k;
+	const int64_t k = c->k, nitems = f->nitems, r = f->rank;
 	struct rank_part *part = &c->part[chunk];
+	int64_t block = SCORE_FLOATS / (nitems > 0 ? nitems : 1);
+	block = block < 1 ? 1 : block > SCORE_BLOCK ? SCORE_BLOCK : block;
 	struct scored *heap = malloc((size_t)k * sizeof *heap);
-	if (!heap) {
+	float *S = malloc((size_t)(block * (nitems > 0 ? nitems : 1)) * sizeof *S);
+	float *X = malloc((size_t)(block * (r > 0 ? r : 1)) * sizeof *X);
+	int64_t users[SCORE_BLOCK];
+	if (!heap || !S || !X) {
 		part->failed = 1;
+		free(heap);
+		free(S);
+		free(X);
 		return;
 	}
-	for (int64_t u = begin; u < end; u++) {
-		int64_t n = c->start[u + 1] - c->start[u];
-		if (n == 0)
-			continue;
-		int32_t *likes = c->items + c->start[u];
-		qsort(likes, (size_t)n, sizeof *likes, compare_int32);
-		int64_t distinct = 0;
-		for (int64_t i = 0; i < n; i++)
-			if (distinct == 0 || likes[distinct - 1] != likes[i])
-				likes[distinct++] = likes[i];
-		const int32_t *ex = seen ? seen->colind + seen->rowptr[u] : NULL;
-		int64_t nex = seen ? seen->rowptr[u + 1] - seen->rowptr[u] : 0;
-		int64_t got = starfa_top_k(f, u, NULL, k, ex, nex, heap);
-		int64_t cut = distinct < k ? distinct : k;
-		double hit = 0, ap = 0, dcg = 0, idcg = 0;
-		for (int64_t i = 0; i < cut; i++)
-			idcg += 1.0 / log2((double)i + 2.0);
-		for (int64_t i = 0; i < got; i++) {
-			int32_t item = heap[i].item;
-			if (bsearch(&item, likes, (size_t)distinct, sizeof item, compare_int32)) {
-				hit += 1;
-				ap += hit / (double)(i + 1);
-				dcg += 1.0 / log2((double)i + 2.0);
-			}
+	for (int64_t u0 = begin; u0 < end;) {
+		int64_t nb = 0;
+		for (; u0 < end && nb < block; u0++) {
+			int64_t n = c->start[u0 + 1] - c->start[u0];
+			if (n == 0)
+				continue;
+			int32_t *likes = c->items + c->start[u0];
+			qsort(likes, (size_t)n, sizeof *likes, compare_int32);
+			memcpy(X + nb * r, f->U + u0 * f->ldu, (size_t)r * sizeof *X);
+			users[nb++] = u0;
 		}
-		part->relevant += hit;
-		part->pr_div += (double)cut;
-		part->mean_ap += ap / (double)cut;
-		part->ndcg += dcg / idcg;
-		part->users++;
+		if (nb == 0)
+			break;
+		if (r > 0 && nitems > 0)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)nitems, (int)r, 1.0f, X, (int)r, f->V,
+				    (int)f->ldv, 0.0f, S, (int)nitems);
+		else
+			memset(S, 0, (size_t)(nb * nitems) * sizeof *S);
+		for (int64_t b = 0; b < nb; b++) {
+			const int64_t u = users[b];
+			float *row = S + b * nitems;
+			const double base = f->mu + (f->ub ? f->ub[u * f->ub_stride] : 0.0);
+			if (base != 0.0 || f->ib)
+				for (int64_t i = 0; i < nitems; i++)
+					row[i] = (float)(base + (f->ib ? f->ib[i * f->ib_stride] : 0.0) + row[i]);
+			int64_t n = c->start[u + 1] - c->start[u], distinct = 0;
+			int32_t *likes = c->items + c->start[u];
+			for (int64_t i = 0; i < n; i++)
+				if (distinct == 0 || likes[distinct - 1] != likes[i])
+					likes[distinct++] = likes[i];
+			const int32_t *ex = seen ? seen->colind + seen->rowptr[u] : NULL;
+			int64_t nex = seen ? seen->rowptr[u + 1] - seen->rowptr[u] : 0;
+			add_user(part, heap, starfa_top_k(f, u, row, k, ex, nex, heap), likes, distinct, k);
+		}
 	}
 	free(heap);
+	free(S);
+	free(X);
 }
 
 /* Ranking metrics over the known test users, in the manner of implicit's ranking_metrics_at_k. */

@@ -48,10 +48,10 @@ struct scored {
 	int32_t item;
 };
 
-/* The k best items for user (by the factors' score, or by popularity[item] when popularity is not
- * NULL), leaving out excluded[0 .. nex) (sorted) and NaN scores, best first (ties: lower index) into
- * heap (k entries); returns how many. */
-int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *popularity, int64_t k,
+/* The k best items for user (by the factors' score, or by scores[item] when scores is not NULL: an item
+ * popularity, or the factors' scores computed beforehand), leaving out excluded[0 .. nex) (sorted) and NaN
+ * scores, best first (ties: lower index) into heap (k entries); returns how many. */
+int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *scores, int64_t k,
 		     const int32_t *excluded, int64_t nex, struct scored *heap);
 
 /* Test entries in a model's numbering: user[e] and item[e] are -1 where the id is unknown. */

@@ -49,6 +49,16 @@ static void blas_threads_restore(void)
 	blas_set_threads = NULL;
 }
 
+void starfa_blas_single(int on)
+{
+	if (starfa_runtime_started())
+		return; /* held at one thread already, until the last shutdown */
+	if (on)
+		blas_single_thread();
+	else
+		blas_threads_restore();
+}
+
 static int gpus_present(const struct starpu_conf *conf)
 {
 #ifdef STARFA_USE_CUDA

@@ -47,6 +47,10 @@ int starfa_host_threads(void);
 typedef void (*starfa_chunk_fn)(void *ctx, int64_t chunk, int64_t begin, int64_t end);
 int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *ctx);
 
+/* OpenBLAS held at one thread (on) and given its setting back (off) around a host loop whose threads
+ * each call BLAS while the runtime is not up (while it is, starfa_init holds it at one thread). */
+void starfa_blas_single(int on);
+
 /* The priority to give StarPU for a task of starfa priority `priority` that may run on the worker kinds
  * `where` (STARPU_CPU / STARPU_CUDA bits): the priority itself, except under heteroprio, where it is the
  * index of the bucket for the priority's sign and that placement (runtime/context.c). */

@@ -46,9 +46,11 @@ int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *c
 		nchunks = 1;
 	const int on_workers = starfa_runtime_started() && starpu_cpu_worker_get_count() > 0 && starpu_worker_get_id() < 0;
 	if (!on_workers) {
+		starfa_blas_single(1); /* a chunk may call BLAS: one thread each */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(starfa_host_threads())
 		for (int64_t c = 0; c < nchunks; c++)
 			fn(ctx, c, chunk_begin(n, nchunks, c), chunk_begin(n, nchunks, c + 1));
+		starfa_blas_single(0);
 		return 0;
 	}
 	struct chunk_args *args = starfa_malloc((size_t)nchunks, sizeof *args);

@@ -778,6 +778,12 @@ TEST(model, metrics_same_on_workers_and_host)
 			if (!dup)
 				colind[p] = i, ones[p] = 1, item_seen[i] = 1, p++;
 		}
+		for (int64_t q = rowptr[u] + 1; q < p; q++) /* a CSR row's columns are sorted */
+			for (int64_t z = q; z > rowptr[u] && colind[z - 1] > colind[z]; z--) {
+				int32_t t = colind[z];
+				colind[z] = colind[z - 1];
+				colind[z - 1] = t;
+			}
 		rowptr[u + 1] = p;
 	}
 	starfa_csr seen = {U, I, rowptr[U], rowptr, colind, ones};
