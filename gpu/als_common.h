@@ -29,8 +29,8 @@ typedef enum starfa_cuda_gram_precision {
 } starfa_cuda_gram_precision;
 
 /* The precision the codelets use: STARFA_CUDA_GRAM=3xtf32|tf32|3xbf16 when set; else 3xBF16 where the
- * system is solved by a few CG steps (approximate: their own error is orders of magnitude above the
- * sums'), 3xTF32 where it may be solved exactly. */
+ * system is solved by CG of fewer steps than unknowns (approximate: its own error is orders of magnitude
+ * above the sums'), 3xTF32 where it is solved exactly (Cholesky, or CG of k steps or more). */
 static inline starfa_cuda_gram_precision starfa_cuda_gram_precision_default(int approximate)
 {
 	const char *e = getenv("STARFA_CUDA_GRAM");

@@ -19,6 +19,8 @@
 #ifndef STARFA_GPU_ALS_DEVICE_CUH
 #define STARFA_GPU_ALS_DEVICE_CUH
 
+#include <cuda_bf16.h>
+
 #include "gpu/als_common.h"
 
 #include "cpu/solve.h" /* the status words */
@@ -131,10 +133,12 @@ __device__ inline uint32_t tf32_bits(float x)
 	return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
 }
 
-/* x rounded to BF16 (nearest, ties away from zero), as the 16 bits: as tf32_bits, for finite x. */
+/* x rounded to BF16 (nearest, ties to even), as the 16 bits: the hardware conversion (one instruction,
+ * where the half-ulp add of tf32_bits would carry a NaN of a full mantissa, such as the device's own
+ * 0x7fffffff, into the sign bit and give -0). */
 __device__ inline uint32_t bf16_bits(float x)
 {
-	return (__float_as_uint(x) + 0x8000u) >> 16;
+	return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 
 /* d += a b on the tensor cores, float32 accumulation: m16n8k8 on TF32 inputs, or m16n8k16 on BF16 pairs

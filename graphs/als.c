@@ -418,7 +418,12 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 		int64_t n = tiling.row_tiles > tiling.col_tiles ? tiling.row_tiles : tiling.col_tiles;
 		if (n == 0)
 			n = (int64_t)starfa_worker_count(STARFA_WORKER_CPU) * (stored ? 1 : 2);
+		/* no more bands than rows or columns: every band is a CPU band */
+		n = n < c->nrows ? n : c->nrows;
+		n = n < c->ncols ? n : c->ncols;
+		n = n > 1 ? n : 1;
 		tiling.row_tiles = tiling.col_tiles = tiling.cpu_bands = n;
+		tiling.row_band = 0;
 		tiling.row_cpu_share = tiling.col_cpu_share = 1;
 		tiling.placed = 1;
 		for (int s = 0; s < 2; s++)

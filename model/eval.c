@@ -147,7 +147,7 @@ struct rank_ctx {
 /* Users scored at once: their factor rows times every item's in one SGEMM (a block of at most
  * SCORE_FLOATS scores). */
 #define SCORE_BLOCK 64
-#define SCORE_FLOATS ((int64_t)1 << 22)
+#define SCORE_FLOATS ((int64_t)1 << 20) /* 4 MB a chunk in flight */
 
 /* One user's metrics from its top k (heap) and its distinct test items (likes, sorted). */
 static void add_user(struct rank_part *part, const struct scored *heap, int64_t got, const int32_t *likes,

@@ -49,16 +49,6 @@ static void blas_threads_restore(void)
 	blas_set_threads = NULL;
 }
 
-void starfa_blas_single(int on)
-{
-	if (starfa_runtime_started())
-		return; /* held at one thread already, until the last shutdown */
-	if (on)
-		blas_single_thread();
-	else
-		blas_threads_restore();
-}
-
 static int gpus_present(const struct starpu_conf *conf)
 {
 #ifdef STARFA_USE_CUDA
@@ -109,6 +99,23 @@ static void unbind_submitter(void)
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_count;
+
+int starfa_blas_hold(void)
+{
+	pthread_mutex_lock(&init_lock);
+	if (init_count > 0) { /* the runtime holds it at one thread already */
+		pthread_mutex_unlock(&init_lock);
+		return 0;
+	}
+	blas_single_thread(); /* init_lock stays taken (no starfa_init meanwhile) until starfa_blas_release */
+	return 1;
+}
+
+void starfa_blas_release(void)
+{
+	blas_threads_restore();
+	pthread_mutex_unlock(&init_lock);
+}
 /* The cores the started workers leave free (a CUDA worker's driver thread holds one core): the waits
  * poll only where there is one, and the host's OpenMP loops take them (starfa_host_threads). */
 static int free_cores;

@@ -47,9 +47,12 @@ int starfa_host_threads(void);
 typedef void (*starfa_chunk_fn)(void *ctx, int64_t chunk, int64_t begin, int64_t end);
 int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *ctx);
 
-/* OpenBLAS held at one thread (on) and given its setting back (off) around a host loop whose threads
- * each call BLAS while the runtime is not up (while it is, starfa_init holds it at one thread). */
-void starfa_blas_single(int on);
+/* Around a host loop whose threads each call BLAS: while the runtime is not up, starfa_blas_hold sets
+ * OpenBLAS to one thread and returns 1, and starfa_blas_release gives the setting back (starfa_init and
+ * other holds wait in between); while it is up (starfa_init holds it at one thread), it returns 0 and
+ * there is nothing to release. */
+int starfa_blas_hold(void);
+void starfa_blas_release(void);
 
 /* The priority to give StarPU for a task of starfa priority `priority` that may run on the worker kinds
  * `where` (STARPU_CPU / STARPU_CUDA bits): the priority itself, except under heteroprio, where it is the

@@ -46,11 +46,12 @@ int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *c
 		nchunks = 1;
 	const int on_workers = starfa_runtime_started() && starpu_cpu_worker_get_count() > 0 && starpu_worker_get_id() < 0;
 	if (!on_workers) {
-		starfa_blas_single(1); /* a chunk may call BLAS: one thread each */
+		const int held = starfa_blas_hold(); /* a chunk may call BLAS: one thread each */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(starfa_host_threads())
 		for (int64_t c = 0; c < nchunks; c++)
 			fn(ctx, c, chunk_begin(n, nchunks, c), chunk_begin(n, nchunks, c + 1));
-		starfa_blas_single(0);
+		if (held)
+			starfa_blas_release();
 		return 0;
 	}
 	struct chunk_args *args = starfa_malloc((size_t)nchunks, sizeof *args);
@@ -66,6 +67,10 @@ int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *c
 	for (int64_t c = 0; c < nchunks; c++) {
 		args[c] = (struct chunk_args){fn, ctx, c, chunk_begin(n, nchunks, c), chunk_begin(n, nchunks, c + 1)};
 		struct starpu_task *t = starpu_task_create();
+		if (!t) {
+			rc = starfa_set_error(STARFA_ENOMEM, "out of memory creating a host chunk task");
+			break;
+		}
 		t->cl = &chunk_cl;
 		t->cl_arg = &args[c];
 		t->cl_arg_size = sizeof args[c];
@@ -81,8 +86,9 @@ int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *c
 		tasks[submitted++] = t;
 	}
 	for (int64_t c = 0; c < submitted; c++) {
-		if (starpu_task_wait(tasks[c]) != 0 && !rc)
-			rc = starfa_set_error(STARFA_ERUNTIME, "waiting for a host chunk task failed");
+		int ret = starpu_task_wait(tasks[c]);
+		if (ret != 0 && !rc)
+			rc = starfa_set_error(STARFA_ERUNTIME, "waiting for a host chunk task failed (%d)", ret);
 		starpu_task_destroy(tasks[c]);
 	}
 	free(args);
