@@ -47,7 +47,8 @@ static void hermitian_cuda(void *buffers[], void *cl_arg)
 						STARPU_MATRIX_GET_LD(buffers[1]), args->k, args->weighted, args->alpha,
 						args->fp16 ? info + 1 : NULL, STARPU_MATRIX_GET_LD(buffers[2]),
 						args->accumulate, args->fp16, (void *)STARPU_VECTOR_GET_PTR(buffers[3]),
-						starfa_cuda_gram_precision_default(0), starpu_cuda_get_local_stream()));
+						starfa_cuda_gram_precision_choose(starfa_gram_precision_setting(), 0),
+						starpu_cuda_get_local_stream()));
 }
 
 /* The CUDA kernel keeps a row's k x k sum in one block's shared memory. */

@@ -100,7 +100,8 @@ static void rowsolve_cuda(void *buffers[], void *cl_arg)
 	pb->nitems = args->plan_nitems;
 	pb->nparts = args->plan_nparts;
 	/* CG of fewer steps than unknowns is approximate; as many as k is an exact solve (in exact arithmetic) */
-	pb->precision = starfa_cuda_gram_precision_default(!pb->cholesky && pb->cg_steps < pb->k);
+	pb->precision = starfa_cuda_gram_precision_choose(starfa_gram_precision_setting(),
+							   !pb->cholesky && pb->cg_steps < pb->k);
 	cudaError_t err = starfa_cuda_rowsolve_run(pb, (uint32_t *)STARPU_VECTOR_GET_PTR(buffers[2 * nt + 2]),
 						   starpu_cuda_get_local_stream());
 	free(pb);

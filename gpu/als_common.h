@@ -4,8 +4,6 @@
 #define STARFA_GPU_ALS_COMMON_H
 
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,18 +26,14 @@ typedef enum starfa_cuda_gram_precision {
 	STARFA_CUDA_GRAM_3XBF16 = 2,
 } starfa_cuda_gram_precision;
 
-/* The precision the codelets use: STARFA_CUDA_GRAM=3xtf32|tf32|3xbf16 when set; else 3xBF16 where the
- * system is solved by CG of fewer steps than unknowns (approximate: its own error is orders of magnitude
- * above the sums'), 3xTF32 where it is solved exactly (Cholesky, or CG of k steps or more). */
-static inline starfa_cuda_gram_precision starfa_cuda_gram_precision_default(int approximate)
+/* The precision the codelets use: `setting` when it is one (STARFA_CUDA_GRAM, read by starfa_init:
+ * 3xtf32, tf32, 3xbf16 in this enum's order; -1 unset); else 3xBF16 where the system is solved by CG of
+ * fewer steps than unknowns (approximate: its own error is orders of magnitude above the sums'), 3xTF32
+ * where it is solved exactly (Cholesky, or CG of k steps or more). */
+static inline starfa_cuda_gram_precision starfa_cuda_gram_precision_choose(int setting, int approximate)
 {
-	const char *e = getenv("STARFA_CUDA_GRAM");
-	if (e && strcmp(e, "tf32") == 0)
-		return STARFA_CUDA_GRAM_TF32;
-	if (e && strcmp(e, "3xtf32") == 0)
-		return STARFA_CUDA_GRAM_3XTF32;
-	if (e && strcmp(e, "3xbf16") == 0)
-		return STARFA_CUDA_GRAM_3XBF16;
+	if (setting >= STARFA_CUDA_GRAM_3XTF32 && setting <= STARFA_CUDA_GRAM_3XBF16)
+		return (starfa_cuda_gram_precision)setting;
 	return approximate ? STARFA_CUDA_GRAM_3XBF16 : STARFA_CUDA_GRAM_3XTF32;
 }
 

@@ -151,16 +151,31 @@ static unsigned bucket_of(int level, int group)
 #define HETEROPRIO_SLOW_DEFAULT 64.0f
 static float heteroprio_slow = HETEROPRIO_SLOW_DEFAULT; /* STARFA_HETEROPRIO_SLOW, read at starfa_init */
 
-/* STARFA_CUDA_GRAM, which the CUDA ALS codelets read (gpu/als_common.h): unset or one of the three
- * precisions, else an error (a misspelt value would otherwise leave the default in place unnoticed). */
-static int gram_precision_check(void)
+/* STARFA_CUDA_GRAM, read once at starfa_init: the precision of the CUDA ALS kernels' Gram sums, as its
+ * index in gram_names (the order of gpu/als_common.h's starfa_cuda_gram_precision), -1 when unset; a
+ * value that is not one of them is an error (a misspelt one would otherwise leave the default unnoticed). */
+static const char *const gram_names[] = {"3xtf32", "tf32", "3xbf16"};
+static int gram_setting = -1;
+
+static int gram_precision_configure(void)
 {
 	const char *v = getenv("STARFA_CUDA_GRAM");
-	if (!v || strcmp(v, "3xtf32") == 0 || strcmp(v, "3xbf16") == 0 || strcmp(v, "tf32") == 0)
+	gram_setting = -1;
+	if (!v)
 		return 0;
+	for (int i = 0; i < (int)(sizeof gram_names / sizeof gram_names[0]); i++)
+		if (strcmp(v, gram_names[i]) == 0) {
+			gram_setting = i;
+			return 0;
+		}
 	return starfa_set_error(STARFA_EINVAL, "STARFA_CUDA_GRAM must be 3xtf32, 3xbf16 or tf32 (the precision of "
 					       "the CUDA ALS kernels' Gram sums), not '%s'",
 				v);
+}
+
+int starfa_gram_precision_setting(void)
+{
+	return gram_setting;
 }
 
 /* Reads STARFA_HETEROPRIO_SLOW: 0, or an error for a value that is not a number in [0, 1e6]. */
@@ -308,7 +323,7 @@ int starfa_init(const starfa_options *opts)
 		return 0;
 	}
 	starfa_placement placement;
-	if (starfa_wait_spin_configure() != 0 || heteroprio_configure() != 0 || gram_precision_check() != 0 ||
+	if (starfa_wait_spin_configure() != 0 || heteroprio_configure() != 0 || gram_precision_configure() != 0 ||
 	    starfa_placement_mode(&placement) != 0) {
 		pthread_mutex_unlock(&init_lock);
 		return STARFA_EINVAL;

@@ -54,6 +54,10 @@ int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *c
 int starfa_blas_hold(void);
 void starfa_blas_release(void);
 
+/* STARFA_CUDA_GRAM as starfa_init read it: the index of 3xtf32, tf32 or 3xbf16 (gpu/als_common.h's
+ * starfa_cuda_gram_precision), or -1 when unset. */
+int starfa_gram_precision_setting(void);
+
 /* The priority to give StarPU for a task of starfa priority `priority` that may run on the worker kinds
  * `where` (STARPU_CPU / STARPU_CUDA bits): the priority itself, except under heteroprio, where it is the
  * index of the bucket for the priority's sign and that placement (runtime/context.c). */
