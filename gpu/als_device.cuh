@@ -141,6 +141,23 @@ __device__ inline uint32_t bf16_bits(float x)
 	return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 
+/* x split into its high part at word `slot` of W and, where PRECISE, its low part lo words on: TF32 parts
+ * as words, or under BF16 as the halves of H (W viewed as 16-bit, offset by the entry's half). */
+template <bool BF16, bool PRECISE>
+__device__ inline void store_parts(uint32_t *W, uint16_t *H, int slot, int lo, float x)
+{
+	if (BF16) {
+		const uint32_t h = bf16_bits(x);
+		H[2 * slot] = (uint16_t)h;
+		H[2 * (slot + lo)] = (uint16_t)bf16_bits(x - __uint_as_float(h << 16));
+	} else {
+		const uint32_t h = tf32_bits(x);
+		W[slot] = h;
+		if (PRECISE)
+			W[slot + lo] = tf32_bits(x - __uint_as_float(h));
+	}
+}
+
 /* d += a b on the tensor cores, float32 accumulation: m16n8k8 on TF32 inputs, or m16n8k16 on BF16 pairs
  * (the same registers: a.x holds A[g][2t], A[g][2t+1] where TF32's holds A[g][t]). */
 template <bool BF16> __device__ inline void mma(float (&d)[4], const uint4 &a, const uint2 &b)
@@ -358,24 +375,11 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 				const int d = lane + 32 * l;
 				if (d < kp) {
 					const float x = v[j][l], y = d == target_col ? t : w * x;
-					if (BF16) {
-						const uint32_t xh = bf16_bits(x), yh = bf16_bits(y);
-						const int ia = store_a + (j >> 1) * step_words + ((j & 1) << 1) + 512 * l;
-						const int ib = store_b + (j >> 1) * step_words + (j & 1) + 512 * l;
-						A16[2 * ia] = (uint16_t)xh;
-						B16[2 * ib] = (uint16_t)yh;
-						A16[2 * (ia + kLoA)] = (uint16_t)bf16_bits(x - __uint_as_float(xh << 16));
-						B16[2 * (ib + kLoB)] = (uint16_t)bf16_bits(y - __uint_as_float(yh << 16));
-					} else {
-						const uint32_t xh = tf32_bits(x), yh = tf32_bits(y);
-						const int ia = store_a + j * step_words + 512 * l, ib = store_b + j * step_words + 512 * l;
-						A[ia] = xh;
-						B[ib] = yh;
-						if (PRECISE) {
-							A[ia + kLoA] = tf32_bits(x - __uint_as_float(xh));
-							B[ib + kLoB] = tf32_bits(y - __uint_as_float(yh));
-						}
-					}
+					/* entry warp + 8 j: k-step j, or under 3xBF16 j >> 1 (store_a0 above) */
+					const int ja = BF16 ? (j >> 1) * step_words + ((j & 1) << 1) : j * step_words;
+					const int jb = BF16 ? (j >> 1) * step_words + (j & 1) : j * step_words;
+					store_parts<BF16, PRECISE>(A, A16, store_a + ja + 512 * l, kLoA, x);
+					store_parts<BF16, PRECISE>(B, B16, store_b + jb + 512 * l, kLoB, y);
 				}
 			}
 		}
