@@ -3,8 +3,11 @@
  * the same process on the same systems. Prints a Markdown report (and appends it to --md FILE).
  *
  *   starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] [--solve-rows R] [--no-kernels]
- *                    [--no-train] [--gpus N] [--cpus N] [--bands N] [--md FILE]
+ *                    [--no-train] [--gpus N] [--cpus N] [--bands N] [--only TEXT] [--md FILE]
  *   starfa_als_bench [--matrix NAME] --dump FILE
+ *
+ * --only TEXT times only the fused kernel's variants whose name holds TEXT, and the stored path only when
+ * TEXT is part of "stored systems" (`--only stored`), for a profiler run on one variant.
  *
  * --dump writes the matrix to FILE and stops (no GPU needed), for peers run on the same matrix and
  * values (bench/compare/implicit_gpu.py): the 8 bytes "STARFCSR", then nrows, ncols and nnz as int64,
@@ -65,6 +68,7 @@ static void *dev_copy(const void *host, size_t bytes)
 
 static int repeat = 5;
 static FILE *md;
+static const char *only; /* --only: the fused variants whose name holds it, and nothing else */
 
 /* Times fn(ctx) with CUDA events: one warm-up, then the median of `repeat` runs, in ms. */
 /* The median time of fn(ctx) on stream 0 after a warm-up run; prep(ctx), when given, runs before each
@@ -412,12 +416,16 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		 1},
 	};
 	for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
+		if (only && !strstr(fused[i].name, only))
+			continue;
 		double ms = rowsolve_ms(s, fused[i].implicit, fused[i].cholesky, fused[i].steps, fused[i].prec,
 					fused[i].short_rows, fused[i].graph_layout);
 		double gf = gram_flops / (ms * 1e-3) * 1e-9;
 		out("| %s | %.2f | %.0f GFLOP/s (Gram sums) | %.0f%% of FP32 peak |\n", fused[i].name, ms, gf,
 		    100.0 * gf / dev->fp32_gflops);
 	}
+	if (only && !strstr("stored systems", only))
+		return;
 	/* The stored path on the first solve_rows rows: hermitian, bias, then the solves on what it wrote. */
 	int64_t R = solve_rows < s->rows ? solve_rows : s->rows;
 	uint32_t sub_nnz32;
@@ -686,6 +694,7 @@ int main(int argc, char **argv)
 						  {"cpus", required_argument, 0, 'c'},
 						  {"dump", required_argument, 0, 'd'},
 						  {"bands", required_argument, 0, 'b'},
+						  {"only", required_argument, 0, 'O'},
 						  {"help", no_argument, 0, 'h'},
 						  {0, 0, 0, 0}};
 	int opt;
@@ -703,6 +712,7 @@ int main(int argc, char **argv)
 			break;
 		case 'K': no_kernels = 1; break;
 		case 'd': dump_path = optarg; break;
+		case 'O': only = optarg; break;
 		case 'b': bands = atoll(optarg) >= 0 ? atoll(optarg) : 0; break;
 		case 'g': /* comma-separated GPU counts to train on. Measured: a second count in the same
 			   * process ran at the first one's speed (StarPU re-initialized), so the numbers in
@@ -712,7 +722,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: starfa_als_bench [--matrix NAME] [--rank F] [--iters N] [--repeat R] "
-					"[--solve-rows R] [--no-train] [--no-kernels] [--gpus N,M,...] [--cpus N] [--bands N] [--md FILE]\n"
+					"[--solve-rows R] [--no-train] [--no-kernels] [--gpus N,M,...] [--cpus N] [--bands N] [--only TEXT] [--md FILE]\n"
 					"       starfa_als_bench [--matrix NAME] --dump FILE\n");
 			return opt == 'h' ? 0 : 2;
 		}

@@ -581,15 +581,103 @@ __device__ inline void upper_tile(int p, int T, int *tl, int *ti)
 	*ti = r + p - (r * T - r * (r - 1) / 2);
 }
 
+/* Warp 0 factors the w x w diagonal block at (j0, j0) of s.U in registers, R_11 over M_11 (the previous
+ * panels' updates in): lane L holds column c = L & 15 of rows 2t + L / 16 (t < 8); step j's pivot row
+ * reaches the other lanes by shuffles (read before the pivot's reciprocal square root, so that they are in
+ * flight during it), so the w steps need no memory round trip. 1 / R_jj goes to inv[j0 + j]; *bad is 1
+ * when a pivot is not positive (or not finite), else 0. */
+__device__ inline void factor_diagonal_block(float *U, int lda, int j0, int w, float *inv, float *bad)
+{
+	const int lane = threadIdx.x & 31, c = lane & 15, half = lane >> 4;
+	float x[8];
+#pragma unroll
+	for (int t = 0; t < 8; t++) {
+		const int r = 2 * t + half;
+		x[t] = r < w && c < w && c >= r ? U[(j0 + r) * lda + j0 + c] : 0.0f;
+	}
+	float verdict = 0.0f;
+#pragma unroll
+	for (int j = 0; j < 16; j++) {
+		if (j >= w)
+			break;
+		const int owner = (j & 1) * 16; /* + column: the lane that holds (j, column) */
+		const float d = __shfl_sync(0xffffffffu, x[j >> 1], owner + j);
+		const float mc = __shfl_sync(0xffffffffu, x[j >> 1], owner + c); /* M(j, c), updated */
+		float mr[8];
+#pragma unroll
+		for (int t = 0; t < 8; t++)
+			mr[t] = __shfl_sync(0xffffffffu, x[j >> 1], owner + 2 * t + half); /* M(j, r) */
+		if (!(d > 0.0f) || !isfinite(d)) {
+			verdict = 1.0f; /* every lane has the same d */
+			break;
+		}
+		const float is = rsqrtf(d);
+		const float f = mc * is, g = f * is; /* R(j, c), and R(j, c) / R(j, j) */
+#pragma unroll
+		for (int t = 0; t < 8; t++) {
+			const int r = 2 * t + half; /* R(j, r) R(j, c) = M(j, r) g */
+			if (r > j && r < w && c >= r && c < w)
+				x[t] = fmaf(-mr[t], g, x[t]);
+		}
+		if (half == (j & 1) && c >= j)
+			x[j >> 1] = f;
+		if (lane == j)
+			inv[j0 + j] = is;
+	}
+#pragma unroll
+	for (int t = 0; t < 8; t++) {
+		const int r = 2 * t + half;
+		if (r < w && c < w && c >= r)
+			U[(j0 + r) * lda + j0 + c] = x[t];
+	}
+	if (lane == 0)
+		*bad = verdict;
+}
+
+/* The trailing update's 4 x 4 tile (tl, ti) of the region right of and below panel j0 (w rows, ending at
+ * j1): U[l][i] -= sum_q R_ql R_qi for rows j1 + 4 tl + r < k and columns j1 + 4 ti + c in [l, k] (column k
+ * is the right-hand side). 16-byte loads of the panel's rows, 16 multiply-adds per 8 loaded values; a
+ * tile's columns stay below k + 4 <= lda. */
+__device__ inline void trailing_tile(float *U, int lda, int j0, int w, int j1, int k, int tl, int ti)
+{
+	const int l0 = j1 + 4 * tl, i0 = j1 + 4 * ti;
+	if (l0 >= k)
+		return;
+	float acc[4][4] = {};
+#pragma unroll
+	for (int q = 0; q < 16; q++) {
+		if (q >= w)
+			break;
+		const float *row = U + (j0 + q) * lda;
+		const float4 a = *(const float4 *)(row + l0), b = *(const float4 *)(row + i0);
+		const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+		for (int r = 0; r < 4; r++)
+#pragma unroll
+			for (int c = 0; c < 4; c++)
+				acc[r][c] += av[r] * bv[c];
+	}
+#pragma unroll
+	for (int r = 0; r < 4; r++)
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			const int l = l0 + r, i = i0 + c;
+			if (l < k && i <= k && i >= l)
+				U[l * lda + i] -= acc[r][c];
+		}
+}
+
 /* M x = b by Cholesky, M = R^T R, R upper triangular: R overwrites the upper triangle of s.U (row-major),
- * then R^T y = b and R x = y. 1 / R_jj is kept in s.p, so no step divides. Blocked by panels of 16 rows,
- * three block-wide synchronisations a panel where the unblocked form needs one a column:
- *   1. warp 0 factors the panel's 16 x 16 diagonal block in registers (shuffles, no synchronisation);
- *   2. the panel's rows right of that block, R_12 = R_11^-T M_12: a thread a column, the 16-row
- *      recurrence in registers;
- *   3. the trailing triangle, M_22 -= R_12^T R_12: every thread one 4 x 4 tile of its upper part (the
- *      tiles are counted over the triangle only, so no thread idles on a lower tile), 16-byte loads,
- *      16 multiply-adds per 8 loaded values.
+ * then R^T y = b and R x = y. b rides along as column k of the factorization ([M b], so y = R^-T b comes
+ * out in that column with R, and the forward solve costs no chain of its own; lda >= k + 4). 1 / R_jj is
+ * kept in s.p, so no step divides. Blocked by panels of 16 rows, two block-wide synchronisations a panel:
+ *   1. warp 0 factors the panel's 16 x 16 diagonal block in registers (factor_diagonal_block);
+ *   2. the panel's rows right of that block, R_12 = R_11^-T M_12 (and y's 16 entries): a thread a column,
+ *      the 16-row recurrence in registers;
+ *   3. the trailing triangle, M_22 -= R_12^T R_12 (4 x 4 tiles, trailing_tile). With a lookahead: warp 0
+ *      updates the next panel's diagonal block (10 tiles) and goes on to factor it (step 1 of the next
+ *      panel, a chain of 16 dependent steps) while the other warps update the rest, so that the chain is
+ *      hidden behind the update instead of following it.
  * The same sums as the unblocked form, in another order. Returns 0, or 1 when a pivot is not positive
  * (not positive definite, or not finite): s.x is then not written. */
 __device__ int solve_cholesky(const Shared &s, int k)
@@ -597,58 +685,17 @@ __device__ int solve_cholesky(const Shared &s, int k)
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, lda = s.lda;
 	float *U = s.U, *inv = s.p;
 	float *bad = s.red + kFlagBad; /* warp 0's verdict on the panel's pivots */
+	for (int d = tid; d < k; d += kThreads)
+		U[d * lda + k] = s.b[d]; /* read from the first row panel on, after a synchronisation */
+	if (warp == 0)
+		factor_diagonal_block(U, lda, 0, k < 16 ? k : 16, inv, bad);
+	__syncthreads();
 	for (int j0 = 0; j0 < k; j0 += 16) {
-		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
-		if (warp == 0) { /* 1. the diagonal block; the previous panel's updates are in (sync below) */
-			/* in registers: lane L holds column c = L & 15 of rows 2t + L / 16 (t < 8); the pivot row's
-			 * entries reach the other lanes by shuffles, so the 16 steps need no memory round trip */
-			const int c = lane & 15, half = lane >> 4;
-			float x[8];
-#pragma unroll
-			for (int t = 0; t < 8; t++) {
-				const int r = 2 * t + half;
-				x[t] = r < w && c < w && c >= r ? U[(j0 + r) * lda + j0 + c] : 0.0f;
-			}
-			float verdict = 0.0f;
-#pragma unroll
-			for (int j = 0; j < 16; j++) {
-				if (j >= w)
-					break;
-				const int owner = (j & 1) * 16; /* + column: the lane that holds (j, column) */
-				const float d = __shfl_sync(0xffffffffu, x[j >> 1], owner + j);
-				if (!(d > 0.0f) || !isfinite(d)) {
-					verdict = 1.0f; /* every lane has the same d */
-					break;
-				}
-				const float is = 1.0f / sqrtf(d);
-				const float f = __shfl_sync(0xffffffffu, x[j >> 1], owner + c) * is; /* R(j, c) */
-#pragma unroll
-				for (int t = 0; t < 8; t++) {
-					const int r = 2 * t + half;
-					const float m = __shfl_sync(0xffffffffu, x[j >> 1], owner + r) * is; /* R(j, r) */
-					if (r > j && r < w && c >= r && c < w)
-						x[t] -= m * f;
-				}
-				if (half == (j & 1) && c >= j)
-					x[j >> 1] = f;
-				if (lane == j)
-					inv[j0 + j] = is;
-			}
-#pragma unroll
-			for (int t = 0; t < 8; t++) {
-				const int r = 2 * t + half;
-				if (r < w && c < w && c >= r)
-					U[(j0 + r) * lda + j0 + c] = x[t];
-			}
-			if (lane == 0)
-				*bad = verdict;
-		}
-		__syncthreads();
 		if (*bad != 0.0f)
 			return 1;
-		/* 2. the panel's rows right of the diagonal block, a thread a column: row q is
-		 * (M_q - sum_{p<q} R_pq R_p) / R_qq */
-		for (int i = j1 + tid; i < k; i += kThreads) {
+		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
+		/* 2. row q of the panel is (M_q - sum_{p<q} R_pq R_p) / R_qq, over columns j1..k */
+		for (int i = j1 + tid; i <= k; i += kThreads) {
 			float v[16];
 #pragma unroll
 			for (int r = 0; r < 16; r++)
@@ -657,77 +704,45 @@ __device__ int solve_cholesky(const Shared &s, int k)
 			for (int q = 0; q < 16; q++) {
 				if (q >= w)
 					break;
-				const float *row = U + (j0 + q) * lda;
-				const float f = v[q] * inv[j0 + q];
-				U[(j0 + q) * lda + i] = f;
+				const float *row = U + (j0 + q) * lda + j0;
+				v[q] *= inv[j0 + q];
 #pragma unroll
 				for (int r = q + 1; r < 16; r++)
-					v[r] -= row[j0 + r] * f;
-			}
-		}
-		__syncthreads();
-		/* 3. the trailing triangle, 4 x 4 tiles (a tile's columns past k stay inside the kp x kp frame,
-		 * j1 + 4T <= kp, and are not written) */
-		const int m = k - j1, T = (m + 3) / 4, ntiles = T * (T + 1) / 2;
-		for (int t = tid; t < ntiles; t += kThreads) {
-			int tl, ti;
-			upper_tile(t, T, &tl, &ti);
-			const int l0 = j1 + 4 * tl, i0 = j1 + 4 * ti;
-			float acc[4][4] = {};
-#pragma unroll
-			for (int q = 0; q < 16; q++) {
-				if (q >= w)
-					break;
-				const float *row = U + (j0 + q) * lda;
-				const float4 a = *(const float4 *)(row + l0), b = *(const float4 *)(row + i0);
-				const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-				for (int r = 0; r < 4; r++)
-#pragma unroll
-					for (int c = 0; c < 4; c++)
-						acc[r][c] += av[r] * bv[c];
+					if (r < w)
+						v[r] -= row[r] * v[q];
 			}
 #pragma unroll
-			for (int r = 0; r < 4; r++)
-#pragma unroll
-				for (int c = 0; c < 4; c++) {
-					const int l = l0 + r, i = i0 + c;
-					if (l < k && i < k && i >= l)
-						U[l * lda + i] -= acc[r][c];
-				}
+			for (int r = 0; r < 16; r++)
+				if (r < w)
+					U[(j0 + r) * lda + i] = v[r];
 		}
 		__syncthreads();
-	}
-	/* R^T y = b (y in place of b), then R x = y, also by panels: the 16 x 16 triangle by warp 0 in
-	 * registers (a shuffle a step), the rest of the vector by every thread, two synchronisations a panel
-	 * each way. */
-	float *y = s.b;
-	for (int j0 = 0; j0 < k; j0 += 16) {
-		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
+		if (j1 == k)
+			break;
+		/* 3. the trailing region, rows j1..k - 1 and columns j1..k, in T x T tiles over its upper part */
+		const int m = k - j1, T = (m + 4) / 4, ntiles = T * (T + 1) / 2;
 		if (warp == 0) {
-			float v = lane < w ? y[j0 + lane] : 0.0f;
-#pragma unroll
-			for (int j = 0; j < 16; j++) {
-				if (j >= w)
-					break;
-				const float yj = __shfl_sync(0xffffffffu, v, j) * inv[j0 + j];
-				if (lane == j)
-					v = yj;
-				else if (lane > j && lane < w)
-					v -= U[(j0 + j) * lda + j0 + lane] * yj;
+			if (lane < 10) { /* the next diagonal block's tiles: (tl, ti) with tl <= ti < 4 */
+				const int tl = lane < 4 ? 0 : lane < 7 ? 1 : lane < 9 ? 2 : 3;
+				const int ti = tl + lane - (tl == 0 ? 0 : tl == 1 ? 4 : tl == 2 ? 7 : 9);
+				if (ti < T)
+					trailing_tile(U, lda, j0, w, j1, k, tl, ti);
 			}
-			if (lane < w)
-				y[j0 + lane] = v;
-		}
-		__syncthreads();
-		for (int i = j1 + tid; i < k; i += kThreads) {
-			float v = y[i];
-			for (int q = 0; q < w; q++)
-				v -= U[(j0 + q) * lda + i] * y[j0 + q];
-			y[i] = v;
+			__syncwarp();
+			factor_diagonal_block(U, lda, j1, m < 16 ? m : 16, inv, bad);
+		} else {
+			for (int t = tid - 32; t < ntiles; t += kThreads - 32) {
+				int tl, ti;
+				upper_tile(t, T, &tl, &ti);
+				if (ti >= 4)
+					trailing_tile(U, lda, j0, w, j1, k, tl, ti);
+			}
 		}
 		__syncthreads();
 	}
+	/* R x = y by panels from the last: what the solved x past the panel takes off its rows (every
+	 * thread), then the 16 x 16 triangle by warp 0 in registers (a shuffle a step), two synchronisations a
+	 * panel. */
 	for (int j0 = (k - 1) / 16 * 16; j0 >= 0; j0 -= 16) {
 		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
 		{ /* what the solved x past the panel takes off its rows: 16 threads a row */
@@ -750,7 +765,7 @@ __device__ int solve_cholesky(const Shared &s, int k)
 				if (j >= w)
 					continue;
 				if (lane == j)
-					own = (y[j0 + j] - s.q[j0 + j] - acc) * inv[j0 + j];
+					own = (U[(j0 + j) * lda + k] - s.q[j0 + j] - acc) * inv[j0 + j];
 				const float xj = __shfl_sync(0xffffffffu, own, j);
 				if (lane < j)
 					acc += U[(j0 + lane) * lda + j0 + j] * xj;
