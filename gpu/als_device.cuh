@@ -127,10 +127,20 @@ template <int FPW> struct Acc {
 
 /* x rounded to TF32 (nearest, ties away from zero), as bits: the half-ulp add carries into the kept
  * bits, the mask drops the rest. Bit for bit what cvt.rna.tf32.f32 gives for finite x, in two integer
- * instructions (the conversion itself compiles to a longer sequence on sm_90). */
+ * instructions (the conversion itself compiles to a longer sequence on sm_90). A NaN whose mantissa's
+ * kept bits are all ones (the device's own NaN, 0x7fffffff, among them) carries into the sign and comes
+ * out as a zero: tf32_high keeps it. */
 __device__ inline uint32_t tf32_bits(float x)
 {
 	return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+
+/* tf32_bits for a term's high part, a NaN kept as it is (the tensor cores read its top 19 bits, a NaN):
+ * then hi·hi is NaN and the sum with it, whatever the low part became. Two instructions more. */
+__device__ inline uint32_t tf32_high(float x)
+{
+	const uint32_t r = tf32_bits(x);
+	return x != x ? __float_as_uint(x) : r;
 }
 
 /* x rounded to BF16 (nearest, ties to even), as the 16 bits: the hardware conversion (one instruction,
@@ -151,7 +161,7 @@ __device__ inline void store_parts(uint32_t *W, uint16_t *H, int slot, int lo, f
 		H[2 * slot] = (uint16_t)h;
 		H[2 * (slot + lo)] = (uint16_t)bf16_bits(x - __uint_as_float(h << 16));
 	} else {
-		const uint32_t h = tf32_bits(x);
+		const uint32_t h = tf32_high(x);
 		W[slot] = h;
 		if (PRECISE)
 			W[slot + lo] = tf32_bits(x - __uint_as_float(h));

@@ -379,6 +379,49 @@ TEST(als_cuda, hermitian_matches_reference)
 	}
 	return 0;
 }
+/* A NaN of the device's own pattern (0x7fffffff, what its arithmetic produces) or its negative in a theta
+ * row reaches the row's sums at every precision, weighted or not: TF32's rounding add would carry either
+ * into the sign bit and sum a zero. A row without it stays finite. */
+TEST(als_cuda, hermitian_keeps_device_nans)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	enum { K = 17, NROWS = 3, NCOLS = 3 };
+	static const uint32_t rowptr[NROWS + 1] = {0, 2, 3, 4}, colind[4] = {0, 1, 2, 0};
+	static const float val[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+	static const uint32_t nan_bits[2] = {0x7fffffffu, 0xffffffffu};
+	float theta[NCOLS * K];
+	uint64_t rng = testing_seed() + 340;
+	testing_fill_random(theta, NCOLS * K, &rng);
+	memcpy(&theta[1 * K + 5], &nan_bits[0], sizeof(float)); /* item 1, column 5: row 0 */
+	memcpy(&theta[2 * K + 9], &nan_bits[1], sizeof(float)); /* item 2, column 9: row 1 */
+	uint32_t *d_rowptr = to_device(rowptr, sizeof rowptr), *d_colind = to_device(colind, sizeof colind);
+	float *d_val = to_device(val, sizeof val), *d_theta = to_device(theta, sizeof theta);
+	float *d_A = to_device(NULL, sizeof(float) * NROWS * K * K);
+	float *A = malloc(sizeof(float) * NROWS * K * K);
+	CHECK(d_rowptr && d_colind && d_val && d_theta && d_A && A);
+	for (int weighted = 0; weighted < 2; weighted++)
+		for (int prec = 0; prec < 3; prec++) {
+			CUDA_OK(starfa_cuda_hermitian(NROWS, d_rowptr, d_colind, d_val, d_theta, K, K, weighted, 0.7f, NULL, 0,
+						      0, 0, d_A, (starfa_cuda_gram_precision)prec, 0));
+			CUDA_OK(cudaMemcpy(A, d_A, sizeof(float) * NROWS * K * K, cudaMemcpyDeviceToHost));
+			if (!isnan(A[5 * K + 5]) || !isnan(A[K * K + 9 * K + 9])) {
+				fprintf(stderr, "  weighted=%d precision %d: sums %g and %g, NaN expected\n", weighted, prec,
+					(double)A[5 * K + 5], (double)A[K * K + 9 * K + 9]);
+				return 1;
+			}
+			for (int64_t i = 0; i < K * K; i++)
+				CHECK(isfinite(A[2 * K * K + i]));
+		}
+	cudaFree(d_rowptr);
+	cudaFree(d_colind);
+	cudaFree(d_val);
+	cudaFree(d_theta);
+	cudaFree(d_A);
+	free(A);
+	return 0;
+}
+
 /* Under heteroprio with cores and GPUs, a hermitian task at a rank beyond the CUDA kernel's (k > 192) that
  * may run on either kind waits where only the cores look: the cores run it (a CUDA worker that took it
  * from a shared bucket would make StarPU abort), and its systems match the reference. */
