@@ -680,7 +680,8 @@ __device__ inline void trailing_tile(float *U, int lda, int j0, int w, int j1, i
 /* M x = b by Cholesky, M = R^T R, R upper triangular: R overwrites the upper triangle of s.U (row-major),
  * then R^T y = b and R x = y. b rides along as column k of the factorization ([M b], so y = R^-T b comes
  * out in that column with R, and the forward solve costs no chain of its own; lda >= k + 4). 1 / R_jj is
- * kept in s.p, so no step divides. Blocked by panels of 16 rows, two block-wide synchronisations a panel:
+ * kept in s.p, so no step divides. Blocked by panels of 16 rows, two block-wide synchronisations a panel
+ * (and one a panel for R x = y):
  *   1. warp 0 factors the panel's 16 x 16 diagonal block in registers (factor_diagonal_block);
  *   2. the panel's rows right of that block, R_12 = R_11^-T M_12 (and y's 16 entries): a thread a column,
  *      the 16-row recurrence in registers;
@@ -750,38 +751,38 @@ __device__ int solve_cholesky(const Shared &s, int k)
 		}
 		__syncthreads();
 	}
-	/* R x = y by panels from the last: what the solved x past the panel takes off its rows (every
-	 * thread), then the 16 x 16 triangle by warp 0 in registers (a shuffle a step), two synchronisations a
-	 * panel. */
+	/* R x = y by panels from the last, right-looking with a lookahead: warp 0 takes the panel solved last off
+	 * this panel's rows and solves it (the 16 x 16 triangle in registers, a shuffle a step) while the other
+	 * warps take the same x off every row above; one synchronisation a panel. y is column k of U. */
 	for (int j0 = (k - 1) / 16 * 16; j0 >= 0; j0 -= 16) {
 		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
-		{ /* what the solved x past the panel takes off its rows: 16 threads a row */
-			const int r = tid >> 4, t = tid & 15;
-			float z = 0.0f;
-			if (r < w)
-				for (int i = j1 + t; i < k; i += 16)
-					z += U[(j0 + r) * lda + i] * s.x[i];
-#pragma unroll
-			for (int o = 8; o > 0; o >>= 1)
-				z += __shfl_xor_sync(0xffffffffu, z, o);
-			if (t == 0 && r < w)
-				s.q[j0 + r] = z;
-		}
-		__syncthreads();
-		if (warp == 0) { /* lane i keeps the sum of R[i][j] x_j over the panel's solved j > i */
+		const int n1 = j1 + 16 < k ? j1 + 16 : k; /* the panel solved last: x[j1..n1) */
+		if (warp == 0) {
+			float y = lane < w ? U[(j0 + lane) * lda + k] : 0.0f;
+			if (lane < w)
+				for (int c = j1; c < n1; c++)
+					y -= U[(j0 + lane) * lda + c] * s.x[c];
+			/* lane i keeps the sum of R[i][j] x_j over the panel's solved j > i */
 			float own = 0.0f, acc = 0.0f;
 #pragma unroll
 			for (int j = 15; j >= 0; j--) {
 				if (j >= w)
 					continue;
 				if (lane == j)
-					own = (U[(j0 + j) * lda + k] - s.q[j0 + j] - acc) * inv[j0 + j];
+					own = (y - acc) * inv[j0 + j];
 				const float xj = __shfl_sync(0xffffffffu, own, j);
 				if (lane < j)
 					acc += U[(j0 + lane) * lda + j0 + j] * xj;
 			}
 			if (lane < w)
 				s.x[j0 + lane] = own;
+		} else {
+			for (int i = tid - 32; i < j0 && j1 < k; i += kThreads - 32) { /* the rows above the panel */
+				float y = U[i * lda + k];
+				for (int c = j1; c < n1; c++)
+					y -= U[i * lda + c] * s.x[c];
+				U[i * lda + k] = y;
+			}
 		}
 		__syncthreads();
 	}
