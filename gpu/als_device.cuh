@@ -13,9 +13,10 @@
  * comes from 3xTF32: x = hi + lo with hi, lo in TF32, and hi·hi + hi·lo + lo·hi. The fused kernel
  * (gpu/rowsolve.cu) puts each entry's target in B's column k, so the same product gives b_u.
  *
- * A system held in shared memory is solved by the whole block at once: a Cholesky factorization and
- * its two triangular solves blocked by panels of 16 (solve_cholesky), or warm-started CG with the system
- * resident (each step reads it from shared memory only). */
+ * A system held in shared memory is solved by the whole block at once: a Cholesky factorization (the
+ * forward solve carried along as an extra column) and the back substitution, blocked by panels of 16 with
+ * a lookahead (solve_cholesky), or warm-started CG with the system resident (each step reads it from
+ * shared memory only). */
 #ifndef STARFA_GPU_ALS_DEVICE_CUH
 #define STARFA_GPU_ALS_DEVICE_CUH
 

@@ -32,7 +32,7 @@ __host__ __device__ inline int round4(int x)
  * (cg_short_row). Their own kernel (short_rows_kernel) takes the items past the longer rows (the work
  * list is sorted by length), so that the Gram kernel's registers are not shared with it. In shared
  * memory, in front: for Cholesky K = Y Y^T + lambda I (n x ldk, ldk = round4(n) + 4, columns n..round4(n)
- * zero for solve_cholesky's 4 x 4 tiles), for CG the targets t and weights w (round4(n) each) and the
+ * zero for solve_cholesky's 4 x 4 tiles, column n its right-hand side), for CG the targets t and weights w (round4(n) each) and the
  * warps' partial products (kWarps x kp); then, for CG with G, G's k rows (ldy = round4(k) + 4), then Y
  * (n x ldy). With G the front is sized for the launch's longest row, so G stays put while a block solves
  * several rows. CG's front is the smaller for n over about 30, so that its blocks
