@@ -328,13 +328,14 @@ static int ccd_evaluate(void *state, starfa_train_progress *p)
 		rc = sync_features(g); /* the regularization is summed here */
 	if (rc)
 		return rc;
-	double reg = 0;
-	for (int64_t t = 0; t < g->nf; t++) {
-		for (int64_t r = 0; updates_w(g, t) && r < m; r++)
-			reg += (double)g->count_w[r] * g->W[t * m + r] * g->W[t * m + r];
-		for (int64_t r = 0; updates_h(g, t) && r < n; r++)
-			reg += (double)g->count_h[r] * g->H[t * n + r] * g->H[t * n + r];
-	}
+	/* the features each side updates (with biases, w's bias row 1 and h's row 0 are ones) */
+	double reg_w = 0, reg_h = 0;
+	rc = starfa_column_norms(g->W, g->nf, m, updates_w(g, 1) ? -1 : 1, g->count_w, &reg_w);
+	if (!rc)
+		rc = starfa_column_norms(g->H, g->nf, n, updates_h(g, 0) ? -1 : 0, g->count_h, &reg_h);
+	if (rc)
+		return rc;
+	const double reg = reg_w + reg_h;
 	const double loss = (sse + g->o.lambda * reg) / (double)c->nnz;
 	if (!isfinite(loss))
 		return starfa_set_error(STARFA_ERUNTIME, "CCD++ produced a non-finite objective in iteration %lld",

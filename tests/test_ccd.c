@@ -292,6 +292,26 @@ static int training(starfa_worker_kind kind, uint64_t seed)
 		double rmse = sqrt(sse / (double)coo->nnz);
 		CHECK_MSG(close_to(rmse, hist.rmse[hist.n - 1], 1e-4), "the model's training RMSE %.7g, the residual's %.7g",
 			  rmse, hist.rmse[hist.n - 1]);
+		/* the objective: (sse + lambda sum of each row's and column's entries times its squared factors and
+		 * bias) / nnz, from the model */
+		double reg = 0;
+		for (int side = 0; side < 2; side++) {
+			const int64_t rows = side ? A->ncols : A->nrows;
+			const float *F = side ? model->item_factors : model->user_factors;
+			const float *bias = side ? model->item_bias : model->user_bias;
+			for (int64_t r = 0; r < rows; r++) {
+				int64_t cnt = 0;
+				for (int64_t e = 0; e < coo->nnz; e++)
+					cnt += (side ? coo->col[e] : coo->row[e]) == r;
+				double sq = (double)bias[r] * bias[r];
+				for (int64_t d = 0; d < model->rank; d++)
+					sq += (double)F[r * model->rank + d] * F[r * model->rank + d];
+				reg += (double)cnt * sq;
+			}
+		}
+		const double loss = (sse + model->lambda * reg) / (double)coo->nnz;
+		CHECK_MSG(close_to(loss, hist.loss[hist.n - 1], 1e-4), "the model's objective %.7g, the reported %.7g", loss,
+			  hist.loss[hist.n - 1]);
 		starfa_model_free(model);
 		/* bad parameters */
 		CHECK(starfa_param_set(ccd, params, "inner", "0") == STARFA_EINVAL);

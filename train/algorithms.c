@@ -81,17 +81,52 @@ static void norm_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 	c->part[chunk] = sum;
 }
 
+/* fn over n items in NORM_CHUNKS chunks, each writing its part[chunk], then the parts added in chunk
+ * order (the same bits on any threads). */
+static int chunk_sum(int64_t n, starfa_chunk_fn fn, void *ctx, const double *part, double *out)
+{
+	*out = 0;
+	int rc = starfa_host_parallel(n, NORM_CHUNKS, fn, ctx);
+	if (rc)
+		return rc;
+	double sum = 0;
+	for (int i = 0; i < NORM_CHUNKS; i++) /* chunks past n stay 0 */
+		sum += part[i];
+	*out = sum;
+	return 0;
+}
+
 int starfa_row_norms(const float *F, int64_t rows, int64_t ld, int64_t col0, int64_t k, const float *weight,
 		     int64_t weight_stride, double scale, double *out)
 {
 	struct norm_ctx c = {F, weight, ld, col0, k, weight_stride, {0}};
-	*out = 0;
-	int rc = starfa_host_parallel(rows, NORM_CHUNKS, norm_chunk, &c);
-	if (rc)
-		return rc;
+	int rc = chunk_sum(rows, norm_chunk, &c, c.part, out);
+	*out *= scale;
+	return rc;
+}
+
+struct colnorm_ctx {
+	const float *F, *weight;
+	int64_t nrows, len, skip;
+	double part[NORM_CHUNKS];
+};
+
+static void colnorm_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
+{
+	struct colnorm_ctx *c = arg;
 	double sum = 0;
-	for (int i = 0; i < NORM_CHUNKS; i++) /* chunks past rows stay 0 */
-		sum += c.part[i];
-	*out = scale * sum;
-	return 0;
+	for (int64_t t = 0; t < c->nrows; t++) {
+		if (t == c->skip)
+			continue;
+		const float *row = c->F + t * c->len;
+		for (int64_t r = begin; r < end; r++)
+			sum += (double)c->weight[r] * row[r] * row[r];
+	}
+	c->part[chunk] = sum;
+}
+
+int starfa_column_norms(const float *F, int64_t nrows, int64_t len, int64_t skip, const float *weight, double *out)
+{
+	struct colnorm_ctx c = {F, weight, nrows, len, skip, {0}};
+	return chunk_sum(len, colnorm_chunk, &c, c.part, out);
 }

@@ -30,6 +30,12 @@ int starfa_sweep_tiles(const starfa_csr *c, int64_t k, int64_t tiles, int64_t ro
 int starfa_row_norms(const float *F, int64_t rows, int64_t ld, int64_t col0, int64_t k, const float *weight,
 		     int64_t weight_stride, double scale, double *out);
 
+/* Σ_{t < nrows, t != skip} Σ_{r < len} w_r F[t len + r]^2, w_r = weight[r] (skip -1: every row): the
+ * regularisation of a side's factors stored feature-major (CCD++'s, weighted by each row's entries),
+ * summed in chunks of columns on the CPU workers (or the host's threads: starfa_host_parallel), the
+ * same bits either way. 0, or an error from the runtime. */
+int starfa_column_norms(const float *F, int64_t nrows, int64_t len, int64_t skip, const float *weight, double *out);
+
 /* Topics over the words, as a topic model (kind STARFA_MODEL_TOPIC: LDA's λ, Dirichlet prior `prior` on
  * the mixtures) or a count model (STARFA_MODEL_NONNEG: GaP's or KL-NMF's Λ, Gamma(prior, 1/rate) on the
  * scores): words x k, column t topic t. */
