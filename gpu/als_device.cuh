@@ -734,9 +734,9 @@ __device__ int solve_cholesky(const Shared &s, int k)
 		/* 3. the trailing region, rows j1..k - 1 and columns j1..k, in T x T tiles over its upper part */
 		const int m = k - j1, T = (m + 4) / 4, ntiles = T * (T + 1) / 2;
 		if (warp == 0) {
-			if (lane < 10) { /* the next diagonal block's tiles: (tl, ti) with tl <= ti < 4 */
-				const int tl = lane < 4 ? 0 : lane < 7 ? 1 : lane < 9 ? 2 : 3;
-				const int ti = tl + lane - (tl == 0 ? 0 : tl == 1 ? 4 : tl == 2 ? 7 : 9);
+			if (lane < 10) { /* the next diagonal block's tiles: the upper triangle of its 4 x 4 tiles */
+				int tl, ti;
+				upper_tile(lane, 4, &tl, &ti);
 				if (ti < T)
 					trailing_tile(U, lda, j0, w, j1, k, tl, ti);
 			}
