@@ -558,7 +558,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 /* ---- whole training iterations through StarPU ---- */
 
 struct iter_log {
-	double seconds[64];
+	double seconds[64], eval[64]; /* each iteration's, and its evaluation's (the loss, in the graph) */
 	int64_t n, cuda_tasks, cpu_tasks;
 	double loss;
 	starfa_profile prof; /* iterations 2.. */
@@ -568,8 +568,10 @@ struct iter_log {
 static int log_iteration(const starfa_als_progress *p, void *user_data)
 {
 	struct iter_log *l = user_data;
-	if (l->n < 64)
+	if (l->n < 64) {
+		l->eval[l->n] = p->eval_seconds;
 		l->seconds[l->n++] = p->seconds;
+	}
 	l->cuda_tasks += p->stats.tasks[STARFA_WORKER_CUDA];
 	l->cpu_tasks += p->stats.tasks[STARFA_WORKER_CPU];
 	l->loss = p->train_loss;
@@ -641,8 +643,8 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 		snprintf(cpus, sizeof cpus, "%d CPU worker%s", ncpus, ncpus > 1 ? "s" : "");
 	out("\n### Training iterations through StarPU (%d GPU%s, %s, scheduler %s)\n\n", ncuda, ncuda == 1 ? "" : "s",
 	    cpus, starfa_scheduler_name());
-	out("| algorithm | solver | s/iteration (median of iterations 2..%d) | first iteration | tasks on CUDA / CPU | "
-	    "final loss |\n|---|---|---:|---:|---:|---:|\n",
+	out("| algorithm | solver | s/iteration (median of iterations 2..%d) | first iteration | the loss after an "
+	    "iteration, s (median) | tasks on CUDA / CPU | final loss |\n|---|---|---:|---:|---:|---:|---:|\n",
 	    iters);
 	struct iter_log logs[3] = {0};
 	const char *names[3] = {"ALS, Cholesky", "ALS, CG 3 steps", "implicit ALS, CG 3 steps"};
@@ -659,17 +661,20 @@ static void training(const starfa_coo *coo, int64_t rank, int iters, int ncuda)
 		struct iter_log *l = &logs[run];
 		starfa_model *m = NULL;
 		if (starfa_als_train(coo, NULL, &ao, log_iteration, l, &m) != 0) {
-			out("| %s | | failed: %s | | | |\n", algo ? "implicit ALS" : "ALS", starfa_last_error());
+			out("| %s | | failed: %s | | | | |\n", algo ? "implicit ALS" : "ALS", starfa_last_error());
 			continue;
 		}
 		starfa_model_free(m);
-		double first = l->seconds[0], rest[64];
+		double first = l->seconds[0], rest[64], evals[64];
 		int nr = 0;
-		for (int64_t i = 1; i < l->n; i++)
+		for (int64_t i = 1; i < l->n; i++) {
+			evals[nr] = l->eval[i];
 			rest[nr++] = l->seconds[i];
-		out("| %s (f = %lld%s) | %s | %.4g | %.4g | %lld / %lld | %.5g |\n", algo ? "implicit ALS" : "ALS",
+		}
+		out("| %s (f = %lld%s) | %s | %.4g | %.4g | %.4g | %lld / %lld | %.5g |\n", algo ? "implicit ALS" : "ALS",
 		    (long long)rank, algo ? "" : ", biases", ao.solver == STARFA_SOLVER_CG ? "CG 3 steps" : "Cholesky (exact)",
-		    bench_median(rest, nr), first, (long long)l->cuda_tasks, (long long)l->cpu_tasks, l->loss);
+		    bench_median(rest, nr), first, bench_median(evals, nr), (long long)l->cuda_tasks, (long long)l->cpu_tasks,
+		    l->loss);
 	}
 	for (int run = 0; run < 3; run++) {
 		print_profile(names[run], &logs[run]);

@@ -17,7 +17,8 @@
  *
  * Implicit ALS (Hu, Koren & Volinsky): A_u = YᵀY + sum (c_uv - 1) y_v y_vᵀ + lambda I and
  * b_u = sum c_uv y_v with c = 1 + alpha r; YᵀY comes from a gram task per block before each sweep and
- * is added by the solve. */
+ * is added by the solve. The loss forms YᵀY after the item sweep (train_metrics), and the next user
+ * sweep reads that sum instead of forming its own. */
 #include "storage/idmap.h"
 #include "model/model.h"
 #include "train/algorithms.h"
@@ -55,6 +56,8 @@ struct als {
 	starfa_dense *dX, *dY;
 	struct sweep users, items;
 	starfa_gram *G, *G2; /* the gram added by the solves; the other side's, for the implicit loss */
+	int g2_current; /* G2 holds YᵀY of the item factors as they are (the loss formed it after the last item
+			 * sweep): the next user sweep reads it instead of forming the same sum again */
 	starfa_sparse_values *P; /* predictions at the training entries, for the loss */
 	double mu;
 	double confidence;       /* implicit: the sum of the confidences over every (user, item) */
@@ -179,13 +182,20 @@ static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 	const starfa_als_options *o = a->o;
 	starfa_feedback feedback = a->implicit ? STARFA_IMPLICIT : STARFA_EXPLICIT;
 	int rc = 0;
-	if (a->implicit)
-		rc = starfa_insert_gram(s->theta, s->theta_col0, a->k, a->G);
+	starfa_gram *G = NULL; /* implicit: the other side's ThetaᵀTheta */
+	if (a->implicit) {
+		G = a->G;
+		if (s == &a->users && a->g2_current && s->theta == a->dY && s->theta_col0 == 0)
+			G = a->G2;
+		else
+			rc = starfa_insert_gram(s->theta, s->theta_col0, a->k, a->G);
+	}
+	if (s == &a->items)
+		a->g2_current = 0; /* the item factors change */
 	int64_t bands = starfa_systems_bands(s->sys);
 	for (int64_t b = 0; b < bands && !rc && !stored_systems(a); b++)
 		rc = starfa_insert_rowsolve(a->S, s->side, b, s->theta, s->theta_col0, s->offset_col, (float)a->mu, feedback,
-					    (float)o->alpha, s->info, a->implicit ? a->G : NULL, o->solver, o->cg_steps, s->x,
-					    s->x_col0, s->sys);
+					    (float)o->alpha, s->info, G, o->solver, o->cg_steps, s->x, s->x_col0, s->sys);
 	for (int64_t b = 0; b < bands && !rc && stored_systems(a); b++) {
 		rc = starfa_insert_hermitian(a->S, s->side, b, s->theta, s->theta_col0, feedback, (float)o->alpha, s->info,
 					     s->sys);
@@ -193,8 +203,7 @@ static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 			rc = starfa_insert_bias(a->S, s->side, b, s->theta, s->theta_col0, s->offset_col, (float)a->mu, feedback,
 						(float)o->alpha, s->sys);
 		if (!rc)
-			rc = starfa_insert_solve(s->sys, b, s->info, a->implicit ? a->G : NULL, o->solver, o->cg_steps, s->x,
-						 s->x_col0);
+			rc = starfa_insert_solve(s->sys, b, s->info, G, o->solver, o->cg_steps, s->x, s->x_col0);
 	}
 	if (rc) {
 		starfa_wait();
@@ -208,7 +217,7 @@ static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 		return 0;
 	const char *codelet = "solve", *what = "non-finite factors";
 	if (report.nonfinite_systems > 0) {
-		codelet = a->implicit && !gram_finite(a->G, a->k) ? "gram" : "hermitian";
+		codelet = G && !gram_finite(G, a->k) ? "gram" : "hermitian";
 		what = "non-finite systems";
 	} else if (report.nonfinite_rhs > 0) {
 		codelet = "bias";
@@ -239,6 +248,7 @@ static int train_metrics(struct als *a, starfa_train_progress *p)
 	} else {
 		if (!rc)
 			rc = starfa_insert_gram(a->dY, 0, a->k, a->G2);
+		a->g2_current = rc == 0; /* the same sum the next user sweep would form (run_sweep) */
 		if (!rc)
 			rc = starfa_reduce_values(a->P, STARFA_REDUCE_CONFIDENCE, (float)a->o->alpha, NULL, &sum);
 	}
