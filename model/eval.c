@@ -81,32 +81,61 @@ static void sift_down(struct scored *heap, int64_t n, int64_t i)
 	}
 }
 
+/* Items tested at once against the worst score kept (starfa_top_k). */
+#define TOP_K_BLOCK 32
+
+/* Whether any of the block's n scores is above thr: no branch a score, so the compiler vectorizes the
+ * full blocks' loop (a NaN is above nothing). */
+static inline int block_reaches(const float *s, int64_t n, float thr)
+{
+	int hit = 0;
+	if (n == TOP_K_BLOCK) {
+		for (int j = 0; j < TOP_K_BLOCK; j++)
+			hit |= s[j] > thr;
+	} else {
+		for (int64_t j = 0; j < n; j++)
+			hit |= s[j] > thr;
+	}
+	return hit;
+}
+
 int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *scores, int64_t k,
 		     const int32_t *excluded, int64_t nex, struct scored *heap)
 {
 	int64_t n = 0, e = 0;
-	for (int64_t i = 0; i < f->nitems; i++) {
-		while (e < nex && excluded[e] < i)
-			e++;
-		if (e < nex && excluded[e] == i)
+	if (k < 1)
+		return 0;
+	for (int64_t i0 = 0; i0 < f->nitems; i0 += TOP_K_BLOCK) {
+		const int64_t i1 = i0 + TOP_K_BLOCK < f->nitems ? i0 + TOP_K_BLOCK : f->nitems;
+		/* Once k are kept, an item enters only by ranking above the worst of them, which takes a higher
+		 * score: an equal one loses the tie, as the items come in index order. Most blocks of a long
+		 * list have none and are passed over whole (the exclusions' cursor catches up at the next item
+		 * looked at). */
+		if (scores && n == k && !block_reaches(scores + i0, i1 - i0, heap[0].score))
 			continue;
-		float s = scores ? scores[i] : starfa_factors_score(f, user, i);
-		if (isnan(s))
-			continue;
-		struct scored c = {s, (int32_t)i};
-		if (n < k) {
-			/* sift up */
-			int64_t j = n++;
-			heap[j] = c;
-			while (j > 0 && ranks_above(heap[(j - 1) / 2], heap[j])) {
-				struct scored t = heap[j];
-				heap[j] = heap[(j - 1) / 2];
-				heap[(j - 1) / 2] = t;
-				j = (j - 1) / 2;
+		for (int64_t i = i0; i < i1; i++) {
+			while (e < nex && excluded[e] < i)
+				e++;
+			if (e < nex && excluded[e] == i)
+				continue;
+			float s = scores ? scores[i] : starfa_factors_score(f, user, i);
+			if (isnan(s))
+				continue;
+			struct scored c = {s, (int32_t)i};
+			if (n < k) {
+				/* sift up */
+				int64_t j = n++;
+				heap[j] = c;
+				while (j > 0 && ranks_above(heap[(j - 1) / 2], heap[j])) {
+					struct scored t = heap[j];
+					heap[j] = heap[(j - 1) / 2];
+					heap[(j - 1) / 2] = t;
+					j = (j - 1) / 2;
+				}
+			} else if (ranks_above(c, heap[0])) {
+				heap[0] = c;
+				sift_down(heap, n, 0);
 			}
-		} else if (ranks_above(c, heap[0])) {
-			heap[0] = c;
-			sift_down(heap, n, 0);
 		}
 	}
 	/* Pop the worst to the back: best first. */

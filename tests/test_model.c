@@ -1,6 +1,7 @@
 /* Models: the file round trip (version 2, and version 1 files still loading), rejection of truncated and
  * corrupt files, the kinds, exports, recommendations and metrics. */
 #include "als_testing.h"
+#include "model/model.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -753,6 +754,54 @@ TEST(model, ranking_metrics_by_hand)
 /* The metrics' loops run in chunks on the CPU workers when StarPU runs, on the host's threads when it does
  * not: the same numbers to the bit (partial sums added in chunk order), over enough users and entries
  * for every chunk to count, and the ranking metrics equal to a plain serial count of the same model. */
+static int by_rank(const void *a, const void *b)
+{
+	const struct scored *x = a, *y = b;
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return (x->item > y->item) - (x->item < y->item);
+}
+
+/* starfa_top_k against a full sort of the scores, on lists of every length around the blocks it tests at
+ * once (32), with many ties, NaNs and -inf, excluded items, and k from 1 to past the list: the same items
+ * in the same order (ties: the lower index first). */
+TEST(model, top_k_matches_a_full_sort)
+{
+	uint64_t rng = testing_seed() + 733;
+	enum { MAXN = 200 };
+	float scores[MAXN];
+	int32_t excluded[MAXN];
+	struct scored heap[MAXN + 3], all[MAXN];
+	for (int trial = 0; trial < 600; trial++) {
+		const int64_t n = 1 + (int64_t)testing_below(&rng, MAXN), k = 1 + (int64_t)testing_below(&rng, (uint64_t)n + 2);
+		const int levels = 1 + (int)testing_below(&rng, 4); /* a third of the trials: few levels, ties */
+		int64_t nex = 0, nall = 0;
+		for (int64_t i = 0; i < n; i++) {
+			const uint64_t r = testing_below(&rng, 100);
+			scores[i] = r < 3	     ? NAN
+				    : r < 5	     ? -INFINITY
+				    : trial % 3 == 0 ? (float)testing_below(&rng, (uint64_t)levels) - levels / 2.0f
+						     : (float)(10 * testing_uniform(&rng) - 5);
+			if (testing_below(&rng, 5) == 0)
+				excluded[nex++] = (int32_t)i;
+			else if (!isnan(scores[i]))
+				all[nall++] = (struct scored){scores[i], (int32_t)i};
+		}
+		qsort(all, (size_t)nall, sizeof *all, by_rank);
+		struct starfa_factors f = {.kind = STARFA_MODEL_IMPLICIT, .nusers = 1, .nitems = n};
+		const int64_t got = starfa_top_k(&f, 0, scores, k, excluded, nex, heap);
+		CHECK_MSG(got == (nall < k ? nall : k), "trial %d: %lld kept of %lld, k %lld", trial, (long long)got,
+			  (long long)nall, (long long)k);
+		for (int64_t i = 0; i < got; i++)
+			CHECK_MSG(heap[i].item == all[i].item && heap[i].score == all[i].score,
+				  "trial %d (n %lld, k %lld): place %lld holds item %d, the sort has %d", trial, (long long)n,
+				  (long long)k, (long long)i, heap[i].item, all[i].item);
+	}
+	struct starfa_factors f = {.kind = STARFA_MODEL_IMPLICIT, .nusers = 1, .nitems = 5};
+	CHECK(starfa_top_k(&f, 0, scores, 0, NULL, 0, heap) == 0);
+	return 0;
+}
+
 TEST(model, metrics_same_on_workers_and_host)
 {
 	enum { U = 700, I = 300, R = 8, N = 6000 };
