@@ -7,6 +7,7 @@ Writes ENTRIES distinct "user item rating" lines (0-based ids, ratings 1-5): ids
 distributions (a few heavy users and popular items), each id replaced by a uniform one with
 probability 0.5 (users) and 0.3 (items), seed 1. Pure Python, no dependencies.
 """
+import os
 import random
 import sys
 
@@ -14,9 +15,13 @@ import sys
 def main():
     if len(sys.argv) != 5:
         sys.exit(__doc__.strip().splitlines()[2])
-    users, items, entries, path = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    if users < 1 or items < 1 or entries < 0 or entries > users * items:
-        sys.exit("implicit_ratings.py: need USERS, ITEMS >= 1 and 0 <= ENTRIES <= USERS * ITEMS")
+    try:
+        users, items, entries, path = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    except ValueError:
+        sys.exit("implicit_ratings.py: USERS, ITEMS and ENTRIES must be integers")
+    # distinct pairs get rare as ENTRIES nears USERS * ITEMS: half of the pairs at most
+    if users < 1 or items < 1 or entries < 0 or entries > users * items // 2:
+        sys.exit("implicit_ratings.py: need USERS, ITEMS >= 1 and 0 <= ENTRIES <= USERS * ITEMS / 2")
     random.seed(1)
     seen = set()
     lines = []
@@ -32,10 +37,14 @@ def main():
         seen.add((u, i))
         lines.append(f"{u} {i} {random.randint(1, 5)}\n")
     tmp = path + ".partial"
-    with open(tmp, "w") as f:
-        f.writelines(lines)
-    import os
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.writelines(lines)
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        sys.exit(f"implicit_ratings.py: writing {path} failed: {e}")
 
 
 if __name__ == "__main__":

@@ -751,9 +751,7 @@ TEST(model, ranking_metrics_by_hand)
 	return 0;
 }
 
-/* The metrics' loops run in chunks on the CPU workers when StarPU runs, on the host's threads when it does
- * not: the same numbers to the bit (partial sums added in chunk order), over enough users and entries
- * for every chunk to count, and the ranking metrics equal to a plain serial count of the same model. */
+/* Scores best first, ties by the lower item (starfa_top_k's order). */
 static int by_rank(const void *a, const void *b)
 {
 	const struct scored *x = a, *y = b;
@@ -802,6 +800,9 @@ TEST(model, top_k_matches_a_full_sort)
 	return 0;
 }
 
+/* The metrics' loops run in chunks on the CPU workers when StarPU runs, on the host's threads when it does
+ * not: the same numbers to the bit (partial sums added in chunk order), over enough users and entries
+ * for every chunk to count, and the ranking metrics equal to a plain serial count of the same model. */
 TEST(model, metrics_same_on_workers_and_host)
 {
 	enum { U = 700, I = 300, R = 8, N = 6000 };
