@@ -85,15 +85,25 @@ static int64_t ccd_iterations(const void *params)
 }
 
 /* Features 0 and 1 are the biases (when biases): the user bias updates w only (h is ones), the item
- * bias h only (w is ones). */
+ * bias h only (w is ones). The feature whose w (h) is held at ones, or -1. */
+static int64_t fixed_w(const struct ccd *g)
+{
+	return g->o.biases ? 1 : -1;
+}
+
+static int64_t fixed_h(const struct ccd *g)
+{
+	return g->o.biases ? 0 : -1;
+}
+
 static int updates_w(const struct ccd *g, int64_t t)
 {
-	return !g->o.biases || t != 1;
+	return t != fixed_w(g);
 }
 
 static int updates_h(const struct ccd *g, int64_t t)
 {
-	return !g->o.biases || t != 0;
+	return t != fixed_h(g);
 }
 
 static int is_factor(const struct ccd *g, int64_t t)
@@ -330,9 +340,9 @@ static int ccd_evaluate(void *state, starfa_train_progress *p)
 		return rc;
 	/* the features each side updates (with biases, w's bias row 1 and h's row 0 are ones) */
 	double reg_w = 0, reg_h = 0;
-	rc = starfa_column_norms(g->W, g->nf, m, updates_w(g, 1) ? -1 : 1, g->count_w, &reg_w);
+	rc = starfa_column_norms(g->W, g->nf, m, fixed_w(g), g->count_w, &reg_w);
 	if (!rc)
-		rc = starfa_column_norms(g->H, g->nf, n, updates_h(g, 0) ? -1 : 0, g->count_h, &reg_h);
+		rc = starfa_column_norms(g->H, g->nf, n, fixed_h(g), g->count_h, &reg_h);
 	if (rc)
 		return rc;
 	const double reg = reg_w + reg_h;
