@@ -2,6 +2,8 @@
  * achievable error is known: convergence, cold users and items, failure on non-finite factors. */
 #include "als_testing.h"
 
+#include <lapacke.h>
+
 /* Ratings mu + b_u + c_v + x_u·y_v + noise with rank-3 factors, on about `density` of the pairs; the
  * last user and item get no entries (cold). */
 static starfa_coo *low_rank_ratings(int64_t m, int64_t n, double density, double noise, uint64_t *rng)
@@ -215,26 +217,7 @@ static int implicit_sweep(const starfa_coo *c, int by_col, const double *O, int6
 					A[i * f + j] += w * y[i] * y[j];
 			}
 		}
-		/* Cholesky A = L Lᵀ in place (lower), then L z = b and Lᵀ x = z */
-		for (int64_t j = 0; j < f; j++) {
-			for (int64_t p = 0; p < j; p++)
-				for (int64_t i = j; i < f; i++)
-					A[i * f + j] -= A[i * f + p] * A[j * f + p];
-			CHECK(A[j * f + j] > 0);
-			const double d = sqrt(A[j * f + j]);
-			for (int64_t i = j; i < f; i++)
-				A[i * f + j] /= d;
-		}
-		for (int64_t i = 0; i < f; i++) {
-			for (int64_t p = 0; p < i; p++)
-				b[i] -= A[i * f + p] * b[p];
-			b[i] /= A[i * f + i];
-		}
-		for (int64_t i = f - 1; i >= 0; i--) {
-			for (int64_t p = i + 1; p < f; p++)
-				b[i] -= A[p * f + i] * b[p];
-			b[i] /= A[i * f + i];
-		}
+		CHECK(LAPACKE_dposv(LAPACK_ROW_MAJOR, 'L', (lapack_int)f, 1, A, (lapack_int)f, b, 1) == 0);
 		for (int64_t i = 0; i < f; i++)
 			out[r * f + i] = b[i];
 	}
