@@ -389,3 +389,17 @@ int starfa_insert_ccd_close(const starfa_tiled *S, starfa_sparse_values *R, star
 	int rc = ccd_sweep(S, STARFA_COLS, RT, 1, &cols, NULL);
 	return rc ? rc : ccd_sweep(S, STARFA_ROWS, R, 1, &rows, NULL);
 }
+
+int starfa_insert_top_k(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, int64_t k,
+			const starfa_dense *active, starfa_dense *const *L)
+{
+	if (!S || !L)
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_top_k: missing operand");
+	for (int64_t i = 0; i < starfa_tiled_row_tiles(S); i++)
+		for (int64_t j = 0; j < starfa_tiled_col_tiles(S); j++) {
+			int rc = starfa_task_top_k(S, i, j, A, B, k, active, L[j], NULL);
+			if (rc)
+				return rc;
+		}
+	return 0;
+}

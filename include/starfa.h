@@ -449,6 +449,27 @@ int starfa_task_dense_colsum(const starfa_dense *X, int64_t block, int accumulat
 /* Row sums of one block into R's block (R: one column, blocked like X). */
 int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense *R, const starfa_task_attr *attr);
 
+/* Top k of tile (i, j) (ranking metrics, recommendations): for each row r of S's row band i whose active
+ * value is not 0 (active NULL, or one column blocked along S's rows: every row), the k columns c of column
+ * band j with the highest scores A_r · B_c (A blocked along S's rows, B along its columns, the same
+ * columns), leaving out the tile's entries (the items each row has seen) and NaN scores. Row r of L's
+ * block i (at least 2k columns, blocked along S's rows; one such L per column band) gets pairs (score,
+ * column within band j stored as int32 bits: starfa_top_k_item), best first (ties: the lower column), then
+ * (NaN, -1) past the last; inactive rows get only (NaN, -1). A task with k above STARFA_TOP_K_CUDA_MAX
+ * runs on the CPU workers, whatever its band's placement. */
+#define STARFA_TOP_K_CUDA_MAX 1024
+int starfa_task_top_k(const starfa_tiled *S, int64_t i, int64_t j, const starfa_dense *A, const starfa_dense *B,
+		      int64_t k, const starfa_dense *active, starfa_dense *L, const starfa_task_attr *attr);
+/* Column `place` of a top-k list row as starfa_task_top_k writes it: the column, -1 past the last. */
+static inline int32_t starfa_top_k_item_at(const float *list_row, int64_t place)
+{
+	union {
+		float f;
+		int32_t i;
+	} u = {list_row[2 * place + 1]};
+	return u.i;
+}
+
 /* Conjugate gradients for one system per row, (A_r + lam_r I) x_r = b_r, matrix-free: the caller forms
  * the products A p for every row at once (SFA: A p = Mᵀ·SDDMM(p, M) on S's pattern, one SDDMM and one
  * SpMM), and this step does the per-row vector work of one block. X (the unknowns), R (the residual), P
@@ -598,6 +619,9 @@ int starfa_insert_dense_uniform(starfa_dense *Y, float lo, float hi, uint64_t se
 int starfa_insert_dense_convert(starfa_dense *Y, starfa_convert dir, const starfa_dense *X);
 /* Row sums of every block into R. */
 int starfa_insert_dense_rowsum(const starfa_dense *X, starfa_dense *R);
+/* starfa_task_top_k on every tile (i, j), into L[j] (one list matrix per column band of S). */
+int starfa_insert_top_k(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, int64_t k,
+			const starfa_dense *active, starfa_dense *const *L);
 /* starfa_task_dense_cg on every block. */
 int starfa_insert_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, const starfa_dense *Q, starfa_dense *rr,
 			   const starfa_dense *lam, int start);

@@ -3,6 +3,8 @@
  * compare. */
 #include "model/model.h"
 
+#include "cpu/topk.h"
+
 #include <cblas.h>
 
 #include <math.h>
@@ -57,102 +59,6 @@ void starfa_matched_free(struct starfa_matched *m)
 	memset(m, 0, sizeof *m);
 }
 
-/* Ranks a above b: higher score, then lower item index (so ties do not depend on the order of work). */
-static inline int ranks_above(struct scored a, struct scored b)
-{
-	return a.score > b.score || (a.score == b.score && a.item < b.item);
-}
-
-/* Min-heap on rank: heap[0] is the worst of the k kept. */
-static void sift_down(struct scored *heap, int64_t n, int64_t i)
-{
-	for (;;) {
-		int64_t worst = i, l = 2 * i + 1, r = l + 1;
-		if (l < n && ranks_above(heap[worst], heap[l]))
-			worst = l;
-		if (r < n && ranks_above(heap[worst], heap[r]))
-			worst = r;
-		if (worst == i)
-			return;
-		struct scored t = heap[i];
-		heap[i] = heap[worst];
-		heap[worst] = t;
-		i = worst;
-	}
-}
-
-/* Items tested at once against the worst score kept (starfa_top_k). */
-#define TOP_K_BLOCK 32
-
-/* Whether any of the block's n scores is above thr: no branch a score (a NaN is above nothing). The full
- * blocks' loop has its own copy with a constant trip count, which the compiler vectorizes at -O2: one loop
- * over n made the ranking metrics about 40% slower (bench/PLACEMENT.md). */
-static inline int block_reaches(const float *s, int64_t n, float thr)
-{
-	int hit = 0;
-	if (n == TOP_K_BLOCK) {
-		for (int j = 0; j < TOP_K_BLOCK; j++)
-			hit |= s[j] > thr;
-	} else {
-		for (int64_t j = 0; j < n; j++)
-			hit |= s[j] > thr;
-	}
-	return hit;
-}
-
-/* c into the min-heap of the n best (at most k): sifted up while it is not full, else in place of the
- * worst when it ranks above it. */
-static inline void keep_if_better(struct scored *heap, int64_t *n, int64_t k, struct scored c)
-{
-	if (*n < k) {
-		int64_t j = (*n)++;
-		heap[j] = c;
-		while (j > 0 && ranks_above(heap[(j - 1) / 2], heap[j])) {
-			struct scored t = heap[j];
-			heap[j] = heap[(j - 1) / 2];
-			heap[(j - 1) / 2] = t;
-			j = (j - 1) / 2;
-		}
-	} else if (ranks_above(c, heap[0])) {
-		heap[0] = c;
-		sift_down(heap, *n, 0);
-	}
-}
-
-int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *scores, int64_t k,
-		     const int32_t *excluded, int64_t nex, struct scored *heap)
-{
-	int64_t n = 0, e = 0;
-	if (k < 1)
-		return 0;
-	for (int64_t i0 = 0; i0 < f->nitems; i0 += TOP_K_BLOCK) {
-		const int64_t i1 = i0 + TOP_K_BLOCK < f->nitems ? i0 + TOP_K_BLOCK : f->nitems;
-		/* Once k are kept, an item enters only by ranking above the worst of them, which takes a higher
-		 * score: an equal one loses the tie, as the items come in index order. Most blocks of a long
-		 * list have none and are passed over whole (the exclusions' cursor catches up at the next item
-		 * looked at). */
-		if (scores && n == k && !block_reaches(scores + i0, i1 - i0, heap[0].score))
-			continue;
-		for (int64_t i = i0; i < i1; i++) {
-			while (e < nex && excluded[e] < i)
-				e++;
-			if (e < nex && excluded[e] == i)
-				continue;
-			float s = scores ? scores[i] : starfa_factors_score(f, user, i);
-			if (!isnan(s))
-				keep_if_better(heap, &n, k, (struct scored){s, (int32_t)i});
-		}
-	}
-	/* Pop the worst to the back: best first. */
-	for (int64_t m = n; m > 1; m--) {
-		struct scored t = heap[0];
-		heap[0] = heap[m - 1];
-		heap[m - 1] = t;
-		sift_down(heap, m - 1, 0);
-	}
-	return n;
-}
-
 static int compare_int32(const void *a, const void *b)
 {
 	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -171,6 +77,7 @@ struct rank_part {
 
 struct rank_ctx {
 	const struct starfa_factors *f;
+	const struct starfa_top_k_lists *lists; /* NULL: score every item with f */
 	const starfa_csr *seen;
 	int64_t k;
 	const int64_t *start; /* each user's test items: items[start[u], start[u + 1]) */
@@ -206,23 +113,70 @@ static void add_user(struct rank_part *part, const struct scored *heap, int64_t 
 	part->users++;
 }
 
+static int by_rank(const void *a, const void *b)
+{
+	const struct scored *x = a, *y = b;
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return (x->item > y->item) - (x->item < y->item);
+}
+
+/* User u's top k from its top k of each column band (room for lists->n * k entries in heap), best
+ * first; how many. */
+static int64_t merge_lists(const struct starfa_top_k_lists *lists, int64_t u, int64_t k, struct scored *heap)
+{
+	int64_t n = 0;
+	for (int64_t j = 0; j < lists->n; j++) {
+		const float *row = lists->rows[j] + u * lists->ld;
+		for (int64_t i = 0; i < k && starfa_top_k_item_at(row, i) >= 0; i++)
+			heap[n++] = (struct scored){row[2 * i], (int32_t)(lists->col0[j] + starfa_top_k_item_at(row, i))};
+	}
+	if (lists->n > 1)
+		qsort(heap, (size_t)n, sizeof *heap, by_rank);
+	return n < k ? n : k;
+}
+
+/* The scores of nb users (their factor rows in X, users[b] the user of row b) against every item, with
+ * the score's mean and biases as starfa_factors_score adds them, into S (nb x nitems). */
+static void score_block(const struct starfa_factors *f, const float *X, const int64_t *users, int64_t nb, float *S)
+{
+	const int64_t nitems = f->nitems, r = f->rank;
+	if (r > 0 && nitems > 0)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)nitems, (int)r, 1.0f, X, (int)r, f->V,
+			    (int)f->ldv, 0.0f, S, (int)nitems);
+	else
+		memset(S, 0, (size_t)(nb * nitems) * sizeof *S);
+	for (int64_t b = 0; b < nb; b++) {
+		const int64_t u = users[b];
+		float *row = S + b * nitems;
+		const double base = f->mu + (f->ub ? f->ub[u * f->ub_stride] : 0.0);
+		if (base != 0.0 || f->ib)
+			for (int64_t i = 0; i < nitems; i++)
+				row[i] = (float)(base + (f->ib ? f->ib[i * f->ib_stride] : 0.0) + row[i]);
+	}
+}
+
 /* Users [begin, end): their test items sorted and deduplicated in place; the users with any scored a block
- * at a time (SGEMM, then the score's mean and biases as starfa_factors_score adds them), their top k, the
- * sums. */
+ * at a time and their top k selected (or their top k merged from the lists), the sums. */
 static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 {
 	const struct rank_ctx *c = arg;
 	const struct starfa_factors *f = c->f;
+	const struct starfa_top_k_lists *lists = c->lists;
 	const starfa_csr *seen = c->seen;
 	const int64_t k = c->k, nitems = f->nitems, r = f->rank;
 	struct rank_part *part = &c->part[chunk];
-	int64_t block = SCORE_FLOATS / (nitems > 0 ? nitems : 1);
-	block = block < 1 ? 1 : block > SCORE_BLOCK ? SCORE_BLOCK : block;
-	struct scored *heap = malloc((size_t)k * sizeof *heap);
-	float *S = malloc((size_t)(block * (nitems > 0 ? nitems : 1)) * sizeof *S);
-	float *X = malloc((size_t)(block * (r > 0 ? r : 1)) * sizeof *X);
+	int64_t block = SCORE_BLOCK;
+	if (!lists) {
+		block = SCORE_FLOATS / (nitems > 0 ? nitems : 1);
+		block = block < 1 ? 1 : block > SCORE_BLOCK ? SCORE_BLOCK : block;
+	}
+	/* With lists: room for every band's k; else the block's scores and factor rows. */
+	struct scored *heap = malloc((size_t)(lists ? lists->n * k : k) * sizeof *heap);
+	float *S = lists ? NULL : malloc((size_t)(block * (nitems > 0 ? nitems : 1)) * sizeof *S);
+	float *X = lists ? NULL : malloc((size_t)(block * (r > 0 ? r : 1)) * sizeof *X);
 	int64_t users[SCORE_BLOCK];
-	if (!heap || !S || !X) {
+	if (!heap || (!lists && (!S || !X))) {
 		part->failed = 1;
 		free(heap);
 		free(S);
@@ -237,23 +191,16 @@ static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 				continue;
 			int32_t *likes = c->items + c->start[u0];
 			qsort(likes, (size_t)n, sizeof *likes, compare_int32);
-			memcpy(X + nb * r, f->U + u0 * f->ldu, (size_t)r * sizeof *X);
+			if (!lists)
+				memcpy(X + nb * r, f->U + u0 * f->ldu, (size_t)r * sizeof *X);
 			users[nb++] = u0;
 		}
 		if (nb == 0)
 			break;
-		if (r > 0 && nitems > 0)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)nitems, (int)r, 1.0f, X, (int)r, f->V,
-				    (int)f->ldv, 0.0f, S, (int)nitems);
-		else
-			memset(S, 0, (size_t)(nb * nitems) * sizeof *S);
+		if (!lists)
+			score_block(f, X, users, nb, S);
 		for (int64_t b = 0; b < nb; b++) {
 			const int64_t u = users[b];
-			float *row = S + b * nitems;
-			const double base = f->mu + (f->ub ? f->ub[u * f->ub_stride] : 0.0);
-			if (base != 0.0 || f->ib)
-				for (int64_t i = 0; i < nitems; i++)
-					row[i] = (float)(base + (f->ib ? f->ib[i * f->ib_stride] : 0.0) + row[i]);
 			int64_t n = c->start[u + 1] - c->start[u], distinct = 0;
 			int32_t *likes = c->items + c->start[u];
 			for (int64_t i = 0; i < n; i++)
@@ -261,7 +208,9 @@ static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 					likes[distinct++] = likes[i];
 			const int32_t *ex = seen ? seen->colind + seen->rowptr[u] : NULL;
 			int64_t nex = seen ? seen->rowptr[u + 1] - seen->rowptr[u] : 0;
-			add_user(part, heap, starfa_top_k(f, u, row, k, ex, nex, heap), likes, distinct, k);
+			const int64_t got =
+				lists ? merge_lists(lists, u, k, heap) : starfa_cpu_top_k(S + b * nitems, nitems, k, ex, nex, heap);
+			add_user(part, heap, got, likes, distinct, k);
 		}
 	}
 	free(heap);
@@ -270,8 +219,8 @@ static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 }
 
 /* Ranking metrics over the known test users, in the manner of implicit's ranking_metrics_at_k. */
-static int ranking_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
-			   int64_t k, starfa_metrics *out)
+static int ranking_metrics(const struct starfa_factors *f, const struct starfa_top_k_lists *lists,
+			   const struct starfa_matched *test, const starfa_csr *seen, int64_t k, starfa_metrics *out)
 {
 	/* Each known user's known test items, grouped by user. */
 	int64_t *start = starfa_calloc((size_t)f->nusers + 1, sizeof *start);
@@ -298,7 +247,7 @@ static int ranking_metrics(const struct starfa_factors *f, const struct starfa_m
 			items[fill[test->user[e]]++] = test->item[e];
 	free(fill);
 
-	struct rank_ctx ctx = {f, seen, k, start, items, NULL};
+	struct rank_ctx ctx = {f, lists, seen, k, start, items, NULL};
 	const int64_t nchunks = f->nusers < RANK_CHUNKS ? f->nusers : RANK_CHUNKS;
 	ctx.part = starfa_calloc((size_t)nchunks, sizeof *ctx.part);
 	int rc = ctx.part ? starfa_host_parallel(f->nusers, nchunks, rank_chunk, &ctx) : STARFA_ENOMEM;
@@ -379,8 +328,8 @@ static void sq_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 	c->part[chunk] = sum;
 }
 
-int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
-			   int64_t k, starfa_metrics *out)
+static int metrics(const struct starfa_factors *f, const struct starfa_top_k_lists *lists,
+		   const struct starfa_matched *test, const starfa_csr *seen, int64_t k, starfa_metrics *out)
 {
 	memset(out, 0, sizeof *out);
 	out->entries = test->n;
@@ -420,7 +369,22 @@ int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_m
 		out->rmse = test->n > 0 ? sqrt(sum / (double)test->n) : NAN;
 		return 0;
 	}
-	return ranking_metrics(f, test, seen, k, out);
+	return ranking_metrics(f, lists, test, seen, k, out);
+}
+
+int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
+			   int64_t k, starfa_metrics *out)
+{
+	return metrics(f, NULL, test, seen, k, out);
+}
+
+int starfa_lists_metrics(const struct starfa_factors *f, const struct starfa_top_k_lists *lists,
+			 const struct starfa_matched *test, const starfa_csr *seen, int64_t k, starfa_metrics *out)
+{
+	if (f->kind != STARFA_MODEL_IMPLICIT || !lists || lists->ld < 2 * k)
+		return starfa_set_error(STARFA_EINVAL, "top-k lists rank an implicit model's items, k at most half "
+						       "their width");
+	return metrics(f, lists, test, seen, k, out);
 }
 
 int starfa_eval(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out)

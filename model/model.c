@@ -120,32 +120,33 @@ int starfa_recommend(const starfa_model *m, int64_t user, int64_t k, const starf
 					(long long)m->nusers, (long long)m->nitems, user < 0 ? " (or 1 row for user -1)" : "");
 	struct starfa_factors f;
 	starfa_model_factors(m, &f);
-	float *popularity = NULL;
-	/* A user the model does not know: without biases, a model has nothing but how often items were
-	 * seen (an explicit one ranks by item bias, which its scores of user -1 are). */
-	if (user < 0 && f.kind != STARFA_MODEL_EXPLICIT && m->seen) {
-		popularity = starfa_calloc((size_t)m->nitems, sizeof *popularity);
-		if (!popularity)
-			return STARFA_ENOMEM;
+	/* Every item's score; for a user the model does not know, without biases a model has nothing but how
+	 * often items were seen (an explicit one ranks by item bias, which its scores of user -1 are). */
+	float *scores = starfa_calloc(m->nitems > 0 ? (size_t)m->nitems : 1, sizeof *scores);
+	if (!scores)
+		return STARFA_ENOMEM;
+	if (user < 0 && f.kind != STARFA_MODEL_EXPLICIT && m->seen)
 		for (int64_t p = 0; p < m->seen->nnz; p++)
-			popularity[m->seen->colind[p]] += 1.0f;
-	}
+			scores[m->seen->colind[p]] += 1.0f;
+	else
+		for (int64_t i = 0; i < m->nitems; i++)
+			scores[i] = starfa_factors_score(&f, user, i);
 	int64_t keep = k < m->nitems ? k : m->nitems;
-	struct scored *heap = starfa_malloc((size_t)keep, sizeof *heap);
+	struct scored *heap = starfa_malloc(keep > 0 ? (size_t)keep : 1, sizeof *heap);
 	if (!heap) {
-		free(popularity);
+		free(scores);
 		return STARFA_ENOMEM;
 	}
 	const int64_t row = user >= 0 ? user : 0;
 	const int use = exclude && (user >= 0 || one_row);
 	const int32_t *ex = use ? exclude->colind + exclude->rowptr[row] : NULL;
 	int64_t nex = use ? exclude->rowptr[row + 1] - exclude->rowptr[row] : 0;
-	int64_t n = starfa_top_k(&f, user, popularity, keep, ex, nex, heap);
+	int64_t n = starfa_cpu_top_k(scores, m->nitems, keep, ex, nex, heap);
 	for (int64_t i = 0; i < n; i++)
 		out[i] = (starfa_recommendation){heap[i].item, heap[i].score};
 	*count = n;
 	free(heap);
-	free(popularity);
+	free(scores);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #define STARFA_MODEL_MODEL_H
 
 #include "runtime/internal.h"
+#include "cpu/topk.h"
 
 /* Factors with strides: user u's vector is U[u * ldu + 0 .. rank), its bias ub[u * ub_stride] (ub NULL:
  * none), likewise for items. The kind decides how they are evaluated (and, for a user they do not know,
@@ -42,18 +43,6 @@ static inline float starfa_factors_score(const struct starfa_factors *f, int64_t
 	return (float)s;
 }
 
-/* An item and its score, as top-k selection keeps them. */
-struct scored {
-	float score;
-	int32_t item;
-};
-
-/* The k best items for user (by the factors' score, or by scores[item] when scores is not NULL: an item
- * popularity, or the factors' scores computed beforehand), leaving out excluded[0 .. nex) (sorted) and NaN
- * scores, best first (ties: lower index) into heap (k entries); returns how many. */
-int64_t starfa_top_k(const struct starfa_factors *f, int64_t user, const float *scores, int64_t k,
-		     const int32_t *excluded, int64_t nex, struct scored *heap);
-
 /* Test entries in a model's numbering: user[e] and item[e] are -1 where the id is unknown. */
 struct starfa_matched {
 	int64_t n;
@@ -71,5 +60,18 @@ void starfa_matched_free(struct starfa_matched *m);
  * the rankings; seen may be NULL), as starfa_eval; STARFA_EINVAL for topic models. */
 int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
 			   int64_t k, starfa_metrics *out);
+
+/* Every user's top k in column bands, as starfa_task_top_k writes them: rows[j] holds users x ld floats,
+ * band j's columns counted from col0[j]. */
+struct starfa_top_k_lists {
+	int64_t n, ld;
+	const float *const *rows;
+	const int64_t *col0;
+};
+
+/* starfa_factors_metrics for an implicit model whose rankings were made elsewhere (f gives the sizes and the
+ * kind): each test user's lists merged into its top k. */
+int starfa_lists_metrics(const struct starfa_factors *f, const struct starfa_top_k_lists *lists,
+			 const struct starfa_matched *test, const starfa_csr *seen, int64_t k, starfa_metrics *out);
 
 #endif

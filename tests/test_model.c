@@ -751,7 +751,7 @@ TEST(model, ranking_metrics_by_hand)
 	return 0;
 }
 
-/* Scores best first, ties by the lower item (starfa_top_k's order). */
+/* Scores best first, ties by the lower item (starfa_cpu_top_k's order). */
 static int by_rank(const void *a, const void *b)
 {
 	const struct scored *x = a, *y = b;
@@ -760,7 +760,7 @@ static int by_rank(const void *a, const void *b)
 	return (x->item > y->item) - (x->item < y->item);
 }
 
-/* starfa_top_k against a full sort of the scores, on lists of every length around the blocks it tests at
+/* starfa_cpu_top_k against a full sort of the scores, on lists of every length around the blocks it tests at
  * once (32), with many ties, NaNs and -inf, excluded items, and k from 1 to past the list: the same items
  * in the same order (ties: the lower index first). */
 TEST(model, top_k_matches_a_full_sort)
@@ -786,8 +786,7 @@ TEST(model, top_k_matches_a_full_sort)
 				all[nall++] = (struct scored){scores[i], (int32_t)i};
 		}
 		qsort(all, (size_t)nall, sizeof *all, by_rank);
-		struct starfa_factors f = {.kind = STARFA_MODEL_IMPLICIT, .nusers = 1, .nitems = n};
-		const int64_t got = starfa_top_k(&f, 0, scores, k, excluded, nex, heap);
+		const int64_t got = starfa_cpu_top_k(scores, n, k, excluded, nex, heap);
 		CHECK_MSG(got == (nall < k ? nall : k), "trial %d: %lld kept of %lld, k %lld", trial, (long long)got,
 			  (long long)nall, (long long)k);
 		for (int64_t i = 0; i < got; i++)
@@ -795,8 +794,7 @@ TEST(model, top_k_matches_a_full_sort)
 				  "trial %d (n %lld, k %lld): place %lld holds item %d, the sort has %d", trial, (long long)n,
 				  (long long)k, (long long)i, heap[i].item, all[i].item);
 	}
-	struct starfa_factors f = {.kind = STARFA_MODEL_IMPLICIT, .nusers = 1, .nitems = 5};
-	CHECK(starfa_top_k(&f, 0, scores, 0, NULL, 0, heap) == 0);
+	CHECK(starfa_cpu_top_k(scores, 5, 0, NULL, 0, heap) == 0);
 	return 0;
 }
 

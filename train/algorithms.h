@@ -36,6 +36,20 @@ int starfa_row_norms(const float *F, int64_t rows, int64_t ld, int64_t col0, int
  * same bits either way. 0, or an error from the runtime. */
 int starfa_column_norms(const float *F, int64_t nrows, int64_t len, int64_t skip, const float *weight, double *out);
 
+/* Ranking metrics at k of factors X (users, blocked along S's rows) and Y (items, along its columns) in the
+ * task graph: every test user's top k of each column band by starfa_insert_top_k (on whichever workers the
+ * bands are placed), the lists brought to main memory and merged (starfa_lists_metrics). f: the factors'
+ * view (sizes, kind: implicit), test: the test entries matched to S's rows and columns, seen: S's entries.
+ * *ranker keeps the active users and the lists from one call to the next, for the same S and test (NULL at
+ * first; free it with starfa_ranker_free). */
+struct starfa_factors;
+struct starfa_matched;
+struct starfa_ranker;
+int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_dense *Y, const struct starfa_factors *f,
+		     const struct starfa_matched *test, const starfa_csr *seen, int64_t k, struct starfa_ranker **ranker,
+		     starfa_metrics *out);
+void starfa_ranker_free(struct starfa_ranker *r);
+
 /* Topics over the words, as a topic model (kind STARFA_MODEL_TOPIC: LDA's λ, Dirichlet prior `prior` on
  * the mixtures) or a count model (STARFA_MODEL_NONNEG: GaP's or KL-NMF's Λ, Gamma(prior, 1/rate) on the
  * scores): words x k, column t topic t. */

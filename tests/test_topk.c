@@ -1,0 +1,208 @@
+/* top_k: each row's best columns of each column band, on CPU workers alone and on CUDA workers alone,
+ * against a full sort of scores that float arithmetic computes exactly in any order. */
+#include "testing.h"
+#ifdef STARFA_USE_CUDA
+#include "testing_cuda.h"
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A multiple of 1/8 in [-levels/8, levels/8]: with rank <= 32 every product and partial sum is exact in
+ * float, so SGEMM in any order, the CPU and the GPU give the reference's scores to the bit, ties included. */
+static float eighth(uint64_t *rng, int levels)
+{
+	return (float)((int64_t)testing_below(rng, (uint64_t)(2 * levels + 1)) - levels) / 8.0f;
+}
+
+/* The largest |score| * 64: rank 32 times (16/8)^2, times 64. */
+#define KEY_MAX (32 * 4 * 64)
+
+struct ranked {
+	float score;
+	int32_t item;
+};
+
+static int by_rank(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return (x->item > y->item) - (x->item < y->item);
+}
+
+/* One case: S (m x n, nnz entries) in row_tiles x col_tiles tiles, factors of the given rank, k. Row 0's
+ * factors are zeros (every score ties: the lowest columns win), row 1's NaN (no list), column 2's NaN (never
+ * ranked); about a fifth of the rows inactive. */
+static int one_case(int64_t m, int64_t n, int64_t nnz, int64_t rank, int64_t k, int64_t row_tiles, int64_t col_tiles,
+		    int levels, uint64_t *rng)
+{
+	starfa_csr *S = testing_random_csr(m, n, nnz, 0.5, rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {row_tiles, col_tiles, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	const int64_t nb = starfa_tiled_col_tiles(t);
+	const int64_t *col0 = starfa_tiled_col_bounds(t);
+	float *A = malloc(sizeof(float) * (size_t)(m * rank)), *B = malloc(sizeof(float) * (size_t)(n * rank));
+	float *active = malloc(sizeof(float) * (size_t)m);
+	float **lists = calloc((size_t)nb, sizeof *lists);
+	struct ranked *all = malloc(sizeof *all * (size_t)n);
+	uint8_t *seen = calloc((size_t)n, 1);
+	int32_t *key = malloc(sizeof *key * (size_t)n);
+	int64_t *count = malloc(sizeof *count * (size_t)(2 * KEY_MAX + 1));
+	CHECK(A && B && active && lists && all && seen && key && count && rank <= 32);
+	for (int64_t e = 0; e < m * rank; e++)
+		A[e] = eighth(rng, levels);
+	for (int64_t e = 0; e < n * rank; e++)
+		B[e] = eighth(rng, levels);
+	for (int64_t d = 0; d < rank; d++) {
+		A[d] = 0.0f;
+		if (m > 1)
+			A[rank + d] = NAN;
+		if (n > 2)
+			B[2 * rank + d] = NAN;
+	}
+	for (int64_t r = 0; r < m; r++)
+		active[r] = r < 2 || testing_below(rng, 5) != 0 ? 1.0f : 0.0f;
+	starfa_dense *dA = NULL, *dB = NULL, *dact = NULL;
+	starfa_dense **dL = calloc((size_t)nb, sizeof *dL);
+	CHECK(dL);
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, rank, &dA));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, rank, &dB));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, active, 1, &dact));
+	for (int64_t j = 0; j < nb; j++) {
+		lists[j] = malloc(sizeof(float) * (size_t)(m * 2 * k));
+		CHECK(lists[j]);
+		testing_poison(lists[j], (size_t)(m * 2 * k));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, lists[j], 2 * k, &dL[j]));
+	}
+	CHECK_OK(starfa_insert_top_k(t, dA, dB, k, dact, dL));
+	for (int64_t j = 0; j < nb; j++)
+		CHECK_OK(starfa_dense_sync(dL[j]));
+
+	for (int64_t r = 0; r < m; r++) {
+		for (int64_t p = S->rowptr[r]; p < S->rowptr[r + 1]; p++)
+			seen[S->colind[p]] = 1;
+		for (int64_t j = 0; j < nb; j++) {
+			/* The scores are multiples of 1/64 of at most 4 rank in size: counted by value, the k best
+			 * are those above the value where the count from the top reaches k, and the first ones at
+			 * it; only they are sorted. */
+			memset(count, 0, sizeof(int64_t) * (size_t)(2 * KEY_MAX + 1));
+			for (int64_t c = col0[j]; active[r] != 0.0f && c < col0[j + 1]; c++) {
+				double dot = 0;
+				for (int64_t d = 0; d < rank; d++)
+					dot += (double)A[r * rank + d] * B[c * rank + d];
+				key[c] = seen[c] || isnan(dot) ? INT32_MIN : (int32_t)(dot * 64);
+				if (key[c] != INT32_MIN)
+					count[key[c] + KEY_MAX]++;
+			}
+			int64_t above = 0, thr = -KEY_MAX;
+			for (int64_t v = KEY_MAX; v >= -KEY_MAX && above < k; v--) {
+				thr = v;
+				above += count[v + KEY_MAX];
+			}
+			int64_t nall = 0, at_thr = 0;
+			for (int64_t c = col0[j]; active[r] != 0.0f && c < col0[j + 1]; c++)
+				if (key[c] != INT32_MIN && (key[c] > thr || (key[c] == thr && at_thr++ < k)))
+					all[nall++] = (struct ranked){(float)key[c] / 64.0f, (int32_t)(c - col0[j])};
+			qsort(all, (size_t)nall, sizeof *all, by_rank);
+			const float *row = lists[j] + r * 2 * k;
+			for (int64_t i = 0; i < k; i++) {
+				const int32_t want = i < nall ? all[i].item : -1, got = starfa_top_k_item_at(row, i);
+				CHECK_MSG(got == want && (i < nall ? row[2 * i] == all[i].score : isnan(row[2 * i])),
+					  "m %lld n %lld rank %lld k %lld tiles %lldx%lld: row %lld band %lld place %lld holds "
+					  "(%g, %d), the sort has (%g, %d)",
+					  (long long)m, (long long)n, (long long)rank, (long long)k, (long long)row_tiles,
+					  (long long)col_tiles, (long long)r, (long long)j, (long long)i, row[2 * i], got,
+					  i < nall ? all[i].score : NAN, want);
+			}
+		}
+		for (int64_t p = S->rowptr[r]; p < S->rowptr[r + 1]; p++)
+			seen[S->colind[p]] = 0;
+	}
+	for (int64_t j = 0; j < nb; j++) {
+		starfa_dense_free(dL[j]);
+		free(lists[j]);
+	}
+	starfa_dense_free(dA);
+	starfa_dense_free(dB);
+	starfa_dense_free(dact);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(dL);
+	free(lists);
+	free(A);
+	free(B);
+	free(active);
+	free(all);
+	free(seen);
+	free(key);
+	free(count);
+	return 0;
+}
+
+static int top_k_lists(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	const int cases = testing_quick() ? 3 : 8;
+	for (int c = 0; c < cases; c++) {
+		const int64_t m = 20 + (int64_t)testing_below(&rng, 300), n = 10 + (int64_t)testing_below(&rng, 400);
+		static const int64_t ks[] = {1, 3, 10, 37};
+		const int64_t k = c == cases - 1 ? n + 5 : ks[testing_below(&rng, 4)];
+		const int levels = c % 2 ? 1 + (int)testing_below(&rng, 3) : 16; /* few levels: many ties */
+		if (one_case(m, n, m * n / 10, 1 + (int64_t)testing_below(&rng, 32), k, 1 + (int64_t)testing_below(&rng, 3),
+			     1 + (int64_t)testing_below(&rng, 4), levels, &rng))
+			return 1;
+	}
+	/* Columns enough that the CUDA kernel scores the rows in several chunks. */
+	return testing_quick() ? 0 : one_case(40, (int64_t)1 << 21, 4000, 4, 10, 1, 1, 16, &rng);
+}
+
+TEST(topk, lists_match_a_full_sort_cpu)
+{
+	return top_k_lists(STARFA_WORKER_CPU, testing_seed() + 90);
+}
+
+/* Wrong operands: clear errors, nothing inserted. */
+TEST(topk, bad_operands)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 91;
+	starfa_csr *S = testing_random_csr(30, 20, 100, 0.0, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {2, 2, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	float A[30 * 4] = {0}, B[20 * 4] = {0}, L[30 * 6], W[30 * 4];
+	starfa_dense *dA = NULL, *dB = NULL, *dL = NULL, *dW = NULL;
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, 4, &dA));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, 4, &dB));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, L, 6, &dL));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, W, 4, &dW));
+	CHECK(starfa_task_top_k(t, 0, 0, dA, dB, 4, NULL, dL, NULL) == STARFA_EINVAL); /* 2k > 6 columns */
+	CHECK(strstr(starfa_last_error(), "at least 2k"));
+	CHECK(starfa_task_top_k(t, 0, 0, dA, dB, 0, NULL, dL, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_top_k(t, 2, 0, dA, dB, 3, NULL, dL, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_top_k(t, 0, 0, dB, dA, 3, NULL, dL, NULL) == STARFA_EINVAL); /* sides swapped */
+	CHECK(starfa_task_top_k(t, 0, 0, dA, dB, 3, dW, dL, NULL) == STARFA_EINVAL);   /* active of 4 columns */
+	CHECK(starfa_task_top_k(t, 0, 0, dA, dB, 2, NULL, dA, NULL) == STARFA_EINVAL); /* lists over A */
+	CHECK_OK(starfa_wait());
+	starfa_dense_free(dA);
+	starfa_dense_free(dB);
+	starfa_dense_free(dL);
+	starfa_dense_free(dW);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	return 0;
+}
+
+#ifdef STARFA_USE_CUDA
+TEST(topk_cuda, lists_match_a_full_sort_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return top_k_lists(STARFA_WORKER_CUDA, testing_seed() + 90);
+}
+#endif

@@ -1,0 +1,1 @@
+# runs the 'topk' group of tests/starfa_test

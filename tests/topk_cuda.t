@@ -1,0 +1,1 @@
+# runs the 'topk_cuda' group of tests/starfa_test
