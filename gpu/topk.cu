@@ -1,6 +1,6 @@
 /* The top k of a block of rows' scores against every column on CUDA: a chunk of rows' scores by cuBLAS
- * SGEMM, their own columns set to NaN, then an exact selection a row by radix (four passes of 8 bits over
- * the row's scores to find the k-th largest, one pass to gather the k). */
+ * SGEMM, their own columns set to NaN, then an exact selection a row by radix, finished in shared memory
+ * (select_rows). */
 #include "gpu/topk.h"
 
 #include <cuda_runtime.h>
@@ -10,7 +10,7 @@
 namespace {
 
 constexpr int kThreads = 256;                  /* a block a row in the selection */
-constexpr int64_t kChunkBytes = 128ll << 20;    /* the scores of a chunk of rows */
+constexpr int64_t kChunkBytes = 256ll << 20;    /* the scores of a chunk of rows, at most */
 
 void note(starfa_gpu_status &st, const char *call, cudaError_t cuda, cublasStatus_t cublas = CUBLAS_STATUS_SUCCESS)
 {
@@ -88,159 +88,227 @@ __global__ void gather_rows(int n, int rank, const int32_t *rows, const float *A
 		Ap[e] = A[(int64_t)rows[e / rank] * lda + e % rank];
 }
 
-/* The chunk's rows' own columns out of the ranking: a warp a row. */
-__global__ void exclude_seen(int n, const int32_t *rows, int64_t first, const uint32_t *rowptr, const uint32_t *colind,
-			     int64_t ncols, float *S)
-{
-	const int r = (int)((blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
-	if (r >= n)
-		return;
-	const int64_t row = rows ? rows[r] : first + r;
-	float *s = S + (int64_t)r * ncols;
-	for (uint32_t p = rowptr[row] + lane; p < rowptr[row + 1]; p += 32)
-		s[colind[p]] = __int_as_float(0x7fc00000);
-}
+constexpr int kCandidates = 1024; /* keys a block gathers into shared memory to finish the selection there */
+constexpr int kUnroll = 4;        /* keys a thread loads at once in a pass over a row */
+constexpr int kMaxBins = 2048;   /* 11-bit digits */
 
-/* Row r of the chunk: its scores S[r], its list into L's row rows[r] (or first + r). The k-th largest key
- * (with k no more than the valid scores) by its bytes from the top, counting each byte's values among the
- * keys that match the bytes found so far; then the keys above it, and as many equal to it as the count
- * leaves, lowest index first (in index order only where more are equal than are taken); then the list
- * sorted by rank. */
-__global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, const float *S, const int32_t *rows, int64_t first,
-						       int k, float *L, int64_t ldl)
+/* hist[0 .. 2^bits) = how many of keys 0 .. n (key_at(i)) that are valid (not 0) and match prefix on mask
+ * have each value of the digit (key >> shift) & (2^bits - 1). A warp's lanes with one digit add once. */
+template <class KeyAt>
+__device__ void count_digits(KeyAt key_at, int64_t n, uint32_t prefix, uint32_t mask, int shift, int bits, unsigned *hist)
 {
-	__shared__ unsigned hist[256];
-	__shared__ float kept_score[STARFA_CUDA_TOP_K_MAX];
-	__shared__ int32_t kept_item[STARFA_CUDA_TOP_K_MAX];
-	__shared__ uint32_t s_prefix;
-	__shared__ unsigned s_remaining, s_total, s_equal, s_taken_above, s_eq_base;
-	__shared__ int warp_equal[kThreads / 32];
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const float *s = S + (int64_t)blockIdx.x * ncols;
-	float *out = L + (rows ? (int64_t)rows[blockIdx.x] : first + blockIdx.x) * ldl;
-
-	uint32_t prefix = 0, mask = 0;
-	unsigned remaining = 0, total = 0;
-	for (int shift = 24; shift >= 0; shift -= 8) {
-		hist[tid] = 0;
-		__syncthreads();
-		for (int64_t i0 = 0; i0 < ncols; i0 += kThreads) {
-			const int64_t i = i0 + tid;
-			const uint32_t key = i < ncols ? score_key(s[i]) : 0u;
-			const bool in = key != 0u && (key & mask) == prefix;
-			const unsigned digit = in ? (key >> shift) & 255u : 256u;
+	const int lane = threadIdx.x & 31;
+	for (int b = threadIdx.x; b < (1 << bits); b += kThreads)
+		hist[b] = 0;
+	__syncthreads();
+	/* kUnroll keys loaded before any is counted (loads in flight); whole warps in every step, as the match
+	 * is warp-wide. */
+	for (int64_t i0 = 0; i0 < n; i0 += kThreads * kUnroll) {
+		uint32_t key[kUnroll];
+#pragma unroll
+		for (int j = 0; j < kUnroll; j++) {
+			const int64_t i = i0 + j * kThreads + threadIdx.x;
+			key[j] = i < n ? key_at(i) : 0u;
+		}
+#pragma unroll
+		for (int j = 0; j < kUnroll; j++) {
+			const bool in = key[j] != 0u && (key[j] & mask) == prefix;
+			const unsigned digit = in ? (key[j] >> shift) & ((1u << bits) - 1u) : ~0u;
 			const unsigned peers = __match_any_sync(0xffffffffu, digit);
 			if (in && lane == __ffs(peers) - 1)
 				atomicAdd(&hist[digit], (unsigned)__popc(peers));
 		}
-		__syncthreads();
-		if (shift == 24) {
-			/* How many valid scores: k of them are taken, or all when fewer. */
-			if (warp == 0) {
-				unsigned sum = 0;
-				for (int j = lane; j < 256; j += 32)
-					sum += hist[j];
-				for (int o = 16; o > 0; o >>= 1)
-					sum += __shfl_xor_sync(0xffffffffu, sum, o);
-				if (lane == 0) {
-					s_total = sum;
-					s_remaining = sum < (unsigned)k ? sum : (unsigned)k;
+	}
+	__syncthreads();
+}
+
+struct digit_found {
+	unsigned digit, above, at, total; /* the digit; the counts above it and at it; all counted */
+};
+
+/* The digit of hist (2^bits bins) where the count from the top reaches want (want <= the total; want 0:
+ * the highest digit with any, unused), by warp 0; every thread gets it. */
+__device__ digit_found find_digit(const unsigned *hist, int bits, unsigned want, digit_found *shared)
+{
+	if (threadIdx.x < 32) {
+		const int lane = threadIdx.x, per = (1 << bits) / 32 > 0 ? (1 << bits) / 32 : 1;
+		const int top = (1 << bits) - 1 - lane * per; /* this lane's bins: top, top - 1, ..., down per of them */
+		unsigned sum = 0;
+		for (int j = 0; j < per && top - j >= 0; j++)
+			sum += hist[top - j];
+		unsigned incl = sum;
+		for (int o = 1; o < 32; o <<= 1) {
+			const unsigned v = __shfl_up_sync(0xffffffffu, incl, o);
+			if (lane >= o)
+				incl += v;
+		}
+		const unsigned total = __shfl_sync(0xffffffffu, incl, 31);
+		unsigned acc = incl - sum;
+		if (lane == 0)
+			shared->total = total;
+		if (acc < want && want <= incl)
+			for (int j = 0; j < per; j++) {
+				const unsigned c = hist[top - j];
+				if (acc + c >= want) {
+					shared->digit = (unsigned)(top - j);
+					shared->above = acc;
+					shared->at = c;
+					break;
 				}
+				acc += c;
 			}
-			__syncthreads();
-			total = s_total;
-			remaining = s_remaining;
-			__syncthreads(); /* read before warp 0 writes s_remaining again */
-			if (remaining == 0)
+	}
+	__syncthreads();
+	const digit_found f = *shared;
+	__syncthreads(); /* read by all before warp 0 writes it again */
+	return f;
+}
+
+/* Row r of the chunk: its scores S[r] (its CSR row's columns set to NaN first), its list into L's row
+ * rows[r] (or first + r). The k best (k no more
+ * than the valid scores) by radix on the scores' keys: 11-bit digits from the top, counted over the row,
+ * narrow the k-th largest key to a range; once the range holds at most kCandidates keys, one more pass
+ * over the row keeps the keys above the range and gathers those in it into shared memory, where the
+ * remaining digits and the ties (lowest index first) are settled. A range still wider after the last digit
+ * is the k-th key itself, tied that often: then the row is passed over in index order. Last, the list is
+ * sorted by rank. */
+__global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S, const int32_t *rows, int64_t first,
+						       const uint32_t *rowptr, const uint32_t *colind, int k, float *L,
+						       int64_t ldl)
+{
+	__shared__ unsigned hist[kMaxBins];
+	__shared__ uint32_t cand_key[kCandidates];
+	__shared__ int32_t cand_item[kCandidates];
+	__shared__ int32_t kept_item[STARFA_CUDA_TOP_K_MAX];
+	__shared__ float kept_score[STARFA_CUDA_TOP_K_MAX];
+	__shared__ digit_found found;
+	__shared__ unsigned s_kept, s_cand, s_eq_base;
+	__shared__ int warp_equal[kThreads / 32];
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	float *s = S + (int64_t)blockIdx.x * ncols;
+	const int64_t row = rows ? (int64_t)rows[blockIdx.x] : first + blockIdx.x;
+	float *out = L + row * ldl;
+	const auto row_key = [s](int64_t i) { return score_key(s[i]); };
+	/* The row's own columns (its seen items) out of the ranking, as NaN scores. */
+	if (rowptr) {
+		for (uint32_t p = rowptr[row] + tid; p < rowptr[row + 1]; p += kThreads)
+			s[colind[p]] = __int_as_float(0x7fc00000);
+		__syncthreads();
+	}
+
+	/* The row's passes: bits 31..21, 20..10, 9..0. */
+	uint32_t prefix = 0, mask = 0;
+	unsigned want = 0, K = 0, in_range = 0;
+	int low = 32; /* the lowest bit the range fixes */
+	for (int pass = 0; pass < 3; pass++) {
+		const int bits = pass < 2 ? 11 : 10, shift = low - bits;
+		count_digits(row_key, ncols, prefix, mask, shift, bits, hist);
+		if (pass == 0) {
+			const digit_found all = find_digit(hist, bits, 0, &found);
+			K = all.total < (unsigned)k ? all.total : (unsigned)k;
+			want = K;
+			if (K == 0)
 				break;
 		}
-		/* The byte value where the count from the top reaches `remaining`: lane l holds values
-		 * 255 - 8l down to 248 - 8l. */
-		if (warp == 0) {
-			unsigned c[8], sum = 0;
-			for (int j = 0; j < 8; j++) {
-				c[j] = hist[255 - 8 * lane - j];
-				sum += c[j];
-			}
-			unsigned incl = sum;
-			for (int o = 1; o < 32; o <<= 1) {
-				const unsigned v = __shfl_up_sync(0xffffffffu, incl, o);
-				if (lane >= o)
-					incl += v;
-			}
-			unsigned acc = incl - sum;
-			if (acc < remaining && remaining <= incl)
-				for (int j = 0; j < 8; j++) {
-					if (acc + c[j] >= remaining) {
-						s_prefix = prefix | (uint32_t)(255 - 8 * lane - j) << shift;
-						s_remaining = remaining - acc;
-						s_equal = c[j];
-						break;
-					}
-					acc += c[j];
-				}
-		}
-		__syncthreads();
-		prefix = s_prefix;
-		remaining = s_remaining;
-		mask |= 255u << shift;
+		const digit_found f = find_digit(hist, bits, want, &found);
+		prefix |= f.digit << shift;
+		mask |= ((1u << bits) - 1u) << shift;
+		low = shift;
+		want -= f.above;
+		in_range = f.at;
+		if (in_range <= kCandidates)
+			break;
 	}
-	const unsigned K = total < (unsigned)k ? total : (unsigned)k;
-	if (K > 0) {
-		/* prefix is the k-th largest key; `remaining` of the s_equal keys equal to it are taken. */
-		const uint32_t T = prefix;
-		const unsigned above = K - remaining;
-		const bool ordered = s_equal > remaining; /* ties at T: the lowest indices win */
-		if (tid == 0) {
-			s_taken_above = 0;
-			s_eq_base = 0;
+	if (tid == 0) {
+		s_kept = 0;
+		s_cand = 0;
+		s_eq_base = 0;
+	}
+	__syncthreads();
+	if (K > 0 && in_range <= kCandidates) {
+		/* Above the range: kept. In it: gathered, then the range narrowed over them. */
+		for (int64_t i0 = 0; i0 < ncols; i0 += kThreads * kUnroll) {
+			uint32_t key[kUnroll];
+#pragma unroll
+			for (int j = 0; j < kUnroll; j++) {
+				const int64_t i = i0 + j * kThreads + tid;
+				key[j] = i < ncols ? score_key(s[i]) : 0u;
+			}
+#pragma unroll
+			for (int j = 0; j < kUnroll; j++) {
+				const int32_t i = (int32_t)(i0 + j * kThreads + tid);
+				if (key[j] == 0u)
+					continue;
+				if ((key[j] & mask) > prefix) {
+					kept_item[atomicAdd(&s_kept, 1u)] = i;
+				} else if ((key[j] & mask) == prefix) {
+					const unsigned at = atomicAdd(&s_cand, 1u);
+					cand_key[at] = key[j];
+					cand_item[at] = i;
+				}
+			}
 		}
 		__syncthreads();
+		const auto cand_at = [](int64_t i) { return cand_key[i]; };
+		while (low > 0) {
+			const int bits = low < 8 ? low : 8, shift = low - bits;
+			count_digits(cand_at, in_range, prefix, mask, shift, bits, hist);
+			const digit_found f = find_digit(hist, bits, want, &found);
+			prefix |= f.digit << shift;
+			mask |= ((1u << bits) - 1u) << shift;
+			low = shift;
+			want -= f.above;
+		}
+		/* prefix is the k-th key: the candidates above it, and the `want` equal to it with the lowest
+		 * indices. */
+		for (unsigned e = tid; e < in_range; e += kThreads) {
+			const uint32_t key = cand_key[e];
+			bool keep = key > prefix;
+			if (key == prefix) {
+				unsigned before = 0;
+				for (unsigned j = 0; j < in_range; j++)
+					before += cand_key[j] == prefix && cand_item[j] < cand_item[e];
+				keep = before < want;
+			}
+			if (keep)
+				kept_item[atomicAdd(&s_kept, 1u)] = cand_item[e];
+		}
+	} else if (K > 0) {
+		/* The k-th key tied more often than shared memory holds: above it kept, then the ties in index
+		 * order, a block of the row at a time, until `want` of them. */
 		for (int64_t i0 = 0; i0 < ncols; i0 += kThreads) {
 			const int64_t i = i0 + tid;
 			const uint32_t key = i < ncols ? score_key(s[i]) : 0u;
-			if (!ordered) {
-				if (key >= T && key != 0u) {
-					const unsigned at = atomicAdd(&s_taken_above, 1u);
-					kept_score[at] = s[i];
-					kept_item[at] = (int32_t)i;
-				}
+			if (key > prefix)
+				kept_item[atomicAdd(&s_kept, 1u)] = (int32_t)i;
+			if (s_eq_base >= want) /* the same for every thread: no barrier skipped by some */
 				continue;
-			}
-			if (key > T) {
-				const unsigned at = atomicAdd(&s_taken_above, 1u);
-				kept_score[at] = s[i];
-				kept_item[at] = (int32_t)i;
-			}
-			if (s_eq_base >= remaining) /* the same for every thread: no barrier skipped by some */
-				continue;
-			const unsigned bits = __ballot_sync(0xffffffffu, key == T);
+			const unsigned bits = __ballot_sync(0xffffffffu, key == prefix);
 			if (lane == 0)
 				warp_equal[warp] = __popc(bits);
 			__syncthreads();
 			unsigned at = s_eq_base + __popc(bits & ((1u << lane) - 1u));
 			for (int w = 0; w < warp; w++)
 				at += warp_equal[w];
-			if (key == T && at < remaining) {
-				kept_score[above + at] = s[i];
-				kept_item[above + at] = (int32_t)i;
-			}
+			if (key == prefix && at < want)
+				kept_item[K - want + at] = (int32_t)i;
 			__syncthreads();
 			if (tid == 0)
 				for (int w = 0; w < kThreads / 32; w++)
 					s_eq_base += warp_equal[w];
 			__syncthreads();
 		}
-		__syncthreads();
-		/* Best first: each kept entry's place is how many rank above it. */
-		for (unsigned e = tid; e < K; e += kThreads) {
-			const float se = kept_score[e];
-			const int32_t ie = kept_item[e];
-			unsigned place = 0;
-			for (unsigned j = 0; j < K; j++)
-				place += ranks_above(kept_score[j], kept_item[j], se, ie);
-			write_pair(out, place, se, ie);
-		}
+	}
+	__syncthreads();
+	for (unsigned e = tid; e < K; e += kThreads)
+		kept_score[e] = s[kept_item[e]];
+	__syncthreads();
+	/* Best first: each kept item's place is how many rank above it. */
+	for (unsigned e = tid; e < K; e += kThreads) {
+		unsigned place = 0;
+		for (unsigned j = 0; j < K; j++)
+			place += ranks_above(kept_score[j], kept_item[j], kept_score[e], kept_item[e]);
+		write_pair(out, place, kept_score[e], kept_item[e]);
 	}
 	for (int64_t e = K + tid; e < k; e += kThreads)
 		write_pair(out, e, __int_as_float(0x7fc00000), -1);
@@ -271,7 +339,16 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 	if (ncols <= 0 || st.call)
 		return st;
 
+	/* A chunk's rows: as many as kChunkBytes of scores hold, in whole waves of the selection's blocks. */
 	int64_t chunk = kChunkBytes / (ncols * (int64_t)sizeof(float));
+	int device = 0, sms = 0, per_sm = 0;
+	note(st, "cudaGetDevice (top k)", cudaGetDevice(&device));
+	note(st, "cudaDeviceGetAttribute (top k)", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+	note(st, "cudaOccupancyMaxActiveBlocksPerMultiprocessor (top k)",
+	     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, select_rows, kThreads, 0));
+	const int64_t wave = (int64_t)sms * per_sm;
+	if (wave > 0 && chunk >= wave)
+		chunk -= chunk % wave;
 	chunk = chunk < 1 ? 1 : chunk > nrows ? nrows : chunk;
 	const size_t rows_bytes = round_up((size_t)nrows * sizeof(int32_t)), count_bytes = round_up(sizeof(int)),
 		     packed_bytes = round_up((size_t)(chunk * (rank > 0 ? rank : 1)) * sizeof(float)),
@@ -320,12 +397,8 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 			note(st, "cudaMemsetAsync (top k scores)",
 			     cudaMemsetAsync(S, 0, (size_t)n * (size_t)ncols * sizeof(float), stream));
 		}
-		if (rowptr) {
-			exclude_seen<<<(n + 7) / 8, 256, 0, stream>>>(n, rows ? rows + first : nullptr, first, rowptr, colind,
-								     ncols, S);
-			note(st, "exclude_seen (top k)", cudaGetLastError());
-		}
-		select_rows<<<n, kThreads, 0, stream>>>(ncols, S, rows ? rows + first : nullptr, first, (int)k, L, ldl);
+		select_rows<<<n, kThreads, 0, stream>>>(ncols, S, rows ? rows + first : nullptr, first, rowptr, colind,
+							(int)k, L, ldl);
 		note(st, "select_rows (top k)", cudaGetLastError());
 	}
 	note(st, "cudaFreeAsync (top k)", cudaFreeAsync(scratch, stream));
