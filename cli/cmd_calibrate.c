@@ -44,8 +44,8 @@ static void usage(FILE *out)
 		     "                     sddmm  SDDMM plain and scaled\n"
 		     "                     spmm   SpMM S*X and S^T*X\n"
 		     "                     als    gram, hermitian and bias (explicit and implicit), solve\n"
-		     "                            (Cholesky, CG, CG on FP16 systems) and rowsolve (Cholesky,\n"
-		     "                            CG, implicit CG)\n"
+		     "                            (Cholesky, CG, CG on FP16 systems), rowsolve (Cholesky,\n"
+		     "                            CG, implicit CG) and top k (the ranking metrics, k = 10)\n"
 		     "                     elementwise  SDDMM with beta, values transposed, mapped and reduced,\n"
 		     "                            dense maps, column and row sums and reductions, FP16\n"
 		     "                            conversions (even ranks), on a grid with empty tiles\n"
@@ -361,6 +361,7 @@ enum {
 	ALS_ROWSOLVE_CHOL,
 	ALS_ROWSOLVE_CG,
 	ALS_ROWSOLVE_IMPLICIT,
+	ALS_TOP_K,
 	ALS_HERMITIAN,
 	ALS_BIAS,
 	ALS_SOLVE_CHOL,
@@ -374,18 +375,19 @@ enum {
 	ALS_FIRST_STORED = ALS_HERMITIAN,
 };
 static const char *const als_names[ALS_NOPS] = {
-	"gram",		  "rowsolve chol",	"rowsolve cg",		"rowsolve cg (implicit)", "hermitian",
+	"gram",		  "rowsolve chol",	"rowsolve cg",		"rowsolve cg (implicit)", "top k (10)", "hermitian",
 	"bias",		  "solve chol",		"solve cg",		"hermitian (implicit)",   "bias (implicit)",
 	"solve cg (implicit)", "hermitian+bias (fp16)", "solve cg (fp16)",
 };
 
 #define ALS_ALPHA 4.0f
 #define ALS_CG_STEPS 3
+#define ALS_RANKED 10 /* the ranking metrics' default k */
 
 struct als_ctx {
 	starfa_tiled *S;
 	int64_t k;
-	starfa_dense *theta, *info, *x;
+	starfa_dense *theta, *info, *x, *lists; /* lists: top_k's, ALS_RANKED a row */
 	starfa_systems *sys, *sys16, *status; /* status: rowsolve's status words */
 	starfa_gram *G;
 };
@@ -405,6 +407,7 @@ static int insert_als_op(void *ctx, int op)
 	case ALS_ROWSOLVE_IMPLICIT:
 		return starfa_insert_rowsolve(a->S, STARFA_ROWS, 0, a->theta, 0, -1, 0, im, ALS_ALPHA, a->info, a->G,
 					      STARFA_SOLVER_CG, ALS_CG_STEPS, a->x, 0, a->status);
+	case ALS_TOP_K: return starfa_insert_top_k(a->S, a->x, a->theta, ALS_RANKED, NULL, &a->lists);
 	case ALS_HERMITIAN: return starfa_insert_hermitian(a->S, STARFA_ROWS, 0, a->theta, 0, ex, 0, a->info, a->sys);
 	case ALS_BIAS: return starfa_insert_bias(a->S, STARFA_ROWS, 0, a->theta, 0, -1, 3.5f, ex, 0, a->sys);
 	case ALS_SOLVE_CHOL:
@@ -433,7 +436,8 @@ static int calibrate_als(const struct calibrate_cli *c, const starfa_csr *csr, i
 	size_t nt = (size_t)(csr->ncols * k), nx = (size_t)(csr->nrows * k);
 	float *theta = malloc(nt * sizeof *theta), *x = calloc(nx, sizeof *x);
 	float *info = malloc((size_t)csr->nrows * 2 * sizeof *info);
-	if (!theta || !x || !info) {
+	float *lists = malloc((size_t)csr->nrows * 2 * ALS_RANKED * sizeof *lists);
+	if (!theta || !x || !info || !lists) {
 		cli_error("out of memory for rank %lld factors", (long long)k);
 		goto out;
 	}
@@ -447,6 +451,7 @@ static int calibrate_als(const struct calibrate_cli *c, const starfa_csr *csr, i
 	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, 1, 0});
 	if (starfa_tiled_create(csr, &one_tile, &a.S) || starfa_dense_create(a.S, STARFA_COLS, theta, k, &a.theta) ||
 	    starfa_dense_create(a.S, STARFA_ROWS, x, k, &a.x) || starfa_dense_create(a.S, STARFA_ROWS, info, 2, &a.info) ||
+	    starfa_dense_create(a.S, STARFA_ROWS, lists, 2 * ALS_RANKED, &a.lists) ||
 	    starfa_gram_create(k, &a.G) || starfa_systems_create(a.S, STARFA_ROWS, k, 0, 1, &a.status) ||
 	    (stored && (starfa_systems_create(a.S, STARFA_ROWS, k, 0, 1, &a.sys) ||
 			starfa_systems_create(a.S, STARFA_ROWS, k, 1, 1, &a.sys16)))) {
@@ -467,12 +472,14 @@ out:
 	starfa_systems_free(a.status);
 	starfa_gram_free(a.G);
 	starfa_dense_free(a.info);
+	starfa_dense_free(a.lists);
 	starfa_dense_free(a.x);
 	starfa_dense_free(a.theta);
 	starfa_tiled_free(a.S);
 	free(theta);
 	free(x);
 	free(info);
+	free(lists);
 	return rc;
 }
 
