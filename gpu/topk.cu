@@ -350,6 +350,8 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 	if (wave > 0 && chunk >= wave)
 		chunk -= chunk % wave;
 	chunk = chunk < 1 ? 1 : chunk > nrows ? nrows : chunk;
+	if (st.call)
+		return st;
 	const size_t rows_bytes = round_up((size_t)nrows * sizeof(int32_t)), count_bytes = round_up(sizeof(int)),
 		     packed_bytes = round_up((size_t)(chunk * (rank > 0 ? rank : 1)) * sizeof(float)),
 		     scores_bytes = (size_t)(chunk * ncols) * sizeof(float);

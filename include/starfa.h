@@ -453,8 +453,9 @@ int starfa_task_dense_rowsum(const starfa_dense *X, int64_t block, starfa_dense 
  * value is not 0 (active NULL, or one column blocked along S's rows: every row), the k columns c of column
  * band j with the highest scores A_r · B_c (A blocked along S's rows, B along its columns, the same
  * columns), leaving out the tile's entries (the items each row has seen) and NaN scores. Row r of L's
- * block i (at least 2k columns, blocked along S's rows; one such L per column band) gets pairs (score,
- * column within band j stored as int32 bits: starfa_top_k_item), best first (ties: the lower column), then
+ * block i (at least 2k columns, blocked along S's rows; one such L per column band; columns past 2k are
+ * left undefined) gets pairs (score, column within band j stored as int32 bits: starfa_top_k_item_at),
+ * best first (ties: the lower column), then
  * (NaN, -1) past the last; inactive rows get only (NaN, -1). A task with k above STARFA_TOP_K_CUDA_MAX
  * runs on the CPU workers, whatever its band's placement. */
 #define STARFA_TOP_K_CUDA_MAX 1024

@@ -32,6 +32,8 @@
  * corrupt file never loads. */
 #include "storage/idmap.h"
 #include "model/model.h"
+
+#include "cpu/topk.h"
 #include "io/outfile.h"
 
 #include <errno.h>

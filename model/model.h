@@ -4,7 +4,6 @@
 #define STARFA_MODEL_MODEL_H
 
 #include "runtime/internal.h"
-#include "cpu/topk.h"
 
 /* Factors with strides: user u's vector is U[u * ldu + 0 .. rank), its bias ub[u * ub_stride] (ub NULL:
  * none), likewise for items. The kind decides how they are evaluated (and, for a user they do not know,

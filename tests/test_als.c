@@ -179,9 +179,15 @@ TEST(als, implicit_learns_the_ranking)
 		CHECK_OK(starfa_eval(untrained, test, 10, &random_m));
 		testing_note("implicit fp16=%d: loss %.5f -> %.5f, p@10 %.3f (random factors %.3f), map %.3f ndcg %.3f", fp16,
 			     h.loss[1], h.loss[10], trained_m.precision, random_m.precision, trained_m.map, trained_m.ndcg);
-		/* Training ranks in the task graph (top_k tasks on a 2 x 3 grid, the lists merged); eval on the host. */
-		CHECK(fabs(trained_m.precision - h.precision[10]) < 1e-9 && fabs(trained_m.map - h.map[10]) < 1e-9 &&
-		      fabs(trained_m.ndcg - h.ndcg[10]) < 1e-9);
+		/* With GPUs training ranks in the task graph (top_k tasks on a 2 x 3 grid, cuBLAS scores, the lists
+		 * merged) and eval on the host (OpenBLAS scores): a near tie at the 10th place may go either way, and
+		 * one item moves p@10 by one over the sum of min(10, test items), a few thousandths here. On the
+		 * cores alone both are the host's loop, bit for bit. */
+		const double slack = starfa_worker_count(STARFA_WORKER_CUDA) > 0 ? 5e-3 : 1e-9;
+		CHECK_MSG(fabs(trained_m.precision - h.precision[10]) < slack && fabs(trained_m.map - h.map[10]) < slack &&
+			  fabs(trained_m.ndcg - h.ndcg[10]) < slack,
+			  "training's p@10 %.6f map %.6f ndcg %.6f, eval's %.6f %.6f %.6f", h.precision[10], h.map[10],
+			  h.ndcg[10], trained_m.precision, trained_m.map, trained_m.ndcg);
 		CHECK(trained_m.precision > 2 * random_m.precision && trained_m.precision > 0.3);
 		CHECK(trained_m.ndcg > 0 && trained_m.ndcg <= 1 && trained_m.map > 0 && trained_m.map <= 1);
 		starfa_model_free(m);

@@ -2,6 +2,7 @@
  * corrupt files, the kinds, exports, recommendations and metrics. */
 #include "als_testing.h"
 #include "model/model.h"
+#include "cpu/topk.h"
 
 #include <dirent.h>
 #include <errno.h>

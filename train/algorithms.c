@@ -192,7 +192,12 @@ int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_
 	if (!*ranker || (*ranker)->k != k) {
 		starfa_ranker_free(*ranker);
 		*ranker = NULL;
-		rc = ranker_create(S, test, k, ranker);
+		struct starfa_ranker *made = NULL;
+		rc = ranker_create(S, test, k, &made);
+		if (rc)
+			starfa_ranker_free(made); /* none half made is kept for the next call */
+		else
+			*ranker = made;
 	}
 	if (!rc)
 		rc = starfa_insert_top_k(S, X, Y, k, (*ranker)->active, (*ranker)->lists);
