@@ -92,6 +92,17 @@ constexpr int kCandidates = 1024; /* keys a block gathers into shared memory to 
 constexpr int kUnroll = 4;        /* keys a thread loads at once in a pass over a row */
 constexpr int kMaxBins = 2048;   /* 11-bit digits */
 
+/* The keys of a row's items i0 + j * kThreads + this thread, j < kUnroll (0 past the row's end): loaded
+ * before any is used, so that kUnroll loads are in flight. */
+__device__ inline void load_keys(const float *s, int64_t ncols, int64_t i0, uint32_t (&key)[kUnroll])
+{
+#pragma unroll
+	for (int j = 0; j < kUnroll; j++) {
+		const int64_t i = i0 + j * kThreads + threadIdx.x;
+		key[j] = i < ncols ? score_key(s[i]) : 0u;
+	}
+}
+
 /* hist[0 .. 2^bits) = how many of keys 0 .. n (key_at(i)) that are valid (not 0) and match prefix on mask
  * have each value of the digit (key >> shift) & (2^bits - 1). A warp's lanes with one digit add once. */
 template <class KeyAt>
@@ -165,13 +176,15 @@ __device__ digit_found find_digit(const unsigned *hist, int bits, unsigned want,
 }
 
 /* Row r of the chunk: its scores S[r] (its CSR row's columns set to NaN first), its list into L's row
- * rows[r] (or first + r). The k best (k no more
- * than the valid scores) by radix on the scores' keys: 11-bit digits from the top, counted over the row,
- * narrow the k-th largest key to a range; once the range holds at most kCandidates keys, one more pass
- * over the row keeps the keys above the range and gathers those in it into shared memory, where the
- * remaining digits and the ties (lowest index first) are settled. A range still wider after the last digit
- * is the k-th key itself, tied that often: then the row is passed over in index order. Last, the list is
- * sorted by rank. */
+ * rows[r] (or first + r); the k best (k no more than the valid scores) by their order-preserving keys.
+ * Most rows: a pass takes each thread's largest key, the k-th largest of those bounds the k best from
+ * below, and a second pass gathers the keys at or above it into shared memory. Where that bound does not
+ * exist (k above the block's threads, fewer than k threads with a valid score) or lets through more keys
+ * than shared memory holds, radix: 11-bit digits from the top, counted over the row, narrow the k-th key
+ * to a range, until the range holds at most kCandidates keys; one more pass keeps the keys above the
+ * range and gathers those in it. In shared memory the remaining digits and the ties (lowest index first)
+ * are settled. A range still wider after the last digit is the k-th key itself, tied that often: then the
+ * row is passed over in index order. Last, the list is sorted by rank. */
 __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S, const int32_t *rows, int64_t first,
 						       const uint32_t *rowptr, const uint32_t *colind, int k, float *L,
 						       int64_t ldl)
@@ -183,6 +196,7 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 	__shared__ float kept_score[STARFA_CUDA_TOP_K_MAX];
 	__shared__ digit_found found;
 	__shared__ unsigned s_kept, s_cand, s_eq_base;
+	__shared__ uint32_t s_bound;
 	__shared__ int warp_equal[kThreads / 32];
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	float *s = S + (int64_t)blockIdx.x * ncols;
@@ -200,40 +214,88 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 	uint32_t prefix = 0, mask = 0;
 	unsigned want = 0, K = 0, in_range = 0;
 	int low = 32; /* the lowest bit the range fixes */
-	for (int pass = 0; pass < 3; pass++) {
-		const int bits = pass < 2 ? 11 : 10, shift = low - bits;
-		count_digits(row_key, ncols, prefix, mask, shift, bits, hist);
-		if (pass == 0) {
-			const digit_found all = find_digit(hist, bits, 0, &found);
-			K = all.total < (unsigned)k ? all.total : (unsigned)k;
-			want = K;
-			if (K == 0)
-				break;
-		}
-		const digit_found f = find_digit(hist, bits, want, &found);
-		prefix |= f.digit << shift;
-		mask |= ((1u << bits) - 1u) << shift;
-		low = shift;
-		want -= f.above;
-		in_range = f.at;
-		if (in_range <= kCandidates)
-			break;
-	}
+	bool gathered = false; /* the keys in the range are in cand_key / cand_item, those above it in kept_item */
 	if (tid == 0) {
 		s_kept = 0;
 		s_cand = 0;
-		s_eq_base = 0;
+		s_bound = 0;
 	}
-	__syncthreads();
-	if (K > 0 && in_range <= kCandidates) {
-		/* Above the range: kept. In it: gathered, then the range narrowed over them. */
+	/* First a bound from one cheap pass: each thread's largest key over its share of the row. The k-th
+	 * largest of those is a key at least k keys reach, so the k best are among the keys at or above it;
+	 * where they fit in shared memory (most rows), one more pass gathers them. */
+	if (k <= kThreads) {
+		uint32_t best = 0;
 		for (int64_t i0 = 0; i0 < ncols; i0 += kThreads * kUnroll) {
 			uint32_t key[kUnroll];
+			load_keys(s, ncols, i0, key);
 #pragma unroll
-			for (int j = 0; j < kUnroll; j++) {
-				const int64_t i = i0 + j * kThreads + tid;
-				key[j] = i < ncols ? score_key(s[i]) : 0u;
+			for (int j = 0; j < kUnroll; j++)
+				best = key[j] > best ? key[j] : best;
+		}
+		cand_key[tid] = best; /* kThreads <= kCandidates */
+		__syncthreads();
+		unsigned above = 0; /* the maxima ranking above this thread's: higher, or equal and of a lower thread */
+		for (int t = 0; t < kThreads; t++)
+			above += cand_key[t] > best || (cand_key[t] == best && t < tid);
+		if (above == (unsigned)k - 1)
+			s_bound = best; /* 0 (NaN) when fewer than k threads saw a valid score: no bound */
+		__syncthreads();
+		const uint32_t bound = s_bound;
+		if (bound != 0u) {
+			for (int64_t i0 = 0; i0 < ncols; i0 += kThreads * kUnroll) {
+				uint32_t key[kUnroll];
+				load_keys(s, ncols, i0, key);
+#pragma unroll
+				for (int j = 0; j < kUnroll; j++)
+					if (key[j] >= bound) {
+						const unsigned at = atomicAdd(&s_cand, 1u);
+						if (at < kCandidates) {
+							cand_key[at] = key[j];
+							cand_item[at] = (int32_t)(i0 + j * kThreads + tid);
+						}
+					}
 			}
+			__syncthreads();
+			if (s_cand <= kCandidates) {
+				K = want = (unsigned)k;
+				in_range = s_cand;
+				gathered = true;
+			}
+		}
+	}
+	if (!gathered) {
+		/* The row's passes: bits 31..21, 20..10, 9..0. */
+		for (int pass = 0; pass < 3; pass++) {
+			const int bits = pass < 2 ? 11 : 10, shift = low - bits;
+			count_digits(row_key, ncols, prefix, mask, shift, bits, hist);
+			if (pass == 0) {
+				const digit_found all = find_digit(hist, bits, 0, &found);
+				K = all.total < (unsigned)k ? all.total : (unsigned)k;
+				want = K;
+				if (K == 0)
+					break;
+			}
+			const digit_found f = find_digit(hist, bits, want, &found);
+			prefix |= f.digit << shift;
+			mask |= ((1u << bits) - 1u) << shift;
+			low = shift;
+			want -= f.above;
+			in_range = f.at;
+			if (in_range <= kCandidates)
+				break;
+		}
+		if (tid == 0) {
+			s_kept = 0;
+			s_cand = 0;
+			s_eq_base = 0;
+		}
+		__syncthreads();
+	}
+	if (!gathered && K > 0 && in_range <= kCandidates) {
+		/* Above the range: kept. In it: gathered. */
+		for (int64_t i0 = 0; i0 < ncols; i0 += kThreads * kUnroll) {
+			uint32_t key[kUnroll];
+			load_keys(s, ncols, i0, key);
 #pragma unroll
 			for (int j = 0; j < kUnroll; j++) {
 				const int32_t i = (int32_t)(i0 + j * kThreads + tid);
@@ -249,6 +311,10 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 			}
 		}
 		__syncthreads();
+		gathered = true;
+	}
+	if (gathered) {
+		/* The range narrowed over the gathered keys. */
 		const auto cand_at = [](int64_t i) { return cand_key[i]; };
 		while (low > 0) {
 			const int bits = low < 8 ? low : 8, shift = low - bits;

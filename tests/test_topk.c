@@ -206,4 +206,9 @@ TEST(topk_cuda, lists_match_a_full_sort_cuda)
 		SKIP("no CUDA device");
 	return top_k_lists(STARFA_WORKER_CUDA, testing_seed() + 90);
 }
+#else
+TEST(topk_cuda, not_built)
+{
+	SKIP("starfa was configured without CUDA");
+}
 #endif
