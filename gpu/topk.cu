@@ -210,11 +210,13 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 		__syncthreads();
 	}
 
-	/* The row's passes: bits 31..21, 20..10, 9..0. */
+	/* The k-th key's range: the keys matching prefix on mask, bits low and up fixed. */
 	uint32_t prefix = 0, mask = 0;
 	unsigned want = 0, K = 0, in_range = 0;
-	int low = 32; /* the lowest bit the range fixes */
-	bool gathered = false; /* the keys in the range are in cand_key / cand_item, those above it in kept_item */
+	int low = 32;
+	/* The keys in the range are in cand_key / cand_item, and any above it in kept_item (none after the
+	 * bound's pass, whose range is every key). */
+	bool gathered = false;
 	if (tid == 0) {
 		s_kept = 0;
 		s_cand = 0;
@@ -246,14 +248,18 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 				uint32_t key[kUnroll];
 				load_keys(s, ncols, i0, key);
 #pragma unroll
-				for (int j = 0; j < kUnroll; j++)
-					if (key[j] >= bound) {
-						const unsigned at = atomicAdd(&s_cand, 1u);
-						if (at < kCandidates) {
-							cand_key[at] = key[j];
-							cand_item[at] = (int32_t)(i0 + j * kThreads + tid);
-						}
+				for (int j = 0; j < kUnroll; j++) { /* a warp's keys placed by one atomic */
+					const bool take = key[j] >= bound;
+					const unsigned taken = __ballot_sync(0xffffffffu, take);
+					unsigned at = 0;
+					if (lane == 0 && taken)
+						at = atomicAdd(&s_cand, (unsigned)__popc(taken));
+					at = __shfl_sync(0xffffffffu, at, 0) + __popc(taken & ((1u << lane) - 1u));
+					if (take && at < kCandidates) {
+						cand_key[at] = key[j];
+						cand_item[at] = (int32_t)(i0 + j * kThreads + tid);
 					}
+				}
 			}
 			__syncthreads();
 			if (s_cand <= kCandidates) {

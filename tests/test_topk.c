@@ -149,16 +149,17 @@ static int top_k_lists(starfa_worker_kind kind, uint64_t seed)
 	const int cases = testing_quick() ? 3 : 8;
 	for (int c = 0; c < cases; c++) {
 		const int64_t m = 20 + (int64_t)testing_below(&rng, 300), n = 10 + (int64_t)testing_below(&rng, 400);
-		static const int64_t ks[] = {1, 3, 10, 37};
-		const int64_t k = c == cases - 1 ? n + 5 : ks[testing_below(&rng, 4)];
+		static const int64_t ks[] = {1, 3, 10, 37, 200, 256}; /* 256: the CUDA kernel's bound by its threads */
+		const int64_t k = c == cases - 1 ? n + 5 : ks[testing_below(&rng, 6)];
 		const int levels = c % 2 ? 1 + (int)testing_below(&rng, 3) : 16; /* few levels: many ties */
 		if (one_case(m, n, m * n / 10, 1 + (int64_t)testing_below(&rng, 32), k, 1 + (int64_t)testing_below(&rng, 3),
 			     1 + (int64_t)testing_below(&rng, 4), levels, c % 3 == 2, &rng))
 			return 1;
 	}
-	/* Columns enough that the CUDA kernel scores the rows in chunks of 64 (256 MB) and passes over a row
-	 * two or three times, row 0's ties (every score 0) more than shared memory holds; every row ranked. */
-	return testing_quick() ? 0 : one_case(150, (int64_t)1 << 20, 10000, 4, 10, 1, 1, 16, 1, &rng);
+	/* Columns enough that the CUDA kernel scores the rows in chunks of 64 (256 MB), and at k = 256 lets more
+	 * keys than shared memory holds through its bound (the radix digits then), row 0's ties (every score 0)
+	 * past the last digit; every row ranked. */
+	return testing_quick() ? 0 : one_case(150, (int64_t)1 << 20, 10000, 4, 256, 1, 1, 16, 1, &rng);
 }
 
 TEST(topk, lists_match_a_full_sort_cpu)
