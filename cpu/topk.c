@@ -14,6 +14,12 @@ static inline int ranks_above(struct scored a, struct scored b)
 	return a.score > b.score || (a.score == b.score && a.item < b.item);
 }
 
+int starfa_cpu_scored_order(const void *a, const void *b)
+{
+	const struct scored *x = a, *y = b;
+	return ranks_above(*x, *y) ? -1 : ranks_above(*y, *x) ? 1 : 0;
+}
+
 /* Min-heap on rank: heap[0] is the worst of the k kept. */
 static void sift_down(struct scored *heap, int64_t n, int64_t i)
 {

@@ -11,6 +11,9 @@ struct scored {
 	int32_t item;
 };
 
+/* qsort's comparison for the selection's order: a higher score first, ties the lower item first. */
+int starfa_cpu_scored_order(const void *a, const void *b);
+
 /* The k best of scores[0 .. n) (items 0 .. n), leaving out excluded[0 .. nex) (sorted ascending; NULL when
  * nex is 0) and NaN scores, best first (a higher score; ties: the lower index) into heap (k entries);
  * returns how many (fewer than k when fewer remain). */

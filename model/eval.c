@@ -113,14 +113,6 @@ static void add_user(struct rank_part *part, const struct scored *heap, int64_t 
 	part->users++;
 }
 
-static int by_rank(const void *a, const void *b)
-{
-	const struct scored *x = a, *y = b;
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return (x->item > y->item) - (x->item < y->item);
-}
-
 /* User u's top k from its top k of each column band (room for lists->n * k entries in heap), best
  * first; how many. */
 static int64_t merge_lists(const struct starfa_top_k_lists *lists, int64_t u, int64_t k, struct scored *heap)
@@ -132,7 +124,7 @@ static int64_t merge_lists(const struct starfa_top_k_lists *lists, int64_t u, in
 			heap[n++] = (struct scored){row[2 * i], (int32_t)(lists->col0[j] + starfa_top_k_item_at(row, i))};
 	}
 	if (lists->n > 1)
-		qsort(heap, (size_t)n, sizeof *heap, by_rank);
+		qsort(heap, (size_t)n, sizeof *heap, starfa_cpu_scored_order);
 	return n < k ? n : k;
 }
 

@@ -1,6 +1,8 @@
 /* top_k: each row's best columns of each column band, on CPU workers alone and on CUDA workers alone,
  * against a full sort of scores that float arithmetic computes exactly in any order. */
 #include "testing.h"
+#include "cpu/topk.h"
+#include "model/model.h"
 #ifdef STARFA_USE_CUDA
 #include "testing_cuda.h"
 #endif
@@ -165,6 +167,70 @@ static int top_k_lists(starfa_worker_kind kind, uint64_t seed)
 TEST(topk, lists_match_a_full_sort_cpu)
 {
 	return top_k_lists(STARFA_WORKER_CPU, testing_seed() + 90);
+}
+
+/* starfa_lists_metrics, which merges each user's k best of several column bands (the top_k tasks' lists,
+ * made here by the CPU kernel on each band without StarPU), gives the metrics that ranking every item
+ * gives, to the bit: exact scores (multiples of 1/8), so that either side's order of summation agrees. */
+TEST(topk, merged_lists_give_the_same_metrics)
+{
+	enum { U = 300, I = 200, R = 8, N = 900, K = 10, BANDS = 3 };
+	const int64_t col0[BANDS + 1] = {0, 70, 141, I};
+	uint64_t rng = testing_seed() + 92;
+	starfa_csr *seen = testing_random_csr(U, I, 3000, 0.5, &rng);
+	float *uf = malloc(sizeof(float) * U * R), *itf = malloc(sizeof(float) * I * R);
+	float *lists[BANDS];
+	uint32_t *rowptr = malloc(sizeof(uint32_t) * (U + 1)), *colind = malloc(sizeof(uint32_t) * 3000);
+	CHECK(seen && uf && itf && rowptr && colind && seen->nnz <= 3000);
+	for (int64_t e = 0; e < U * R; e++)
+		uf[e] = eighth(&rng, 16);
+	for (int64_t e = 0; e < I * R; e++)
+		itf[e] = eighth(&rng, 16 - 15 * (e / R % 7 == 0)); /* every 7th item's scores few-valued: ties */
+	for (int b = 0; b < BANDS; b++) {
+		/* the band's columns of the training entries, numbered from its first */
+		rowptr[0] = 0;
+		for (int64_t u = 0; u < U; u++) {
+			rowptr[u + 1] = rowptr[u];
+			for (int64_t p = seen->rowptr[u]; p < seen->rowptr[u + 1]; p++)
+				if (seen->colind[p] >= col0[b] && seen->colind[p] < col0[b + 1])
+					colind[rowptr[u + 1]++] = (uint32_t)(seen->colind[p] - col0[b]);
+		}
+		lists[b] = malloc(sizeof(float) * U * 2 * K);
+		CHECK(lists[b]);
+		testing_poison(lists[b], U * 2 * K);
+		CHECK(starfa_cpu_top_k_rows(U, col0[b + 1] - col0[b], R, uf, R, itf + col0[b] * R, R, rowptr, colind, NULL, K,
+					    lists[b], 2 * K) == 0);
+	}
+	struct starfa_matched test = {N, malloc(sizeof(int32_t) * N), malloc(sizeof(int32_t) * N), NULL};
+	CHECK(test.user && test.item);
+	for (int64_t e = 0; e < N; e++) { /* a few unknown users and items: cold */
+		test.user[e] = testing_below(&rng, 50) == 0 ? -1 : (int32_t)testing_below(&rng, U);
+		test.item[e] = testing_below(&rng, 50) == 0 ? -1 : (int32_t)testing_below(&rng, I);
+	}
+	const struct starfa_factors f = {.kind = STARFA_MODEL_IMPLICIT, .nusers = U, .nitems = I, .rank = R,
+					 .U = uf, .V = itf, .ldu = R, .ldv = R};
+	const struct starfa_top_k_lists merged = {BANDS, 2 * K, (const float *const *)lists, col0};
+	starfa_metrics want, got;
+	CHECK_OK(starfa_factors_metrics(&f, &test, seen, K, &want));
+	CHECK_OK(starfa_lists_metrics(&f, &merged, &test, seen, K, &got));
+	testing_note("p@%d %.4f map %.4f ndcg %.4f over %lld users, %lld cold", K, want.precision, want.map, want.ndcg,
+		     (long long)want.users, (long long)want.cold);
+	CHECK_MSG(got.precision == want.precision && got.map == want.map && got.ndcg == want.ndcg &&
+			  got.users == want.users && got.cold == want.cold && want.users > 100,
+		  "merged: p %.9f map %.9f ndcg %.9f users %lld; scored: %.9f %.9f %.9f %lld", got.precision, got.map,
+		  got.ndcg, (long long)got.users, want.precision, want.map, want.ndcg, (long long)want.users);
+	const struct starfa_top_k_lists narrow = {BANDS, K, (const float *const *)lists, col0};
+	CHECK(starfa_lists_metrics(&f, &narrow, &test, seen, K, &got) == STARFA_EINVAL); /* 2k columns needed */
+	for (int b = 0; b < BANDS; b++)
+		free(lists[b]);
+	free(test.user);
+	free(test.item);
+	free(rowptr);
+	free(colind);
+	free(uf);
+	free(itf);
+	starfa_csr_free(seen);
+	return 0;
 }
 
 /* Wrong operands: clear errors, nothing inserted. */
