@@ -514,6 +514,8 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	a->items.x = a->dY;
 	if (test) {
 		rc = starfa_match_entries(test, train->row_ids, train->col_ids, c->nrows, c->ncols, &a->test);
+		if (!rc) /* once: the metrics after every iteration reuse it */
+			rc = starfa_matched_count_cold(&a->test, a->csr, c->ncols);
 		a->has_test = rc == 0;
 	}
 	return rc;

@@ -241,6 +241,8 @@ static int ccd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	}
 	if (!rc && test) {
 		rc = starfa_match_entries(test, train->row_ids, train->col_ids, m, n, &g->test);
+		if (!rc) /* once: the metrics after every iteration reuse it */
+			rc = starfa_matched_count_cold(&g->test, g->csr, n);
 		g->has_test = rc == 0;
 	}
 	return rc;

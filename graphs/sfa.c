@@ -227,6 +227,7 @@ static int sfa_setup(const starfa_coo *train, const starfa_coo *test, const void
 	TRY(rc);
 	if (test) {
 		TRY(starfa_match_entries(test, train->row_ids, train->col_ids, c->nrows, c->ncols, &g->test));
+		TRY(starfa_matched_count_cold(&g->test, g->csr, c->ncols)); /* once: every evaluation reuses it */
 		g->has_test = 1;
 	}
 	return starfa_wait();

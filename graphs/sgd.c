@@ -270,6 +270,8 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		return rc;
 	if (test) {
 		rc = starfa_match_entries(test, train->row_ids, train->col_ids, c->nrows, c->ncols, &g->test);
+		if (!rc) /* once: the metrics after every iteration reuse it */
+			rc = starfa_matched_count_cold(&g->test, g->csr, c->ncols);
 		g->has_test = rc == 0;
 	}
 	return rc;

@@ -300,6 +300,31 @@ static void cold_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 	c->part[chunk] = n;
 }
 
+/* Cold test entries: the user or the item is unknown, or had no training entries in seen. */
+static int count_cold(const struct starfa_matched *test, const starfa_csr *seen, int64_t nitems, int64_t *out)
+{
+	*out = 0;
+	struct cold_ctx cold = {seen, test, seen ? starfa_calloc(nitems > 0 ? (size_t)nitems : 1, 1) : NULL, {0}};
+	if (seen && !cold.item_seen)
+		return STARFA_ENOMEM;
+	int rc = seen ? starfa_host_parallel(seen->nnz, COLD_CHUNKS, mark_seen_chunk, &cold) : 0;
+	if (!rc)
+		rc = starfa_host_parallel(test->n, COLD_CHUNKS, cold_chunk, &cold);
+	free(cold.item_seen);
+	for (int c = 0; !rc && c < COLD_CHUNKS; c++)
+		*out += cold.part[c];
+	return rc;
+}
+
+int starfa_matched_count_cold(struct starfa_matched *m, const starfa_csr *seen, int64_t nitems)
+{
+	m->cold_seen = NULL;
+	int rc = seen ? count_cold(m, seen, nitems, &m->cold) : 0;
+	if (!rc && seen)
+		m->cold_seen = seen;
+	return rc;
+}
+
 /* Test RMSE: the entries cut into this many chunks, each with its partial sum of squared errors. */
 #define RMSE_CHUNKS 256
 
@@ -334,18 +359,13 @@ static int metrics(const struct starfa_factors *f, const struct starfa_top_k_lis
 		return starfa_set_error(STARFA_EINVAL, "cannot evaluate a model of unknown kind %d", (int)f->kind);
 	if (f->kind == STARFA_MODEL_IMPLICIT && k < 1)
 		return starfa_set_error(STARFA_EINVAL, "ranking metrics need k >= 1");
-	/* Cold: the user or the item is unknown, or had no training entries. */
-	struct cold_ctx cold = {seen, test, seen ? starfa_calloc((size_t)f->nitems, 1) : NULL, {0}};
-	if (seen && !cold.item_seen)
-		return STARFA_ENOMEM;
-	int rc = seen ? starfa_host_parallel(seen->nnz, COLD_CHUNKS, mark_seen_chunk, &cold) : 0;
-	if (!rc)
-		rc = starfa_host_parallel(test->n, COLD_CHUNKS, cold_chunk, &cold);
-	free(cold.item_seen);
+	int rc = 0;
+	if (seen && test->cold_seen == seen)
+		out->cold = test->cold;
+	else
+		rc = count_cold(test, seen, f->nitems, &out->cold);
 	if (rc)
 		return rc;
-	for (int c = 0; c < COLD_CHUNKS; c++)
-		out->cold += cold.part[c];
 	if (f->kind != STARFA_MODEL_IMPLICIT) {
 		/* Explicit: the score holds the mean and the biases; non-negative: W·Hᵀ alone (the view has
 		 * neither, starfa_model_factors). */

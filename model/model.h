@@ -47,6 +47,11 @@ struct starfa_matched {
 	int64_t n;
 	int32_t *user, *item;
 	const float *val; /* the test matrix's own values */
+	/* How many entries are cold against cold_seen's training entries, counted once by
+	 * starfa_matched_count_cold (neither changes between a training run's evaluations); cold_seen NULL:
+	 * not counted, the metrics count them. */
+	const starfa_csr *cold_seen;
+	int64_t cold;
 };
 
 /* Matches test's entries to users and items by id when test and the maps have ids, else by index
@@ -54,6 +59,9 @@ struct starfa_matched {
 int starfa_match_entries(const starfa_coo *test, const starfa_idmap *users, const starfa_idmap *items,
 			 int64_t nusers, int64_t nitems, struct starfa_matched *out);
 void starfa_matched_free(struct starfa_matched *m);
+/* Counts m's cold entries against seen (the training entries, nitems columns) for the metrics to reuse
+ * while they are given the same seen. 0, or an error from the runtime. */
+int starfa_matched_count_cold(struct starfa_matched *m, const starfa_csr *seen, int64_t nitems);
 
 /* RMSE (explicit and non-negative kinds) or ranking metrics at k (implicit, leaving seen's items out of
  * the rankings; seen may be NULL), as starfa_eval; STARFA_EINVAL for topic models. */

@@ -219,6 +219,12 @@ TEST(topk, merged_lists_give_the_same_metrics)
 			  got.users == want.users && got.cold == want.cold && want.users > 100,
 		  "merged: p %.9f map %.9f ndcg %.9f users %lld; scored: %.9f %.9f %.9f %lld", got.precision, got.map,
 		  got.ndcg, (long long)got.users, want.precision, want.map, want.ndcg, (long long)want.users);
+	/* The cold count made once for a training run's evaluations: the same metrics. */
+	CHECK_OK(starfa_matched_count_cold(&test, seen, I));
+	CHECK(test.cold_seen == seen && test.cold == want.cold);
+	starfa_metrics again;
+	CHECK_OK(starfa_lists_metrics(&f, &merged, &test, seen, K, &again));
+	CHECK(again.cold == want.cold && again.precision == want.precision && again.ndcg == want.ndcg);
 	const struct starfa_top_k_lists narrow = {BANDS, K, (const float *const *)lists, col0};
 	CHECK(starfa_lists_metrics(&f, &narrow, &test, seen, K, &got) == STARFA_EINVAL); /* 2k columns needed */
 	for (int b = 0; b < BANDS; b++)
