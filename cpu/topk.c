@@ -109,9 +109,24 @@ int64_t starfa_cpu_top_k(const float *scores, int64_t nitems, int64_t k, const i
 	return n;
 }
 
-/* Rows scored at once: one SGEMM of their A rows with every B row (at most TOP_K_ROWS_FLOATS scores). */
-#define TOP_K_ROWS 64
-#define TOP_K_ROWS_FLOATS ((int64_t)1 << 20)
+int64_t starfa_cpu_score_block(int64_t ncols)
+{
+	const int64_t block = ((int64_t)1 << 20) / (ncols > 0 ? ncols : 1);
+	return block < 1 ? 1 : block > STARFA_CPU_SCORE_ROWS ? STARFA_CPU_SCORE_ROWS : block;
+}
+
+void starfa_cpu_score_rows(const int64_t *rows, int64_t nb, const float *A, int64_t lda, int64_t rank,
+			   const float *B, int64_t ldb, int64_t ncols, float *X, float *S)
+{
+	if (rank > 0 && ncols > 0) {
+		for (int64_t b = 0; b < nb; b++)
+			memcpy(X + b * rank, A + rows[b] * lda, (size_t)rank * sizeof *X);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)ncols, (int)rank, 1.0f, X, (int)rank, B,
+			    (int)ldb, 0.0f, S, (int)ncols);
+	} else {
+		memset(S, 0, (size_t)(nb * ncols) * sizeof *S);
+	}
+}
 
 static void write_list(float *row, const struct scored *heap, int64_t got, int64_t k)
 {
@@ -129,12 +144,11 @@ int starfa_cpu_top_k_rows(int64_t nrows, int64_t ncols, int64_t rank, const floa
 			  int64_t ldb, const uint32_t *rowptr, const uint32_t *colind, const float *active, int64_t k,
 			  float *L, int64_t ldl)
 {
-	int64_t block = TOP_K_ROWS_FLOATS / (ncols > 0 ? ncols : 1);
-	block = block < 1 ? 1 : block > TOP_K_ROWS ? TOP_K_ROWS : block;
+	const int64_t block = starfa_cpu_score_block(ncols);
 	struct scored *heap = malloc((size_t)(k > 0 ? k : 1) * sizeof *heap);
 	float *S = malloc((size_t)(block * (ncols > 0 ? ncols : 1)) * sizeof *S);
 	float *X = malloc((size_t)(block * (rank > 0 ? rank : 1)) * sizeof *X);
-	int64_t rows[TOP_K_ROWS];
+	int64_t rows[STARFA_CPU_SCORE_ROWS];
 	if (!heap || !S || !X) {
 		free(heap);
 		free(S);
@@ -148,17 +162,11 @@ int starfa_cpu_top_k_rows(int64_t nrows, int64_t ncols, int64_t rank, const floa
 				write_list(L + r0 * ldl, NULL, 0, k);
 				continue;
 			}
-			if (rank > 0)
-				memcpy(X + nb * rank, A + r0 * lda, (size_t)rank * sizeof *X);
 			rows[nb++] = r0;
 		}
 		if (nb == 0)
 			break;
-		if (rank > 0 && ncols > 0)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)ncols, (int)rank, 1.0f, X,
-				    (int)rank, B, (int)ldb, 0.0f, S, (int)ncols);
-		else
-			memset(S, 0, (size_t)(nb * ncols) * sizeof *S);
+		starfa_cpu_score_rows(rows, nb, A, lda, rank, B, ldb, ncols, X, S);
 		for (int64_t b = 0; b < nb; b++) {
 			const int64_t r = rows[b];
 			float *s = S + b * ncols;

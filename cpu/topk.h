@@ -20,6 +20,16 @@ int starfa_cpu_scored_order(const void *a, const void *b);
 int64_t starfa_cpu_top_k(const float *scores, int64_t n, int64_t k, const int32_t *excluded, int64_t nex,
 			 struct scored *heap);
 
+/* Rows scored at once by starfa_cpu_score_rows: at most this many, and at most 2^20 scores (4 MB). */
+#define STARFA_CPU_SCORE_ROWS 64
+/* How many rows of ncols scores a block holds (1 to STARFA_CPU_SCORE_ROWS). */
+int64_t starfa_cpu_score_block(int64_t ncols);
+
+/* S (nb x ncols, row-major) = the rows rows[0 .. nb) of A (rank values each, stride lda), packed into X (nb x
+ * rank), times every row of B (rank values, stride ldb): one SGEMM (OpenBLAS), zeros when rank or ncols is 0. */
+void starfa_cpu_score_rows(const int64_t *rows, int64_t nb, const float *A, int64_t lda, int64_t rank,
+			   const float *B, int64_t ldb, int64_t ncols, float *X, float *S);
+
 /* For each row r < nrows with active[r] != 0 (active NULL: every row), the top k of its scores against the
  * ncols columns, score(r, c) = A_r · B_c over rank values (A_r = A[r * lda ..], B_c = B[c * ldb ..]), leaving
  * out the columns of its CSR row (rowptr NULL: none) and NaN scores, written to row r of L (ldl >= 2k

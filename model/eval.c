@@ -5,8 +5,6 @@
 
 #include "cpu/topk.h"
 
-#include <cblas.h>
-
 #include <math.h>
 #include <string.h>
 
@@ -85,10 +83,6 @@ struct rank_ctx {
 	struct rank_part *part;
 };
 
-/* Users scored at once: their factor rows times every item's in one SGEMM (a block of at most
- * SCORE_FLOATS scores). */
-#define SCORE_BLOCK 64
-#define SCORE_FLOATS ((int64_t)1 << 20) /* 4 MB a chunk in flight */
 
 /* One user's metrics from its top k (heap) and its distinct test items (likes, sorted). */
 static void add_user(struct rank_part *part, const struct scored *heap, int64_t got, const int32_t *likes,
@@ -128,16 +122,12 @@ static int64_t merge_lists(const struct starfa_top_k_lists *lists, int64_t u, in
 	return n < k ? n : k;
 }
 
-/* The scores of nb users (their factor rows in X, users[b] the user of row b) against every item, with
- * the score's mean and biases as starfa_factors_score adds them, into S (nb x nitems). */
-static void score_block(const struct starfa_factors *f, const float *X, const int64_t *users, int64_t nb, float *S)
+/* The scores of nb users (users[b] the user of row b; X: room for their factor rows) against every item,
+ * with the score's mean and biases as starfa_factors_score adds them, into S (nb x nitems). */
+static void score_block(const struct starfa_factors *f, const int64_t *users, int64_t nb, float *X, float *S)
 {
-	const int64_t nitems = f->nitems, r = f->rank;
-	if (r > 0 && nitems > 0)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)nitems, (int)r, 1.0f, X, (int)r, f->V,
-			    (int)f->ldv, 0.0f, S, (int)nitems);
-	else
-		memset(S, 0, (size_t)(nb * nitems) * sizeof *S);
+	const int64_t nitems = f->nitems;
+	starfa_cpu_score_rows(users, nb, f->U, f->ldu, f->rank, f->V, f->ldv, nitems, X, S);
 	for (int64_t b = 0; b < nb; b++) {
 		const int64_t u = users[b];
 		float *row = S + b * nitems;
@@ -158,16 +148,12 @@ static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 	const starfa_csr *seen = c->seen;
 	const int64_t k = c->k, nitems = f->nitems, r = f->rank;
 	struct rank_part *part = &c->part[chunk];
-	int64_t block = SCORE_BLOCK;
-	if (!lists) {
-		block = SCORE_FLOATS / (nitems > 0 ? nitems : 1);
-		block = block < 1 ? 1 : block > SCORE_BLOCK ? SCORE_BLOCK : block;
-	}
+	const int64_t block = lists ? STARFA_CPU_SCORE_ROWS : starfa_cpu_score_block(nitems);
 	/* With lists: room for every band's k; else the block's scores and factor rows. */
 	struct scored *heap = malloc((size_t)(lists ? lists->n * k : k) * sizeof *heap);
 	float *S = lists ? NULL : malloc((size_t)(block * (nitems > 0 ? nitems : 1)) * sizeof *S);
 	float *X = lists ? NULL : malloc((size_t)(block * (r > 0 ? r : 1)) * sizeof *X);
-	int64_t users[SCORE_BLOCK];
+	int64_t users[STARFA_CPU_SCORE_ROWS];
 	if (!heap || (!lists && (!S || !X))) {
 		part->failed = 1;
 		free(heap);
@@ -183,14 +169,12 @@ static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 				continue;
 			int32_t *likes = c->items + c->start[u0];
 			qsort(likes, (size_t)n, sizeof *likes, compare_int32);
-			if (!lists)
-				memcpy(X + nb * r, f->U + u0 * f->ldu, (size_t)r * sizeof *X);
 			users[nb++] = u0;
 		}
 		if (nb == 0)
 			break;
 		if (!lists)
-			score_block(f, X, users, nb, S);
+			score_block(f, users, nb, X, S);
 		for (int64_t b = 0; b < nb; b++) {
 			const int64_t u = users[b];
 			int64_t n = c->start[u + 1] - c->start[u], distinct = 0;

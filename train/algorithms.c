@@ -133,12 +133,11 @@ int starfa_column_norms(const float *F, int64_t nrows, int64_t len, int64_t skip
 }
 
 struct starfa_ranker {
-	int64_t k, nlists, nusers;
+	int64_t k, nlists;
 	float *active_data;  /* 1 for the users with a known test item */
 	starfa_dense *active;
 	float **data;        /* per column band: users x 2k, the lists */
 	starfa_dense **lists;
-	int64_t *col0;
 };
 
 void starfa_ranker_free(struct starfa_ranker *r)
@@ -152,7 +151,6 @@ void starfa_ranker_free(struct starfa_ranker *r)
 	}
 	free(r->lists);
 	free(r->data);
-	free(r->col0);
 	free(r->active_data);
 	free(r);
 }
@@ -164,21 +162,19 @@ static int ranker_create(const starfa_tiled *S, const struct starfa_matched *tes
 		return STARFA_ENOMEM;
 	*out = r;
 	r->k = k;
-	r->nusers = starfa_tiled_nrows(S);
 	r->nlists = starfa_tiled_col_tiles(S);
-	r->active_data = starfa_calloc(r->nusers > 0 ? (size_t)r->nusers : 1, sizeof *r->active_data);
+	const int64_t nusers = starfa_tiled_nrows(S);
+	r->active_data = starfa_calloc(nusers > 0 ? (size_t)nusers : 1, sizeof *r->active_data);
 	r->data = starfa_calloc((size_t)r->nlists, sizeof *r->data);
 	r->lists = starfa_calloc((size_t)r->nlists, sizeof *r->lists);
-	r->col0 = starfa_calloc((size_t)r->nlists, sizeof *r->col0);
-	if (!r->active_data || !r->data || !r->lists || !r->col0)
+	if (!r->active_data || !r->data || !r->lists)
 		return STARFA_ENOMEM;
 	for (int64_t e = 0; e < test->n; e++)
 		if (test->user[e] >= 0 && test->item[e] >= 0)
 			r->active_data[test->user[e]] = 1.0f;
 	int rc = starfa_dense_create(S, STARFA_ROWS, r->active_data, 1, &r->active);
 	for (int64_t j = 0; !rc && j < r->nlists; j++) {
-		r->col0[j] = starfa_tiled_col_bounds(S)[j];
-		r->data[j] = starfa_malloc(r->nusers > 0 ? (size_t)(r->nusers * 2 * k) : 1, sizeof(float));
+		r->data[j] = starfa_malloc(nusers > 0 ? (size_t)(nusers * 2 * k) : 1, sizeof(float));
 		rc = r->data[j] ? starfa_dense_create(S, STARFA_ROWS, r->data[j], 2 * k, &r->lists[j]) : STARFA_ENOMEM;
 	}
 	return rc;
@@ -206,6 +202,6 @@ int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_
 	if (rc)
 		return rc;
 	const struct starfa_top_k_lists lists = {(*ranker)->nlists, 2 * k, (const float *const *)(*ranker)->data,
-						 (*ranker)->col0};
+						 starfa_tiled_col_bounds(S)};
 	return starfa_lists_metrics(f, &lists, test, seen, k, out);
 }
