@@ -8,10 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Ranks a above b: higher score, then lower item index (so ties do not depend on the order of work). */
 static inline int ranks_above(struct scored a, struct scored b)
 {
-	return a.score > b.score || (a.score == b.score && a.item < b.item);
+	return starfa_ranks_above(a.score, a.item, b.score, b.item);
 }
 
 int starfa_cpu_scored_order(const void *a, const void *b)

@@ -3,7 +3,16 @@
 #ifndef STARFA_CPU_TOPK_H
 #define STARFA_CPU_TOPK_H
 
+#include "cpu/special.h" /* STARFA_HD */
 #include <stdint.h>
+
+/* The selection's order, in the CPU and the CUDA kernels alike (host and device code): score sa of item ia
+ * ranks above score sb of item ib when higher, or equal and of the lower item, so that ties do not depend
+ * on the order of work. */
+STARFA_HD int starfa_ranks_above(float sa, int32_t ia, float sb, int32_t ib)
+{
+	return sa > sb || (sa == sb && ia < ib);
+}
 
 /* An item and its score, as top-k selection keeps them. */
 struct scored {

@@ -754,24 +754,14 @@ struct dense_plans {
 
 thread_local dense_plans dense_kept;
 
-starfa_gpu_status status_ok()
-{
-	return starfa_gpu_status{nullptr, cudaSuccess, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
-}
 
-void keep_first_failure(starfa_gpu_status &st, const char *call, cudaError_t cuda,
-			cublasStatus_t cublas = CUBLAS_STATUS_SUCCESS)
-{
-	if (!st.call && (cuda != cudaSuccess || cublas != CUBLAS_STATUS_SUCCESS))
-		st = starfa_gpu_status{call, cuda, CUSPARSE_STATUS_SUCCESS, cublas};
-}
 
 void free_dense_plan(dense_plan &p, starfa_gpu_status &st)
 {
 	if (p.rows)
-		keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(p.rows, p.stream));
+		starfa_gpu_keep_first(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(p.rows, p.stream));
 	if (p.rank)
-		keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(p.rank, p.stream));
+		starfa_gpu_keep_first(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(p.rank, p.stream));
 	p.rows = p.rank = nullptr;
 	p.lengths.clear();
 }
@@ -780,12 +770,12 @@ void free_dense_plan(dense_plan &p, starfa_gpu_status &st)
  * kDenseCandidateDensity * ncols nonzeros sorted longest first. */
 starfa_gpu_status make_dense_plan(dense_plan &p, cudaStream_t stream)
 {
-	starfa_gpu_status st = status_ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	std::vector<uint32_t> rowptr((size_t)p.tile.nrows + 1);
-	keep_first_failure(st, "cudaMemcpyAsync (SDDMM dense rows: row offsets)",
+	starfa_gpu_keep_first(st, "cudaMemcpyAsync (SDDMM dense rows: row offsets)",
 			   cudaMemcpyAsync(rowptr.data(), p.rowptr, rowptr.size() * sizeof(uint32_t),
 					   cudaMemcpyDeviceToHost, stream));
-	keep_first_failure(st, "cudaStreamSynchronize (SDDMM dense rows)", cudaStreamSynchronize(stream));
+	starfa_gpu_keep_first(st, "cudaStreamSynchronize (SDDMM dense rows)", cudaStreamSynchronize(stream));
 	if (st.call)
 		return st;
 	const double least = std::max(1.0, kDenseCandidateDensity * (double)p.tile.ncols);
@@ -803,22 +793,22 @@ starfa_gpu_status make_dense_plan(dense_plan &p, cudaStream_t stream)
 		p.lengths[h] = rowptr[rows[h] + 1] - rowptr[rows[h]];
 	}
 	p.stream = stream;
-	keep_first_failure(st, "cudaMallocAsync (SDDMM dense rows)",
+	starfa_gpu_keep_first(st, "cudaMallocAsync (SDDMM dense rows)",
 			   cudaMallocAsync((void **)&p.rows, std::max<size_t>(rows.size(), 1) * sizeof(int32_t), stream));
-	keep_first_failure(st, "cudaMallocAsync (SDDMM dense rows)",
+	starfa_gpu_keep_first(st, "cudaMallocAsync (SDDMM dense rows)",
 			   cudaMallocAsync((void **)&p.rank, rank.size() * sizeof(int32_t), stream));
 	if (!st.call && !rows.empty())
-		keep_first_failure(st, "cudaMemcpyAsync (SDDMM dense rows)",
+		starfa_gpu_keep_first(st, "cudaMemcpyAsync (SDDMM dense rows)",
 				   cudaMemcpyAsync(p.rows, rows.data(), rows.size() * sizeof(int32_t),
 						   cudaMemcpyHostToDevice, stream));
 	if (!st.call)
-		keep_first_failure(st, "cudaMemcpyAsync (SDDMM dense rows)",
+		starfa_gpu_keep_first(st, "cudaMemcpyAsync (SDDMM dense rows)",
 				   cudaMemcpyAsync(p.rank, rank.data(), rank.size() * sizeof(int32_t),
 						   cudaMemcpyHostToDevice, stream));
 	/* The host vectors go out of scope at return: the copies must be done. */
-	keep_first_failure(st, "cudaStreamSynchronize (SDDMM dense rows)", cudaStreamSynchronize(stream));
+	starfa_gpu_keep_first(st, "cudaStreamSynchronize (SDDMM dense rows)", cudaStreamSynchronize(stream));
 	if (st.call) {
-		starfa_gpu_status ignored = status_ok();
+		starfa_gpu_status ignored = starfa_gpu_ok();
 		free_dense_plan(p, ignored);
 	}
 	return st;
@@ -837,7 +827,7 @@ starfa_gpu_status find_dense_plan(const tile_key &tile, const uint32_t *rowptr, 
 				p.used = ++kept.clock;
 				p.stream = stream;
 				*out = &p;
-				return status_ok();
+				return starfa_gpu_ok();
 			}
 		}
 	dense_plan want;
@@ -883,16 +873,16 @@ void forget_dense_plan(const tile_key &tile, starfa_gpu_status &st)
  * another device (a thread that moved between devices) is freed first. */
 starfa_gpu_status dense_scratch(size_t bytes, int device, cudaStream_t stream, void **out)
 {
-	starfa_gpu_status st = status_ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	dense_plans &kept = dense_kept;
 	if (kept.scratch_bytes < bytes || kept.scratch_device != device) {
 		if (kept.scratch)
-			keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)",
+			starfa_gpu_keep_first(st, "cudaFreeAsync (SDDMM dense rows)",
 					   cudaFreeAsync(kept.scratch, kept.scratch_stream));
 		kept.scratch = nullptr;
 		kept.scratch_bytes = 0;
 		if (!st.call)
-			keep_first_failure(st, "cudaMallocAsync (SDDMM dense rows)",
+			starfa_gpu_keep_first(st, "cudaMallocAsync (SDDMM dense rows)",
 					   cudaMallocAsync(&kept.scratch, bytes, stream));
 		if (st.call)
 			return st;
@@ -926,7 +916,7 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, const tile_key &tile, do
 				 float *out, cudaStream_t stream, int64_t *dense_rows)
 {
 	const int64_t nrows = tile.nrows, ncols = tile.ncols, nnz = tile.nnz;
-	starfa_gpu_status st = status_ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	dense_plan own, *plan = nullptr;
 	own.rows = own.rank = nullptr;
 	st = find_dense_plan(tile, rowptr, stream, &own, &plan);
@@ -938,7 +928,7 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, const tile_key &tile, do
 		*dense_rows = h;
 	if (h > 0) {
 		DeviceLimits dev = {};
-		keep_first_failure(st, "cudaDeviceGetAttribute", device_limits(&dev));
+		starfa_gpu_keep_first(st, "cudaDeviceGetAttribute", device_limits(&dev));
 		int64_t chunk = chunk_rows > 0 ? chunk_rows
 						: (int64_t)(kDenseChunkL2Fraction * (double)dev.l2_bytes) /
 							  (ncols * (int64_t)sizeof(float));
@@ -955,13 +945,13 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, const tile_key &tile, do
 			float *Ag = static_cast<float *>(scratch), *D = Ag + packed;
 			const int64_t gather_blocks = std::min<int64_t>((int64_t)(packed + kThreads - 1) / kThreads, 8192);
 			gather_dense_rows<<<(unsigned)gather_blocks, kThreads, 0, stream>>>(plan->rows, h, A, lda, k, Ag);
-			keep_first_failure(st, "gather_dense_rows launch", cudaGetLastError());
-			keep_first_failure(st, "cublasSetStream", cudaSuccess, cublasSetStream(cublas, stream));
+			starfa_gpu_keep_first(st, "gather_dense_rows launch", cudaGetLastError());
+			starfa_gpu_keep_first(st, "cublasSetStream", cudaSuccess, cublasSetStream(cublas, stream));
 			const float one = 1.0f, zero = 0.0f;
 			for (int64_t c0 = 0; c0 < h && !st.call; c0 += chunk) {
 				const int64_t m = std::min(chunk, h - c0);
 				/* Column-major: D^T (ncols x m) = B (k x ncols, as stored row-major)^T * Ag^T (k x m). */
-				keep_first_failure(st, "cublasSgemm (SDDMM dense rows)", cudaSuccess,
+				starfa_gpu_keep_first(st, "cublasSgemm (SDDMM dense rows)", cudaSuccess,
 						   cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)ncols, (int)m, (int)k,
 							       &one, B, (int)ldb, Ag + c0 * k, (int)k, &zero, D,
 							       (int)ncols));
@@ -969,12 +959,12 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, const tile_key &tile, do
 					break;
 				pick_dense_rows<<<(unsigned)m, kThreads, 0, stream>>>(plan->rows + c0, D, ncols, rowptr,
 										  colind, sval, ep, out);
-				keep_first_failure(st, "pick_dense_rows launch", cudaGetLastError());
+				starfa_gpu_keep_first(st, "pick_dense_rows launch", cudaGetLastError());
 			}
 		}
 	}
 	if (!st.call)
-		keep_first_failure(st, "sddmm_vwarp launch",
+		starfa_gpu_keep_first(st, "sddmm_vwarp launch",
 				   launch_vwarp<false>(vw.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda,
 						       B, ldb, k, ep, out, stream, vw.blocks, 0, vw.chunk,
 						       RowSkip{plan->rank, (int32_t)h}));
@@ -1028,21 +1018,21 @@ starfa_gpu_status run_tuned_kind(int kind, const Plan (&plans)[kTunedKinds], cub
 				 cudaStream_t stream)
 {
 	const int64_t nrows = tile.nrows, ncols = tile.ncols, nnz = tile.nnz;
-	starfa_gpu_status st = status_ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	const Plan &p = plans[kind];
 	switch (kind) {
 	case kTunedVwarp:
-		keep_first_failure(st, "sddmm_vwarp launch",
+		starfa_gpu_keep_first(st, "sddmm_vwarp launch",
 				   launch_vwarp<false>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda,
 						       B, ldb, k, ep, out, stream, p.blocks, 0, p.chunk));
 		return st;
 	case kTunedSmem:
-		keep_first_failure(st, "sddmm_vwarp (shared memory) launch",
+		starfa_gpu_keep_first(st, "sddmm_vwarp (shared memory) launch",
 				   launch_vwarp<true>(p.shape, nrows, ncols, (uint32_t)nnz, rowptr, colind, sval, A, lda,
 						      B, ldb, k, ep, out, stream, p.blocks, p.smem_bytes, p.chunk));
 		return st;
 	case kTunedPanel:
-		keep_first_failure(st, "sddmm_panel launch",
+		starfa_gpu_keep_first(st, "sddmm_panel launch",
 				   run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream));
 		return st;
 	default:
@@ -1059,20 +1049,20 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 				    const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
 				    int64_t ldb, int64_t k, Epilogue ep, float *out, cudaStream_t stream, int *kind)
 {
-	starfa_gpu_status st = status_ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	tuned_choices &kept = tuned_kept;
 	const int device = tile.device;
 	if (kept.start && kept.event_device != device) { /* events record on their own device's streams only */
-		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(kept.start));
-		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(kept.stop));
+		starfa_gpu_keep_first(st, "cudaEventDestroy", cudaEventDestroy(kept.start));
+		starfa_gpu_keep_first(st, "cudaEventDestroy", cudaEventDestroy(kept.stop));
 		kept.start = kept.stop = nullptr;
 		if (st.call)
 			return st;
 	}
 	if (!kept.start) {
-		keep_first_failure(st, "cudaEventCreate", cudaEventCreate(&kept.start));
+		starfa_gpu_keep_first(st, "cudaEventCreate", cudaEventCreate(&kept.start));
 		if (!st.call)
-			keep_first_failure(st, "cudaEventCreate", cudaEventCreate(&kept.stop));
+			starfa_gpu_keep_first(st, "cudaEventCreate", cudaEventCreate(&kept.stop));
 		if (st.call) {
 			if (kept.start)
 				cudaEventDestroy(kept.start);
@@ -1085,7 +1075,7 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 	Epilogue trial_ep = ep;
 	if (ep.mode & kAccumulate) {
 		trial_ep.mode &= ~kAccumulate;
-		keep_first_failure(st, "cudaMallocAsync (SDDMM timing)",
+		starfa_gpu_keep_first(st, "cudaMallocAsync (SDDMM timing)",
 				   cudaMallocAsync((void **)&trial, (size_t)tile.nnz * sizeof(float), stream));
 		if (st.call)
 			return st;
@@ -1106,15 +1096,15 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 		for (int c = 0; c < kTunedKinds && !st.call; c++) {
 			if (!can[c])
 				continue;
-			keep_first_failure(st, "cudaEventRecord", cudaEventRecord(kept.start, stream));
+			starfa_gpu_keep_first(st, "cudaEventRecord", cudaEventRecord(kept.start, stream));
 			starfa_gpu_status r = run_tuned_kind(c, plans, cublas, tile, rowptr, colind, sval, A, lda, B, ldb, k,
 							     trial_ep, trial, stream);
 			if (r.call && !st.call)
 				st = r;
-			keep_first_failure(st, "cudaEventRecord", cudaEventRecord(kept.stop, stream));
-			keep_first_failure(st, "cudaEventSynchronize", cudaEventSynchronize(kept.stop));
+			starfa_gpu_keep_first(st, "cudaEventRecord", cudaEventRecord(kept.stop, stream));
+			starfa_gpu_keep_first(st, "cudaEventSynchronize", cudaEventSynchronize(kept.stop));
 			float ms = 0;
-			keep_first_failure(st, "cudaEventElapsedTime", cudaEventElapsedTime(&ms, kept.start, kept.stop));
+			starfa_gpu_keep_first(st, "cudaEventElapsedTime", cudaEventElapsedTime(&ms, kept.start, kept.stop));
 			if (run == 0)
 				first[c] = ms;
 			else if (ms < best[c])
@@ -1122,7 +1112,7 @@ starfa_gpu_status choose_tuned_kind(const bool (&can)[kTunedKinds], const Plan (
 		}
 	}
 	if (trial != out)
-		keep_first_failure(st, "cudaFreeAsync (SDDMM timing)", cudaFreeAsync(trial, stream));
+		starfa_gpu_keep_first(st, "cudaFreeAsync (SDDMM timing)", cudaFreeAsync(trial, stream));
 	*kind = kTunedVwarp;
 	for (int c = 0; c < kTunedKinds; c++)
 		if (can[c] && best[c] < best[*kind])
@@ -1279,7 +1269,7 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cub
 	if (dense_rows)
 		*dense_rows = 0;
 	if (nrows <= 0 || nnz <= 0)
-		return status_ok();
+		return starfa_gpu_ok();
 	const char *why = nullptr;
 	Plan vw;
 	if (!cublas)
@@ -1319,11 +1309,11 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 						  beta, out, stream);
 		if (e != cudaSuccess)
 			return starfa_gpu_status{"starfa_cuda_sddmm", e, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
-		return status_ok();
+		return starfa_gpu_ok();
 	}
-	starfa_gpu_status st = status_ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	int device;
-	keep_first_failure(st, "cudaGetDevice", cudaGetDevice(&device));
+	starfa_gpu_keep_first(st, "cudaGetDevice", cudaGetDevice(&device));
 	if (st.call)
 		return st;
 	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
@@ -1385,22 +1375,22 @@ extern "C" const char *starfa_cuda_sddmm_tuned_kept(uint64_t pattern, int64_t k)
 
 extern "C" starfa_gpu_status starfa_cuda_sddmm_release(void)
 {
-	starfa_gpu_status st = status_ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	dense_plans &kept = dense_kept;
 	for (int i = 0; i < kept.count; i++)
 		free_dense_plan(kept.plan[i], st);
 	kept.count = 0;
 	if (kept.scratch)
-		keep_first_failure(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(kept.scratch, kept.scratch_stream));
+		starfa_gpu_keep_first(st, "cudaFreeAsync (SDDMM dense rows)", cudaFreeAsync(kept.scratch, kept.scratch_stream));
 	kept.scratch = nullptr;
 	kept.scratch_bytes = 0;
 	kept.scratch_device = -1;
 	tuned_choices &tuned = tuned_kept;
 	tuned.count = 0;
 	if (tuned.start)
-		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(tuned.start));
+		starfa_gpu_keep_first(st, "cudaEventDestroy", cudaEventDestroy(tuned.start));
 	if (tuned.stop)
-		keep_first_failure(st, "cudaEventDestroy", cudaEventDestroy(tuned.stop));
+		starfa_gpu_keep_first(st, "cudaEventDestroy", cudaEventDestroy(tuned.stop));
 	tuned.start = tuned.stop = nullptr;
 	tuned.event_device = -1;
 	return st;

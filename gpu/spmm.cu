@@ -246,10 +246,6 @@ cudaError_t launch_for_rank(int64_t nrows, const uint32_t *rowptr, const uint32_
 #undef LAUNCH
 }
 
-starfa_gpu_status ok()
-{
-	return starfa_gpu_status{nullptr, cudaSuccess, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
-}
 
 starfa_gpu_status cuda_failed(const char *call, cudaError_t err)
 {
@@ -380,7 +376,7 @@ starfa_gpu_status spmm_cusparse(cusparseHandle_t handle, cusparseSpMMAlg_t alg, 
 				       CUSPARSE_STATUS_NOT_SUPPORTED);
 	if (!handle)
 		return cusparse_failed("starfa_cuda_spmm (no cuSPARSE handle)", CUSPARSE_STATUS_NOT_INITIALIZED);
-	starfa_gpu_status st = ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	/* An empty tile's whole job is clearing Y (beta 0). Otherwise cuSPARSE takes beta as it is: with beta
 	 * 0 it neither reads Y (a block written for the first time may hold NaN) nor leaves the rows without
 	 * nonzeros unwritten. Its documentation does not say so; measured with CUDA 13.0 on an H100 (CSR
@@ -488,7 +484,7 @@ starfa_gpu_status spmm_own(int64_t nrows, int64_t nnz, const uint32_t *rowptr, c
 	if (long_min > UINT32_MAX)
 		long_min = UINT32_MAX;
 	const int64_t max_long = nrows <= UINT32_MAX ? nnz / long_min : 0;
-	starfa_gpu_status st = ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	uint32_t *long_list = nullptr;
 	if (max_long > 0) {
 		CUDA_STEP(st, "cudaMallocAsync",
@@ -543,7 +539,7 @@ starfa_gpu_status tune(cusparseHandle_t cusparse, const kept_plan &key, const ui
 {
 	constexpr int kCandidates = 3, kRuns = 2;
 	const starfa_spmm_impl candidates[kCandidates] = {STARFA_SPMM_OWN, STARFA_SPMM_CUSPARSE, STARFA_SPMM_CUSPARSE_ALG3};
-	starfa_gpu_status st = ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	cudaEvent_t ev[kCandidates][kRuns][2] = {};
 	bool ran[kCandidates] = {};
 	float *scratch = nullptr, *out = Y;
@@ -613,7 +609,7 @@ starfa_gpu_status spmm_tuned(cusparseHandle_t cusparse, uint64_t pattern, int64_
 	if (!pattern || nnz == 0)
 		return spmm_as(STARFA_SPMM_CUSPARSE, cusparse, pattern, nrows, ncols, nnz, rowptr, colind, sval, X, ldx, k,
 			       beta, Y, ldy, stream);
-	starfa_gpu_status st = ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	kept_plan key{pattern, rowptr, colind, nrows, ncols, nnz, k, ldx, ldy, CUSPARSE_SPMM_ALG_DEFAULT, beta, -1,
 		      nullptr, nullptr, nullptr, nullptr, 0, stream, 0};
 	CUDA_STEP(st, "cudaGetDevice", cudaGetDevice(&key.device));
@@ -661,7 +657,7 @@ extern "C" starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHan
 					      int64_t k, int beta, float *Y, int64_t ldy, cudaStream_t stream)
 {
 	if (nrows <= 0 || k <= 0)
-		return ok();
+		return starfa_gpu_ok();
 	switch (impl) {
 	case STARFA_SPMM_OWN:
 	case STARFA_SPMM_CUSPARSE:
@@ -677,7 +673,7 @@ extern "C" starfa_gpu_status starfa_cuda_spmm(starfa_spmm_impl impl, cusparseHan
 
 extern "C" starfa_gpu_status starfa_cuda_spmm_release(void)
 {
-	starfa_gpu_status st = ok();
+	starfa_gpu_status st = starfa_gpu_ok();
 	while (kept.count > 0)
 		forget_plan(kept.count - 1, st);
 	tuned_count = 0;

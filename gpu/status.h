@@ -24,5 +24,19 @@ const char *starfa_gpu_status_string(starfa_gpu_status status);
 
 #ifdef __cplusplus
 }
+
+/* For the CUDA sources: a status where every call succeeded, and the first failure of a sequence of calls
+ * kept (later ones are what the first one caused). */
+inline starfa_gpu_status starfa_gpu_ok()
+{
+	return starfa_gpu_status{nullptr, cudaSuccess, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+}
+
+inline void starfa_gpu_keep_first(starfa_gpu_status &st, const char *call, cudaError_t cuda,
+				  cublasStatus_t cublas = CUBLAS_STATUS_SUCCESS)
+{
+	if (!st.call && (cuda != cudaSuccess || cublas != CUBLAS_STATUS_SUCCESS))
+		st = starfa_gpu_status{call, cuda, CUSPARSE_STATUS_SUCCESS, cublas};
+}
 #endif
 #endif

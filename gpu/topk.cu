@@ -2,6 +2,7 @@
  * SGEMM, their own columns set to NaN, then an exact selection a row by radix, finished in shared memory
  * (select_rows). */
 #include "gpu/topk.h"
+#include "cpu/topk.h" /* starfa_ranks_above */
 
 #include <cuda_runtime.h>
 
@@ -11,12 +12,6 @@ namespace {
 
 constexpr int kThreads = 256;                  /* a block a row in the selection */
 constexpr int64_t kChunkBytes = 256ll << 20;    /* the scores of a chunk of rows, at most */
-
-void note(starfa_gpu_status &st, const char *call, cudaError_t cuda, cublasStatus_t cublas = CUBLAS_STATUS_SUCCESS)
-{
-	if (!st.call && (cuda != cudaSuccess || cublas != CUBLAS_STATUS_SUCCESS))
-		st = starfa_gpu_status{call, cuda, CUSPARSE_STATUS_SUCCESS, cublas};
-}
 
 /* Scores as keys that order like them (higher score, higher key); NaN is 0, below every other key, and -0
  * is +0, as the float comparison of the CPU selection has them equal. */
@@ -28,11 +23,6 @@ __device__ inline uint32_t score_key(float s)
 	if (b == 0x80000000u)
 		b = 0u;
 	return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-
-__device__ inline bool ranks_above(float sa, int32_t ia, float sb, int32_t ib)
-{
-	return sa > sb || (sa == sb && ia < ib);
 }
 
 __device__ inline void write_pair(float *row, int64_t i, float score, int32_t item)
@@ -49,35 +39,44 @@ __global__ void empty_lists(int64_t nrows, int k, float *L, int64_t ldl)
 		write_pair(L + (e / k) * ldl, e % k, __int_as_float(0x7fc00000), -1);
 }
 
+/* A block-wide step in which some threads have an item (`on`): this thread's place among them, in thread
+ * order after the *base placed in earlier steps; *base then counts this step's too. Every thread of the
+ * block calls it, with a shared slot a warp in warp_total. */
+__device__ unsigned place_in_block(bool on, unsigned *base, unsigned *warp_total)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const unsigned bits = __ballot_sync(0xffffffffu, on);
+	if (lane == 0)
+		warp_total[warp] = __popc(bits);
+	__syncthreads();
+	unsigned at = *base + __popc(bits & ((1u << lane) - 1u));
+	for (int w = 0; w < warp; w++)
+		at += warp_total[w];
+	__syncthreads(); /* every thread has read *base */
+	if (threadIdx.x == 0)
+		for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+			*base += warp_total[w];
+	__syncthreads();
+	return at;
+}
+
 /* The active rows in order (one block): rows[0 .. *count). */
 __global__ void active_rows(int64_t nrows, const float *active, int32_t *rows, int *count)
 {
-	__shared__ int warp_total[32];
-	__shared__ int base;
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+	__shared__ unsigned warp_total[32];
+	__shared__ unsigned base;
 	if (threadIdx.x == 0)
 		base = 0;
 	__syncthreads();
 	for (int64_t r0 = 0; r0 < nrows; r0 += blockDim.x) {
 		const int64_t r = r0 + threadIdx.x;
 		const bool on = r < nrows && active[r] != 0.0f;
-		const unsigned bits = __ballot_sync(0xffffffffu, on);
-		if (lane == 0)
-			warp_total[warp] = __popc(bits);
-		__syncthreads();
-		int at = base + __popc(bits & ((1u << lane) - 1u));
-		for (int w = 0; w < warp; w++)
-			at += warp_total[w];
+		const unsigned at = place_in_block(on, &base, warp_total);
 		if (on)
 			rows[at] = (int32_t)r;
-		__syncthreads();
-		if (threadIdx.x == 0)
-			for (int w = 0; w < warps; w++)
-				base += warp_total[w];
-		__syncthreads();
 	}
 	if (threadIdx.x == 0)
-		*count = base;
+		*count = (int)base;
 }
 
 /* Ap[r] = A's row rows[r], rank values, r < n. */
@@ -92,14 +91,15 @@ constexpr int kCandidates = 1024; /* keys a block gathers into shared memory to 
 constexpr int kUnroll = 4;        /* keys a thread loads at once in a pass over a row */
 constexpr int kMaxBins = 2048;   /* 11-bit digits */
 
-/* The keys of a row's items i0 + j * kThreads + this thread, j < kUnroll (0 past the row's end): loaded
- * before any is used, so that kUnroll loads are in flight. */
-__device__ inline void load_keys(const float *s, int64_t ncols, int64_t i0, uint32_t (&key)[kUnroll])
+/* Keys key_at(i) of items i = i0 + j * kThreads + this thread, j < kUnroll (0 from n on): loaded before
+ * any is used, so that kUnroll loads are in flight. */
+template <class KeyAt>
+__device__ inline void load_keys(KeyAt key_at, int64_t n, int64_t i0, uint32_t (&key)[kUnroll])
 {
 #pragma unroll
 	for (int j = 0; j < kUnroll; j++) {
 		const int64_t i = i0 + j * kThreads + threadIdx.x;
-		key[j] = i < ncols ? score_key(s[i]) : 0u;
+		key[j] = i < n ? key_at(i) : 0u;
 	}
 }
 
@@ -116,11 +116,7 @@ __device__ void count_digits(KeyAt key_at, int64_t n, uint32_t prefix, uint32_t 
 	 * is warp-wide. */
 	for (int64_t i0 = 0; i0 < n; i0 += kThreads * kUnroll) {
 		uint32_t key[kUnroll];
-#pragma unroll
-		for (int j = 0; j < kUnroll; j++) {
-			const int64_t i = i0 + j * kThreads + threadIdx.x;
-			key[j] = i < n ? key_at(i) : 0u;
-		}
+		load_keys(key_at, n, i0, key);
 #pragma unroll
 		for (int j = 0; j < kUnroll; j++) {
 			const bool in = key[j] != 0u && (key[j] & mask) == prefix;
@@ -197,8 +193,8 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 	__shared__ digit_found found;
 	__shared__ unsigned s_kept, s_cand, s_eq_base;
 	__shared__ uint32_t s_bound;
-	__shared__ int warp_equal[kThreads / 32];
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	__shared__ unsigned warp_equal[kThreads / 32];
+	const int tid = threadIdx.x, lane = tid & 31;
 	float *s = S + (int64_t)blockIdx.x * ncols;
 	const int64_t row = rows ? (int64_t)rows[blockIdx.x] : first + blockIdx.x;
 	float *out = L + row * ldl;
@@ -229,7 +225,7 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 		uint32_t best = 0;
 		for (int64_t i0 = 0; i0 < ncols; i0 += kThreads * kUnroll) {
 			uint32_t key[kUnroll];
-			load_keys(s, ncols, i0, key);
+			load_keys(row_key, ncols, i0, key);
 #pragma unroll
 			for (int j = 0; j < kUnroll; j++)
 				best = key[j] > best ? key[j] : best;
@@ -246,7 +242,7 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 		if (bound != 0u) {
 			for (int64_t i0 = 0; i0 < ncols; i0 += kThreads * kUnroll) {
 				uint32_t key[kUnroll];
-				load_keys(s, ncols, i0, key);
+				load_keys(row_key, ncols, i0, key);
 #pragma unroll
 				for (int j = 0; j < kUnroll; j++) { /* a warp's keys placed by one atomic */
 					const bool take = key[j] >= bound;
@@ -301,7 +297,7 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 		/* Above the range: kept. In it: gathered. */
 		for (int64_t i0 = 0; i0 < ncols; i0 += kThreads * kUnroll) {
 			uint32_t key[kUnroll];
-			load_keys(s, ncols, i0, key);
+			load_keys(row_key, ncols, i0, key);
 #pragma unroll
 			for (int j = 0; j < kUnroll; j++) {
 				const int32_t i = (int32_t)(i0 + j * kThreads + tid);
@@ -355,20 +351,9 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 				kept_item[atomicAdd(&s_kept, 1u)] = (int32_t)i;
 			if (s_eq_base >= want) /* the same for every thread: no barrier skipped by some */
 				continue;
-			const unsigned bits = __ballot_sync(0xffffffffu, key == prefix);
-			if (lane == 0)
-				warp_equal[warp] = __popc(bits);
-			__syncthreads();
-			unsigned at = s_eq_base + __popc(bits & ((1u << lane) - 1u));
-			for (int w = 0; w < warp; w++)
-				at += warp_equal[w];
+			const unsigned at = place_in_block(key == prefix, &s_eq_base, warp_equal);
 			if (key == prefix && at < want)
 				kept_item[K - want + at] = (int32_t)i;
-			__syncthreads();
-			if (tid == 0)
-				for (int w = 0; w < kThreads / 32; w++)
-					s_eq_base += warp_equal[w];
-			__syncthreads();
 		}
 	}
 	__syncthreads();
@@ -379,7 +364,7 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 	for (unsigned e = tid; e < K; e += kThreads) {
 		unsigned place = 0;
 		for (unsigned j = 0; j < K; j++)
-			place += ranks_above(kept_score[j], kept_item[j], kept_score[e], kept_item[e]);
+			place += starfa_ranks_above(kept_score[j], kept_item[j], kept_score[e], kept_item[e]);
 		write_pair(out, place, kept_score[e], kept_item[e]);
 	}
 	for (int64_t e = K + tid; e < k; e += kThreads)
@@ -398,25 +383,26 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 						    const uint32_t *rowptr, const uint32_t *colind, const float *active,
 						    int64_t k, float *L, int64_t ldl, cudaStream_t stream)
 {
-	starfa_gpu_status st{nullptr, cudaSuccess, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+	starfa_gpu_status st = starfa_gpu_ok();
 	if (nrows <= 0 || k <= 0)
 		return st;
 	if (k > STARFA_CUDA_TOP_K_MAX) {
-		note(st, "starfa_cuda_top_k_rows (k above STARFA_CUDA_TOP_K_MAX)", cudaErrorInvalidValue);
+		starfa_gpu_keep_first(st, "starfa_cuda_top_k_rows (k above STARFA_CUDA_TOP_K_MAX)", cudaErrorInvalidValue);
 		return st;
 	}
 	const int blocks = (int)((nrows * k + 255) / 256 < 4096 ? (nrows * k + 255) / 256 : 4096);
 	empty_lists<<<blocks, 256, 0, stream>>>(nrows, (int)k, L, ldl);
-	note(st, "empty_lists (top k)", cudaGetLastError());
+	starfa_gpu_keep_first(st, "empty_lists (top k)", cudaGetLastError());
 	if (ncols <= 0 || st.call)
 		return st;
 
 	/* A chunk's rows: as many as kChunkBytes of scores hold, in whole waves of the selection's blocks. */
 	int64_t chunk = kChunkBytes / (ncols * (int64_t)sizeof(float));
 	int device = 0, sms = 0, per_sm = 0;
-	note(st, "cudaGetDevice (top k)", cudaGetDevice(&device));
-	note(st, "cudaDeviceGetAttribute (top k)", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-	note(st, "cudaOccupancyMaxActiveBlocksPerMultiprocessor (top k)",
+	starfa_gpu_keep_first(st, "cudaGetDevice (top k)", cudaGetDevice(&device));
+	starfa_gpu_keep_first(st, "cudaDeviceGetAttribute (top k)",
+			      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+	starfa_gpu_keep_first(st, "cudaOccupancyMaxActiveBlocksPerMultiprocessor (top k)",
 	     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, select_rows, kThreads, 0));
 	const int64_t wave = (int64_t)sms * per_sm;
 	if (wave > 0 && chunk >= wave)
@@ -428,7 +414,7 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 		     packed_bytes = round_up((size_t)(chunk * (rank > 0 ? rank : 1)) * sizeof(float)),
 		     scores_bytes = (size_t)(chunk * ncols) * sizeof(float);
 	char *scratch = nullptr;
-	note(st, "cudaMallocAsync (top k)",
+	starfa_gpu_keep_first(st, "cudaMallocAsync (top k)",
 	     cudaMallocAsync(reinterpret_cast<void **>(&scratch), rows_bytes + count_bytes + packed_bytes + scores_bytes,
 			     stream));
 	if (st.call)
@@ -441,14 +427,14 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 	int64_t listed = nrows;
 	if (active) {
 		active_rows<<<1, 1024, 0, stream>>>(nrows, active, rows, count);
-		note(st, "active_rows (top k)", cudaGetLastError());
+		starfa_gpu_keep_first(st, "active_rows (top k)", cudaGetLastError());
 		int host_count = 0;
-		note(st, "cudaMemcpyAsync (top k: active rows)",
+		starfa_gpu_keep_first(st, "cudaMemcpyAsync (top k: active rows)",
 		     cudaMemcpyAsync(&host_count, count, sizeof host_count, cudaMemcpyDeviceToHost, stream));
-		note(st, "cudaStreamSynchronize (top k: active rows)", cudaStreamSynchronize(stream));
+		starfa_gpu_keep_first(st, "cudaStreamSynchronize (top k: active rows)", cudaStreamSynchronize(stream));
 		listed = host_count;
 	}
-	note(st, "cublasSetStream (top k)", cudaSuccess, cublasSetStream(cublas, stream));
+	starfa_gpu_keep_first(st, "cublasSetStream (top k)", cudaSuccess, cublasSetStream(cublas, stream));
 	for (int64_t first = 0; first < listed && !st.call; first += chunk) {
 		const int n = (int)(listed - first < chunk ? listed - first : chunk);
 		const float *X = A + first * lda;
@@ -457,24 +443,24 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 			const int64_t total = (int64_t)n * rank;
 			const int gblocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
 			gather_rows<<<gblocks, 256, 0, stream>>>(n, (int)rank, rows + first, A, lda, Ap);
-			note(st, "gather_rows (top k)", cudaGetLastError());
+			starfa_gpu_keep_first(st, "gather_rows (top k)", cudaGetLastError());
 			X = Ap;
 			ldx = rank;
 		}
 		if (rank > 0) {
 			const float one = 1.0f, zero = 0.0f;
 			/* Column-major: S (ncols x n, ld ncols) = Bᵀ (ncols x rank) X (rank x n). */
-			note(st, "cublasSgemm (top k scores)", cudaSuccess,
+			starfa_gpu_keep_first(st, "cublasSgemm (top k scores)", cudaSuccess,
 			     cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)ncols, n, (int)rank, &one, B, (int)ldb, X,
 					 (int)ldx, &zero, S, (int)ncols));
 		} else {
-			note(st, "cudaMemsetAsync (top k scores)",
+			starfa_gpu_keep_first(st, "cudaMemsetAsync (top k scores)",
 			     cudaMemsetAsync(S, 0, (size_t)n * (size_t)ncols * sizeof(float), stream));
 		}
 		select_rows<<<n, kThreads, 0, stream>>>(ncols, S, rows ? rows + first : nullptr, first, rowptr, colind,
 							(int)k, L, ldl);
-		note(st, "select_rows (top k)", cudaGetLastError());
+		starfa_gpu_keep_first(st, "select_rows (top k)", cudaGetLastError());
 	}
-	note(st, "cudaFreeAsync (top k)", cudaFreeAsync(scratch, stream));
+	starfa_gpu_keep_first(st, "cudaFreeAsync (top k)", cudaFreeAsync(scratch, stream));
 	return st;
 }

@@ -506,6 +506,11 @@ int starfa_host_threads(void)
 	return free_cores > 1 ? free_cores : 1;
 }
 
+int starfa_caller_has_core(void)
+{
+	return starfa_runtime_started() && free_cores > 0;
+}
+
 int starfa_runtime_started(void)
 {
 	return init_count > 0;

@@ -39,10 +39,13 @@ int starfa_placement_mode(starfa_placement *mode);
  * that shares one runs at half speed and waits scheduler ticks at its barriers; otherwise OpenMP's
  * default. */
 int starfa_host_threads(void);
+/* Whether the runtime is up and leaves a core to the thread that submits (next to a GPU's worker). */
+int starfa_caller_has_core(void);
 
 /* fn(ctx, c, begin, end) for each chunk c of nchunks (at most n) consecutive, about equal ranges of [0, n),
  * in parallel, then returns: on the CPU workers as StarPU tasks where there are any and the caller is
- * not one (between iterations they are idle), else on the host's OpenMP threads (runtime/parallel.c).
+ * not one (between iterations they are idle), with the caller where a core is left to it, else on the
+ * host's OpenMP threads (runtime/parallel.c).
  * fn runs on any thread; c is the caller's slot for partial results. 0, or an error from StarPU. */
 typedef void (*starfa_chunk_fn)(void *ctx, int64_t chunk, int64_t begin, int64_t end);
 int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *ctx);

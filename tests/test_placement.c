@@ -1,5 +1,6 @@
 /* Placement: bands cut to a CPU share and run on their kind of worker; the planner's choices. */
 #include "testing.h"
+#include "runtime/internal.h"
 #ifdef STARFA_USE_CUDA
 #include "testing_cuda.h"
 #endif
@@ -112,6 +113,53 @@ static int init_refuses(const starfa_options *opts, const char *var, const char 
 		starfa_shutdown();
 	CHECK_MSG(rc == STARFA_EINVAL && strstr(starfa_last_error(), var), "%s=%s: starfa_init gave %d: %s", var, value, rc,
 		  starfa_last_error());
+	return 0;
+}
+
+/* starfa_host_parallel: every chunk once, with its own range, whether the chunks run on the host's threads
+ * (no runtime), on CPU workers, or on CPU workers and the calling thread (a core left to it). */
+struct chunk_log {
+	int64_t n, nchunks;
+	int calls[64];
+	int bad;
+};
+
+static void log_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
+{
+	struct chunk_log *l = arg;
+	if (chunk < 0 || chunk >= l->nchunks || begin != l->n * chunk / l->nchunks ||
+	    end != l->n * (chunk + 1) / l->nchunks) {
+		__atomic_store_n(&l->bad, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_fetch_add(&l->calls[chunk], 1, __ATOMIC_RELAXED);
+}
+
+static int chunks_each_once(void)
+{
+	static const int64_t cases[][2] = {{1000, 37}, {5, 37}, {64, 64}, {1, 1}, {100000, 3}};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+		for (int rep = 0; rep < 4; rep++) {
+			struct chunk_log l = {cases[c][0], cases[c][1] < cases[c][0] ? cases[c][1] : cases[c][0], {0}, 0};
+			CHECK_OK(starfa_host_parallel(cases[c][0], cases[c][1], log_chunk, &l));
+			CHECK_MSG(!l.bad, "n %lld, %lld chunks: a chunk had a wrong range", (long long)l.n,
+				  (long long)l.nchunks);
+			for (int64_t i = 0; i < l.nchunks; i++)
+				CHECK_MSG(l.calls[i] == 1, "n %lld, %lld chunks: chunk %lld ran %d times", (long long)l.n,
+					  (long long)l.nchunks, (long long)i, l.calls[i]);
+		}
+	CHECK_OK(starfa_host_parallel(0, 8, log_chunk, NULL)); /* nothing to do: fn is not called */
+	return 0;
+}
+
+TEST(placement, host_chunks_each_once)
+{
+	CHECK_OK(chunks_each_once());
+	for (int ncpus = 1; ncpus <= 3; ncpus++) {
+		CHECK_OK(testing_runtime_cpus(ncpus));
+		CHECK_OK(chunks_each_once());
+		testing_runtime_stop();
+	}
 	return 0;
 }
 
