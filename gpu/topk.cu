@@ -6,12 +6,19 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace {
 
 constexpr int kThreads = 256;                  /* a block a row in the selection */
-constexpr int64_t kChunkBytes = 256ll << 20;    /* the scores of a chunk of rows, at most */
+/* The scores of a chunk of rows, at most, and at most a quarter of the device's free memory. Each chunk
+ * costs a pass of the SGEMM and the selection's partial last wave: on an H100, 300,000 x 20,000 scores at
+ * rank 32 took 98.9 / 70.4 / 59.6 / 52.3 / 45.6 / 41.3 / 39.8 ms in chunks of 16 MB, 32 MB ... 1 GB. (The
+ * SGEMM of the next chunk on a second stream, beside the selection of the last, in two halves of 512 MB:
+ * 40.0 ms.) */
+std::atomic<int64_t> chunk_limit{1ll << 30};
+constexpr int kChunkFreeShare = 4;
 
 /* Scores as keys that order like them (higher score, higher key); NaN is 0, below every other key, and -0
  * is +0, as the float comparison of the CPU selection has them equal. */
@@ -173,8 +180,9 @@ __device__ digit_found find_digit(const unsigned *hist, int bits, unsigned want,
 
 /* Row r of the chunk: its scores S[r] (its CSR row's columns set to NaN first), its list into L's row
  * rows[r] (or first + r); the k best (k no more than the valid scores) by their order-preserving keys.
- * Most rows: a pass takes each thread's largest key, the k-th largest of those bounds the k best from
- * below, and a second pass gathers the keys at or above it into shared memory. Where that bound does not
+ * Most rows: a pass over every sample-th tile of kThreads * kUnroll keys takes each thread's largest key,
+ * the k-th largest of those bounds the k best from below, and a second pass gathers the keys at or above
+ * it into shared memory. Where that bound does not
  * exist (k above the block's threads, fewer than k threads with a valid score) or lets through more keys
  * than shared memory holds, radix: 11-bit digits from the top, counted over the row, narrow the k-th key
  * to a range, until the range holds at most kCandidates keys; one more pass keeps the keys above the
@@ -182,8 +190,8 @@ __device__ digit_found find_digit(const unsigned *hist, int bits, unsigned want,
  * are settled. A range still wider after the last digit is the k-th key itself, tied that often: then the
  * row is passed over in index order. Last, the list is sorted by rank. */
 __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S, const int32_t *rows, int64_t first,
-						       const uint32_t *rowptr, const uint32_t *colind, int k, float *L,
-						       int64_t ldl)
+						       const uint32_t *rowptr, const uint32_t *colind, int k, int sample,
+						       float *L, int64_t ldl)
 {
 	__shared__ unsigned hist[kMaxBins];
 	__shared__ uint32_t cand_key[kCandidates];
@@ -218,12 +226,13 @@ __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S,
 		s_cand = 0;
 		s_bound = 0;
 	}
-	/* First a bound from one cheap pass: each thread's largest key over its share of the row. The k-th
-	 * largest of those is a key at least k keys reach, so the k best are among the keys at or above it;
-	 * where they fit in shared memory (most rows), one more pass gathers them. */
+	/* First a bound from one cheap pass: each thread's largest key over its share of a sample of the row
+	 * (every sample-th tile). The k-th largest of those is a key at least k keys reach, so the k best are
+	 * among the keys at or above it; where they fit in shared memory (most rows), one more pass gathers
+	 * them. */
 	if (k <= kThreads) {
 		uint32_t best = 0;
-		for (int64_t i0 = 0; i0 < ncols; i0 += kThreads * kUnroll) {
+		for (int64_t i0 = 0; i0 < ncols; i0 += (int64_t)kThreads * kUnroll * sample) {
 			uint32_t key[kUnroll];
 			load_keys(row_key, ncols, i0, key);
 #pragma unroll
@@ -396,14 +405,18 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 	if (ncols <= 0 || st.call)
 		return st;
 
-	/* A chunk's rows: as many as kChunkBytes of scores hold, in whole waves of the selection's blocks. */
-	int64_t chunk = kChunkBytes / (ncols * (int64_t)sizeof(float));
+	/* A chunk's rows: as many as the chunk limit's bytes of scores hold (and a quarter of the free memory), in
+	 * whole waves of the selection's blocks. */
+	size_t free_bytes = 0, total_bytes = 0;
+	starfa_gpu_keep_first(st, "cudaMemGetInfo (top k)", cudaMemGetInfo(&free_bytes, &total_bytes));
+	const int64_t share = (int64_t)(free_bytes / kChunkFreeShare), limit = chunk_limit.load(std::memory_order_relaxed);
+	int64_t chunk = (share < limit ? share : limit) / (ncols * (int64_t)sizeof(float));
 	int device = 0, sms = 0, per_sm = 0;
 	starfa_gpu_keep_first(st, "cudaGetDevice (top k)", cudaGetDevice(&device));
 	starfa_gpu_keep_first(st, "cudaDeviceGetAttribute (top k)",
 			      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
 	starfa_gpu_keep_first(st, "cudaOccupancyMaxActiveBlocksPerMultiprocessor (top k)",
-	     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, select_rows, kThreads, 0));
+			      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, select_rows, kThreads, 0));
 	const int64_t wave = (int64_t)sms * per_sm;
 	if (wave > 0 && chunk >= wave)
 		chunk -= chunk % wave;
@@ -434,6 +447,12 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 		starfa_gpu_keep_first(st, "cudaStreamSynchronize (top k: active rows)", cudaStreamSynchronize(stream));
 		listed = host_count;
 	}
+	/* The bound's sample: every sample-th tile of the row. In a row of random order, about k * sample keys
+	 * then pass the bound (under a quarter of kCandidates), each thread sampling 8 keys or more; the
+	 * bound's pass then reads a sample-th of the row instead of all of it. */
+	int sample = 1;
+	while (sample < 16 && 2 * sample * k <= kThreads && ncols / (2 * sample) >= 8 * kThreads)
+		sample *= 2;
 	starfa_gpu_keep_first(st, "cublasSetStream (top k)", cudaSuccess, cublasSetStream(cublas, stream));
 	for (int64_t first = 0; first < listed && !st.call; first += chunk) {
 		const int n = (int)(listed - first < chunk ? listed - first : chunk);
@@ -458,9 +477,14 @@ extern "C" starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64
 			     cudaMemsetAsync(S, 0, (size_t)n * (size_t)ncols * sizeof(float), stream));
 		}
 		select_rows<<<n, kThreads, 0, stream>>>(ncols, S, rows ? rows + first : nullptr, first, rowptr, colind,
-							(int)k, L, ldl);
+							(int)k, sample, L, ldl);
 		starfa_gpu_keep_first(st, "select_rows (top k)", cudaGetLastError());
 	}
 	starfa_gpu_keep_first(st, "cudaFreeAsync (top k)", cudaFreeAsync(scratch, stream));
 	return st;
+}
+
+extern "C" size_t starfa_cuda_top_k_chunk_limit(size_t bytes)
+{
+	return (size_t)chunk_limit.exchange(bytes > (size_t)INT64_MAX ? INT64_MAX : (int64_t)bytes);
 }

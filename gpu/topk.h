@@ -5,6 +5,7 @@
 
 #include "gpu/status.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -22,6 +23,10 @@ starfa_gpu_status starfa_cuda_top_k_rows(cublasHandle_t cublas, int64_t nrows, i
 					 const float *A, int64_t lda, const float *B, int64_t ldb, const uint32_t *rowptr,
 					 const uint32_t *colind, const float *active, int64_t k, float *L, int64_t ldl,
 					 cudaStream_t stream);
+
+/* The most bytes of scores a chunk of rows takes (1 GB by default; a quarter of the device's free memory
+ * caps it); returns the previous limit. For tests, which make several chunks of a few rows. */
+size_t starfa_cuda_top_k_chunk_limit(size_t bytes);
 
 #ifdef __cplusplus
 }

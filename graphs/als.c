@@ -516,6 +516,8 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 		rc = starfa_match_entries(test, train->row_ids, train->col_ids, c->nrows, c->ncols, &a->test);
 		if (!rc) /* once: the metrics after every iteration reuse it */
 			rc = starfa_matched_count_cold(&a->test, a->csr, c->ncols);
+		if (!rc && a->implicit) /* likewise the test items grouped by user, for the rankings */
+			rc = starfa_matched_group_users(&a->test, c->nrows);
 		a->has_test = rc == 0;
 	}
 	return rc;

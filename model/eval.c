@@ -54,6 +54,8 @@ void starfa_matched_free(struct starfa_matched *m)
 {
 	free(m->user);
 	free(m->item);
+	free(m->start);
+	free(m->by_user);
 	memset(m, 0, sizeof *m);
 }
 
@@ -78,8 +80,8 @@ struct rank_ctx {
 	const struct starfa_top_k_lists *lists; /* NULL: score every item with f */
 	const starfa_csr *seen;
 	int64_t k;
-	const int64_t *start; /* each user's test items: items[start[u], start[u + 1]) */
-	int32_t *items;
+	const int64_t *start; /* each user's distinct test items, ascending: items[start[u], start[u + 1]) up to a -1 */
+	const int32_t *items;
 	struct rank_part *part;
 };
 
@@ -138,8 +140,8 @@ static void score_block(const struct starfa_factors *f, const int64_t *users, in
 	}
 }
 
-/* Users [begin, end): their test items sorted and deduplicated in place; the users with any scored a block
- * at a time and their top k selected (or their top k merged from the lists), the sums. */
+/* Users [begin, end): those with test items scored a block at a time and their top k selected (or their
+ * top k merged from the lists), the sums. */
 static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 {
 	const struct rank_ctx *c = arg;
@@ -164,11 +166,8 @@ static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 	for (int64_t u0 = begin; u0 < end;) {
 		int64_t nb = 0;
 		for (; u0 < end && nb < block; u0++) {
-			int64_t n = c->start[u0 + 1] - c->start[u0];
-			if (n == 0)
+			if (c->start[u0 + 1] == c->start[u0])
 				continue;
-			int32_t *likes = c->items + c->start[u0];
-			qsort(likes, (size_t)n, sizeof *likes, compare_int32);
 			users[nb++] = u0;
 		}
 		if (nb == 0)
@@ -177,11 +176,11 @@ static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 			score_block(f, users, nb, X, S);
 		for (int64_t b = 0; b < nb; b++) {
 			const int64_t u = users[b];
-			int64_t n = c->start[u + 1] - c->start[u], distinct = 0;
-			int32_t *likes = c->items + c->start[u];
-			for (int64_t i = 0; i < n; i++)
-				if (distinct == 0 || likes[distinct - 1] != likes[i])
-					likes[distinct++] = likes[i];
+			const int64_t n = c->start[u + 1] - c->start[u];
+			const int32_t *likes = c->items + c->start[u];
+			int64_t distinct = 0;
+			while (distinct < n && likes[distinct] >= 0)
+				distinct++;
 			const int32_t *ex = seen ? seen->colind + seen->rowptr[u] : NULL;
 			int64_t nex = seen ? seen->rowptr[u + 1] - seen->rowptr[u] : 0;
 			const int64_t got =
@@ -194,34 +193,97 @@ static void rank_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 	free(X);
 }
 
+/* The known entries' items grouped by user: start (nusers + 1 offsets) and items, each user's sorted and
+ * deduplicated in chunks of users, -1 past its distinct ones. */
+struct group_ctx {
+	const int64_t *start;
+	int32_t *items;
+};
+
+static void group_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
+{
+	(void)chunk;
+	const struct group_ctx *c = arg;
+	for (int64_t u = begin; u < end; u++) {
+		int32_t *likes = c->items + c->start[u];
+		const int64_t n = c->start[u + 1] - c->start[u];
+		if (n > 1)
+			qsort(likes, (size_t)n, sizeof *likes, compare_int32);
+		int64_t distinct = 0;
+		for (int64_t i = 0; i < n; i++)
+			if (distinct == 0 || likes[distinct - 1] != likes[i])
+				likes[distinct++] = likes[i];
+		for (int64_t i = distinct; i < n; i++)
+			likes[i] = -1;
+	}
+}
+
+#define GROUP_CHUNKS 256
+
+static int group_users(const struct starfa_matched *test, int64_t nusers, int64_t **start_out, int32_t **items_out)
+{
+	*start_out = NULL;
+	*items_out = NULL;
+	int64_t *start = starfa_calloc((size_t)nusers + 1, sizeof *start);
+	int32_t *items = starfa_malloc(test->n > 0 ? (size_t)test->n : 1, sizeof *items);
+	int64_t *fill = starfa_malloc(nusers > 0 ? (size_t)nusers : 1, sizeof *fill);
+	if (!start || !items || !fill) {
+		free(start);
+		free(items);
+		free(fill);
+		return STARFA_ENOMEM;
+	}
+	for (int64_t e = 0; e < test->n; e++)
+		if (test->user[e] >= 0 && test->user[e] < nusers && test->item[e] >= 0)
+			start[test->user[e] + 1]++;
+	for (int64_t u = 0; u < nusers; u++)
+		start[u + 1] += start[u];
+	memcpy(fill, start, (size_t)nusers * sizeof *fill);
+	for (int64_t e = 0; e < test->n; e++)
+		if (test->user[e] >= 0 && test->user[e] < nusers && test->item[e] >= 0)
+			items[fill[test->user[e]]++] = test->item[e];
+	free(fill);
+	struct group_ctx g = {start, items};
+	int rc = starfa_host_parallel(nusers, GROUP_CHUNKS, group_chunk, &g);
+	if (rc) {
+		free(start);
+		free(items);
+		return rc;
+	}
+	*start_out = start;
+	*items_out = items;
+	return 0;
+}
+
+int starfa_matched_group_users(struct starfa_matched *m, int64_t nusers)
+{
+	free(m->start);
+	free(m->by_user);
+	m->start = NULL;
+	m->by_user = NULL;
+	m->grouped_users = 0;
+	int rc = group_users(m, nusers, &m->start, &m->by_user);
+	if (!rc)
+		m->grouped_users = nusers;
+	return rc;
+}
+
 /* Ranking metrics over the known test users, in the manner of implicit's ranking_metrics_at_k. */
 static int ranking_metrics(const struct starfa_factors *f, const struct starfa_top_k_lists *lists,
 			   const struct starfa_matched *test, const starfa_csr *seen, int64_t k, starfa_metrics *out)
 {
-	/* Each known user's known test items, grouped by user. */
-	int64_t *start = starfa_calloc((size_t)f->nusers + 1, sizeof *start);
-	int32_t *items = starfa_malloc((size_t)test->n, sizeof *items);
-	if (!start || !items) {
-		free(start);
-		free(items);
-		return STARFA_ENOMEM;
+	/* Each known user's distinct known test items: grouped once for a training run, else here. */
+	int64_t *own_start = NULL;
+	int32_t *own_items = NULL;
+	const int64_t *start = test->start;
+	const int32_t *items = test->by_user;
+	if (!start || test->grouped_users != f->nusers) {
+		int rc = group_users(test, f->nusers, &own_start, &own_items);
+		if (rc)
+			return rc;
+		start = own_start;
+		items = own_items;
 	}
-	for (int64_t e = 0; e < test->n; e++)
-		if (test->user[e] >= 0 && test->item[e] >= 0)
-			start[test->user[e] + 1]++;
-	for (int64_t u = 0; u < f->nusers; u++)
-		start[u + 1] += start[u];
-	int64_t *fill = starfa_malloc((size_t)f->nusers, sizeof *fill);
-	if (!fill) {
-		free(start);
-		free(items);
-		return STARFA_ENOMEM;
-	}
-	memcpy(fill, start, (size_t)f->nusers * sizeof *fill);
-	for (int64_t e = 0; e < test->n; e++)
-		if (test->user[e] >= 0 && test->item[e] >= 0)
-			items[fill[test->user[e]]++] = test->item[e];
-	free(fill);
 
 	struct rank_ctx ctx = {f, lists, seen, k, start, items, NULL};
 	const int64_t nchunks = f->nusers < RANK_CHUNKS ? f->nusers : RANK_CHUNKS;
@@ -239,8 +301,8 @@ static int ranking_metrics(const struct starfa_factors *f, const struct starfa_t
 		failed |= ctx.part[c].failed;
 	}
 	free(ctx.part);
-	free(start);
-	free(items);
+	free(own_start);
+	free(own_items);
 	if (rc)
 		return rc;
 	if (failed)

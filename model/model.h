@@ -52,6 +52,12 @@ struct starfa_matched {
 	 * not counted, the metrics count them. */
 	const starfa_csr *cold_seen;
 	int64_t cold;
+	/* The known entries grouped by user, once, by starfa_matched_group_users (the ranking metrics read them
+	 * after every iteration): user u's distinct items ascending from by_user[start[u]], then -1 up to
+	 * start[u + 1]; start NULL: not grouped, the metrics group them. */
+	int64_t grouped_users;
+	int64_t *start;
+	int32_t *by_user;
 };
 
 /* Matches test's entries to users and items by id when test and the maps have ids, else by index
@@ -62,6 +68,9 @@ void starfa_matched_free(struct starfa_matched *m);
 /* Counts m's cold entries against seen (the training entries, nitems columns) for the metrics to reuse
  * while they are given the same seen. 0, or an error from the runtime. */
 int starfa_matched_count_cold(struct starfa_matched *m, const starfa_csr *seen, int64_t nitems);
+/* Groups m's known entries by user (nusers of them) for the ranking metrics to reuse while the model has
+ * that many users. 0, STARFA_ENOMEM, or an error from the runtime. */
+int starfa_matched_group_users(struct starfa_matched *m, int64_t nusers);
 
 /* RMSE (explicit and non-negative kinds) or ranking metrics at k (implicit, leaving seen's items out of
  * the rankings; seen may be NULL), as starfa_eval; STARFA_EINVAL for topic models. */

@@ -4,7 +4,12 @@
 #include "cpu/topk.h"
 #include "model/model.h"
 #ifdef STARFA_USE_CUDA
+#include "gpu/topk.h"
 #include "testing_cuda.h"
+/* The CUDA kernel's chunk of rows: small here, so that the cases take several chunks a task. */
+#define CHUNK_LIMIT(bytes) starfa_cuda_top_k_chunk_limit(bytes)
+#else
+#define CHUNK_LIMIT(bytes) ((void)(bytes), (size_t)0)
 #endif
 
 #include <stdlib.h>
@@ -149,19 +154,34 @@ static int top_k_lists(starfa_worker_kind kind, uint64_t seed)
 	CHECK_OK(testing_runtime_only(kind));
 	uint64_t rng = seed;
 	const int cases = testing_quick() ? 3 : 8;
+	const size_t limit = CHUNK_LIMIT(16 << 10); /* CUDA: chunks of 10 to 400 rows */
 	for (int c = 0; c < cases; c++) {
 		const int64_t m = 20 + (int64_t)testing_below(&rng, 300), n = 10 + (int64_t)testing_below(&rng, 400);
 		static const int64_t ks[] = {1, 3, 10, 37, 200, 256}; /* 256: the CUDA kernel's bound by its threads */
 		const int64_t k = c == cases - 1 ? n + 5 : ks[testing_below(&rng, 6)];
 		const int levels = c % 2 ? 1 + (int)testing_below(&rng, 3) : 16; /* few levels: many ties */
 		if (one_case(m, n, m * n / 10, 1 + (int64_t)testing_below(&rng, 32), k, 1 + (int64_t)testing_below(&rng, 3),
-			     1 + (int64_t)testing_below(&rng, 4), levels, c % 3 == 2, &rng))
+			     1 + (int64_t)testing_below(&rng, 4), levels, c % 3 == 2, &rng)) {
+			CHUNK_LIMIT(limit);
 			return 1;
+		}
 	}
+	/* Rows long enough that the CUDA kernel's bound comes from a sample of them (every 8th tile of 1,024 at
+	 * k = 5 here, every 16th at k = 10 below), with few score levels too (ties at the bound: more keys than
+	 * shared memory holds pass it, the radix digits then). */
+	for (int levels = 16; levels >= 1; levels -= 15)
+		if (one_case(30, 20000, 60000, 8, 5, 2, 1, levels, 0, &rng) ||
+		    (!testing_quick() && one_case(40, 70000, 100000, 16, 10, 1, 1, levels, 1, &rng))) {
+			CHUNK_LIMIT(limit);
+			return 1;
+		}
 	/* Columns enough that the CUDA kernel scores the rows in chunks of 64 (256 MB), and at k = 256 lets more
 	 * keys than shared memory holds through its bound (the radix digits then), row 0's ties (every score 0)
 	 * past the last digit; every row ranked. */
-	return testing_quick() ? 0 : one_case(150, (int64_t)1 << 20, 10000, 4, 256, 1, 1, 16, 1, &rng);
+	CHUNK_LIMIT(256 << 20);
+	const int rc = testing_quick() ? 0 : one_case(150, (int64_t)1 << 20, 10000, 4, 256, 1, 1, 16, 1, &rng);
+	CHUNK_LIMIT(limit);
+	return rc;
 }
 
 TEST(topk, lists_match_a_full_sort_cpu)
@@ -225,12 +245,25 @@ TEST(topk, merged_lists_give_the_same_metrics)
 	starfa_metrics again;
 	CHECK_OK(starfa_lists_metrics(&f, &merged, &test, seen, K, &again));
 	CHECK(again.cold == want.cold && again.precision == want.precision && again.ndcg == want.ndcg);
+	/* Likewise the test items grouped by user once (duplicate entries among them count once), for both
+	 * paths; grouped for another user count, the metrics group them anew. */
+	for (int64_t users = U; users >= U - 1; users--) {
+		CHECK_OK(starfa_matched_group_users(&test, users));
+		CHECK(test.grouped_users == users && test.start && test.by_user);
+		for (int path = 0; path < 2; path++) {
+			CHECK_OK(path ? starfa_factors_metrics(&f, &test, seen, K, &again)
+				      : starfa_lists_metrics(&f, &merged, &test, seen, K, &again));
+			CHECK_MSG(again.precision == want.precision && again.map == want.map && again.ndcg == want.ndcg &&
+					  again.users == want.users && again.cold == want.cold,
+				  "grouped for %lld users, %s: p %.9f map %.9f ndcg %.9f users %lld", (long long)users,
+				  path ? "scored" : "merged", again.precision, again.map, again.ndcg, (long long)again.users);
+		}
+	}
 	const struct starfa_top_k_lists narrow = {BANDS, K, (const float *const *)lists, col0};
 	CHECK(starfa_lists_metrics(&f, &narrow, &test, seen, K, &got) == STARFA_EINVAL); /* 2k columns needed */
 	for (int b = 0; b < BANDS; b++)
 		free(lists[b]);
-	free(test.user);
-	free(test.item);
+	starfa_matched_free(&test);
 	free(rowptr);
 	free(colind);
 	free(uf);
