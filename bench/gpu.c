@@ -124,7 +124,9 @@ fail:
 typedef int (*gpu_step)(void *arg); /* enqueues work on g.stream: 0, or -1 with gpu_error set */
 
 /* warmup untimed runs, then repeat timed ones (ms[repeat]). prep (may be NULL) runs before
- * each, outside the timed region. */
+ * each, outside the timed region and before the L2 flush, so that what it writes (a peer's output,
+ * cleared) is as cold as every other operand: written after the flush, cuSPARSE's output sat in L2
+ * while starfa's did not (0.5-1 µs of SpMM on email-Enron). */
 static int time_runs(gpu_step prep, gpu_step run, void *arg, int warmup, int repeat, double *ms)
 {
 	for (int i = 0; i < warmup; i++)
@@ -132,7 +134,7 @@ static int time_runs(gpu_step prep, gpu_step run, void *arg, int warmup, int rep
 			return -1;
 	CUDA_TRY(cudaStreamSynchronize(g.stream));
 	for (int i = 0; i < repeat; i++) {
-		if (flush_l2() || (prep && prep(arg)))
+		if ((prep && prep(arg)) || flush_l2())
 			return -1;
 		CUDA_TRY(cudaEventRecord(g.start, g.stream));
 		if (run(arg))
