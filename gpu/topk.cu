@@ -182,13 +182,13 @@ __device__ digit_found find_digit(const unsigned *hist, int bits, unsigned want,
  * rows[r] (or first + r); the k best (k no more than the valid scores) by their order-preserving keys.
  * Most rows: a pass over every sample-th tile of kThreads * kUnroll keys takes each thread's largest key,
  * the k-th largest of those bounds the k best from below, and a second pass gathers the keys at or above
- * it into shared memory. Where that bound does not
- * exist (k above the block's threads, fewer than k threads with a valid score) or lets through more keys
- * than shared memory holds, radix: 11-bit digits from the top, counted over the row, narrow the k-th key
- * to a range, until the range holds at most kCandidates keys; one more pass keeps the keys above the
- * range and gathers those in it. In shared memory the remaining digits and the ties (lowest index first)
- * are settled. A range still wider after the last digit is the k-th key itself, tied that often: then the
- * row is passed over in index order. Last, the list is sorted by rank. */
+ * it into shared memory. Where that bound does not exist (k above the block's threads, fewer than k
+ * threads with a valid score in the sample) or lets through more keys than shared memory holds (ties, or
+ * a row whose best scores sit in the tiles the sample skips), radix: 11-bit digits from the top, counted
+ * over the row, narrow the k-th key to a range, until the range holds at most kCandidates keys; one more
+ * pass keeps the keys above the range and gathers those in it. In shared memory the remaining digits and
+ * the ties (lowest index first) are settled. A range still wider after the last digit is the k-th key
+ * itself, tied that often: then the row is passed over in index order. Last, the list is sorted by rank. */
 __global__ void __launch_bounds__(kThreads) select_rows(int64_t ncols, float *S, const int32_t *rows, int64_t first,
 						       const uint32_t *rowptr, const uint32_t *colind, int k, int sample,
 						       float *L, int64_t ldl)

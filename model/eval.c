@@ -445,7 +445,7 @@ int starfa_lists_metrics(const struct starfa_factors *f, const struct starfa_top
 	return metrics(f, lists, test, seen, k, out);
 }
 
-int starfa_eval(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out)
+int starfa_eval_host(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out)
 {
 	if (!m || !test || !out)
 		return starfa_set_error(STARFA_EINVAL, "starfa_eval: missing model, test entries or output");

@@ -54,7 +54,8 @@ struct starfa_matched {
 	int64_t cold;
 	/* The known entries grouped by user, once, by starfa_matched_group_users (the ranking metrics read them
 	 * after every iteration): user u's distinct items ascending from by_user[start[u]], then -1 up to
-	 * start[u + 1]; start NULL: not grouped, the metrics group them. */
+	 * start[u + 1]. The metrics group them anew where start is NULL or grouped_users is not the model's
+	 * user count. */
 	int64_t grouped_users;
 	int64_t *start;
 	int32_t *by_user;
@@ -76,6 +77,10 @@ int starfa_matched_group_users(struct starfa_matched *m, int64_t nusers);
  * the rankings; seen may be NULL), as starfa_eval; STARFA_EINVAL for topic models. */
 int starfa_factors_metrics(const struct starfa_factors *f, const struct starfa_matched *test, const starfa_csr *seen,
 			   int64_t k, starfa_metrics *out);
+
+/* starfa_eval on the host: the test entries matched, then starfa_factors_metrics (implicit models rank
+ * every item for every test user on the host's threads or CPU workers, starfa_host_parallel). */
+int starfa_eval_host(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out);
 
 /* Every user's top k in column bands, as starfa_task_top_k writes them: rows[j] holds users x ld floats,
  * band j's columns counted from col0[j]. */

@@ -9,7 +9,12 @@
 /* The CUDA kernel's chunk of rows: small here, so that the cases take several chunks a task. */
 #define CHUNK_LIMIT(bytes) starfa_cuda_top_k_chunk_limit(bytes)
 #else
-#define CHUNK_LIMIT(bytes) ((void)(bytes), (size_t)0)
+static size_t no_chunk_limit(size_t bytes)
+{
+	(void)bytes;
+	return 0;
+}
+#define CHUNK_LIMIT(bytes) no_chunk_limit(bytes)
 #endif
 
 #include <stdlib.h>
@@ -247,6 +252,29 @@ TEST(topk, merged_lists_give_the_same_metrics)
 	CHECK(again.cold == want.cold && again.precision == want.precision && again.ndcg == want.ndcg);
 	/* Likewise the test items grouped by user once (duplicate entries among them count once), for both
 	 * paths; grouped for another user count, the metrics group them anew. */
+	CHECK_OK(starfa_matched_group_users(&test, U));
+	int64_t duplicates = 0;
+	for (int64_t u = 0; u < U; u++) { /* each user's items: its distinct known items ascending, then -1 */
+		int32_t want_items[N];
+		int64_t n = 0;
+		for (int64_t e = 0; e < N; e++)
+			if (test.user[e] == u && test.item[e] >= 0) {
+				int64_t at = n++;
+				while (at > 0 && want_items[at - 1] > test.item[e]) /* insertion, ascending */
+					want_items[at] = want_items[at - 1], at--;
+				want_items[at] = test.item[e];
+			}
+		CHECK(test.start[u + 1] - test.start[u] == n);
+		int64_t d = 0;
+		for (int64_t i = 0; i < n; i++)
+			if (i == 0 || want_items[i] != want_items[i - 1])
+				CHECK_MSG(test.by_user[test.start[u] + d++] == want_items[i], "user %lld's item %lld", (long long)u,
+					  (long long)i);
+		for (int64_t i = d; i < n; i++)
+			CHECK(test.by_user[test.start[u] + i] == -1);
+		duplicates += n - d;
+	}
+	CHECK_MSG(duplicates > 0, "no duplicate test entries to leave out");
 	for (int64_t users = U; users >= U - 1; users--) {
 		CHECK_OK(starfa_matched_group_users(&test, users));
 		CHECK(test.grouped_users == users && test.start && test.by_user);
@@ -311,6 +339,57 @@ TEST(topk_cuda, lists_match_a_full_sort_cuda)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	return top_k_lists(STARFA_WORKER_CUDA, testing_seed() + 90);
+}
+
+/* starfa_eval of an implicit model with GPUs in the runtime ranks as top_k tasks on them, and gives the
+ * host's metrics to the bit (exact scores); a k past the GPU kernel's stays on the host. */
+TEST(topk_cuda, eval_on_gpus_matches_the_host)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	enum { U = 700, I = 3000, R = 16, N = 4000 };
+	uint64_t rng = testing_seed() + 93;
+	starfa_csr *seen = testing_random_csr(U, I, 20000, 0.5, &rng);
+	float *uf = malloc(sizeof(float) * U * R), *itf = malloc(sizeof(float) * I * R);
+	starfa_coo *test = starfa_coo_new(U, I, N);
+	CHECK(seen && uf && itf && test);
+	for (int64_t e = 0; e < U * R; e++)
+		uf[e] = eighth(&rng, 16);
+	for (int64_t e = 0; e < I * R; e++)
+		itf[e] = eighth(&rng, 16 - 14 * (e / R % 5 == 0)); /* every 5th item few-valued: ties */
+	for (int64_t e = 0; e < N; e++) {
+		test->row[e] = (int32_t)testing_below(&rng, U);
+		test->col[e] = (int32_t)testing_below(&rng, I);
+		test->val[e] = 1.0f;
+	}
+	test->nnz = N;
+	starfa_model m = {.kind = STARFA_MODEL_IMPLICIT, .algorithm = "ials", .nusers = U, .nitems = I, .rank = R,
+			  .user_factors = uf, .item_factors = itf, .seen = seen};
+	static const int64_t ks[] = {10, 1, 1100};
+	for (int c = 0; c < 3; c++) {
+		starfa_metrics host, gpus;
+		testing_runtime_stop();
+		CHECK_OK(starfa_eval(&m, test, ks[c], &host));
+		CHECK_OK(testing_runtime_only(STARFA_WORKER_CUDA));
+		starfa_stats_reset();
+		CHECK_OK(starfa_eval(&m, test, ks[c], &gpus));
+		starfa_worker_stats st;
+		starfa_stats_get(&st);
+		const int on_gpus = ks[c] <= STARFA_TOP_K_CUDA_MAX; /* top_k tasks, a row band a GPU; else none */
+		CHECK_MSG((st.tasks[STARFA_WORKER_CUDA] >= starfa_worker_count(STARFA_WORKER_CUDA)) == on_gpus &&
+				  (st.tasks[STARFA_WORKER_CUDA] == 0) == !on_gpus,
+			  "k %lld: %lld tasks on the GPUs", (long long)ks[c], (long long)st.tasks[STARFA_WORKER_CUDA]);
+		CHECK_MSG(gpus.precision == host.precision && gpus.map == host.map && gpus.ndcg == host.ndcg &&
+				  gpus.users == host.users && gpus.cold == host.cold && host.users > 500,
+			  "k %lld: GPUs p %.9f map %.9f ndcg %.9f users %lld; host %.9f %.9f %.9f %lld", (long long)ks[c],
+			  gpus.precision, gpus.map, gpus.ndcg, (long long)gpus.users, host.precision, host.map, host.ndcg,
+			  (long long)host.users);
+	}
+	starfa_coo_free(test);
+	starfa_csr_free(seen);
+	free(uf);
+	free(itf);
+	return 0;
 }
 #else
 TEST(topk_cuda, not_built)

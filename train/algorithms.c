@@ -205,3 +205,51 @@ int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_
 						 starfa_tiled_col_bounds(S)};
 	return starfa_lists_metrics(f, &lists, test, seen, k, out);
 }
+
+/* starfa_eval for an implicit model where GPUs run: starfa_rank_test over the model's training entries. */
+static int eval_on_gpus(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out)
+{
+	struct starfa_matched matched;
+	int rc = starfa_match_entries(test, m->user_ids, m->item_ids, m->nusers, m->nitems, &matched);
+	if (rc)
+		return rc;
+	starfa_tiled *S = NULL;
+	starfa_dense *X = NULL, *Y = NULL;
+	struct starfa_ranker *ranker = NULL;
+	/* A row band a GPU, balanced by rows (a row is nitems scores; its seen entries count little), every
+	 * task on the GPUs. */
+	const starfa_tiling_options tiling = {.row_tiles = starfa_worker_count(STARFA_WORKER_CUDA),
+					      .col_tiles = 1,
+					      .row_cost = (double)m->nitems,
+					      .placed = 1};
+	struct starfa_factors f;
+	starfa_model_factors(m, &f);
+	/* The factors are only read (the top_k tasks' inputs): registering them needs no writable copy. */
+	if (!(rc = starfa_matched_count_cold(&matched, m->seen, m->nitems)) &&
+	    !(rc = starfa_matched_group_users(&matched, m->nusers)) && !(rc = starfa_tiled_create(m->seen, &tiling, &S)) &&
+	    !(rc = starfa_dense_create(S, STARFA_ROWS, m->user_factors, m->rank, &X)) &&
+	    !(rc = starfa_dense_create(S, STARFA_COLS, m->item_factors, m->rank, &Y)))
+		rc = starfa_rank_test(S, X, Y, &f, &matched, m->seen, k, &ranker, out);
+	if (!rc)
+		rc = starfa_wait();
+	starfa_ranker_free(ranker);
+	starfa_dense_free(X);
+	starfa_dense_free(Y);
+	starfa_tiled_free(S);
+	starfa_matched_free(&matched);
+	return rc;
+}
+
+int starfa_eval(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out)
+{
+	if (!m || !test || !out)
+		return starfa_set_error(STARFA_EINVAL, "starfa_eval: missing model, test entries or output");
+	/* An implicit model ranks every item for every test user: with GPUs in the runtime, as top_k tasks
+	 * where the GPUs are (the metrics' bits may differ from the host's in near ties, cuBLAS against
+	 * OpenBLAS scores), else on the host. */
+	if (m->kind == STARFA_MODEL_IMPLICIT && k >= 1 && k <= STARFA_TOP_K_CUDA_MAX && m->rank >= 1 && m->seen &&
+	    m->seen->nrows == m->nusers && m->seen->ncols == m->nitems && m->nusers > 0 && m->nitems > 0 &&
+	    starfa_runtime_started() && starfa_worker_count(STARFA_WORKER_CUDA) > 0)
+		return eval_on_gpus(m, test, k, out);
+	return starfa_eval_host(m, test, k, out);
+}
