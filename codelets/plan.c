@@ -119,7 +119,7 @@ static double sweep_us(const struct curve *cpu, const struct curve *cuda, double
 /* The split of one sweep: computed under STARFA_PLACE_SPLIT, the GPUs alone otherwise (the prediction is
  * still made). */
 static void plan_side(const struct curve *cpu, const struct curve *cuda, double cost, int64_t per_gpu, starfa_placement mode,
-		      starfa_split *out)
+		      double forced, starfa_split *out)
 {
 	int ngpu = starpu_cuda_worker_get_count(), ncpu = starpu_cpu_worker_get_count();
 	*out = (starfa_split){.cuda_bands = ngpu * per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN};
@@ -129,6 +129,12 @@ static void plan_side(const struct curve *cpu, const struct curve *cuda, double 
 		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, ngpu, ncpu, per_gpu, &g, &c) * 1e-3;
 	if (cpu->n > 0 && ncpu > 0)
 		out->cpu_ms = predict(cpu, cost / ncpu) * 1e-3;
+	if (mode == STARFA_PLACE_SPLIT && forced > 0 && ncpu > 0) { /* STARFA_CPU_SHARE: the share given */
+		out->cpu_share = forced;
+		out->cpu_bands = ncpu;
+		out->split_ms = out->calibrated ? sweep_us(cpu, cuda, cost, forced, ngpu, ncpu, per_gpu, &g, &c) * 1e-3 : NAN;
+		return;
+	}
 	if (mode != STARFA_PLACE_SPLIT || !out->calibrated || ncpu == 0 || !(cost > 0))
 		return;
 	/* The cores' time grows with s and the GPUs' shrinks: bisect for where they meet. */
@@ -170,6 +176,16 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 	int rc = starfa_placement_mode(&mode);
 	if (rc)
 		return rc;
+	/* STARFA_CPU_SHARE (under split): the cores' share of each sweep by hand, whatever the models say. */
+	double forced = 0;
+	const char *share = getenv("STARFA_CPU_SHARE");
+	if (share && *share) {
+		char *end = NULL;
+		forced = strtod(share, &end);
+		if (*end || !(forced > 0 && forced < 1))
+			return starfa_set_error(STARFA_EINVAL, "STARFA_CPU_SHARE must be a share of each sweep in (0, 1), not '%s'",
+						share);
+	}
 	starfa_split local[2];
 	if (!split)
 		split = local;
@@ -190,8 +206,8 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 		return starfa_set_error(STARFA_ENOMEM, "out of memory planning a sweep");
 	}
 	load_curves(symbol, cpu, cuda);
-	plan_side(cpu, cuda, row_sweep_cost, bands_per_gpu, mode, &split[0]);
-	plan_side(cpu, cuda, col_sweep_cost, bands_per_gpu, mode, &split[1]);
+	plan_side(cpu, cuda, row_sweep_cost, bands_per_gpu, mode, forced, &split[0]);
+	plan_side(cpu, cuda, col_sweep_cost, bands_per_gpu, mode, forced, &split[1]);
 	free(cpu);
 	free(cuda);
 	if (tiling) {
@@ -223,7 +239,11 @@ void starfa_split_describe(const starfa_split *s, FILE *out)
 		fprintf(out, ")\n");
 		return;
 	}
-	fprintf(out, "placement: %lld GPU bands + %lld CPU bands with %.1f%% of the cost (predicted sweep %.3g ms, "
-		     "%.3g ms on the GPUs alone)\n",
-		(long long)s->cuda_bands, (long long)s->cpu_bands, 100 * s->cpu_share, s->split_ms, s->cuda_ms);
+	fprintf(out, "placement: %lld GPU bands + %lld CPU bands with %.1f%% of the cost", (long long)s->cuda_bands,
+		(long long)s->cpu_bands, 100 * s->cpu_share);
+	if (isfinite(s->split_ms) && isfinite(s->cuda_ms))
+		fprintf(out, " (predicted sweep %.3g ms, %.3g ms on the GPUs alone)", s->split_ms, s->cuda_ms);
+	else
+		fprintf(out, " (not calibrated on both kinds: no prediction)");
+	fprintf(out, "\n");
 }

@@ -192,6 +192,17 @@ TEST(placement, rejects_what_cannot_run)
 	CHECK(starfa_plan_tiling("no_such_op", 1e6, 1e6, 2, &plan, split) == STARFA_EINVAL);
 	CHECK(strstr(starfa_last_error(), "no_such_op") != NULL);
 	CHECK(starfa_plan_tiling("sddmm", 1e6, 1e6, 0, &plan, split) == STARFA_EINVAL);
+	/* A share by hand outside (0, 1) is refused; one inside changes nothing without GPUs. */
+	static const char *const bad_shares[] = {"1.5", "0", "-0.1", "a", "0.2x"};
+	for (int i = 0; i < 5; i++) {
+		setenv("STARFA_CPU_SHARE", bad_shares[i], 1);
+		CHECK(starfa_plan_tiling("sddmm", 1e6, 1e6, 2, &plan, split) == STARFA_EINVAL);
+		CHECK(strstr(starfa_last_error(), "STARFA_CPU_SHARE") != NULL);
+	}
+	setenv("STARFA_CPU_SHARE", "0.2", 1);
+	CHECK_OK(starfa_plan_tiling("sddmm", 1e6, 1e6, 2, &plan, split));
+	CHECK(plan.placed == 0 && split[0].cpu_bands == 0);
+	unsetenv("STARFA_CPU_SHARE");
 	starfa_csr_free(S);
 	/* A placement that is not one is refused at start (it also picks the default scheduler). */
 	testing_runtime_stop();
@@ -372,6 +383,22 @@ TEST(placement_cuda, bands_run_where_placed)
 	CHECK_OK(starfa_plan_tiling("sddmm", (double)S->nnz * 16, (double)S->nnz * 16, 2, &plan, split));
 	CHECK(plan.placed == 1 && plan.row_tiles >= 2 * starfa_worker_count(STARFA_WORKER_CUDA));
 	CHECK(split[0].cuda_bands == 2 * starfa_worker_count(STARFA_WORKER_CUDA));
+	/* Under split, a share by hand: a band a core holding it, whatever the models say. */
+	setenv("STARFA_PLACEMENT", "split", 1);
+	setenv("STARFA_CPU_SHARE", "0.25", 1);
+	const int rc = starfa_plan_tiling("sddmm", (double)S->nnz * 16, (double)S->nnz * 16, 2, &plan, split);
+	unsetenv("STARFA_CPU_SHARE");
+	unsetenv("STARFA_PLACEMENT");
+	CHECK_OK(rc);
+	const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU), ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+	CHECK(plan.placed == 1 && plan.cpu_bands == ncpu && plan.row_tiles == 2 * ngpu + ncpu &&
+	      plan.row_cpu_share == 0.25 && plan.col_cpu_share == 0.25 && split[0].cpu_share == 0.25);
+	CHECK_OK(starfa_tiled_create(S, &plan, &t));
+	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks, 1));
+	CHECK_MSG(tasks[STARFA_WORKER_CPU] == tiles_in(t, 2 * ngpu, 2 * ngpu + ncpu) &&
+			  tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 2 * ngpu),
+		  "split by hand: %lld cpu and %lld cuda tasks", (long long)tasks[0], (long long)tasks[1]);
+	starfa_tiled_free(t);
 	starfa_csr_free(S);
 	return 0;
 }
