@@ -93,6 +93,7 @@ void starfa_als_options_default(starfa_als_options *o, starfa_als_algo algo)
 	}
 	o->seed = 1;
 	o->eval_k = 10;
+	o->eval_every = 1;
 }
 
 static int check_options(const starfa_als_options *o)
@@ -111,8 +112,8 @@ static int check_options(const starfa_als_options *o)
 		return starfa_set_error(STARFA_EINVAL, "CG steps %d outside [1, 1000]", o->cg_steps);
 	if (o->algo == STARFA_ALGO_IALS && (!(o->alpha > 0) || !isfinite(o->alpha)))
 		return starfa_set_error(STARFA_EINVAL, "alpha must be a positive number, not %g", o->alpha);
-	if (o->slots < 0 || o->eval_k < 1)
-		return starfa_set_error(STARFA_EINVAL, "slots must be >= 0 and eval_k >= 1");
+	if (o->slots < 0 || o->eval_k < 1 || o->eval_every < 1)
+		return starfa_set_error(STARFA_EINVAL, "slots must be >= 0, eval_k and eval_every >= 1");
 	return 0;
 }
 
@@ -559,7 +560,7 @@ static int als_evaluate(void *state, starfa_train_progress *p)
 		rc = starfa_dense_sync(a->dY);
 	if (!rc)
 		rc = train_metrics(a, p);
-	if (!rc && a->has_test) {
+	if (!rc && a->has_test && starfa_test_due(p, a->o->iters, a->o->eval_every)) {
 		struct starfa_factors f;
 		current_factors(a, &f);
 		/* Implicit models rank every item for every test user. With GPUs the products and the selection
@@ -577,14 +578,14 @@ static int als_evaluate(void *state, starfa_train_progress *p)
 	if (!a->implicit) {
 		starfa_progress_column(p, "train_rmse", 4, p->train_rmse);
 		starfa_progress_column(p, "loss", 4, p->train_loss);
-		if (p->has_test)
-			starfa_progress_column(p, "test_rmse", 4, p->test.rmse);
+		if (a->has_test) /* NaN (left out) where not computed this iteration */
+			starfa_progress_column(p, "test_rmse", 4, p->has_test ? p->test.rmse : NAN);
 	} else {
 		starfa_progress_column(p, "loss", 6, p->train_loss);
-		if (p->has_test) {
-			starfa_progress_column(p, a->names[0], 4, p->test.precision);
-			starfa_progress_column(p, a->names[1], 4, p->test.map);
-			starfa_progress_column(p, a->names[2], 4, p->test.ndcg);
+		if (a->has_test) {
+			starfa_progress_column(p, a->names[0], 4, p->has_test ? p->test.precision : NAN);
+			starfa_progress_column(p, a->names[1], 4, p->has_test ? p->test.map : NAN);
+			starfa_progress_column(p, a->names[2], 4, p->has_test ? p->test.ndcg : NAN);
 		}
 	}
 	return 0;
@@ -643,7 +644,8 @@ static void ials_defaults(void *params)
 	{"col-tiles", STARFA_PARAM_INT64, ALS_FIELD(tiling.col_tiles), 0, 1 << 20, NULL, "column bands (0: as rows)"}, \
 	{"slots", STARFA_PARAM_INT64, ALS_FIELD(slots), 0, 1 << 20, NULL,                                         \
 	 "bands of systems held at once per side (0: two per worker)"},                                            \
-	{"seed", STARFA_PARAM_INT64, ALS_FIELD(seed), 0, 9.2e18, NULL, "seed of the initial factors"}
+	{"seed", STARFA_PARAM_INT64, ALS_FIELD(seed), 0, 9.2e18, NULL, "seed of the initial factors"},            \
+	{"eval-every", STARFA_PARAM_INT64, ALS_FIELD(eval_every), 1, 1 << 30, NULL, "test metrics after every Nth iteration only (and the first, the last, and a converged one)"}
 
 static const starfa_param als_params[] = {
 	ALS_COMMON_PARAMS,

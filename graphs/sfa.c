@@ -30,7 +30,7 @@
 #include <string.h>
 
 struct sfa_options {
-	int64_t rank, iters, cg_steps, tiles, seed, eval_k;
+	int64_t rank, iters, cg_steps, tiles, seed, eval_k, eval_every;
 	double lambda, tol;
 	int weighted_lambda;
 	int separate; /* 1: the product as an SDDMM into values, then an SpMM (0: one fused task a tile) */
@@ -148,6 +148,7 @@ static void sfa_defaults(void *params)
 				  .tiles = 0,
 				  .seed = 1,
 				  .eval_k = 10,
+				  .eval_every = 1,
 				  .lambda = 0.12, /* ALS's explicit defaults */
 				  .tol = 0,
 				  .weighted_lambda = 1,
@@ -161,8 +162,8 @@ static int sfa_check(const void *params)
 		return starfa_set_error(STARFA_EINVAL, "rank %lld outside [1, 4096]", (long long)o->rank);
 	if (!(o->lambda > 0) || !isfinite(o->lambda))
 		return starfa_set_error(STARFA_EINVAL, "lambda must be a positive number, not %g", o->lambda);
-	if (o->iters < 1 || o->cg_steps < 1)
-		return starfa_set_error(STARFA_EINVAL, "iters and cg-steps must be >= 1");
+	if (o->iters < 1 || o->cg_steps < 1 || o->eval_every < 1)
+		return starfa_set_error(STARFA_EINVAL, "iters, cg-steps and eval-every must be >= 1");
 	return 0;
 }
 
@@ -284,7 +285,7 @@ static int sfa_evaluate(void *state, starfa_train_progress *p)
 	p->train_loss = loss;
 	p->converged = isfinite(g->prev) && g->o.tol > 0 && fabs(loss - g->prev) <= g->o.tol * fabs(loss);
 	g->prev = loss;
-	if (g->has_test) {
+	if (g->has_test && starfa_test_due(p, g->o.iters, g->o.eval_every)) {
 		struct starfa_factors f;
 		current_factors(g, &f);
 		TRY(starfa_factors_metrics(&f, &g->test, g->csr, g->o.eval_k, &p->test));
@@ -292,8 +293,8 @@ static int sfa_evaluate(void *state, starfa_train_progress *p)
 	}
 	starfa_progress_column(p, "train_rmse", 4, p->train_rmse);
 	starfa_progress_column(p, "loss", 4, p->train_loss);
-	if (p->has_test)
-		starfa_progress_column(p, "test_rmse", 4, p->test.rmse);
+	if (g->has_test) /* NaN (left out) where not computed this iteration */
+		starfa_progress_column(p, "test_rmse", 4, p->has_test ? p->test.rmse : NAN);
 	return 0;
 }
 
@@ -321,6 +322,7 @@ static const starfa_param sfa_params[] = {
 	{"product", STARFA_PARAM_CHOICE, SFA_FIELD(separate), 0, 1, "fused|separate",
 	 "the CG product: one fused SDDMM + SpMM task a tile, or an SDDMM into values then an SpMM"},
 	{"eval-k", STARFA_PARAM_INT64, SFA_FIELD(eval_k), 1, 100000, NULL, "cut-off of ranking metrics"},
+	{"eval-every", STARFA_PARAM_INT64, SFA_FIELD(eval_every), 1, 1 << 30, NULL, "test metrics after every Nth iteration only (and the first, the last, and a converged one)"},
 	{"tiles", STARFA_PARAM_INT64, SFA_FIELD(tiles), 0, 1 << 16, NULL, "bands a side (0: planned)"},
 	{"seed", STARFA_PARAM_INT64, SFA_FIELD(seed), 0, 9.2e18, NULL, "seed of the start"},
 	{NULL, 0, 0, 0, 0, NULL, NULL},

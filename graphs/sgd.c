@@ -32,7 +32,7 @@ enum { SCHEDULE_BOLDDRIVER = 0, SCHEDULE_INVTIME = 1, SCHEDULE_ADAGRAD = 2 };
 
 /* The parameters (names and ranges in sgd_params below). */
 struct sgd_options {
-	int64_t rank, iters, strata, seed, eval_k;
+	int64_t rank, iters, strata, seed, eval_k, eval_every;
 	double lambda, lambda_bias, lr, decay, tol;
 	int schedule, biases, fp16;
 };
@@ -74,6 +74,7 @@ static void sgd_defaults(void *params)
 				  .strata = 0,
 				  .seed = 1,
 				  .eval_k = 10,
+				  .eval_every = 1,
 				  .lambda = 0.1,
 				  .lambda_bias = 0.1,
 				  .lr = 0.01,
@@ -92,8 +93,8 @@ static int sgd_check(const void *params)
 		return starfa_set_error(STARFA_EINVAL, "the learning rate must be a positive number, not %g", o->lr);
 	if (!(o->lambda >= 0) || !(o->lambda_bias >= 0) || !isfinite(o->lambda) || !isfinite(o->lambda_bias))
 		return starfa_set_error(STARFA_EINVAL, "the regularizations must be numbers >= 0");
-	if (o->iters < 1 || o->strata < 0 || !(o->tol >= 0) || !(o->decay >= 0))
-		return starfa_set_error(STARFA_EINVAL, "iters must be >= 1, strata, tol and decay >= 0");
+	if (o->iters < 1 || o->eval_every < 1 || o->strata < 0 || !(o->tol >= 0) || !(o->decay >= 0))
+		return starfa_set_error(STARFA_EINVAL, "iters and eval_every must be >= 1, strata, tol and decay >= 0");
 	if (o->schedule != SCHEDULE_BOLDDRIVER && o->schedule != SCHEDULE_INVTIME && o->schedule != SCHEDULE_ADAGRAD)
 		return starfa_set_error(STARFA_EINVAL, "unknown schedule %d", o->schedule);
 	return 0;
@@ -433,7 +434,7 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	}
 	p->train_rmse = sqrt(sse / (double)c->nnz);
 	p->train_loss = loss;
-	if (g->has_test && !g->rejected) {
+	if (g->has_test && !g->rejected && starfa_test_due(p, g->o.iters, g->o.eval_every)) {
 		struct starfa_factors f;
 		current_factors(g, &f);
 		rc = starfa_factors_metrics(&f, &g->test, g->csr, g->o.eval_k, &p->test);
@@ -475,6 +476,7 @@ static const starfa_param sgd_params[] = {
 	{"strata", STARFA_PARAM_INT64, SGD_FIELD(strata), 0, 1 << 16, NULL,
 	 "P: the P x P grid of tiles, P strata per epoch (0: twice the workers, tiles of 4096+ entries)"},
 	{"tol", STARFA_PARAM_DOUBLE, SGD_FIELD(tol), 0, 1, NULL, "stop when the loss's relative change is under this"},
+	{"eval-every", STARFA_PARAM_INT64, SGD_FIELD(eval_every), 1, 1 << 30, NULL, "test metrics after every Nth iteration only (and the first, the last, and a converged one)"},
 	{"no-biases", STARFA_PARAM_FLAG, SGD_FIELD(biases), 0, 0, NULL, "no user and item biases (the mean stays)"},
 	{"fp16", STARFA_PARAM_FLAG, SGD_FIELD(fp16), 0, 1, NULL,
 	 "keep the factors the updates read and write in FP16 (half the memory traffic; FP32 arithmetic)"},

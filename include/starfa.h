@@ -902,6 +902,7 @@ typedef struct starfa_als_options {
 				       * row_cost and col_cost 0: the solver's (starfa_rowsolve_row_cost) */
 	int64_t slots;         /* bands of systems held at once per side (0: two per worker) */
 	int64_t eval_k;        /* implicit: the k of precision@k, MAP@k and NDCG@k on the test set */
+	int64_t eval_every;    /* the test metrics after every Nth iteration (and the first and the last) */
 	int stored_systems;    /* 1: every band's systems built in memory by hermitian and bias tasks, then
 				* solved (fp16 implies it); 0: built and solved row by row in one rowsolve task
 				* per band, which writes no systems (faster on CPUs: bench/ALS.md) */

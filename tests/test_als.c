@@ -136,6 +136,45 @@ TEST(als, explicit_reaches_the_noise_floor)
 	return 0;
 }
 
+/* eval_every: the test metrics after the first, every Nth and the last iteration only, the same values
+ * there as a run that computes them every time, and the training unchanged (explicit and implicit). */
+TEST(als, eval_every_skips_the_test_metrics)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 57;
+	starfa_coo *all = low_rank_ratings(150, 120, 0.3, 0.1, &rng), *train = NULL, *test = NULL;
+	CHECK(all);
+	CHECK_OK(starfa_coo_split(all, 0.2, testing_seed(), &train, &test));
+	for (int algo = 0; algo < 2; algo++) {
+		starfa_als_options o;
+		starfa_als_options_default(&o, algo ? STARFA_ALGO_IALS : STARFA_ALGO_ALS);
+		o.rank = 6;
+		o.iters = 10;
+		o.seed = testing_seed();
+		struct history every = {0}, some = {0};
+		starfa_model *m1 = NULL, *m2 = NULL;
+		CHECK_OK(starfa_als_train(train, test, &o, record, &every, &m1));
+		o.eval_every = 4;
+		CHECK_OK(starfa_als_train(train, test, &o, record, &some, &m2));
+		for (int64_t it = 1; it <= 10; it++) {
+			const int due = it == 1 || it % 4 == 0 || it == 10;
+			const double a = algo ? every.precision[it] : every.test_rmse[it];
+			const double b = algo ? some.precision[it] : some.test_rmse[it];
+			CHECK_MSG(some.loss[it] == every.loss[it] && (due ? b == a : isnan(b)) && !isnan(a),
+				  "%s iteration %lld: loss %.9g against %.9g, test metric %.9g against %.9g", algo ? "ials" : "als",
+				  (long long)it, some.loss[it], every.loss[it], b, a);
+		}
+		starfa_model_free(m1);
+		starfa_model_free(m2);
+		o.eval_every = 0;
+		CHECK(starfa_als_train(train, test, &o, NULL, NULL, &m1) == STARFA_EINVAL && m1 == NULL);
+	}
+	starfa_coo_free(all);
+	starfa_coo_free(train);
+	starfa_coo_free(test);
+	return 0;
+}
+
 TEST(als, implicit_learns_the_ranking)
 {
 	CHECK_OK(testing_runtime());

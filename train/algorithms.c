@@ -206,6 +206,11 @@ int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_
 	return starfa_lists_metrics(f, &lists, test, seen, k, out);
 }
 
+int starfa_test_due(const starfa_train_progress *p, int64_t iters, int64_t every)
+{
+	return every <= 1 || p->iteration <= 1 || p->iteration % every == 0 || p->iteration >= iters || p->converged;
+}
+
 /* starfa_eval for an implicit model where GPUs run: starfa_rank_test over the model's training entries. */
 static int eval_on_gpus(const starfa_model *m, const starfa_coo *test, int64_t k, starfa_metrics *out)
 {

@@ -45,6 +45,9 @@ int starfa_column_norms(const float *F, int64_t nrows, int64_t len, int64_t skip
 struct starfa_factors;
 struct starfa_matched;
 struct starfa_ranker;
+/* Whether iteration p->iteration of at most iters computes the test metrics, with them every `every`
+ * iterations: the first, every every-th, the last and a converged one (p->converged set) do. */
+int starfa_test_due(const starfa_train_progress *p, int64_t iters, int64_t every);
 int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_dense *Y, const struct starfa_factors *f,
 		     const struct starfa_matched *test, const starfa_csr *seen, int64_t k, struct starfa_ranker **ranker,
 		     starfa_metrics *out);
