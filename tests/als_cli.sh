@@ -170,4 +170,24 @@ fi
 expect 1 'cannot write the task log' -- train --input "$tmp/ratings.csv" --rank 2 --iters 1 --out "$tmp/y.model" \
 	--task-log "$tmp/no/such/dir/tasks.csv"
 [ -e "$tmp/y.model" ] && fail "a run whose task log cannot be written left a model"
+
+# --eval-every: the test metrics after iterations 1, 2, 4 and 5 (every 2nd, the first and the last), an
+# empty cell in the log after 3; the training loss after every one.
+expect 0 'iter +5 .*test_rmse' -- train --input "$tmp/ratings.csv" --test-fraction 0.2 --seed 3 --rank 4 --iters 5 \
+	--eval-every 2 --out "$tmp/ee.model" --log "$tmp/ee.csv" --ncpus 2
+awk -F, 'NR > 1 { if (($5 == "") != ($1 == 3) || $4 == "") exit 1 }' "$tmp/ee.csv" || fail "eval-every log: $(cat "$tmp/ee.csv")"
+expect 2 '--eval-every expects an integer' -- train --input "$tmp/ratings.csv" --eval-every 0 --out "$tmp/x.model"
+
+# eval of an implicit model of users x items x rank >= 2^35 starts the runtime (its trace is written;
+# the GPUs rank where there are any): 200,000 users, about 5,900 items, rank 32.
+awk 'BEGIN { srand(5); print "userId,movieId,rating";
+	for (u = 0; u < 200000; u++) for (j = 0; j < 2; j++) printf "u%d,m%d,1\n", u, int(rand() * rand() * 6000) }' \
+	>"$tmp/wide.csv"
+awk 'BEGIN { srand(6); for (e = 0; e < 3000; e++) printf "u%d,m%d,1\n", int(rand() * 200000), int(rand() * rand() * 6000) }' \
+	>"$tmp/wide-test.csv"
+expect 0 'model: 200000 users' -- train --algo ials --input "$tmp/wide.csv" --rank 32 --iters 1 --out "$tmp/wide.model" \
+	--ncpus 2
+expect 0 'precision@10=0\.[0-9]+ map@10=.*users=[1-9]' -- eval --model "$tmp/wide.model" --test "$tmp/wide-test.csv" \
+	--ncpus 2 --trace "$tmp/wide-trace"
+[ -s "$tmp/wide-trace/paje.trace" ] || fail "eval of a wide implicit model started no runtime (no trace)"
 finish
