@@ -117,10 +117,11 @@ int cmd_eval(int argc, char **argv)
 	}
 	/* An implicit model ranks every item for every test user: where that is large (2^35 multiply-adds
 	 * and more, users x items x rank), the runtime starts, so that GPUs rank as top_k tasks (on the cores
-	 * alone it changes nothing). Smaller ones do not pay the runtime's start. */
-	const int ranked = m->kind == STARFA_MODEL_IMPLICIT &&
-			   (double)m->nusers * (double)m->nitems * (double)m->rank >= 34359738368.0;
-	if (ranked && starfa_init(&runtime) != 0) {
+	 * alone it changes nothing). Smaller ones do not pay the runtime's start, unless a trace is asked
+	 * for (it then holds the metrics' tasks). */
+	const int with_runtime = runtime.trace_dir || (m->kind == STARFA_MODEL_IMPLICIT &&
+						 (double)m->nusers * (double)m->nitems * (double)m->rank >= 34359738368.0);
+	if (with_runtime && starfa_init(&runtime) != 0) {
 		starfa_coo_free(test);
 		starfa_model_free(m);
 		return cli_library_error();
@@ -137,7 +138,7 @@ int cmd_eval(int argc, char **argv)
 		else
 			printf("rmse=%.4f\n", r.rmse);
 	}
-	if (ranked)
+	if (with_runtime)
 		rc = cli_shutdown(&runtime, rc);
 	starfa_coo_free(test);
 	starfa_model_free(m);

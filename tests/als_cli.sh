@@ -190,4 +190,6 @@ expect 0 'model: 200000 users' -- train --algo ials --input "$tmp/wide.csv" --ra
 expect 0 'precision@10=0\.[0-9]+ map@10=.*users=[1-9]' -- eval --model "$tmp/wide.model" --test "$tmp/wide-test.csv" \
 	--ncpus 2 --trace "$tmp/wide-trace"
 [ -s "$tmp/wide-trace/paje.trace" ] || fail "eval of a wide implicit model started no runtime (no trace)"
+expect 0 'trace: ' -- eval --model "$tmp/als.model" --test "$tmp/test.csv" --ncpus 2 --trace "$tmp/small-trace"
+[ -s "$tmp/small-trace/paje.trace" ] || fail "eval --trace of a small model wrote no trace"
 finish
