@@ -232,6 +232,9 @@ TEST(topk, merged_lists_give_the_same_metrics)
 		test.user[e] = testing_below(&rng, 50) == 0 ? -1 : (int32_t)testing_below(&rng, U);
 		test.item[e] = testing_below(&rng, 50) == 0 ? -1 : (int32_t)testing_below(&rng, I);
 	}
+	/* and one known pair twice at least (random pairs repeat only by chance) */
+	test.user[N - 1] = test.user[0] = (int32_t)testing_below(&rng, U);
+	test.item[N - 1] = test.item[0] = (int32_t)testing_below(&rng, I);
 	const struct starfa_factors f = {.kind = STARFA_MODEL_IMPLICIT, .nusers = U, .nitems = I, .rank = R,
 					 .U = uf, .V = itf, .ldu = R, .ldv = R};
 	const struct starfa_top_k_lists merged = {BANDS, 2 * K, (const float *const *)lists, col0};
