@@ -645,7 +645,7 @@ static void ials_defaults(void *params)
 	{"slots", STARFA_PARAM_INT64, ALS_FIELD(slots), 0, 1 << 20, NULL,                                         \
 	 "bands of systems held at once per side (0: two per worker)"},                                            \
 	{"seed", STARFA_PARAM_INT64, ALS_FIELD(seed), 0, 9.2e18, NULL, "seed of the initial factors"},            \
-	{"eval-every", STARFA_PARAM_INT64, ALS_FIELD(eval_every), 1, 1 << 30, NULL, "test metrics after every Nth iteration only (and the first, the last, and a converged one)"}
+	{"eval-every", STARFA_PARAM_INT64, ALS_FIELD(eval_every), 1, 1 << 30, NULL, STARFA_EVAL_EVERY_HELP}
 
 static const starfa_param als_params[] = {
 	ALS_COMMON_PARAMS,

@@ -393,7 +393,7 @@ static const starfa_param ccd_params[] = {
 	{"tiles", STARFA_PARAM_INT64, CCD_FIELD(tiles), 0, 1 << 16, NULL,
 	 "bands a side (0: one a worker, tiles of 4096+ entries)"},
 	{"tol", STARFA_PARAM_DOUBLE, CCD_FIELD(tol), 0, 1, NULL, "stop when the objective's relative change is under this"},
-	{"eval-every", STARFA_PARAM_INT64, CCD_FIELD(eval_every), 1, 1 << 30, NULL, "test metrics after every Nth iteration only (and the first, the last, and a converged one)"},
+	{"eval-every", STARFA_PARAM_INT64, CCD_FIELD(eval_every), 1, 1 << 30, NULL, STARFA_EVAL_EVERY_HELP},
 	{"no-biases", STARFA_PARAM_FLAG, CCD_FIELD(biases), 0, 0, NULL, "no user and item biases (the mean stays)"},
 	{"seed", STARFA_PARAM_INT64, CCD_FIELD(seed), 0, 9.2e18, NULL, "seed of the initial factors"},
 	{NULL, 0, 0, 0, 0, NULL, NULL},

@@ -322,7 +322,7 @@ static const starfa_param sfa_params[] = {
 	{"product", STARFA_PARAM_CHOICE, SFA_FIELD(separate), 0, 1, "fused|separate",
 	 "the CG product: one fused SDDMM + SpMM task a tile, or an SDDMM into values then an SpMM"},
 	{"eval-k", STARFA_PARAM_INT64, SFA_FIELD(eval_k), 1, 100000, NULL, "cut-off of ranking metrics"},
-	{"eval-every", STARFA_PARAM_INT64, SFA_FIELD(eval_every), 1, 1 << 30, NULL, "test metrics after every Nth iteration only (and the first, the last, and a converged one)"},
+	{"eval-every", STARFA_PARAM_INT64, SFA_FIELD(eval_every), 1, 1 << 30, NULL, STARFA_EVAL_EVERY_HELP},
 	{"tiles", STARFA_PARAM_INT64, SFA_FIELD(tiles), 0, 1 << 16, NULL, "bands a side (0: planned)"},
 	{"seed", STARFA_PARAM_INT64, SFA_FIELD(seed), 0, 9.2e18, NULL, "seed of the start"},
 	{NULL, 0, 0, 0, 0, NULL, NULL},

@@ -476,7 +476,7 @@ static const starfa_param sgd_params[] = {
 	{"strata", STARFA_PARAM_INT64, SGD_FIELD(strata), 0, 1 << 16, NULL,
 	 "P: the P x P grid of tiles, P strata per epoch (0: twice the workers, tiles of 4096+ entries)"},
 	{"tol", STARFA_PARAM_DOUBLE, SGD_FIELD(tol), 0, 1, NULL, "stop when the loss's relative change is under this"},
-	{"eval-every", STARFA_PARAM_INT64, SGD_FIELD(eval_every), 1, 1 << 30, NULL, "test metrics after every Nth iteration only (and the first, the last, and a converged one)"},
+	{"eval-every", STARFA_PARAM_INT64, SGD_FIELD(eval_every), 1, 1 << 30, NULL, STARFA_EVAL_EVERY_HELP},
 	{"no-biases", STARFA_PARAM_FLAG, SGD_FIELD(biases), 0, 0, NULL, "no user and item biases (the mean stays)"},
 	{"fp16", STARFA_PARAM_FLAG, SGD_FIELD(fp16), 0, 1, NULL,
 	 "keep the factors the updates read and write in FP16 (half the memory traffic; FP32 arithmetic)"},

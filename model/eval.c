@@ -85,7 +85,6 @@ struct rank_ctx {
 	struct rank_part *part;
 };
 
-
 /* One user's metrics from its top k (heap) and its distinct test items (likes, sorted). */
 static void add_user(struct rank_part *part, const struct scored *heap, int64_t got, const int32_t *likes,
 		     int64_t distinct, int64_t k)
@@ -220,6 +219,12 @@ static void group_chunk(void *arg, int64_t chunk, int64_t begin, int64_t end)
 
 #define GROUP_CHUNKS 256
 
+/* Test entry e's user (of nusers) and item are both known. */
+static inline int known_entry(const struct starfa_matched *test, int64_t e, int64_t nusers)
+{
+	return test->user[e] >= 0 && test->user[e] < nusers && test->item[e] >= 0;
+}
+
 static int group_users(const struct starfa_matched *test, int64_t nusers, int64_t **start_out, int32_t **items_out)
 {
 	*start_out = NULL;
@@ -234,13 +239,13 @@ static int group_users(const struct starfa_matched *test, int64_t nusers, int64_
 		return STARFA_ENOMEM;
 	}
 	for (int64_t e = 0; e < test->n; e++)
-		if (test->user[e] >= 0 && test->user[e] < nusers && test->item[e] >= 0)
+		if (known_entry(test, e, nusers))
 			start[test->user[e] + 1]++;
 	for (int64_t u = 0; u < nusers; u++)
 		start[u + 1] += start[u];
 	memcpy(fill, start, (size_t)nusers * sizeof *fill);
 	for (int64_t e = 0; e < test->n; e++)
-		if (test->user[e] >= 0 && test->user[e] < nusers && test->item[e] >= 0)
+		if (known_entry(test, e, nusers))
 			items[fill[test->user[e]]++] = test->item[e];
 	free(fill);
 	struct group_ctx g = {start, items};

@@ -5,9 +5,8 @@
  * core while fourteen waited: implicit ALS's ranking metrics took 39-58 s an iteration with 14 CPU workers
  * and a GPU, 3.0-3.4 s with the GPU alone (bench/PLACEMENT.md). With CPU workers the chunks run on them,
  * as StarPU tasks of a codelet of their own (and on the calling thread where it has a core); without, on
- * the host's threads. A chunk's index is its
- * caller's slot for partial results, which the caller adds up in chunk order: the result does not
- * depend on which threads ran what. */
+ * the host's threads. A chunk's index is its caller's slot for partial results, which the caller adds up
+ * in chunk order: the result does not depend on which threads ran what. */
 #include "runtime/internal.h"
 
 #include <omp.h>

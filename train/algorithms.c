@@ -229,9 +229,9 @@ static int eval_on_gpus(const starfa_model *m, const starfa_coo *test, int64_t k
 					      .placed = 1};
 	struct starfa_factors f;
 	starfa_model_factors(m, &f);
-	/* The factors are only read (the top_k tasks' inputs): registering them needs no writable copy. */
-	if (!(rc = starfa_matched_count_cold(&matched, m->seen, m->nitems)) &&
-	    !(rc = starfa_matched_group_users(&matched, m->nusers)) && !(rc = starfa_tiled_create(m->seen, &tiling, &S)) &&
+	/* The factors are only read (the top_k tasks' inputs): registering them needs no writable copy. One
+	 * evaluation: the metrics count the cold entries and group the test items themselves. */
+	if (!(rc = starfa_tiled_create(m->seen, &tiling, &S)) &&
 	    !(rc = starfa_dense_create(S, STARFA_ROWS, m->user_factors, m->rank, &X)) &&
 	    !(rc = starfa_dense_create(S, STARFA_COLS, m->item_factors, m->rank, &Y)))
 		rc = starfa_rank_test(S, X, Y, &f, &matched, m->seen, k, &ranker, out);

@@ -48,6 +48,9 @@ struct starfa_ranker;
 /* Whether iteration p->iteration of at most iters computes the test metrics, with them every `every`
  * iterations: the first, every every-th, the last and a converged one (p->converged set) do. */
 int starfa_test_due(const starfa_train_progress *p, int64_t iters, int64_t every);
+/* The help of the algorithms' eval-every parameter, which starfa_test_due reads. */
+#define STARFA_EVAL_EVERY_HELP                                                                           \
+	"test metrics after every Nth iteration only (and the first, the last, and a converged one)"
 int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_dense *Y, const struct starfa_factors *f,
 		     const struct starfa_matched *test, const starfa_csr *seen, int64_t k, struct starfa_ranker **ranker,
 		     starfa_metrics *out);
