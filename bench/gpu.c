@@ -439,13 +439,22 @@ struct starfa_sddmm_arg {
 	starfa_cuda_sddmm_variant variant; /* AUTO: starfa_cuda_sddmm_tuned, what the codelet runs */
 	uint64_t pattern;                  /* the id the tuned kernel keeps the matrix's dense-row order by */
 	double density;                    /* > 0: the dense rows' path at this threshold */
+	int by_column;                     /* A's rows staged, the nonzeros by column (its order kept by pattern) */
 };
 
 static int run_starfa_sddmm(void *arg)
 {
 	struct starfa_sddmm_arg *s = arg;
 	struct gpu_case *c = s->c;
-	if (s->density > 0) {
+	if (s->by_column) {
+		starfa_gpu_status st = starfa_cuda_sddmm_by_column_run(s->pattern, 0, c->nrows, c->ncols, c->nnz, c->d_rowptr,
+								       c->d_colind, c->d_val, c->d_A, c->k, c->d_B, c->k,
+								       c->k, s->scaled, 1.0f, 0.0f, c->d_out, g.stream, NULL);
+		if (st.call) {
+			set_gpu_error("starfa_cuda_sddmm_by_column_run", starfa_gpu_status_string(st));
+			goto fail;
+		}
+	} else if (s->density > 0) {
 		starfa_gpu_status st = starfa_cuda_sddmm_dense_rows_run(
 			g.blas, s->pattern, s->density, 0, c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val,
 			c->d_A, c->k, c->d_B, c->k, c->k, s->scaled, 1.0f, 0.0f, c->d_out, g.stream, NULL);
@@ -479,7 +488,23 @@ static int starfa_sddmm_checked(struct gpu_case *c, const struct starfa_sddmm_ar
 	double err;
 	if (poison(c->d_out, (size_t)c->nnz))
 		return -1;
-	if (arg->variant != STARFA_CUDA_SDDMM_AUTO && arg->density <= 0) {
+	if (arg->by_column) {
+		int64_t rows = 0;
+		starfa_gpu_status st = starfa_cuda_sddmm_by_column_run(arg->pattern, 0, c->nrows, c->ncols, c->nnz,
+								       c->d_rowptr, c->d_colind, c->d_val, c->d_A, c->k,
+								       c->d_B, c->k, c->k, scaled, 1.0f, 0.0f, c->d_out,
+								       g.stream, &rows);
+		if (st.call && st.cuda == cudaErrorInvalidValue) {
+			(void)cudaGetLastError();
+			bench_result_fail(r, BENCH_SKIP, "%s", st.call);
+			return 1;
+		}
+		if (st.call) {
+			set_gpu_error("starfa_cuda_sddmm_by_column_run", starfa_gpu_status_string(st));
+			return -1;
+		}
+		snprintf(r->note, sizeof r->note, "blocks of %lld rows", (long long)rows);
+	} else if (arg->variant != STARFA_CUDA_SDDMM_AUTO && arg->density <= 0) {
 		/* A variant that does not fit this tile says so at launch, before running anything. */
 		cudaError_t e = starfa_cuda_sddmm_variant_run(arg->variant, c->nrows, c->ncols, c->nnz, c->d_rowptr,
 							      c->d_colind, c->d_val, c->d_A, c->k, c->d_B, c->k, c->k,
@@ -532,10 +557,13 @@ static int dense_row_count(struct gpu_case *c, uint64_t pattern, double density,
 }
 
 /* starfa's kernel as the codelet runs it (AUTO), or one variant of it. */
-static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm_variant variant, double density)
+static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm_variant variant, double density,
+			       int by_column)
 {
 	char name[64];
-	if (density > 0)
+	if (by_column)
+		snprintf(name, sizeof name, "sddmm.starfa.cuda.by_column");
+	else if (density > 0)
 		snprintf(name, sizeof name, "sddmm.starfa.cuda.dense_rows@%.2f", density);
 	else if (variant == STARFA_CUDA_SDDMM_AUTO)
 		snprintf(name, sizeof name, "sddmm.starfa.cuda%s", scaled ? ".scaled" : "");
@@ -543,7 +571,7 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 		snprintf(name, sizeof name, "sddmm.starfa.cuda.%s", starfa_cuda_sddmm_variant_name(variant));
 	struct bench_result *r = bench_result_add(c->m, c->k, name);
 	static uint64_t patterns; /* one id per matrix and rank: the tuned kernel's kept row order */
-	struct starfa_sddmm_arg arg = {c, scaled, variant, ++patterns, density};
+	struct starfa_sddmm_arg arg = {c, scaled, variant, ++patterns, density, by_column};
 	int rc = starfa_sddmm_checked(c, &arg, r);
 	if (rc < 0)
 		bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
@@ -558,7 +586,7 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 		snprintf(note, sizeof note, "%s", r->note);
 		snprintf(r->note, sizeof r->note, "%lld dense rows%s%.150s", (long long)dense, note[0] ? "; " : "", note);
 	}
-	if (variant == STARFA_CUDA_SDDMM_AUTO) { /* which variant the automatic choice ran */
+	if (variant == STARFA_CUDA_SDDMM_AUTO && !by_column) { /* which variant the automatic choice ran */
 		ran = starfa_cuda_sddmm_choose(c->nrows, c->ncols, c->nnz, c->k, c->d_A, c->k, c->d_B, c->k);
 		char note[sizeof r->note];
 		snprintf(note, sizeof note, "%s", r->note);
@@ -769,27 +797,29 @@ static void bench_sddmm(struct gpu_case *c)
 	/* cuSPARSE first: its accepted output is what starfa's is compared with, element by element. */
 	for (int v = 0; v < SDDMM_VARIANTS; v++)
 		bench_cusparse_sddmm_variant(c, v);
-	bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_AUTO, 0);
-	bench_starfa_sddmm(c, 1, STARFA_CUDA_SDDMM_AUTO, 0);
+	bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_AUTO, 0, 0);
+	bench_starfa_sddmm(c, 1, STARFA_CUDA_SDDMM_AUTO, 0, 0);
 	/* Each kernel variant alone, so that the automatic choice can be judged. */
-	const char *ours[2 + STARFA_CUDA_SDDMM_VARIANTS + 8];
+	const char *ours[3 + STARFA_CUDA_SDDMM_VARIANTS + 8];
 	char names[STARFA_CUDA_SDDMM_VARIANTS][64];
 	int nours = 0;
 	ours[nours++] = "sddmm.starfa.cuda";
 	ours[nours++] = "sddmm.starfa.cuda.scaled";
 	for (int v = STARFA_CUDA_SDDMM_AUTO + 1; v < STARFA_CUDA_SDDMM_VARIANTS; v++) {
-		bench_starfa_sddmm(c, 0, (starfa_cuda_sddmm_variant)v, 0);
+		bench_starfa_sddmm(c, 0, (starfa_cuda_sddmm_variant)v, 0, 0);
 		snprintf(names[v], sizeof names[v], "sddmm.starfa.cuda.%s",
 			 starfa_cuda_sddmm_variant_name((starfa_cuda_sddmm_variant)v));
 		ours[nours++] = names[v];
 	}
+	bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_AUTO, 0, 1);
+	ours[nours++] = "sddmm.starfa.cuda.by_column";
 	/* The dense rows' path at other thresholds than the model's, where it runs beside the virtual-warp
 	 * kernel, so that the model's threshold can be judged. */
 	char dense_names[8][64];
 	if (starfa_cuda_sddmm_choose(c->nrows, c->ncols, c->nnz, c->k, c->d_A, c->k, c->d_B, c->k) ==
 	    STARFA_CUDA_SDDMM_VWARP)
 		for (int i = 0; i < c->o->ndense; i++) {
-			bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_VWARP, c->o->dense_densities[i]);
+			bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_VWARP, c->o->dense_densities[i], 0);
 			snprintf(dense_names[i], sizeof dense_names[i], "sddmm.starfa.cuda.dense_rows@%.2f",
 				 c->o->dense_densities[i]);
 			ours[nours++] = dense_names[i];

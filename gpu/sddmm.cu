@@ -21,11 +21,18 @@
  *    once per panel (vwarp_sliced applies the same L2 model along k, at the price of reading
  *    and rewriting out once per slice). The automatic choice takes it where the benchmark
  *    showed it faster (kPanelMinL2Ratio).
+ *  - by column: the SM-SM scheme with A staged: a block copies a block of A rows (rows of about the
+ *    same length) into shared memory and walks their nonzeros in column order, a B row in registers
+ *    for each column's run; the order is sorted once a tile and kept. Beside these, the dense rows of
+ *    Zipf-skewed tiles go through cuBLAS, and the codelet's kernel is the fastest of the candidates
+ *    timed on each tile (starfa_cuda_sddmm_tuned).
  * Device limits (SM count, threads per SM, L2 size, shared memory) are read from the device.
  */
 #include "gpu/sddmm.h"
 
 #include "gpu/lru.h"
+
+#include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -730,6 +737,42 @@ __global__ void __launch_bounds__(kThreads)
 		store_result<true>(d[__ldcs(colind + p)], p, ep, sval, out);
 }
 
+/* The plan in plans[0 .. count) that `matches`, or one made by `make` into a fresh Plan (whose fields it sets
+ * but `used`). With keep, a made plan joins the cache, the least recently used one freed by `release` (and
+ * dropped) when the cache is full; without, it is the caller's own (*own), which the caller frees after the
+ * call. A found plan's stream becomes `stream`, where it will be freed. */
+template <typename PlanT, int N, typename Match, typename Make, typename Release>
+starfa_gpu_status find_or_make(PlanT (&plans)[N], int &count, uint64_t &clock, bool keep, cudaStream_t stream,
+			       Match matches, Make make, Release release, PlanT *own, PlanT **out)
+{
+	if (keep)
+		for (int i = 0; i < count; i++)
+			if (matches(plans[i])) {
+				plans[i].used = ++clock;
+				plans[i].stream = stream;
+				*out = &plans[i];
+				return starfa_gpu_ok();
+			}
+	PlanT want;
+	starfa_gpu_status st = make(want);
+	if (st.call)
+		return st;
+	if (!keep) {
+		*own = std::move(want);
+		*out = own;
+		return st;
+	}
+	if (count == N) {
+		const int oldest = least_recent(count, [&](int i) { return plans[i].used; });
+		release(plans[oldest], st);
+		plans[oldest] = std::move(plans[--count]);
+	}
+	want.used = ++clock;
+	plans[count] = std::move(want);
+	*out = &plans[count++];
+	return st;
+}
+
 /* A tile's dense-row candidates, longest first, kept per host thread by its tile_key; rowptr is where
  * the plan was read from. rank (device, one per row) gives a row's place in that order, -1 for the
  * others, so that a threshold is a prefix and the virtual-warp kernel skips ranks below its length. */
@@ -820,39 +863,17 @@ starfa_gpu_status find_dense_plan(const tile_key &tile, const uint32_t *rowptr, 
 				  dense_plan **out)
 {
 	dense_plans &kept = dense_kept;
-	if (tile.pattern)
-		for (int i = 0; i < kept.count; i++) {
-			dense_plan &p = kept.plan[i];
-			if (p.tile == tile) {
-				p.used = ++kept.clock;
-				p.stream = stream;
-				*out = &p;
-				return starfa_gpu_ok();
-			}
-		}
-	dense_plan want;
-	want.tile = tile;
-	want.rowptr = rowptr;
-	want.rows = want.rank = nullptr;
-	want.stream = stream;
-	want.used = 0;
-	starfa_gpu_status st = make_dense_plan(want, stream);
-	if (st.call)
-		return st;
-	if (!tile.pattern) {
-		*own = std::move(want);
-		*out = own;
-		return st;
-	}
-	if (kept.count == kMaxKeptTiles) {
-		const int oldest = least_recent(kept.count, [&](int i) { return kept.plan[i].used; });
-		free_dense_plan(kept.plan[oldest], st);
-		kept.plan[oldest] = std::move(kept.plan[--kept.count]);
-	}
-	want.used = ++kept.clock;
-	kept.plan[kept.count] = std::move(want);
-	*out = &kept.plan[kept.count++];
-	return st;
+	return find_or_make(
+		kept.plan, kept.count, kept.clock, tile.pattern != 0, stream, [&](const dense_plan &p) { return p.tile == tile; },
+		[&](dense_plan &want) {
+			want.tile = tile;
+			want.rowptr = rowptr;
+			want.rows = want.rank = nullptr;
+			want.stream = stream;
+			want.used = 0;
+			return make_dense_plan(want, stream);
+		},
+		free_dense_plan, own, out);
 }
 
 /* Frees the kept plan of a tile, if any. */
@@ -974,14 +995,416 @@ starfa_gpu_status run_dense_rows(cublasHandle_t cublas, const tile_key &tile, do
 }
 
 
+/* ------------------------------------------------------------------ A rows staged, nonzeros by column (SM-SM) */
+
+/* The virtual-warp kernel holds an A row in registers and gathers a B row from L2 for every nonzero: on a
+ * tile with few rows (a corpus of a few hundred documents, MovieLens' 671 users) or rows that share
+ * columns, the same B rows are gathered again and again. Here the roles turn (the SM-SM scheme of the
+ * SDDMM paper, with A staged): a block copies a block of consecutive A rows into shared memory and walks
+ * that row block's nonzeros in column order, so that a virtual warp holds one B row in registers for all
+ * the nonzeros of its column in the row block and reads their A rows from shared memory. The L2 gather
+ * shrinks by the length of the column runs (sotu: 233 rows, all in one block at k = 32, every B row
+ * gathered once instead of 16 times). The blocks take the rows longest first, so that a block's rows
+ * are of about the same length, and empty rows cost nothing. The order costs 8 bytes a nonzero and 4 a
+ * row, made once a tile on the device (a radix sort by block and column) and kept: the nonzero's position
+ * in the tile, and its column and row within the block in one word. Each nonzero's dot product is formed
+ * as VWARP forms it (the same lanes, products, order and shuffles), so the outputs are the same bits. */
+/* A block's rows: about kByColumnBlockBytes of staged A, at least kByColumnMinRows rows, at most this share
+ * of an SM's shared memory. Swept on an H100 (bench/RESULTS.md, 2026-11-27 notes) with 24-811 rows: the
+ * Netflix shape was fastest at 48 rows at k = 128 and 512 (4.52 and 15.9 ms; 6.04 and 16.5 at 192 rows),
+ * NotreDame at 192 rows at k = 32 (27 KB). Taller blocks share more B rows, yet were slower there: a
+ * measured rule, not a model. */
+constexpr double kByColumnSmemShare = 0.5;
+constexpr int64_t kByColumnBlockBytes = 24 << 10, kByColumnMinRows = 48;
+/* Nonzeros a block walks: a row block's nonzeros are cut into items of about equal size, small enough for
+ * a few waves of blocks, large enough to pay for staging the block's A rows. */
+constexpr int64_t kByColumnMinItem = 4096, kByColumnMaxItem = 65536;
+/* Orders a host thread keeps (8 bytes a nonzero each): tiles whose timed choice is this kernel. */
+constexpr int kMaxKeptColumnPlans = 16;
+
+/* Bits that hold the values 0 .. n - 1 (at least 1). */
+int bits_below(uint64_t n)
+{
+	int b = 1;
+	while (b < 64 && (n - 1) >> b)
+		b++;
+	return b;
+}
+
+/* Threads a block: the staged rows take a large share of the SM's shared memory, so a block holds many
+ * warps to keep the SM busy (two or three blocks an SM). */
+constexpr int kByColumnThreads = 512;
+
+template <int V, int J>
+__global__ void __launch_bounds__(kByColumnThreads, 2)
+	sddmm_by_column(const uint4 *__restrict__ items, int64_t nrows, int64_t block_rows, int col_bits,
+			const uint32_t *__restrict__ block_order, const uint32_t *__restrict__ order,
+			const uint32_t *__restrict__ packed,
+			const float *__restrict__ sval, const float4 *__restrict__ A, int64_t lda4,
+			const float4 *__restrict__ B, int64_t ldb4, int k4, int smem_ld, Epilogue ep,
+			float *__restrict__ out)
+{
+	constexpr int gpw = kWarp / V;
+	constexpr int warps_per_block = kByColumnThreads / kWarp;
+	extern __shared__ float4 staged_a[];
+	const uint4 item = items[blockIdx.x]; /* row block, first nonzero, end */
+	const int64_t r0 = (int64_t)item.x * block_rows;
+	const int64_t rows = min(block_rows, nrows - r0);
+	for (int64_t i = threadIdx.x; i < rows * k4; i += kByColumnThreads) {
+		const int64_t r = i / k4, c = i - r * k4;
+		staged_a[r * smem_ld + c] = __ldg(A + (int64_t)__ldg(block_order + r0 + r) * lda4 + c);
+	}
+	__syncthreads();
+	const int lane = threadIdx.x % V;
+	const int group_in_warp = threadIdx.x % kWarp / V;
+	const uint32_t col_mask = (1u << col_bits) - 1u; /* col_bits < 32: a row bit at least */
+	/* Warp w takes a contiguous span of the item, group g its nonzeros g, g + gpw, ...; as in VWARP every
+	 * group makes the same number of steps (past the span's end on a copy of its last nonzero, not
+	 * stored), so the shuffles are whole-warp ones. No barrier follows: a warp without nonzeros leaves. */
+	const uint32_t n = item.z - item.y;
+	const uint32_t chunk = (n + warps_per_block * gpw - 1) / (warps_per_block * gpw);
+	const uint64_t begin = (uint64_t)item.y + (uint64_t)(threadIdx.x / kWarp) * chunk * gpw;
+	if (begin >= item.z)
+		return;
+	const uint32_t end = (uint32_t)min((uint64_t)item.z, begin + (uint64_t)chunk * gpw), last = end - 1;
+	uint32_t col = 0xffffffffu;
+	float4 b[J];
+	/* The next step's word and position are loaded a step ahead, so that a step waits on its B row (when
+	 * the column changes) and S's value, not on its indices. */
+	uint32_t q = min((uint32_t)begin + (uint32_t)group_in_warp, last);
+	uint32_t word = __ldg(packed + q), at = __ldg(order + q);
+	for (uint32_t base = (uint32_t)begin; base < end; base += gpw) {
+		const uint32_t p = base + (uint32_t)group_in_warp;
+		const uint32_t q_next = min(p + (uint32_t)gpw, last);
+		const uint32_t word_next = __ldg(packed + q_next), at_next = __ldg(order + q_next);
+		const float s = ep.mode & kScale ? __ldg(sval + at) : 1.0f;
+		if ((word & col_mask) != col) { /* a new column: its B row into registers */
+			col = word & col_mask;
+			load_a_row<V, J, false>(b, B, col, ldb4, lane, k4);
+		}
+		/* b * a is a * b: the same products, in VWARP's order */
+		float acc = group_dot<V, J, true>(b, staged_a, (int64_t)(word >> col_bits) * smem_ld, lane, k4,
+						  0xffffffffu);
+		if (ep.mode & kScale)
+			acc *= s;
+		acc *= ep.alpha;
+		if (ep.mode & kAccumulate)
+			acc += ep.beta * out[at];
+		if (lane == 0 && p < end)
+			out[at] = acc;
+		word = word_next;
+		at = at_next;
+	}
+}
+
+/* The sort's keys and values: nonzero p of row r has key (place[r] / block_rows) * ncols + colind[p], value
+ * p (place[r]: where r stands in the blocks' row order). */
+__global__ void by_column_keys(int64_t nrows, int64_t nnz, int64_t block_rows, int64_t ncols,
+			       const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+			       const uint32_t *__restrict__ place, uint64_t *__restrict__ keys, uint32_t *__restrict__ pos)
+{
+	for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < nnz; p += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t r = row_of(rowptr, nrows, (uint32_t)p);
+		keys[p] = (uint64_t)(__ldg(place + r) / block_rows) * (uint64_t)ncols + __ldg(colind + p);
+		pos[p] = (uint32_t)p;
+	}
+}
+
+/* packed[e] = column | (row's place within its block) << col_bits, for the e-th nonzero in sorted order. */
+__global__ void by_column_pack(int64_t nrows, int64_t nnz, int64_t block_rows, int64_t ncols, int col_bits,
+			       const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ place,
+			       const uint64_t *__restrict__ keys, const uint32_t *__restrict__ order,
+			       uint32_t *__restrict__ packed)
+{
+	for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < nnz; e += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t r = row_of(rowptr, nrows, __ldg(order + e));
+		const uint32_t col = (uint32_t)(keys[e] % (uint64_t)ncols);
+		packed[e] = col | (uint32_t)(__ldg(place + r) % block_rows) << col_bits;
+	}
+}
+
+/* A tile's order for a row-block height, kept per host thread by (tile_key, block_rows). */
+struct column_plan {
+	tile_key tile;
+	int64_t block_rows;
+	int col_bits;
+	uint32_t *rows;           /* device, nrows: the rows in block order (longest first) */
+	uint32_t *order, *packed; /* device, nnz each */
+	uint4 *items;             /* device: row block, first nonzero, end, 0 */
+	int64_t nitems;
+	cudaStream_t stream; /* the last stream that used the plan: it is freed there */
+	uint64_t used;
+};
+
+struct column_plans {
+	column_plan plan[kMaxKeptColumnPlans];
+	int count = 0;
+	uint64_t clock = 0;
+};
+
+thread_local column_plans column_kept;
+
+void free_column_plan(column_plan &p, starfa_gpu_status &st)
+{
+	void *bufs[4] = {p.rows, p.order, p.packed, p.items};
+	for (void *b : bufs)
+		if (b)
+			starfa_gpu_keep_first(st, "cudaFreeAsync (SDDMM by column)", cudaFreeAsync(b, p.stream));
+	p.rows = p.order = p.packed = nullptr;
+	p.items = nullptr;
+}
+
+/* The geometry of the kernel on this tile: rows a block stages, their shared-memory bytes and the bits
+ * of the packed word; false where it cannot run (no 16-byte rows, too wide a row for shared memory, or
+ * columns and block rows that do not pack into 32 bits). */
+struct column_geometry {
+	int64_t block_rows;
+	size_t smem_bytes;
+	int col_bits, blocks_per_sm;
+};
+
+bool by_column_geometry(const DeviceLimits &dev, Shape shape, int64_t nrows, int64_t ncols, int64_t k,
+			int64_t block_rows, column_geometry *g)
+{
+	if (shape.v <= 0 || nrows <= 0 || ncols <= 0)
+		return false;
+	const int64_t row_bytes = (int64_t)smem_row_stride(k / 4, shape.v) * (int64_t)sizeof(float4);
+	int64_t budget = (int64_t)(kByColumnSmemShare * (double)dev.smem_per_sm) - 1024;
+	budget = std::min<int64_t>(budget, dev.smem_per_block_optin);
+	int64_t most = budget / row_bytes;
+	if (block_rows <= 0) { /* the model's height, evened out over the blocks */
+		if (most < 1)
+			return false;
+		most = std::min(most, std::max(kByColumnMinRows, kByColumnBlockBytes / row_bytes));
+		const int64_t blocks = (nrows + most - 1) / most;
+		block_rows = (nrows + blocks - 1) / blocks;
+	} else {
+		block_rows = std::min(block_rows, nrows);
+		if (block_rows * row_bytes > (int64_t)dev.smem_per_block_optin)
+			return false;
+	}
+	g->block_rows = block_rows;
+	g->smem_bytes = (size_t)(block_rows * row_bytes);
+	g->col_bits = bits_below((uint64_t)ncols);
+	if (g->col_bits + bits_below((uint64_t)block_rows) > 32)
+		return false;
+	g->blocks_per_sm = (int)std::min<int64_t>(dev.threads_per_sm / kByColumnThreads,
+						  dev.smem_per_sm / ((int64_t)g->smem_bytes + 1024));
+	return g->blocks_per_sm >= 1;
+}
+
+/* Makes the plan: the rows' offsets read back (the items are cut on the host), the order sorted on the
+ * device. */
+starfa_gpu_status make_column_plan(column_plan &p, const column_geometry &g, int sms, const uint32_t *rowptr,
+				   const uint32_t *colind, cudaStream_t stream)
+{
+	starfa_gpu_status st = starfa_gpu_ok();
+	const int64_t nrows = p.tile.nrows, ncols = p.tile.ncols, nnz = p.tile.nnz;
+	std::vector<uint32_t> offsets((size_t)nrows + 1);
+	starfa_gpu_keep_first(st, "cudaMemcpyAsync (SDDMM by column: row offsets)",
+			   cudaMemcpyAsync(offsets.data(), rowptr, offsets.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+					   stream));
+	starfa_gpu_keep_first(st, "cudaStreamSynchronize (SDDMM by column)", cudaStreamSynchronize(stream));
+	if (st.call)
+		return st;
+	/* Rows of about the same length share columns more often (the Netflix shape: 60% more nonzeros a B
+	 * row in blocks of 128 rows, bench/RESULTS.md 2026-11-25), so the blocks take the rows longest first. */
+	std::vector<uint32_t> rows((size_t)nrows), place((size_t)nrows);
+	for (int64_t r = 0; r < nrows; r++)
+		rows[(size_t)r] = (uint32_t)r;
+	std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
+		return offsets[a + 1] - offsets[a] > offsets[b + 1] - offsets[b];
+	});
+	for (int64_t i = 0; i < nrows; i++)
+		place[rows[(size_t)i]] = (uint32_t)i;
+	const int64_t blocks = (nrows + g.block_rows - 1) / g.block_rows;
+	int64_t item = (nnz + 2 * (int64_t)sms * g.blocks_per_sm - 1) / (2 * (int64_t)sms * g.blocks_per_sm);
+	item = std::min(kByColumnMaxItem, std::max(kByColumnMinItem, item));
+	std::vector<uint4> items;
+	uint32_t end = 0; /* the sorted order holds the blocks one after the other */
+	for (int64_t rb = 0; rb < blocks; rb++) {
+		const uint32_t first = end;
+		for (int64_t i = rb * g.block_rows; i < std::min(nrows, (rb + 1) * g.block_rows); i++)
+			end += offsets[rows[(size_t)i] + 1] - offsets[rows[(size_t)i]];
+		const int64_t n = (int64_t)end - first, pieces = (n + item - 1) / item;
+		for (int64_t i = 0; i < pieces; i++)
+			items.push_back(make_uint4((uint32_t)rb, (uint32_t)(first + n * i / pieces),
+						   (uint32_t)(first + n * (i + 1) / pieces), 0u));
+	}
+	p.block_rows = g.block_rows;
+	p.col_bits = g.col_bits;
+	p.nitems = (int64_t)items.size();
+	p.stream = stream;
+	uint64_t *keys = nullptr, *keys_sorted = nullptr;
+	uint32_t *pos = nullptr, *d_place = nullptr;
+	void *temp = nullptr;
+	size_t temp_bytes = 0;
+	const int end_bit = bits_below((uint64_t)blocks * (uint64_t)ncols);
+	starfa_gpu_keep_first(st, "cub::DeviceRadixSort::SortPairs (SDDMM by column: size)",
+			   cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys, keys_sorted, pos, p.order, nnz, 0,
+							   end_bit, stream));
+	const char *alloc = "cudaMallocAsync (SDDMM by column)";
+	if (!st.call)
+		starfa_gpu_keep_first(st, alloc, cudaMallocAsync((void **)&p.rows, (size_t)nrows * 4, stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, alloc, cudaMallocAsync((void **)&d_place, (size_t)nrows * 4, stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, alloc, cudaMallocAsync((void **)&p.order, (size_t)nnz * 4, stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, alloc, cudaMallocAsync((void **)&p.packed, (size_t)nnz * 4, stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, alloc, cudaMallocAsync((void **)&p.items, items.size() * sizeof(uint4), stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, alloc, cudaMallocAsync((void **)&keys, (size_t)nnz * 8, stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, alloc, cudaMallocAsync((void **)&keys_sorted, (size_t)nnz * 8, stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, alloc, cudaMallocAsync((void **)&pos, (size_t)nnz * 4, stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, alloc, cudaMallocAsync(&temp, std::max<size_t>(temp_bytes, 1), stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, "cudaMemcpyAsync (SDDMM by column: rows)",
+				   cudaMemcpyAsync(p.rows, rows.data(), (size_t)nrows * 4, cudaMemcpyHostToDevice, stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, "cudaMemcpyAsync (SDDMM by column: rows)",
+				   cudaMemcpyAsync(d_place, place.data(), (size_t)nrows * 4, cudaMemcpyHostToDevice, stream));
+	if (!st.call)
+		starfa_gpu_keep_first(st, "cudaMemcpyAsync (SDDMM by column: items)",
+				   cudaMemcpyAsync(p.items, items.data(), items.size() * sizeof(uint4), cudaMemcpyHostToDevice,
+						   stream));
+	const unsigned grid = (unsigned)std::min<int64_t>((nnz + kThreads - 1) / kThreads, 65536);
+	if (!st.call) {
+		by_column_keys<<<grid, kThreads, 0, stream>>>(nrows, nnz, g.block_rows, ncols, rowptr, colind, d_place, keys,
+							      pos);
+		starfa_gpu_keep_first(st, "by_column_keys launch", cudaGetLastError());
+	}
+	if (!st.call)
+		starfa_gpu_keep_first(st, "cub::DeviceRadixSort::SortPairs (SDDMM by column)",
+				   cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, keys_sorted, pos, p.order, nnz, 0,
+								   end_bit, stream));
+	if (!st.call) {
+		by_column_pack<<<grid, kThreads, 0, stream>>>(nrows, nnz, g.block_rows, ncols, g.col_bits, rowptr, d_place,
+							      keys_sorted, p.order, p.packed);
+		starfa_gpu_keep_first(st, "by_column_pack launch", cudaGetLastError());
+	}
+	void *scratch[5] = {keys, keys_sorted, pos, d_place, temp};
+	for (void *s : scratch)
+		if (s)
+			starfa_gpu_keep_first(st, "cudaFreeAsync (SDDMM by column)", cudaFreeAsync(s, stream));
+	/* The host items go out of scope at return: the copy must be done. */
+	starfa_gpu_keep_first(st, "cudaStreamSynchronize (SDDMM by column)", cudaStreamSynchronize(stream));
+	if (st.call) {
+		starfa_gpu_status ignored = starfa_gpu_ok();
+		free_column_plan(p, ignored);
+	}
+	return st;
+}
+
+/* The kept plan of this tile at this height, made (and the least recently used one freed) when there is
+ * none; with pattern 0, a plan of the caller's own that it frees after the call. */
+starfa_gpu_status find_column_plan(const tile_key &tile, const column_geometry &g, int sms, const uint32_t *rowptr,
+				   const uint32_t *colind, cudaStream_t stream, column_plan *own, column_plan **out)
+{
+	column_plans &kept = column_kept;
+	return find_or_make(
+		kept.plan, kept.count, kept.clock, tile.pattern != 0, stream,
+		[&](const column_plan &p) { return p.tile == tile && p.block_rows == g.block_rows; },
+		[&](column_plan &want) {
+			want = {tile, g.block_rows, g.col_bits, nullptr, nullptr, nullptr, nullptr, 0, stream, 0};
+			return make_column_plan(want, g, sms, rowptr, colind, stream);
+		},
+		free_column_plan, own, out);
+}
+
+/* Frees every kept plan of a tile. */
+void forget_column_plans(const tile_key &tile, starfa_gpu_status &st)
+{
+	column_plans &kept = column_kept;
+	for (int i = 0; i < kept.count;)
+		if (kept.plan[i].tile == tile) {
+			free_column_plan(kept.plan[i], st);
+			kept.plan[i] = kept.plan[--kept.count];
+		} else {
+			i++;
+		}
+}
+
+cudaError_t launch_by_column(Shape s, const column_plan &cp, size_t smem_bytes, const float *sval, const float *A,
+			     int64_t lda, const float *B, int64_t ldb, int64_t k, Epilogue ep, float *out,
+			     cudaStream_t stream)
+{
+	if (cp.nitems == 0)
+		return cudaSuccess;
+	const float4 *A4 = reinterpret_cast<const float4 *>(A);
+	const float4 *B4 = reinterpret_cast<const float4 *>(B);
+	const int k4 = (int)(k / 4), smem_ld = smem_row_stride(k4, s.v);
+#define STARFA_SDDMM_CASE(V, J)                                                                          \
+	if (s.v == V && s.j == J) {                                                                      \
+		cudaError_t e = cudaFuncSetAttribute(sddmm_by_column<V, J>,                                     \
+						     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes); \
+		if (e != cudaSuccess)                                                                    \
+			return e;                                                                        \
+		sddmm_by_column<V, J><<<(unsigned)cp.nitems, kByColumnThreads, smem_bytes, stream>>>(        \
+			cp.items, cp.tile.nrows, cp.block_rows, cp.col_bits, cp.rows, cp.order, cp.packed, sval, A4,  \
+			lda / 4, B4, ldb / 4, k4, smem_ld, ep, out);                                         \
+		return cudaGetLastError();                                                               \
+	}
+	STARFA_SDDMM_SHAPES(STARFA_SDDMM_CASE)
+#undef STARFA_SDDMM_CASE
+	return cudaErrorInvalidValue;
+}
+
+/* Whether the plan's memory (kept: 8 bytes a nonzero; while it is made: 24 more) fits beside the tile's
+ * other data: at most a quarter of the device's free memory. */
+bool column_plan_affordable(int64_t nnz)
+{
+	size_t free_bytes = 0, total = 0;
+	if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return false;
+	}
+	return (double)nnz * 32.0 <= 0.25 * (double)free_bytes;
+}
+
+/* The tile by column with the plan kept for it (made when there is none). */
+starfa_gpu_status run_by_column(const tile_key &tile, int64_t block_rows, Shape shape, const uint32_t *rowptr,
+				const uint32_t *colind, const float *sval, const float *A, int64_t lda, const float *B,
+				int64_t ldb, int64_t k, Epilogue ep, float *out, cudaStream_t stream, int64_t *rows_used)
+{
+	starfa_gpu_status st = starfa_gpu_ok();
+	DeviceLimits dev;
+	starfa_gpu_keep_first(st, "cudaDeviceGetAttribute", device_limits(&dev));
+	column_geometry g;
+	if (!st.call && !by_column_geometry(dev, shape, tile.nrows, tile.ncols, k, block_rows, &g))
+		return starfa_gpu_status{"SDDMM by column (the tile's rows or columns do not fit its shared memory or "
+					 "its 32-bit packing)",
+					 cudaErrorInvalidValue, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+	if (st.call)
+		return st;
+	if (rows_used)
+		*rows_used = g.block_rows;
+	column_plan own, *cp = nullptr;
+	own.rows = own.order = own.packed = nullptr;
+	own.items = nullptr;
+	st = find_column_plan(tile, g, dev.sms, rowptr, colind, stream, &own, &cp);
+	if (st.call)
+		return st;
+	starfa_gpu_keep_first(st, "sddmm_by_column launch",
+			   launch_by_column(shape, *cp, g.smem_bytes, sval, A, lda, B, ldb, k, ep, out, stream));
+	if (cp == &own)
+		free_column_plan(own, st);
+	return st;
+}
+
+
 /* ------------------------------------------------------------------ the tuned choice */
 
 /* What starfa_cuda_sddmm_tuned runs on a tile, chosen by timing: no fixed rule picked the fastest
  * variant everywhere (bench/RESULTS.md, 2026-11-27: the panel kernel's single panel won on some small
  * matrices at k = 128, plain virtual warps where the L2 model chose panels, the dense rows on skewed
  * ones). */
-enum TunedKind { kTunedVwarp = 0, kTunedSmem, kTunedPanel, kTunedDense, kTunedKinds };
-const char *const kTunedNames[kTunedKinds] = {"vwarp", "smem", "panel", "vwarp+dense rows"};
+enum TunedKind { kTunedVwarp = 0, kTunedSmem, kTunedPanel, kTunedDense, kTunedByColumn, kTunedKinds };
+const char *const kTunedNames[kTunedKinds] = {"vwarp", "smem", "panel", "vwarp+dense rows", "by column"};
 
 /* A tile's choice, kept per host thread by what decides the timing: the tile_key, rank, leading
  * dimensions and scaling. */
@@ -1035,6 +1458,8 @@ starfa_gpu_status run_tuned_kind(int kind, const Plan (&plans)[kTunedKinds], cub
 		starfa_gpu_keep_first(st, "sddmm_panel launch",
 				   run_panels(p, nrows, ncols, nnz, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream));
 		return st;
+	case kTunedByColumn:
+		return run_by_column(tile, 0, p.shape, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream, nullptr);
 	default:
 		return run_dense_rows(cublas, tile, 0.0, 0, p, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream,
 				      nullptr);
@@ -1130,14 +1555,31 @@ tuned_choice *find_tuned(const tuned_choice &want)
 	return nullptr;
 }
 
-/* Whether a kept choice of this tile (at another rank, say) runs its dense rows. */
-bool dense_rows_in_use(const tile_key &tile)
+/* Whether a kept choice of this tile (at another rank, say) runs `kind` (whose kept plan it needs). */
+bool kind_in_use(const tile_key &tile, int kind)
 {
 	const tuned_choices &kept = tuned_kept;
 	for (int i = 0; i < kept.count; i++)
-		if (kept.choice[i].tile == tile && kept.choice[i].kind == kTunedDense)
+		if (kept.choice[i].tile == tile && kept.choice[i].kind == kind)
 			return true;
 	return false;
+}
+
+/* What the entry points of the dense rows and the by-column kernel share after their own checks: the
+ * virtual-warp kernel's plan (both need its 16-byte rows; refused with `refused` otherwise), the tile on the
+ * current device and the epilogue. */
+starfa_gpu_status vwarp_entry(const char *refused, uint64_t pattern, int64_t nrows, int64_t ncols, int64_t nnz,
+			      int64_t k, const float *A, int64_t lda, const float *B, int64_t ldb, int scaled, float alpha,
+			      float beta, Plan *vw, tile_key *tile, Epilogue *ep)
+{
+	if (plan(STARFA_CUDA_SDDMM_VWARP, nrows, ncols, nnz, k, A, lda, B, ldb, vw) != cudaSuccess)
+		return starfa_gpu_status{refused, cudaErrorInvalidValue, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+	*tile = {pattern, nrows, ncols, nnz, 0};
+	const cudaError_t e = cudaGetDevice(&tile->device);
+	if (e != cudaSuccess)
+		return starfa_gpu_status{"cudaGetDevice", e, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+	*ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
+	return starfa_gpu_ok();
 }
 
 } // namespace
@@ -1279,18 +1721,43 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cub
 		why = "starfa_cuda_sddmm_dense_rows_run (sizes beyond the dense rows' path)";
 	else if (min_density < 0 || (min_density > 0 && min_density < kDenseCandidateDensity) || std::isnan(min_density))
 		why = "starfa_cuda_sddmm_dense_rows_run (min_density below 0.02: the row order keeps no sparser rows)";
-	else if (plan(STARFA_CUDA_SDDMM_VWARP, nrows, ncols, nnz, k, A, lda, B, ldb, &vw) != cudaSuccess)
-		why = "starfa_cuda_sddmm_dense_rows_run (needs the virtual-warp kernel's 16-byte rows: k, lda, ldb "
-		      "multiples of 4, aligned A and B, k <= 1024)";
 	if (why)
 		return starfa_gpu_status{why, cudaErrorInvalidValue, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
-	tile_key tile = {pattern, nrows, ncols, nnz, 0};
-	const cudaError_t e = cudaGetDevice(&tile.device);
-	if (e != cudaSuccess)
-		return starfa_gpu_status{"cudaGetDevice", e, CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
-	const Epilogue ep = {(scaled ? kScale : 0) | (beta != 0.0f ? kAccumulate : 0), alpha, beta};
+	tile_key tile;
+	Epilogue ep;
+	starfa_gpu_status st = vwarp_entry("starfa_cuda_sddmm_dense_rows_run (needs the virtual-warp kernel's 16-byte "
+					   "rows: k, lda, ldb multiples of 4, aligned A and B, k <= 1024)",
+					   pattern, nrows, ncols, nnz, k, A, lda, B, ldb, scaled, alpha, beta, &vw, &tile, &ep);
+	if (st.call)
+		return st;
 	return run_dense_rows(cublas, tile, min_density, chunk_rows, vw, rowptr, colind, sval, A, lda, B, ldb, k, ep, out,
 			      stream, dense_rows);
+}
+
+extern "C" starfa_gpu_status starfa_cuda_sddmm_by_column_run(uint64_t pattern, int64_t block_rows, int64_t nrows,
+							      int64_t ncols, int64_t nnz, const uint32_t *rowptr,
+							      const uint32_t *colind, const float *sval, const float *A,
+							      int64_t lda, const float *B, int64_t ldb, int64_t k,
+							      int scaled, float alpha, float beta, float *out,
+							      cudaStream_t stream, int64_t *rows_used)
+{
+	if (rows_used)
+		*rows_used = 0;
+	if (nrows <= 0 || nnz <= 0)
+		return starfa_gpu_ok();
+	if (nnz > (int64_t)UINT32_MAX || k <= 0 || block_rows < 0 || ncols > INT32_MAX || nrows > INT32_MAX)
+		return starfa_gpu_status{"starfa_cuda_sddmm_by_column_run (sizes beyond the kernel's)", cudaErrorInvalidValue,
+					 CUSPARSE_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS};
+	Plan vw;
+	tile_key tile;
+	Epilogue ep;
+	starfa_gpu_status st = vwarp_entry("starfa_cuda_sddmm_by_column_run (needs the virtual-warp kernel's 16-byte "
+					   "rows: k, lda, ldb multiples of 4, aligned A and B, k <= 1024)",
+					   pattern, nrows, ncols, nnz, k, A, lda, B, ldb, scaled, alpha, beta, &vw, &tile, &ep);
+	if (st.call)
+		return st;
+	return run_by_column(tile, block_rows, vw.shape, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream,
+			     rows_used);
 }
 
 extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint64_t pattern, int64_t nrows,
@@ -1329,15 +1796,22 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 			if (plan(v, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kind]) != cudaSuccess)
 				kind = kTunedVwarp; /* the tile's new addresses lost an alignment the choice needed */
 		}
-		plans[kTunedDense] = plans[kTunedVwarp];
+		plans[kTunedDense] = plans[kTunedByColumn] = plans[kTunedVwarp];
 		return run_tuned_kind(kind, plans, cublas, tile, rowptr, colind, sval, A, lda, B, ldb, k, ep, out, stream);
 	}
-	bool can[kTunedKinds] = {true, false, false, false};
+	bool can[kTunedKinds] = {true, false, false, false, false};
 	can[kTunedSmem] = plan(STARFA_CUDA_SDDMM_SMEM, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedSmem]) ==
 			  cudaSuccess;
 	can[kTunedPanel] = plan(STARFA_CUDA_SDDMM_PANEL, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedPanel]) ==
 			   cudaSuccess;
-	plans[kTunedDense] = plans[kTunedVwarp];
+	plans[kTunedDense] = plans[kTunedByColumn] = plans[kTunedVwarp];
+	{
+		DeviceLimits dev;
+		column_geometry g;
+		can[kTunedByColumn] = device_limits(&dev) == cudaSuccess &&
+				      by_column_geometry(dev, plans[kTunedVwarp].shape, nrows, ncols, k, 0, &g) &&
+				      column_plan_affordable(nnz);
+	}
 	if (k >= kDenseMinK) { /* the dense rows are a candidate where the model takes some */
 		dense_plan own, *dp = nullptr;
 		own.rows = own.rank = nullptr;
@@ -1350,8 +1824,10 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 			       &want.kind);
 	if (st.call)
 		return st;
-	if (want.kind != kTunedDense && !dense_rows_in_use(tile)) /* the row order is needed no more */
+	if (want.kind != kTunedDense && !kind_in_use(tile, kTunedDense)) /* the row order is needed no more */
 		forget_dense_plan(tile, st);
+	if (want.kind != kTunedByColumn && !kind_in_use(tile, kTunedByColumn)) /* nor the column order */
+		forget_column_plans(tile, st);
 	if (kept.count == kMaxKeptTiles) {
 		const int oldest = least_recent(kept.count, [&](int i) { return kept.choice[i].used; });
 		kept.choice[oldest] = kept.choice[--kept.count];
@@ -1385,6 +1861,10 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_release(void)
 	kept.scratch = nullptr;
 	kept.scratch_bytes = 0;
 	kept.scratch_device = -1;
+	column_plans &columns = column_kept;
+	for (int i = 0; i < columns.count; i++)
+		free_column_plan(columns.plan[i], st);
+	columns.count = 0;
 	tuned_choices &tuned = tuned_kept;
 	tuned.count = 0;
 	if (tuned.start)

@@ -64,8 +64,9 @@ cudaError_t starfa_cuda_sddmm(int64_t nrows, int64_t ncols, int64_t nnz, const u
 /* What the codelet runs: as starfa_cuda_sddmm, with the variant chosen per tile by timing. At the first
  * call on a tile (by `pattern`, its sizes, rank, leading dimensions and scaling) the
  * calling thread times each variant that can run it (the virtual-warp kernel, with B staged in shared
- * memory where it fits, the column panels, and the virtual-warp kernel beside a dense product of the
- * tile's dense rows where the model of starfa_cuda_sddmm_dense_rows_run takes some) into out, or a
+ * memory where it fits, the column panels, the virtual-warp kernel beside a dense product of the
+ * tile's dense rows where the model of starfa_cuda_sddmm_dense_rows_run takes some, and A's rows staged
+ * by blocks with the nonzeros walked by column, starfa_cuda_sddmm_by_column_run) into out, or a
  * scratch array where beta != 0, and keeps the fastest for the next calls; results differ between
  * variants only by rounding. `cublas` (bound to `stream` by this call; float32 arithmetic unless the
  * handle's math mode says otherwise) runs the dense product. `pattern`: an id of the tile's sparsity
@@ -89,12 +90,25 @@ starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cublas, uint64
 						   int scaled, float alpha, float beta, float *out, cudaStream_t stream,
 						   int64_t *dense_rows);
 
+/* The kernel that stages a block of A rows in shared memory and walks the block's nonzeros in column
+ * order (a B row in registers for each column run), for tests and experiments: blocks of block_rows rows
+ * (0: as many as fill half of an SM's shared memory, evened out). The order (8 bytes a nonzero, sorted on
+ * the device) is kept by `pattern` on the calling thread; pattern 0 makes and frees it within the call.
+ * *rows_used (may be NULL) says the block height. Refused (cudaErrorInvalidValue, with the reason) where
+ * the virtual-warp kernel cannot run the tile, or the rows do not fit shared memory or the 32-bit word
+ * that holds a column and a row within its block. */
+starfa_gpu_status starfa_cuda_sddmm_by_column_run(uint64_t pattern, int64_t block_rows, int64_t nrows, int64_t ncols,
+						  int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+						  const float *sval, const float *A, int64_t lda, const float *B,
+						  int64_t ldb, int64_t k, int scaled, float alpha, float beta, float *out,
+						  cudaStream_t stream, int64_t *rows_used);
+
 /* The density from which a row goes dense at rank k (the cost model of gpu/sddmm.cu, fitted on an H100);
  * above 1 (no row goes dense) for k < 64, where the dense rows did not pay. */
 double starfa_cuda_sddmm_dense_rows_density(int64_t k);
 
 /* The variant starfa_cuda_sddmm_tuned keeps for a pattern at rank k on the calling thread ("vwarp",
- * "smem", "panel", "vwarp+dense rows"), NULL when it keeps none. */
+ * "smem", "panel", "vwarp+dense rows", "by column"), NULL when it keeps none. */
 const char *starfa_cuda_sddmm_tuned_kept(uint64_t pattern, int64_t k);
 
 /* Frees (stream-ordered) what the calling thread kept for starfa_cuda_sddmm_tuned. */

@@ -162,11 +162,17 @@ TEST(als, eval_every_skips_the_test_metrics)
 		CHECK_OK(starfa_als_train(train, test, &o, record, &every, &m1));
 		o.eval_every = 4;
 		CHECK_OK(starfa_als_train(train, test, &o, record, &some, &m2));
+		/* On the cores alone the two trainings are the same bits. With GPUs the scheduler may place a task on
+		 * another kind of worker in each, whose sums round differently; one near tie at the 10th place then
+		 * moves p@10 by one item over the sum of min(10, test items). */
+		const int gpus = starfa_worker_count(STARFA_WORKER_CUDA) > 0;
+		const double loss_slack = gpus ? 1e-5 : 0.0, metric_slack = gpus ? (algo ? 5e-3 : 1e-4) : 0.0;
 		for (int64_t it = 1; it <= 10; it++) {
 			const int due = it == 1 || it % 4 == 0 || it == 10;
 			const double a = algo ? every.precision[it] : every.test_rmse[it];
 			const double b = algo ? some.precision[it] : some.test_rmse[it];
-			CHECK_MSG(some.loss[it] == every.loss[it] && (due ? b == a : isnan(b)) && !isnan(a),
+			CHECK_MSG(fabs(some.loss[it] - every.loss[it]) <= loss_slack * fabs(every.loss[it]) &&
+					  (due ? fabs(b - a) <= metric_slack : isnan(b)) && !isnan(a),
 				  "%s iteration %lld: loss %.9g against %.9g, test metric %.9g against %.9g", algo ? "ials" : "als",
 				  (long long)it, some.loss[it], every.loss[it], b, a);
 		}

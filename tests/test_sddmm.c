@@ -887,7 +887,8 @@ TEST(sddmm_cuda, dense_rows_match_reference)
 /* The codelet's kernel: the variant timed fastest on each tile at its first call, kept by the pattern id.
  * An accumulating call (beta != 0) must leave out's values alone while it times (they are an input), and
  * the kept choice must give the same results at the next call. Tiles where each candidate can win: dense
- * rows (k = 128), B in shared memory (k = 16, few columns), a skewed random one (k = 64). */
+ * rows (k = 128), B in shared memory (k = 16, few columns), a skewed random one (k = 64), few rows and
+ * many columns (k = 32, A's rows staged). */
 TEST(sddmm_cuda, tuned_matches_reference_and_keeps_a_choice)
 {
 	if (!gpu_available())
@@ -895,12 +896,14 @@ TEST(sddmm_cuda, tuned_matches_reference_and_keeps_a_choice)
 	uint64_t rng = testing_seed() + 18;
 	cublasHandle_t cublas;
 	CHECK(cublasCreate(&cublas) == CUBLAS_STATUS_SUCCESS);
-	static const int64_t ks[] = {128, 16, 64};
-	for (int shape = 0; shape < 3; shape++) {
+	static const int64_t ks[] = {128, 16, 64, 32};
+	for (int shape = 0; shape < 4; shape++) {
 		int64_t k = ks[shape];
 		struct one_tile t;
 		if (shape == 0)
 			CHECK(make_dense_rows_tile(&t, 600, 250, 60, 1, &rng) == 0);
+		else if (shape == 3) /* few rows, wide: A's rows staged, by column */
+			CHECK(make_tile(&t, 200, 20000, 150000, 0.0, &rng) == 0);
 		else
 			CHECK(make_tile(&t, 900, shape == 1 ? 120 : 700, 30000, 1.0, &rng) == 0);
 		const starfa_csr *S = t.csr;
@@ -938,6 +941,103 @@ TEST(sddmm_cuda, tuned_matches_reference_and_keeps_a_choice)
 	GPU_STATUS_OK(starfa_cuda_sddmm_release());
 	CHECK(starfa_cuda_sddmm_tuned_kept(2000, 128) == NULL);
 	cublasDestroy(cublas);
+	return 0;
+}
+
+/* A's rows staged by blocks, the nonzeros walked by column: the same bits as the virtual-warp kernel (the
+ * same lanes, products and shuffles in the same order), and the reference's values, with the output
+ * poisoned past the nonzeros. Block heights from one row to the whole tile and the model's; empty rows,
+ * rows in any column order, every group shape, padded leading dimensions, scaled and accumulating
+ * epilogues; an order kept by a pattern id (used again on new values of A) and one made within the call. */
+TEST(sddmm_cuda, by_column_matches_vwarp_and_reference)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 19;
+	static const int64_t ks[] = {4, 8, 16, 32, 64, 128, 260, 1024};
+	const size_t nks = sizeof ks / sizeof ks[0];
+	int64_t several_blocks = 0;
+	for (size_t ki = 0; ki < nks; ki++) {
+		int64_t k = ks[ki], ld = k + (ki % 2 ? 4 : 0);
+		int64_t m = 50 + (int64_t)testing_below(&rng, 1500), n = 20 + (int64_t)testing_below(&rng, 4000);
+		struct one_tile t;
+		CHECK(make_tile(&t, m, n, k >= 1024 ? 6000 : 20000, 1.5, &rng) == 0);
+		if (ki % 3 == 1)
+			shuffle_rows(&t, &rng);
+		const starfa_csr *S = t.csr;
+		size_t nnz = (size_t)S->nnz, na = (size_t)(m * ld), nb = (size_t)(n * ld);
+		float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float));
+		float *P = malloc((nnz + GUARD) * sizeof(float)), *P0 = malloc((nnz + GUARD) * sizeof(float));
+		float *Pv = malloc((nnz + GUARD) * sizeof(float));
+		CHECK(A && B && P && P0 && Pv);
+		testing_fill_random(A, na, &rng);
+		testing_fill_random(B, nb, &rng);
+		struct device_tile d;
+		CHECK(upload(&t, A, B, ld, &d) == 0);
+		/* Every height asked for fits a block's shared memory (rows of at most k + 4 floats staged). */
+		int smem_limit = 0;
+		CUDA_OK(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+		const int64_t tallest = smem_limit / ((k + 4) * (int64_t)sizeof(float));
+		const int64_t heights[] = {0, 1, 7, 64 < tallest ? 64 : tallest, m < tallest ? m : tallest};
+		for (int run = 0; run < 7; run++) {
+			/* Runs 0-4: each height, kept by a pattern id; 5: the model's height by the same id on new
+			 * values of A; 6: no id, the model's height. */
+			int64_t height = run < 5 ? heights[run] : 0;
+			uint64_t pattern = run < 6 ? 3000 + ki * 8 + (uint64_t)(run < 5 ? run : 0) : 0;
+			int scaled = run % 2;
+			float alpha = run % 3 ? 1.0f : -0.5f, beta = run >= 3 ? 0.75f : 0.0f;
+			if (run == 5) {
+				testing_fill_random(A, na, &rng);
+				CUDA_OK(cudaMemcpy(d.A, A, na * sizeof(float), cudaMemcpyHostToDevice));
+			}
+			CHECK(load_p0(P0, d.P, nnz, beta, &rng) == 0);
+			CUDA_OK(starfa_cuda_sddmm_variant_run(STARFA_CUDA_SDDMM_VWARP, m, n, S->nnz, d.rowptr, d.colind, d.val,
+							      d.A, ld, d.B, ld, k, scaled, alpha, beta, d.P, 0));
+			CUDA_OK(cudaDeviceSynchronize());
+			CUDA_OK(cudaMemcpy(Pv, d.P, (nnz + GUARD) * sizeof(float), cudaMemcpyDeviceToHost));
+			CUDA_OK(cudaMemcpy(d.P, P0, (nnz + GUARD) * sizeof(float), cudaMemcpyHostToDevice));
+			int64_t rows = -1;
+			GPU_STATUS_OK(starfa_cuda_sddmm_by_column_run(pattern, height, m, n, S->nnz, d.rowptr, d.colind, d.val,
+								      d.A, ld, d.B, ld, k, scaled, alpha, beta, d.P, 0,
+								      &rows));
+			CUDA_OK(cudaDeviceSynchronize());
+			CUDA_OK(cudaMemcpy(P, d.P, (nnz + GUARD) * sizeof(float), cudaMemcpyDeviceToHost));
+			CHECK_MSG(height > 0 ? rows == (height < m ? height : m) : rows >= 1 && rows <= m,
+				  "k=%lld run %d: block of %lld rows",
+				  (long long)k, run, (long long)rows);
+			several_blocks += rows < m;
+			CHECK_MSG(check_epilogue(S, A, B, k, ld, scaled, alpha, beta, P0, P) == 0, "k=%lld run %d rows %lld: %s",
+				  (long long)k, run, (long long)rows, epilogue_error);
+			size_t differ = 0;
+			for (size_t p = 0; p < nnz; p++)
+				differ += memcmp(&P[p], &Pv[p], sizeof(float)) != 0;
+			CHECK_MSG(differ == 0, "k=%lld run %d rows %lld: %zu of %zu outputs differ from the virtual-warp "
+				  "kernel's bits", (long long)k, run, (long long)rows, differ, nnz);
+		}
+		free_device_tile(&d);
+		free(A);
+		free(B);
+		free(P);
+		free(P0);
+		free(Pv);
+		free_tile(&t);
+	}
+	CHECK(several_blocks > 0);
+	GPU_STATUS_OK(starfa_cuda_sddmm_release());
+	/* Refusals: a rank without 16-byte rows; a block too tall for shared memory; a negative height. */
+	float *dA = NULL;
+	CUDA_OK(cudaMalloc((void **)&dA, 1 << 20));
+	starfa_gpu_status st = starfa_cuda_sddmm_by_column_run(0, 0, 10, 20, 5, NULL, NULL, NULL, dA, 3, dA, 3, 3, 0,
+							       1.0f, 0.0f, NULL, 0, NULL);
+	CHECK(st.call && strstr(st.call, "16-byte") && st.cuda == cudaErrorInvalidValue);
+	st = starfa_cuda_sddmm_by_column_run(0, 100000, 200000, 20, 5, NULL, NULL, NULL, dA, 1024, dA, 1024, 1024, 0,
+					     1.0f, 0.0f, NULL, 0, NULL);
+	CHECK_MSG(st.call && strstr(st.call, "shared memory") && st.cuda == cudaErrorInvalidValue, "%s",
+		  starfa_gpu_status_string(st));
+	st = starfa_cuda_sddmm_by_column_run(0, -1, 10, 20, 5, NULL, NULL, NULL, dA, 4, dA, 4, 4, 0, 1.0f, 0.0f, NULL, 0,
+					     NULL);
+	CHECK(st.call && st.cuda == cudaErrorInvalidValue);
+	cudaFree(dA);
 	return 0;
 }
 
