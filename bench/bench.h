@@ -37,6 +37,7 @@ struct bench_options {
 	int ndense;
 	double cpu_shares[8]; /* with every worker, the SDDMM graph on split grids: the cores' share of nonzeros */
 	int nshares;
+	int graph_cold; /* each graph run registers its dense operands and output and brings the output home */
 };
 
 /* ------------------------------------------------------------------ matrices */

@@ -34,9 +34,9 @@ static const struct {
 enum graph_op { GRAPH_SDDMM, GRAPH_SPMM, GRAPH_OPS };
 static const char *const op_prefix[GRAPH_OPS] = {"graph", "graph_spmm"};
 
-static void measurement_name(char *out, size_t len, enum graph_op op, int set, const char *tiling)
+static void measurement_name(char *out, size_t len, enum graph_op op, int set, const char *tiling, int cold)
 {
-	snprintf(out, len, "%s.%s.%s", op_prefix[op], worker_sets[set].name, tiling);
+	snprintf(out, len, "%s.%s.%s%s", op_prefix[op], worker_sets[set].name, tiling, cold ? ".cold" : "");
 }
 
 struct graph_operands {
@@ -44,15 +44,49 @@ struct graph_operands {
 	starfa_dense *A, *B;
 	starfa_sparse_values *P; /* SDDMM output */
 	starfa_dense *Y;         /* SpMM output, Y = S·B */
+	/* --graph-cold: the host arrays each run registers (A rows, B rows, the output) */
+	int cold;
+	float *a, *b, *p;
+	int64_t k;
 };
 
-/* One insert + wait over every tile; returns seconds, or -1 after a message. */
-static double one_run(enum graph_op op, const struct graph_operands *g)
+/* Registers the factors and the output over the host arrays (A only for SDDMM). */
+static int register_operands(enum graph_op op, struct graph_operands *g)
+{
+	return (op == GRAPH_SDDMM && starfa_dense_create(g->S, STARFA_ROWS, g->a, g->k, &g->A)) ||
+	       starfa_dense_create(g->S, STARFA_COLS, g->b, g->k, &g->B) ||
+	       (op == GRAPH_SDDMM ? starfa_sparse_values_create(g->S, STARFA_ROWS, &g->P)
+				  : starfa_dense_create(g->S, STARFA_ROWS, g->p, g->k, &g->Y));
+}
+
+/* Unregistering brings the blocks home (into a, b and, for SpMM, p). */
+static void unregister_operands(struct graph_operands *g)
+{
+	starfa_sparse_values_free(g->P);
+	starfa_dense_free(g->A);
+	starfa_dense_free(g->B);
+	starfa_dense_free(g->Y);
+	g->P = NULL;
+	g->A = g->B = g->Y = NULL;
+}
+
+/* One insert + wait over every tile; returns seconds, or -1 after a message. A cold run is a one-shot job
+ * on host data: it registers the operands, runs, brings the output home (SDDMM's values gathered into p)
+ * and unregisters them; the tiles of S stay registered between runs. */
+static double one_run(enum graph_op op, struct graph_operands *g)
 {
 	double t0 = bench_now();
-	int rc = op == GRAPH_SDDMM ? starfa_insert_sddmm(g->S, g->A, g->B, STARFA_SDDMM_PATTERN, g->P)
-				   : starfa_insert_spmm(g->S, STARFA_ROWS, g->B, g->Y);
-	if (rc != 0 || starfa_wait() != 0) {
+	int rc = g->cold && register_operands(op, g);
+	if (!rc)
+		rc = op == GRAPH_SDDMM ? starfa_insert_sddmm(g->S, g->A, g->B, STARFA_SDDMM_PATTERN, g->P)
+				       : starfa_insert_spmm(g->S, STARFA_ROWS, g->B, g->Y);
+	if (!rc)
+		rc = starfa_wait();
+	if (!rc && g->cold && op == GRAPH_SDDMM)
+		rc = starfa_sparse_values_gather(g->P, g->p);
+	if (g->cold)
+		unregister_operands(g);
+	if (rc != 0) {
 		fprintf(stderr, "starfa_bench: %s\n", starfa_last_error());
 		return -1;
 	}
@@ -68,7 +102,7 @@ static int implementations(int gpu_only, int gpu)
 
 /* Untimed runs until StarPU has calibrated: 10 of every implementation (StarPU's calibration minimum, one
  * task a run on a 1x1 grid), then two runs in a row within 10%. */
-static int warm_up(const struct bench_options *o, enum graph_op op, const struct graph_operands *g, int calibration,
+static int warm_up(const struct bench_options *o, enum graph_op op, struct graph_operands *g, int calibration,
 		   int *runs)
 {
 	double last = -1;
@@ -111,13 +145,13 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 		       enum graph_op op, int set, const char *tiling)
 {
 	char name[48];
-	measurement_name(name, sizeof name, op, set, tiling);
+	measurement_name(name, sizeof name, op, set, tiling, o->graph_cold);
 	struct bench_result *r = bench_result_add(m, k, name);
 	snprintf(r->tiles, sizeof r->tiles, "%lldx%lld", (long long)starfa_tiled_row_tiles(S),
 		 (long long)starfa_tiled_col_tiles(S));
 	float *a = NULL, *b = NULL, *p = NULL;
 	double *ms = bench_alloc((size_t)o->repeat, sizeof *ms, "timings");
-	struct graph_operands g = {S, NULL, NULL, NULL, NULL};
+	struct graph_operands g = {S, NULL, NULL, NULL, NULL, o->graph_cold, NULL, NULL, NULL, k};
 	struct row_sample sample = {0};
 	char msg[400];
 	double err;
@@ -130,9 +164,10 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 		goto out;
 	}
 	memset(p, 0xff, out_count * sizeof *p); /* NaN: an unwritten element fails the check */
-	if (starfa_dense_create(S, STARFA_ROWS, a, k, &g.A) ||
-	    starfa_dense_create(S, STARFA_COLS, b, k, &g.B) ||
-	    (op == GRAPH_SDDMM ? starfa_sparse_values_create(S, STARFA_ROWS, &g.P) : starfa_dense_create(S, STARFA_ROWS, p, k, &g.Y))) {
+	g.a = a;
+	g.b = b;
+	g.p = p;
+	if (!g.cold && register_operands(op, &g)) {
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}
@@ -141,8 +176,8 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}
-	/* Correctness before timing: the last warm-up's output against the reference. */
-	if (op == GRAPH_SDDMM ? starfa_sparse_values_gather(g.P, p) != 0 : starfa_dense_sync(g.Y) != 0) {
+	/* Correctness before timing: the last warm-up's output against the reference (home already when cold). */
+	if (!g.cold && (op == GRAPH_SDDMM ? starfa_sparse_values_gather(g.P, p) != 0 : starfa_dense_sync(g.Y) != 0)) {
 		bench_result_fail(r, BENCH_ERROR, "%s", starfa_last_error());
 		goto out;
 	}
@@ -173,16 +208,12 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 	snprintf(r->baseline, sizeof r->baseline, "%s", base);
 	r->speedup = r->baseline_ms / r->median_ms;
 	r->overhead_pct = (r->median_ms / r->baseline_ms - 1.0) * 100.0;
-	printf("  %-10s %-6s %-6s k=%-4lld tiles %-7s %9.3f ms (%d warm-ups), tasks/run cpu %lld cuda %lld\n",
-	       op_prefix[op], worker_sets[set].name, tiling, (long long)k, r->tiles, r->median_ms,
+	printf("  %-10s %-6s %-6s%s k=%-4lld tiles %-7s %9.3f ms (%d warm-ups), tasks/run cpu %lld cuda %lld\n",
+	       op_prefix[op], worker_sets[set].name, tiling, g.cold ? " cold" : "", (long long)k, r->tiles, r->median_ms,
 	       warmups, (long long)r->tasks_cpu, (long long)r->tasks_cuda);
 	fflush(stdout);
 out:
-	/* Unregistering brings the blocks home before a, b and p are freed. */
-	starfa_sparse_values_free(g.P);
-	starfa_dense_free(g.A);
-	starfa_dense_free(g.B);
-	starfa_dense_free(g.Y);
+	unregister_operands(&g); /* before a, b and p are freed */
 	row_sample_free(&sample);
 	free(a);
 	free(b);
@@ -195,7 +226,7 @@ static void skip_set(const struct bench_options *o, const struct bench_matrix *m
 	char name[48];
 	for (int op = 0; op < GRAPH_OPS; op++)
 		for (int t = 0; t < (int)NTILINGS; t++) {
-			measurement_name(name, sizeof name, (enum graph_op)op, set, tilings[t].name);
+			measurement_name(name, sizeof name, (enum graph_op)op, set, tilings[t].name, o->graph_cold);
 			for (int i = 0; i < o->nranks; i++)
 				bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_SKIP, "%s", why);
 		}
@@ -231,7 +262,7 @@ static void graph_set(const struct bench_device *d, const struct bench_options *
 			fprintf(stderr, "starfa_bench: %s: starfa_tiled_create: %s\n", m->name, starfa_last_error());
 			char name[48];
 			for (int op = 0; op < GRAPH_OPS; op++) {
-				measurement_name(name, sizeof name, (enum graph_op)op, set, tilings[t].name);
+				measurement_name(name, sizeof name, (enum graph_op)op, set, tilings[t].name, o->graph_cold);
 				for (int i = 0; i < o->nranks; i++)
 					bench_result_fail(bench_result_add(m, o->ranks[i], name), BENCH_ERROR,
 							  "starfa_tiled_create: %s", starfa_last_error());
@@ -256,7 +287,7 @@ static void graph_set(const struct bench_device *d, const struct bench_options *
 		starfa_tiled *S = NULL;
 		if (starfa_tiled_create(m->csr, &topt, &S) != 0) {
 			char name[48];
-			measurement_name(name, sizeof name, GRAPH_SDDMM, set, tiling);
+			measurement_name(name, sizeof name, GRAPH_SDDMM, set, tiling, o->graph_cold);
 			for (int r = 0; r < o->nranks; r++)
 				bench_result_fail(bench_result_add(m, o->ranks[r], name), BENCH_ERROR, "starfa_tiled_create: %s",
 						  starfa_last_error());

@@ -39,7 +39,9 @@ static void usage(FILE *out)
 		"                      virtual-warp kernel runs (default 0.1,0.2,0.4; 0: none)\n"
 		"  --cpu-shares LIST   with every worker, the SDDMM graph also on a split grid: a row band a GPU and\n"
 		"                      one for the cores holding this share of the nonzeros, a column tile a CPU\n"
-		"                      worker (e.g. 0.02,0.05; none by default); rows graph.all.split@SHARE\n",
+		"                      worker (e.g. 0.02,0.05; none by default); rows graph.all.split@SHARE\n"
+		"  --graph-cold        each graph run is a one-shot job on host data: it registers the factors and\n"
+		"                      the output, runs, and brings the output home (rows graph.*.cold)\n",
 		default_matrices, bench_matrix_names(), quick_matrices);
 }
 
@@ -144,7 +146,8 @@ enum {
 	OPT_WARMUP,
 	OPT_QUICK,
 	OPT_DENSE,
-	OPT_CPU_SHARES
+	OPT_CPU_SHARES,
+	OPT_GRAPH_COLD
 };
 
 static int parse(int argc, char **argv, struct bench_options *o)
@@ -167,6 +170,7 @@ static int parse(int argc, char **argv, struct bench_options *o)
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"dense-densities", required_argument, NULL, OPT_DENSE},
 		{"cpu-shares", required_argument, NULL, OPT_CPU_SHARES},
+		{"graph-cold", no_argument, NULL, OPT_GRAPH_COLD},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -240,6 +244,9 @@ static int parse(int argc, char **argv, struct bench_options *o)
 			break;
 		case OPT_NO_GRAPH:
 			o->no_graph = 1;
+			break;
+		case OPT_GRAPH_COLD:
+			o->graph_cold = 1;
 			break;
 		case OPT_NO_CPU:
 			o->no_cpu = 1;
