@@ -1019,8 +1019,9 @@ constexpr int64_t kByColumnBlockBytes = 24 << 10, kByColumnMinRows = 48;
 /* Nonzeros a block walks: a row block's nonzeros are cut into items of about equal size, small enough for
  * a few waves of blocks, large enough to pay for staging the block's A rows. */
 constexpr int64_t kByColumnMinItem = 4096, kByColumnMaxItem = 65536;
-/* Orders a host thread keeps (8 bytes a nonzero each): tiles whose timed choice is this kernel. */
-constexpr int kMaxKeptColumnPlans = 16;
+/* Orders a host thread keeps (8 bytes a nonzero and 4 a row each): tiles whose timed choice is this
+ * kernel, as many as the timed choices, so that no kept choice rebuilds its order at every call. */
+constexpr int kMaxKeptColumnPlans = 64;
 
 /* Bits that hold the values 0 .. n - 1 (at least 1). */
 int bits_below(uint64_t n)
@@ -1329,8 +1330,10 @@ void forget_column_plans(const tile_key &tile, starfa_gpu_status &st)
 		}
 }
 
-cudaError_t launch_by_column(Shape s, const column_plan &cp, size_t smem_bytes, const float *sval, const float *A,
-			     int64_t lda, const float *B, int64_t ldb, int64_t k, Epilogue ep, float *out,
+/* The kernel's dynamic shared memory may go to the device's opt-in limit: set to that one value (not this
+ * launch's size), so that two host threads launching on one device cannot lower it under each other. */
+cudaError_t launch_by_column(Shape s, const column_plan &cp, size_t smem_bytes, int smem_limit, const float *sval,
+			     const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, Epilogue ep, float *out,
 			     cudaStream_t stream)
 {
 	if (cp.nitems == 0)
@@ -1341,7 +1344,7 @@ cudaError_t launch_by_column(Shape s, const column_plan &cp, size_t smem_bytes, 
 #define STARFA_SDDMM_CASE(V, J)                                                                          \
 	if (s.v == V && s.j == J) {                                                                      \
 		cudaError_t e = cudaFuncSetAttribute(sddmm_by_column<V, J>,                                     \
-						     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes); \
+						     cudaFuncAttributeMaxDynamicSharedMemorySize, smem_limit);     \
 		if (e != cudaSuccess)                                                                    \
 			return e;                                                                        \
 		sddmm_by_column<V, J><<<(unsigned)cp.nitems, kByColumnThreads, smem_bytes, stream>>>(        \
@@ -1354,8 +1357,8 @@ cudaError_t launch_by_column(Shape s, const column_plan &cp, size_t smem_bytes, 
 	return cudaErrorInvalidValue;
 }
 
-/* Whether the plan's memory (kept: 8 bytes a nonzero; while it is made: 24 more) fits beside the tile's
- * other data: at most a quarter of the device's free memory. */
+/* Whether the plan's memory (kept: 8 bytes a nonzero; while it is made: 20 more and the sort's temporary
+ * storage, about 12) fits beside the tile's other data: at most a quarter of the device's free memory. */
 bool column_plan_affordable(int64_t nnz)
 {
 	size_t free_bytes = 0, total = 0;
@@ -1363,7 +1366,7 @@ bool column_plan_affordable(int64_t nnz)
 		(void)cudaGetLastError();
 		return false;
 	}
-	return (double)nnz * 32.0 <= 0.25 * (double)free_bytes;
+	return (double)nnz * 40.0 <= 0.25 * (double)free_bytes;
 }
 
 /* The tile by column with the plan kept for it (made when there is none). */
@@ -1390,7 +1393,8 @@ starfa_gpu_status run_by_column(const tile_key &tile, int64_t block_rows, Shape 
 	if (st.call)
 		return st;
 	starfa_gpu_keep_first(st, "sddmm_by_column launch",
-			   launch_by_column(shape, *cp, g.smem_bytes, sval, A, lda, B, ldb, k, ep, out, stream));
+			   launch_by_column(shape, *cp, g.smem_bytes, dev.smem_per_block_optin, sval, A, lda, B, ldb, k, ep, out,
+					    stream));
 	if (cp == &own)
 		free_column_plan(own, st);
 	return st;
@@ -1805,12 +1809,16 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_tuned(cublasHandle_t cublas, uint
 	can[kTunedPanel] = plan(STARFA_CUDA_SDDMM_PANEL, nrows, ncols, nnz, k, A, lda, B, ldb, &plans[kTunedPanel]) ==
 			   cudaSuccess;
 	plans[kTunedDense] = plans[kTunedByColumn] = plans[kTunedVwarp];
-	{
+	{ /* its order is made before the timing: a failure to make it (memory taken since the check) drops the
+	   * candidate instead of failing the call */
 		DeviceLimits dev;
 		column_geometry g;
+		column_plan own, *cp = nullptr;
 		can[kTunedByColumn] = device_limits(&dev) == cudaSuccess &&
 				      by_column_geometry(dev, plans[kTunedVwarp].shape, nrows, ncols, k, 0, &g) &&
-				      column_plan_affordable(nnz);
+				      column_plan_affordable(nnz) &&
+				      !find_column_plan(tile, g, dev.sms, rowptr, colind, stream, &own, &cp).call;
+		(void)cudaGetLastError();
 	}
 	if (k >= kDenseMinK) { /* the dense rows are a candidate where the model takes some */
 		dense_plan own, *dp = nullptr;

@@ -92,7 +92,8 @@ starfa_gpu_status starfa_cuda_sddmm_dense_rows_run(cublasHandle_t cublas, uint64
 
 /* The kernel that stages a block of A rows in shared memory and walks the block's nonzeros in column
  * order (a B row in registers for each column run), for tests and experiments: blocks of block_rows rows
- * (0: as many as fill half of an SM's shared memory, evened out). The order (8 bytes a nonzero, sorted on
+ * (0: the model's, about 24 KB of A rows and at least 48 rows, at most half of an SM's shared memory,
+ * evened out over the blocks; the rows longest first either way). The order (8 bytes a nonzero, sorted on
  * the device) is kept by `pattern` on the calling thread; pattern 0 makes and frees it within the call.
  * *rows_used (may be NULL) says the block height. Refused (cudaErrorInvalidValue, with the reason) where
  * the virtual-warp kernel cannot run the tile, or the rows do not fit shared memory or the 32-bit word

@@ -954,7 +954,7 @@ TEST(sddmm_cuda, by_column_matches_vwarp_and_reference)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	uint64_t rng = testing_seed() + 19;
-	static const int64_t ks[] = {4, 8, 16, 32, 64, 128, 260, 1024};
+	static const int64_t ks[] = {4, 8, 16, 32, 64, 128, 200, 260, 1024}; /* every group shape */
 	const size_t nks = sizeof ks / sizeof ks[0];
 	int64_t several_blocks = 0;
 	for (size_t ki = 0; ki < nks; ki++) {
@@ -980,10 +980,11 @@ TEST(sddmm_cuda, by_column_matches_vwarp_and_reference)
 		const int64_t tallest = smem_limit / ((k + 4) * (int64_t)sizeof(float));
 		const int64_t heights[] = {0, 1, 7, 64 < tallest ? 64 : tallest, m < tallest ? m : tallest};
 		for (int run = 0; run < 7; run++) {
-			/* Runs 0-4: each height, kept by a pattern id; 5: the model's height by the same id on new
-			 * values of A; 6: no id, the model's height. */
+			/* Runs 0-4: each height, kept by a pattern id; 5: the model's height by run 1's id (kept for
+			 * blocks of one row: a plan must not be used at another height) on new values of A; 6: no id,
+			 * the model's height. */
 			int64_t height = run < 5 ? heights[run] : 0;
-			uint64_t pattern = run < 6 ? 3000 + ki * 8 + (uint64_t)(run < 5 ? run : 0) : 0;
+			uint64_t pattern = run < 6 ? 3000 + ki * 8 + (uint64_t)(run < 5 ? run : 1) : 0;
 			int scaled = run % 2;
 			float alpha = run % 3 ? 1.0f : -0.5f, beta = run >= 3 ? 0.75f : 0.0f;
 			if (run == 5) {
