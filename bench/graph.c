@@ -44,10 +44,12 @@ struct graph_operands {
 	starfa_dense *A, *B;
 	starfa_sparse_values *P; /* SDDMM output */
 	starfa_dense *Y;         /* SpMM output, Y = S·B */
-	/* --graph-cold: the host arrays each run registers (A rows, B rows, the output) */
+	/* --graph-cold: the host arrays each run registers (A rows, B rows, the output), and the seconds its
+	 * timed runs spent registering, in the graph, bringing the output home and unregistering */
 	int cold;
 	float *a, *b, *p;
 	int64_t k;
+	double phase[4];
 };
 
 /* Registers the factors and the output over the host arrays (A only for SDDMM). */
@@ -75,22 +77,29 @@ static void unregister_operands(struct graph_operands *g)
  * and unregisters them; the tiles of S stay registered between runs. */
 static double one_run(enum graph_op op, struct graph_operands *g)
 {
-	double t0 = bench_now();
+	double t[5];
+	t[0] = bench_now();
 	int rc = g->cold && register_operands(op, g);
+	t[1] = bench_now();
 	if (!rc)
 		rc = op == GRAPH_SDDMM ? starfa_insert_sddmm(g->S, g->A, g->B, STARFA_SDDMM_PATTERN, g->P)
 				       : starfa_insert_spmm(g->S, STARFA_ROWS, g->B, g->Y);
 	if (!rc)
 		rc = starfa_wait();
+	t[2] = bench_now();
 	if (!rc && g->cold && op == GRAPH_SDDMM)
 		rc = starfa_sparse_values_gather(g->P, g->p);
+	t[3] = bench_now();
 	if (g->cold)
 		unregister_operands(g);
+	t[4] = bench_now();
 	if (rc != 0) {
 		fprintf(stderr, "starfa_bench: %s\n", starfa_last_error());
 		return -1;
 	}
-	return bench_now() - t0;
+	for (int i = 0; i < 4; i++)
+		g->phase[i] += t[i + 1] - t[i];
+	return t[4] - t[0];
 }
 
 /* Implementations StarPU calibrates for an operation's tasks on a worker set: the CUDA one, and the CPU
@@ -187,6 +196,8 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 		goto out;
 	}
 	starfa_stats_reset();
+	for (int i = 0; i < 4; i++)
+		g.phase[i] = 0;
 	for (int i = 0; i < o->repeat; i++) {
 		double t = one_run(op, &g);
 		if (t < 0) {
@@ -211,6 +222,11 @@ static void graph_rank(const struct bench_options *o, const struct bench_matrix 
 	printf("  %-10s %-6s %-6s%s k=%-4lld tiles %-7s %9.3f ms (%d warm-ups), tasks/run cpu %lld cuda %lld\n",
 	       op_prefix[op], worker_sets[set].name, tiling, g.cold ? " cold" : "", (long long)k, r->tiles, r->median_ms,
 	       warmups, (long long)r->tasks_cpu, (long long)r->tasks_cuda);
+	if (g.cold) /* where a one-shot run's time goes, mean of the timed runs */
+		printf("  %-10s %-6s %-6s cold k=%-4lld ms a run: register %.3f, graph %.3f, output home %.3f, "
+		       "unregister %.3f\n",
+		       op_prefix[op], worker_sets[set].name, tiling, (long long)k, g.phase[0] * 1e3 / o->repeat,
+		       g.phase[1] * 1e3 / o->repeat, g.phase[2] * 1e3 / o->repeat, g.phase[3] * 1e3 / o->repeat);
 	fflush(stdout);
 out:
 	unregister_operands(&g); /* before a, b and p are freed */
