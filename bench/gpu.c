@@ -442,14 +442,21 @@ struct starfa_sddmm_arg {
 	int by_column;                     /* A's rows staged, the nonzeros by column (its order kept by pattern) */
 };
 
+/* The by-column kernel on the case, its order kept by the pattern id; *rows (may be NULL): the block height. */
+static starfa_gpu_status run_by_column(const struct starfa_sddmm_arg *s, int64_t *rows)
+{
+	const struct gpu_case *c = s->c;
+	return starfa_cuda_sddmm_by_column_run(s->pattern, 0, c->nrows, c->ncols, c->nnz, c->d_rowptr, c->d_colind, c->d_val,
+					       c->d_A, c->k, c->d_B, c->k, c->k, s->scaled, 1.0f, 0.0f, c->d_out, g.stream,
+					       rows);
+}
+
 static int run_starfa_sddmm(void *arg)
 {
 	struct starfa_sddmm_arg *s = arg;
 	struct gpu_case *c = s->c;
 	if (s->by_column) {
-		starfa_gpu_status st = starfa_cuda_sddmm_by_column_run(s->pattern, 0, c->nrows, c->ncols, c->nnz, c->d_rowptr,
-								       c->d_colind, c->d_val, c->d_A, c->k, c->d_B, c->k,
-								       c->k, s->scaled, 1.0f, 0.0f, c->d_out, g.stream, NULL);
+		starfa_gpu_status st = run_by_column(s, NULL);
 		if (st.call) {
 			set_gpu_error("starfa_cuda_sddmm_by_column_run", starfa_gpu_status_string(st));
 			goto fail;
@@ -490,10 +497,7 @@ static int starfa_sddmm_checked(struct gpu_case *c, const struct starfa_sddmm_ar
 		return -1;
 	if (arg->by_column) {
 		int64_t rows = 0;
-		starfa_gpu_status st = starfa_cuda_sddmm_by_column_run(arg->pattern, 0, c->nrows, c->ncols, c->nnz,
-								       c->d_rowptr, c->d_colind, c->d_val, c->d_A, c->k,
-								       c->d_B, c->k, c->k, scaled, 1.0f, 0.0f, c->d_out,
-								       g.stream, &rows);
+		starfa_gpu_status st = run_by_column(arg, &rows);
 		if (st.call && st.cuda == cudaErrorInvalidValue) {
 			(void)cudaGetLastError();
 			bench_result_fail(r, BENCH_SKIP, "%s", st.call);

@@ -773,6 +773,27 @@ starfa_gpu_status find_or_make(PlanT (&plans)[N], int &count, uint64_t &clock, b
 	return st;
 }
 
+/* The tile's row offsets read back to the host, where the plans that order rows by length are made; the
+ * failing call is named `copy` or `sync`. */
+starfa_gpu_status read_row_offsets(const uint32_t *rowptr, int64_t nrows, cudaStream_t stream, const char *copy,
+				   const char *sync, std::vector<uint32_t> &out)
+{
+	starfa_gpu_status st = starfa_gpu_ok();
+	out.resize((size_t)nrows + 1);
+	starfa_gpu_keep_first(st, copy, cudaMemcpyAsync(out.data(), rowptr, out.size() * sizeof(uint32_t),
+							  cudaMemcpyDeviceToHost, stream));
+	starfa_gpu_keep_first(st, sync, cudaStreamSynchronize(stream));
+	return st;
+}
+
+/* Sorts rows longest first by the offsets, rows of one length in their order. */
+template <typename Row> void sort_longest_first(std::vector<Row> &rows, const std::vector<uint32_t> &offsets)
+{
+	std::stable_sort(rows.begin(), rows.end(), [&](Row a, Row b) {
+		return offsets[a + 1] - offsets[a] > offsets[b + 1] - offsets[b];
+	});
+}
+
 /* A tile's dense-row candidates, longest first, kept per host thread by its tile_key; rowptr is where
  * the plan was read from. rank (device, one per row) gives a row's place in that order, -1 for the
  * others, so that a threshold is a prefix and the virtual-warp kernel skips ranks below its length. */
@@ -813,12 +834,10 @@ void free_dense_plan(dense_plan &p, starfa_gpu_status &st)
  * kDenseCandidateDensity * ncols nonzeros sorted longest first. */
 starfa_gpu_status make_dense_plan(dense_plan &p, cudaStream_t stream)
 {
-	starfa_gpu_status st = starfa_gpu_ok();
-	std::vector<uint32_t> rowptr((size_t)p.tile.nrows + 1);
-	starfa_gpu_keep_first(st, "cudaMemcpyAsync (SDDMM dense rows: row offsets)",
-			   cudaMemcpyAsync(rowptr.data(), p.rowptr, rowptr.size() * sizeof(uint32_t),
-					   cudaMemcpyDeviceToHost, stream));
-	starfa_gpu_keep_first(st, "cudaStreamSynchronize (SDDMM dense rows)", cudaStreamSynchronize(stream));
+	std::vector<uint32_t> rowptr;
+	starfa_gpu_status st = read_row_offsets(static_cast<const uint32_t *>(p.rowptr), p.tile.nrows, stream,
+						"cudaMemcpyAsync (SDDMM dense rows: row offsets)",
+						"cudaStreamSynchronize (SDDMM dense rows)", rowptr);
 	if (st.call)
 		return st;
 	const double least = std::max(1.0, kDenseCandidateDensity * (double)p.tile.ncols);
@@ -826,9 +845,7 @@ starfa_gpu_status make_dense_plan(dense_plan &p, cudaStream_t stream)
 	for (int64_t r = 0; r < p.tile.nrows; r++)
 		if ((double)(rowptr[r + 1] - rowptr[r]) >= least)
 			rows.push_back((int32_t)r);
-	std::stable_sort(rows.begin(), rows.end(), [&](int32_t a, int32_t b) {
-		return rowptr[a + 1] - rowptr[a] > rowptr[b + 1] - rowptr[b];
-	});
+	sort_longest_first(rows, rowptr);
 	std::vector<int32_t> rank((size_t)p.tile.nrows, -1);
 	p.lengths.resize(rows.size());
 	for (size_t h = 0; h < rows.size(); h++) {
@@ -1126,15 +1143,15 @@ __global__ void by_column_pack(int64_t nrows, int64_t nnz, int64_t block_rows, i
 
 /* A tile's order for a row-block height, kept per host thread by (tile_key, block_rows). */
 struct column_plan {
-	tile_key tile;
-	int64_t block_rows;
-	int col_bits;
-	uint32_t *rows;           /* device, nrows: the rows in block order (longest first) */
-	uint32_t *order, *packed; /* device, nnz each */
-	uint4 *items;             /* device: row block, first nonzero, end, 0 */
-	int64_t nitems;
-	cudaStream_t stream; /* the last stream that used the plan: it is freed there */
-	uint64_t used;
+	tile_key tile = {};
+	int64_t block_rows = 0;
+	int col_bits = 0;
+	uint32_t *rows = nullptr;                     /* device, nrows: the rows in block order (longest first) */
+	uint32_t *order = nullptr, *packed = nullptr; /* device, nnz each */
+	uint4 *items = nullptr;                       /* device: row block, first nonzero, end, 0 */
+	int64_t nitems = 0;
+	cudaStream_t stream = nullptr; /* the last stream that used the plan: it is freed there */
+	uint64_t used = 0;
 };
 
 struct column_plans {
@@ -1194,18 +1211,15 @@ bool by_column_geometry(const DeviceLimits &dev, Shape shape, int64_t nrows, int
 	return g->blocks_per_sm >= 1;
 }
 
-/* Makes the plan: the rows' offsets read back (the items are cut on the host), the order sorted on the
- * device. */
+/* Makes the plan (its tile, height, column bits and stream already set): the rows' offsets read back (the
+ * items are cut on the host), the order sorted on the device. */
 starfa_gpu_status make_column_plan(column_plan &p, const column_geometry &g, int sms, const uint32_t *rowptr,
 				   const uint32_t *colind, cudaStream_t stream)
 {
-	starfa_gpu_status st = starfa_gpu_ok();
 	const int64_t nrows = p.tile.nrows, ncols = p.tile.ncols, nnz = p.tile.nnz;
-	std::vector<uint32_t> offsets((size_t)nrows + 1);
-	starfa_gpu_keep_first(st, "cudaMemcpyAsync (SDDMM by column: row offsets)",
-			   cudaMemcpyAsync(offsets.data(), rowptr, offsets.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost,
-					   stream));
-	starfa_gpu_keep_first(st, "cudaStreamSynchronize (SDDMM by column)", cudaStreamSynchronize(stream));
+	std::vector<uint32_t> offsets;
+	starfa_gpu_status st = read_row_offsets(rowptr, nrows, stream, "cudaMemcpyAsync (SDDMM by column: row offsets)",
+						"cudaStreamSynchronize (SDDMM by column)", offsets);
 	if (st.call)
 		return st;
 	/* Rows of about the same length share columns more often (the Netflix shape: 60% more nonzeros a B
@@ -1213,9 +1227,7 @@ starfa_gpu_status make_column_plan(column_plan &p, const column_geometry &g, int
 	std::vector<uint32_t> rows((size_t)nrows), place((size_t)nrows);
 	for (int64_t r = 0; r < nrows; r++)
 		rows[(size_t)r] = (uint32_t)r;
-	std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
-		return offsets[a + 1] - offsets[a] > offsets[b + 1] - offsets[b];
-	});
+	sort_longest_first(rows, offsets);
 	for (int64_t i = 0; i < nrows; i++)
 		place[rows[(size_t)i]] = (uint32_t)i;
 	const int64_t blocks = (nrows + g.block_rows - 1) / g.block_rows;
@@ -1232,10 +1244,7 @@ starfa_gpu_status make_column_plan(column_plan &p, const column_geometry &g, int
 			items.push_back(make_uint4((uint32_t)rb, (uint32_t)(first + n * i / pieces),
 						   (uint32_t)(first + n * (i + 1) / pieces), 0u));
 	}
-	p.block_rows = g.block_rows;
-	p.col_bits = g.col_bits;
 	p.nitems = (int64_t)items.size();
-	p.stream = stream;
 	uint64_t *keys = nullptr, *keys_sorted = nullptr;
 	uint32_t *pos = nullptr, *d_place = nullptr;
 	void *temp = nullptr;
@@ -1387,8 +1396,6 @@ starfa_gpu_status run_by_column(const tile_key &tile, int64_t block_rows, Shape 
 	if (rows_used)
 		*rows_used = g.block_rows;
 	column_plan own, *cp = nullptr;
-	own.rows = own.order = own.packed = nullptr;
-	own.items = nullptr;
 	st = find_column_plan(tile, g, dev.sms, rowptr, colind, stream, &own, &cp);
 	if (st.call)
 		return st;
