@@ -52,13 +52,19 @@ struct graph_operands {
 	double phase[4];
 };
 
-/* Registers the factors and the output over the host arrays (A only for SDDMM). */
+/* Registers the factors and the output over the host arrays (A only for SDDMM). SDDMM's values are
+ * registered over the output array where the grid has one column band, else in blocks of their own that
+ * a gather copies out. */
 static int register_operands(enum graph_op op, struct graph_operands *g)
 {
-	return (op == GRAPH_SDDMM && starfa_dense_create(g->S, STARFA_ROWS, g->a, g->k, &g->A)) ||
-	       starfa_dense_create(g->S, STARFA_COLS, g->b, g->k, &g->B) ||
-	       (op == GRAPH_SDDMM ? starfa_sparse_values_create(g->S, STARFA_ROWS, &g->P)
-				  : starfa_dense_create(g->S, STARFA_ROWS, g->p, g->k, &g->Y));
+	if (op == GRAPH_SDDMM && (starfa_dense_create(g->S, STARFA_ROWS, g->a, g->k, &g->A) ||
+				  starfa_dense_create(g->S, STARFA_COLS, g->b, g->k, &g->B)))
+		return -1;
+	if (op == GRAPH_SDDMM)
+		return starfa_tiled_col_tiles(g->S) == 1 ? starfa_sparse_values_create_over(g->S, STARFA_ROWS, g->p, &g->P)
+							 : starfa_sparse_values_create(g->S, STARFA_ROWS, &g->P);
+	return starfa_dense_create(g->S, STARFA_COLS, g->b, g->k, &g->B) ||
+	       starfa_dense_create(g->S, STARFA_ROWS, g->p, g->k, &g->Y);
 }
 
 /* Unregistering brings the blocks home (into a, b and, for SpMM, p). */
@@ -290,14 +296,13 @@ static void graph_set(const struct bench_device *d, const struct bench_options *
 				graph_rank(o, m, S, o->ranks[i], (enum graph_op)op, set, tilings[t].name);
 		starfa_tiled_free(S);
 	}
-	/* Split grids (--cpu-shares): a row band a GPU and one row band for the cores holding that share of
-	 * the nonzeros, placed (the cores' band on the cores only), cut into a column tile a CPU worker so
-	 * that every core has a task (a grid has one column tiling: the GPUs' bands get as many tasks). SDDMM
-	 * alone. */
+	/* Split grids (--cpu-shares): a row band a GPU, and a row band a CPU worker, the cores' bands
+	 * holding that share of the nonzeros between them, placed (the cores' bands on the cores only), one
+	 * column band: each band's values are one run of the output array. SDDMM alone. */
 	const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU), ncuda = starfa_worker_count(STARFA_WORKER_CUDA);
 	for (int i = 0; !worker_sets[set].gpu_only && ncpu > 0 && ncuda > 0 && i < o->nshares; i++) {
-		/* the last column band is the cores' too: its share 1 / ncpu keeps the cores' tiles even */
-		starfa_tiling_options topt = {ncuda + 1, ncpu, 0, 0, 0, 1, 1, o->cpu_shares[i], 1.0 / (double)ncpu, 0};
+		starfa_tiling_options topt = {.row_tiles = ncuda + ncpu, .col_tiles = 1, .placed = 1, .cpu_bands = ncpu,
+					      .row_cpu_share = o->cpu_shares[i], .cpu_rows_only = 1};
 		char tiling[32];
 		snprintf(tiling, sizeof tiling, "split@%g", o->cpu_shares[i]);
 		starfa_tiled *S = NULL;

@@ -38,8 +38,8 @@ static void usage(FILE *out)
 		"  --dense-densities LIST  densities at which the SDDMM dense rows' path is also timed, where the\n"
 		"                      virtual-warp kernel runs (default 0.1,0.2,0.4; 0: none)\n"
 		"  --cpu-shares LIST   with every worker, the SDDMM graph also on a split grid: a row band a GPU and\n"
-		"                      one for the cores holding this share of the nonzeros, a column tile a CPU\n"
-		"                      worker (e.g. 0.02,0.05; none by default); rows graph.all.split@SHARE\n"
+		"                      a row band a CPU worker, the cores' bands holding this share of the nonzeros\n"
+		"                      (e.g. 0.02,0.05; none by default); rows graph.all.split@SHARE\n"
 		"  --graph-cold        each graph run is a one-shot job on host data: it registers the factors and\n"
 		"                      the output, runs, and brings the output home (rows graph.*.cold)\n",
 		default_matrices, bench_matrix_names(), quick_matrices);

@@ -198,6 +198,12 @@ typedef struct starfa_tiling_options {
 	 * is left (mini-batches of documents); row_tiles and row_cost are then ignored, and no band may be
 	 * placed on the CPU workers (cpu_bands 0). */
 	int64_t row_band;
+	/* With cpu_bands > 0: 1 places CPU bands on the row side alone (up to row_tiles of them); every
+	 * column band stays the GPUs' and col_cpu_share is ignored. For work that sweeps the rows only (an
+	 * SDDMM or SpMM over the forward grid), where the cores take whole rows and the column bands need
+	 * not be cut for them: with one column band, each row band's values are one run of the CSR order
+	 * (starfa_sparse_values_create_over). */
+	int cpu_rows_only;
 } starfa_tiling_options;
 
 /* How a sweep is shared between the worker kinds, from the calibrated performance models of the
@@ -269,6 +275,15 @@ const starfa_tiled *starfa_sparse_values_pattern(const starfa_sparse_values *v);
  * the order of the CSR the tiled matrix was built from; for STARFA_COLS in the order of its transpose
  * (starfa_csr_transpose), i.e. column by column. */
 int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out);
+/* Values registered over the caller's array of nnz floats, in the order starfa_sparse_values_gather
+ * writes, instead of blocks of their own: tasks on the CPU workers read and write `data` in place, and
+ * values computed elsewhere come home into it, with no gather. Possible where that side's grid has one
+ * column band (each tile is then one run of the array); STARFA_EINVAL otherwise. `data` holds the
+ * initial values (an accumulating SDDMM adds to them) and must stay valid until
+ * starfa_sparse_values_free, which brings every value home into it. It is not pinned: a one-shot job
+ * moves each value once, and pinning 100 MB costs more than moving it unpinned. */
+int starfa_sparse_values_create_over(const starfa_tiled *pattern, starfa_side side, float *data,
+				     starfa_sparse_values **out);
 
 /* A dense row-major matrix (rows x cols floats) split into row blocks aligned with
  * a tiled matrix's row bands (or column bands), one handle per block. The caller owns

@@ -309,7 +309,7 @@ static int64_t *nnz_per_col(const starfa_csr *csr)
 	return counts;
 }
 
-static int place_bands(starfa_tiled *t, int64_t cpu_bands);
+static int place_bands(starfa_tiled *t, int64_t row_cpu, int64_t col_cpu);
 
 int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts, starfa_tiled **out)
 {
@@ -339,7 +339,8 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 	}
 	int placed = opts && opts->placed;
 	int64_t cpu_bands = placed ? opts->cpu_bands : 0;
-	double row_share = placed ? opts->row_cpu_share : 0, col_share = placed ? opts->col_cpu_share : 0;
+	const int rows_only = placed && opts->cpu_rows_only;
+	double row_share = placed ? opts->row_cpu_share : 0, col_share = placed && !rows_only ? opts->col_cpu_share : 0;
 	/* On a machine with GPUs a grid nobody placed is the GPUs' alone, as the planner's default
 	 * (codelets/plan.c): StarPU then never sends a tile to a core to learn its speed there (a tile of
 	 * ten million entries, sent to a core for its first calibration, took 0.25 s against 0.3 ms on an
@@ -372,12 +373,12 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 		if (cpu_bands > 0 && starpu_cpu_worker_get_count() == 0)
 			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: CPU bands asked for, but there is no "
 							       "CPU worker");
-		if ((cpu_bands < row_tiles || cpu_bands < col_tiles) && starpu_cuda_worker_get_count() == 0)
+		if ((cpu_bands < row_tiles || rows_only || cpu_bands < col_tiles) && starpu_cuda_worker_get_count() == 0)
 			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: bands placed on CUDA workers, but "
 							       "there is none");
 		if (cpu_bands > 0 && row_band > 0)
 			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: row_band with CPU bands");
-		if (cpu_bands > row_tiles || cpu_bands > col_tiles)
+		if (cpu_bands > row_tiles || (!rows_only && cpu_bands > col_tiles))
 			return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create: %lld CPU bands in a %lldx%lld grid",
 						(long long)cpu_bands, (long long)row_tiles, (long long)col_tiles);
 	}
@@ -407,11 +408,11 @@ int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts
 			t->row_bounds[b] = b * row_band < csr->nrows ? b * row_band : csr->nrows;
 	else
 		balanced_bounds(row_counts, csr->nrows, row_tiles, placed ? cpu_bands : 0, row_share, t->row_bounds);
-	balanced_bounds(col_counts, csr->ncols, col_tiles, placed ? cpu_bands : 0, col_share, t->col_bounds);
+	balanced_bounds(col_counts, csr->ncols, col_tiles, placed && !rows_only ? cpu_bands : 0, col_share, t->col_bounds);
 	rc = build_grid(csr, t->row_bounds, row_tiles, t->col_bounds, col_tiles, &t->grid);
 	if (rc)
 		goto fail;
-	if (placed && (rc = place_bands(t, cpu_bands)) != 0)
+	if (placed && (rc = place_bands(t, cpu_bands, rows_only ? 0 : cpu_bands)) != 0)
 		goto fail;
 	if (opts && opts->transposed) {
 		rc = build_transposed(&t->grid, &t->transposed);
@@ -429,9 +430,10 @@ fail:
 	return rc;
 }
 
-/* The worker masks of the bands: the last cpu_bands of each side on the CPU workers, the others on the
- * CUDA workers; tasks outside any band go to the CUDA workers when every band does, anywhere otherwise. */
-static int place_bands(starfa_tiled *t, int64_t cpu_bands)
+/* The worker masks of the bands: the last row_cpu row bands and col_cpu column bands on the CPU workers,
+ * the others on the CUDA workers; tasks outside any band go to the CUDA workers when every band does,
+ * anywhere otherwise. */
+static int place_bands(starfa_tiled *t, int64_t row_cpu, int64_t col_cpu)
 {
 	int64_t nr = t->grid.nr, nc = t->grid.nc;
 	t->row_where = starfa_malloc((size_t)nr, sizeof *t->row_where);
@@ -439,10 +441,10 @@ static int place_bands(starfa_tiled *t, int64_t cpu_bands)
 	if (!t->row_where || !t->col_where)
 		return STARFA_ENOMEM;
 	for (int64_t i = 0; i < nr; i++)
-		t->row_where[i] = i >= nr - cpu_bands ? STARPU_CPU : STARPU_CUDA;
+		t->row_where[i] = i >= nr - row_cpu ? STARPU_CPU : STARPU_CUDA;
 	for (int64_t j = 0; j < nc; j++)
-		t->col_where[j] = j >= nc - cpu_bands ? STARPU_CPU : STARPU_CUDA;
-	t->where = cpu_bands == 0 ? STARPU_CUDA : 0;
+		t->col_where[j] = j >= nc - col_cpu ? STARPU_CPU : STARPU_CUDA;
+	t->where = row_cpu == 0 && col_cpu == 0 ? STARPU_CUDA : 0;
 	return 0;
 }
 

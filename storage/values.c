@@ -6,15 +6,22 @@
 
 /* ------------------------------------------------------------------ sparse value sets */
 
-int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_side side, starfa_sparse_values **out)
+/* Values on a side of `pattern`: over the caller's array `over` (runs of it, one a tile: one column band),
+ * or in home blocks of their own (over NULL). */
+static int values_create(const char *fn, const starfa_tiled *pattern, starfa_side side, float *over,
+			 starfa_sparse_values **out)
 {
 	*out = NULL;
 	if (!pattern || (side != STARFA_ROWS && side != STARFA_COLS))
-		return starfa_set_error(STARFA_EINVAL, "starfa_sparse_values_create: missing pattern or unknown side");
+		return starfa_set_error(STARFA_EINVAL, "%s: missing pattern or unknown side", fn);
 	if (side == STARFA_COLS && !starfa_tiled_has_transpose(pattern))
-		return starfa_set_error(STARFA_EINVAL, "starfa_sparse_values_create: values on the column side need the "
-						       "transposed grid (starfa_tiling_options.transposed = 1)");
+		return starfa_set_error(STARFA_EINVAL, "%s: values on the column side need the "
+						       "transposed grid (starfa_tiling_options.transposed = 1)", fn);
 	const struct starfa_grid *g = starfa_side_grid(pattern, side);
+	if (over && g->nc != 1)
+		return starfa_set_error(STARFA_EINVAL, "%s: the %s side's grid has %lld column bands: values over one "
+						       "array need one (each tile a run of the array)",
+					fn, side == STARFA_ROWS ? "row" : "column", (long long)g->nc);
 	int64_t ntiles = g->nr * g->nc;
 	starfa_sparse_values *v = starfa_calloc(1, sizeof *v);
 	if (!v)
@@ -22,17 +29,20 @@ int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_side side, s
 	v->pattern = pattern;
 	v->side = side;
 	v->grid = g;
+	v->over = over;
 	v->handles = starfa_calloc((size_t)ntiles, sizeof *v->handles);
 	v->values = starfa_calloc((size_t)ntiles, sizeof *v->values);
 	if (!v->handles || !v->values) {
 		starfa_sparse_values_free(v);
 		return STARFA_ENOMEM;
 	}
+	int64_t run = 0; /* over an array: where tile k's run starts (tiles in band order, one a band) */
 	for (int64_t k = 0; k < ntiles; k++) {
 		int64_t nnz = g->tiles[k].nnz;
 		if (nnz == 0)
 			continue;
-		v->values[k] = starfa_host_alloc((size_t)nnz * sizeof(float));
+		v->values[k] = over ? over + run : starfa_host_alloc((size_t)nnz * sizeof(float));
+		run += nnz;
 		if (!v->values[k]) {
 			starfa_sparse_values_free(v);
 			return STARFA_ENOMEM;
@@ -44,6 +54,21 @@ int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_side side, s
 	return 0;
 }
 
+int starfa_sparse_values_create(const starfa_tiled *pattern, starfa_side side, starfa_sparse_values **out)
+{
+	return values_create("starfa_sparse_values_create", pattern, side, NULL, out);
+}
+
+int starfa_sparse_values_create_over(const starfa_tiled *pattern, starfa_side side, float *data,
+				     starfa_sparse_values **out)
+{
+	if (!data) {
+		*out = NULL;
+		return starfa_set_error(STARFA_EINVAL, "starfa_sparse_values_create_over: no array");
+	}
+	return values_create("starfa_sparse_values_create_over", pattern, side, data, out);
+}
+
 void starfa_sparse_values_free(starfa_sparse_values *v)
 {
 	if (!v)
@@ -52,7 +77,7 @@ void starfa_sparse_values_free(starfa_sparse_values *v)
 	for (int64_t k = 0; k < ntiles; k++) {
 		if (v->handles && v->handles[k])
 			starpu_data_unregister(v->handles[k]);
-		if (v->values)
+		if (v->values && !v->over)
 			starfa_host_free(v->values[k], (size_t)v->grid->tiles[k].nnz * sizeof(float));
 	}
 	free(v->handles);
@@ -76,10 +101,13 @@ int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
 			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on tile %lld",
 						(long long)k);
 		}
-	/* Within a row, the nonzeros of tiles (i, 0), (i, 1), ... follow each other in
-	 * column order, which is the source CSR's (or its transpose's) order. */
+	/* Over an array the values are home in it already, in this order. Within a row, the nonzeros of
+	 * tiles (i, 0), (i, 1), ... follow each other in column order, which is the source CSR's (or its
+	 * transpose's) order. */
 	int64_t pos = 0;
-	for (int64_t i = 0; i < g->nr; i++) {
+	if (v->over && out != v->over)
+		memmove(out, v->over, (size_t)starfa_tiled_nnz(v->pattern) * sizeof(float));
+	for (int64_t i = 0; !v->over && i < g->nr; i++) {
 		int64_t nrows = bounds[i + 1] - bounds[i];
 		for (int64_t r = 0; r < nrows; r++)
 			for (int64_t j = 0; j < g->nc; j++) {

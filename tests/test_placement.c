@@ -178,6 +178,11 @@ TEST(placement, rejects_what_cannot_run)
 	starfa_tiling_options cuda = {4, 4, 0, 0, 0, 1, 2, 0.3, 0.3};
 	CHECK(starfa_tiled_create(S, &cuda, &t) == STARFA_EINVAL && t == NULL);
 	CHECK(strstr(starfa_last_error(), "CUDA") != NULL);
+	/* Every row band on the cores, but the column bands of a rows-only split stay the GPUs'. */
+	starfa_tiling_options rows_only = {.row_tiles = 2, .col_tiles = 1, .placed = 1, .cpu_bands = 2,
+					   .row_cpu_share = 1.0, .cpu_rows_only = 1};
+	CHECK(starfa_tiled_create(S, &rows_only, &t) == STARFA_EINVAL && t == NULL);
+	CHECK(strstr(starfa_last_error(), "CUDA") != NULL);
 	starfa_tiling_options too_many = {3, 3, 0, 0, 0, 1, 4, 0.5, 0.5};
 	CHECK(starfa_tiled_create(S, &too_many, &t) == STARFA_EINVAL && t == NULL);
 	CHECK(strstr(starfa_last_error(), "CPU bands") != NULL);
@@ -398,6 +403,39 @@ TEST(placement_cuda, bands_run_where_placed)
 	CHECK_MSG(tasks[STARFA_WORKER_CPU] == tiles_in(t, 2 * ngpu, 2 * ngpu + ncpu) &&
 			  tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 2 * ngpu),
 		  "split by hand: %lld cpu and %lld cuda tasks", (long long)tasks[0], (long long)tasks[1]);
+	starfa_tiled_free(t);
+	/* A rows-only split: 3 row bands for the cores (35% of the nonzeros), more than the one column band
+	 * (which stays the GPUs'), the values over one array. */
+	starfa_tiling_options rows = {.row_tiles = 5, .col_tiles = 1, .placed = 1, .cpu_bands = 3,
+				      .row_cpu_share = 0.35, .col_cpu_share = 0.9, .cpu_rows_only = 1};
+	CHECK_OK(starfa_tiled_create(S, &rows, &t));
+	CHECK(starfa_tiled_col_tiles(t) == 1 && starfa_tiled_row_tiles(t) == 5);
+	rb = starfa_tiled_row_bounds(t);
+	cpu_nnz = S->rowptr[S->nrows] - S->rowptr[rb[2]];
+	CHECK_MSG(fabs((double)cpu_nnz - 0.35 * (double)S->nnz) <= 2.0 * (double)heaviest,
+		  "rows only: the CPU bands hold %lld of %lld nonzeros", (long long)cpu_nnz, (long long)S->nnz);
+	CHECK_OK(sddmm_on(S, t, 16, &rng, tasks, 1));
+	CHECK_MSG(tasks[STARFA_WORKER_CPU] == tiles_in(t, 2, 5) && tasks[STARFA_WORKER_CUDA] == tiles_in(t, 0, 2),
+		  "rows only: %lld cpu and %lld cuda tasks", (long long)tasks[0], (long long)tasks[1]);
+	float *A = malloc(sizeof(float) * (size_t)(S->nrows * 16)), *B = malloc(sizeof(float) * (size_t)(S->ncols * 16));
+	float *P = malloc(sizeof(float) * (size_t)S->nnz);
+	CHECK(A && B && P);
+	testing_fill_random(A, (size_t)(S->nrows * 16), &rng);
+	testing_fill_random(B, (size_t)(S->ncols * 16), &rng);
+	testing_poison(P, (size_t)S->nnz);
+	starfa_dense *a = NULL, *b = NULL;
+	starfa_sparse_values *p = NULL;
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, 16, &a));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, 16, &b));
+	CHECK_OK(starfa_sparse_values_create_over(t, STARFA_ROWS, P, &p));
+	CHECK_OK(starfa_insert_sddmm(t, a, b, STARFA_SDDMM_PATTERN, p));
+	starfa_sparse_values_free(p);
+	CHECK_OK(starfa_check_sddmm(S, A, B, 16, STARFA_SDDMM_PATTERN, P, NULL));
+	starfa_dense_free(a);
+	starfa_dense_free(b);
+	free(A);
+	free(B);
+	free(P);
 	starfa_tiled_free(t);
 	starfa_csr_free(S);
 	return 0;

@@ -191,6 +191,102 @@ TEST(sddmm, task_graph_matches_reference)
 	return 0;
 }
 
+/* Values registered over the caller's array: SDDMM accumulates into the array's own values in place, and
+ * they are home in it after starfa_sparse_values_free without a gather; on the column side (the transposed
+ * grid) the array holds the values column by column. Grids with several column bands are refused. */
+TEST(sddmm, values_over_an_array)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 17;
+	int64_t k = ranks[testing_below(&rng, NRANKS)];
+	starfa_csr *S = testing_random_csr(500, 400, 6000, 1.5, &rng);
+	CHECK(S);
+	int64_t nnz = S->nnz;
+	float *A = malloc(sizeof(float) * (size_t)(S->nrows * k)), *B = malloc(sizeof(float) * (size_t)(S->ncols * k));
+	float *X = malloc(sizeof(float) * (size_t)nnz), *X0 = malloc(sizeof(float) * (size_t)nnz);
+	float *T = malloc(sizeof(float) * (size_t)nnz), *T_ref = malloc(sizeof(float) * (size_t)nnz);
+	CHECK(A && B && X && X0 && T && T_ref);
+	testing_fill_random(A, (size_t)(S->nrows * k), &rng);
+	testing_fill_random(B, (size_t)(S->ncols * k), &rng);
+	testing_fill_random(X0, (size_t)nnz, &rng);
+	memcpy(X, X0, sizeof(float) * (size_t)nnz);
+	const float alpha = 2.0f, beta = 0.5f;
+
+	/* 3 row bands, 1 column band, and the transposed grid (3 column bands, 1 row band: refused there). */
+	starfa_tiling_options opts = {3, 1, 1};
+	starfa_tiled *t = NULL;
+	starfa_dense *a = NULL, *b = NULL;
+	starfa_sparse_values *p = NULL, *pt = NULL, *pt_ref = NULL;
+	CHECK_OK(starfa_tiled_create(S, &opts, &t));
+	CHECK(starfa_sparse_values_create_over(t, STARFA_COLS, T, &pt) == STARFA_EINVAL && pt == NULL);
+	CHECK_MSG(strstr(starfa_last_error(), "column bands") != NULL, "%s", starfa_last_error());
+	CHECK(starfa_sparse_values_create_over(t, STARFA_ROWS, NULL, &p) == STARFA_EINVAL && p == NULL);
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, k, &a));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, k, &b));
+	CHECK_OK(starfa_sparse_values_create_over(t, STARFA_ROWS, X, &p));
+	CHECK_OK(starfa_insert_sddmm_ab(t, a, b, STARFA_SDDMM_PATTERN, alpha, beta, p));
+	starfa_sparse_values_free(p); /* waits, and brings the values home into X */
+	p = NULL;
+	double worst = 0;
+	for (int64_t r = 0; r < S->nrows; r++)
+		for (int64_t e = S->rowptr[r]; e < S->rowptr[r + 1]; e++) {
+			double dot = 0, mag = 0;
+			for (int64_t c = 0; c < k; c++) {
+				double term = (double)A[r * k + c] * B[S->colind[e] * k + c];
+				dot += term;
+				mag += fabs(term);
+			}
+			double want = alpha * dot + beta * (double)X0[e];
+			double err = fabs(X[e] - want) / (alpha * mag + fabs(beta * (double)X0[e]) + 1e-30);
+			worst = err > worst ? err : worst;
+		}
+	CHECK_MSG(worst < 1e-5, "k=%lld: worst relative error %.3g", (long long)k, worst);
+
+	/* The column side, over a grid whose transposed grid has one column band: the values moved there from
+	 * the row side, against the same values gathered from blocks of their own. */
+	starfa_dense_free(a);
+	starfa_dense_free(b);
+	starfa_tiled_free(t);
+	a = b = NULL;
+	starfa_tiling_options cols = {1, 4, 1};
+	CHECK_OK(starfa_tiled_create(S, &cols, &t));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, A, k, &a));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, B, k, &b));
+	CHECK(starfa_sparse_values_create_over(t, STARFA_ROWS, X, &p) == STARFA_EINVAL && p == NULL);
+	CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &p));
+	testing_poison(T, (size_t)nnz);
+	testing_poison(T_ref, (size_t)nnz);
+	CHECK_OK(starfa_sparse_values_create_over(t, STARFA_COLS, T, &pt));
+	CHECK_OK(starfa_sparse_values_create(t, STARFA_COLS, &pt_ref));
+	CHECK_OK(starfa_insert_sddmm(t, a, b, STARFA_SDDMM_SCALED, p));
+	CHECK_OK(starfa_insert_values_transpose(p, pt));
+	CHECK_OK(starfa_insert_values_transpose(p, pt_ref));
+	CHECK_OK(starfa_sparse_values_gather(pt_ref, T_ref));
+	/* A gather from values over an array copies it out (into X here), and one into the array itself is
+	 * a wait; the values are then home in T. */
+	testing_poison(X, (size_t)nnz);
+	CHECK_OK(starfa_sparse_values_gather(pt, X));
+	CHECK_OK(starfa_sparse_values_gather(pt, T));
+	for (int64_t e = 0; e < nnz; e++) {
+		CHECK_MSG(T[e] == T_ref[e] && X[e] == T_ref[e], "entry %lld: %g and %g against %g", (long long)e,
+			  (double)T[e], (double)X[e], (double)T_ref[e]);
+	}
+	starfa_sparse_values_free(pt);
+	starfa_sparse_values_free(pt_ref);
+	starfa_sparse_values_free(p);
+	starfa_dense_free(a);
+	starfa_dense_free(b);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	free(A);
+	free(B);
+	free(X);
+	free(X0);
+	free(T);
+	free(T_ref);
+	return 0;
+}
+
 /* The per-worker profile accounts for every task the per-kind statistics count, and for no time
  * a worker did not have. */
 TEST(sddmm, worker_profile_accounts_for_every_task)
