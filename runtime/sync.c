@@ -119,3 +119,57 @@ int starfa_acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mod
 	pthread_mutex_destroy(&a.lock);
 	return ret;
 }
+
+/* Several acquisitions at once: the count of those not yet ours. */
+struct acquisitions {
+	atomic_long left;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void one_acquired(void *arg)
+{
+	struct acquisitions *a = arg;
+	pthread_mutex_lock(&a->lock);
+	if (atomic_fetch_sub(&a->left, 1) == 1)
+		pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->lock);
+}
+
+static int all_acquired(void *arg)
+{
+	return atomic_load(&((struct acquisitions *)arg)->left) == 0;
+}
+
+int starfa_acquire_all(starpu_data_handle_t *handles, int64_t n, enum starpu_data_access_mode mode)
+{
+	struct acquisitions a;
+	atomic_init(&a.left, 0);
+	pthread_mutex_init(&a.lock, NULL);
+	pthread_cond_init(&a.cond, NULL);
+	int ret = 0;
+	int64_t issued = 0;
+	for (; issued < n && ret == 0; issued++) {
+		if (!handles[issued])
+			continue;
+		atomic_fetch_add(&a.left, 1);
+		ret = starpu_data_acquire_cb(handles[issued], mode, one_acquired, &a);
+		if (ret != 0)
+			atomic_fetch_sub(&a.left, 1);
+	}
+	if (ret != 0)
+		issued--; /* the one refused */
+	spin(all_acquired, &a);
+	/* Taking the lock also waits for the last one_acquired() to leave it before the mutex goes. */
+	pthread_mutex_lock(&a.lock);
+	while (atomic_load(&a.left) != 0)
+		pthread_cond_wait(&a.cond, &a.lock);
+	pthread_mutex_unlock(&a.lock);
+	pthread_cond_destroy(&a.cond);
+	pthread_mutex_destroy(&a.lock);
+	if (ret != 0)
+		for (int64_t k = 0; k < issued; k++)
+			if (handles[k])
+				starpu_data_release(handles[k]);
+	return ret;
+}

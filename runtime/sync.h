@@ -26,5 +26,9 @@ void starfa_wait_spin_enable(int on);
 
 /* starpu_data_acquire(handle, mode) with the spin first; returns StarPU's code. */
 int starfa_acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
+/* Acquires every non-NULL handle of handles[0..n) at once (each comes as soon as the tasks writing it
+ * are done and its copy is there, whatever the others do), then waits for them all; returns StarPU's
+ * code. On an error none is held. */
+int starfa_acquire_all(starpu_data_handle_t *handles, int64_t n, enum starpu_data_access_mode mode);
 
 #endif

@@ -86,13 +86,11 @@ int starfa_dense_blocked_along(const starfa_dense *d, const int64_t *bounds, int
 
 int starfa_dense_sync(starfa_dense *d)
 {
-	for (int64_t b = 0; b < d->nblocks; b++) {
-		int ret = starfa_acquire(d->blocks[b], STARPU_R);
-		if (ret != 0)
-			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on block %lld",
-						(long long)b);
+	/* Every block at once: each comes home as soon as its task is done, while others still run. */
+	if (starfa_acquire_all(d->blocks, d->nblocks, STARPU_R) != 0)
+		return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on the dense blocks");
+	for (int64_t b = 0; b < d->nblocks; b++)
 		starpu_data_release(d->blocks[b]);
-	}
 	return 0;
 }
 

@@ -93,14 +93,9 @@ int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
 	const struct starfa_grid *g = v->grid;
 	const int64_t *bounds = starfa_side_bounds(v->pattern, v->side);
 	int64_t ntiles = g->nr * g->nc;
-	for (int64_t k = 0; k < ntiles; k++)
-		if (v->handles[k] && starfa_acquire(v->handles[k], STARPU_R) != 0) {
-			for (int64_t m = 0; m < k; m++)
-				if (v->handles[m])
-					starpu_data_release(v->handles[m]);
-			return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on tile %lld",
-						(long long)k);
-		}
+	/* Every tile at once: each comes home as soon as its task is done, while others still run. */
+	if (starfa_acquire_all(v->handles, ntiles, STARPU_R) != 0)
+		return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on the values' tiles");
 	/* Over an array the values are home in it already, in this order. Within a row, the nonzeros of
 	 * tiles (i, 0), (i, 1), ... follow each other in column order, which is the source CSR's (or its
 	 * transpose's) order. */
