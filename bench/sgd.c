@@ -87,6 +87,7 @@ struct run_log {
 	int n;
 	double start, target, reached_at;
 	double train_total, trained_at; /* the epochs' own seconds (redone ones included, metrics not) */
+	double whole;                   /* starfa_train from call to return */
 };
 
 static int log_epoch(const starfa_train_progress *p, void *user_data)
@@ -353,6 +354,7 @@ int main(int argc, char **argv)
 			rc = task_log_path ? starfa_task_log_begin() : 0;
 			if (!rc)
 				rc = starfa_train(sgd, params, train, test, log_epoch, l, &model);
+			l->whole = seconds() - l->start;
 			if (task_log_path) /* the last rank's run: the file is rewritten for each */
 				rc = finish_task_log(task_log_path, rc);
 		}
@@ -374,6 +376,9 @@ int main(int argc, char **argv)
 			fputs(text, stdout);
 			if (md)
 				fputs(text, md);
+			/* The whole call: setting up (tiles, factors, values), every epoch and its metrics, the model out. */
+			printf("rank %lld: starfa_train took %.3f s in all, %.3f s to the end of epoch 1 (of it %.3f s training)\n",
+			       (long long)ranks[r], l->whole, l->n ? l->elapsed[0] : NAN, l->n ? l->trained[0] : NAN);
 			fflush(stdout);
 			for (int e = 0; curve && e < l->n; e++)
 				fprintf(curve, "%s,%s,%lld,%d,%.4f,%.3f,%.5f\n", algo->name, matrix, (long long)ranks[r], e + 1,

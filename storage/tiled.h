@@ -52,8 +52,7 @@ struct starfa_sparse_values {
 	starfa_side side;
 	const struct starfa_grid *grid; /* pattern's grid of that side */
 	starpu_data_handle_t *handles;  /* per tile of the grid, NULL for empty tiles */
-	float **values;                 /* each tile's home block */
-	float *over;                    /* the caller's array the blocks are runs of, or NULL: blocks of our own */
+	float *over;                    /* the caller's array the tiles are runs of, or NULL: no home copy */
 };
 
 struct starfa_vector {

@@ -3,6 +3,46 @@
 #include "runtime/sync.h"
 
 #include <string.h>
+#ifdef STARFA_USE_CUDA
+#include <cuda_runtime_api.h>
+#include <starpu_cuda.h>
+#endif
+
+/* ------------------------------------------------------------------ values nothing wrote yet */
+
+/* Values of their own are registered with no home copy: StarPU allocates a tile where a task first
+ * writes it (on the GPU, for the GPUs' bands), and host memory only where a core's task or a read-back
+ * needs it. A tile read before anything wrote it reads as zeros: StarPU runs this initialisation
+ * method on the memory node of the reader (and as a task before a read-back). */
+static void values_zero_cpu(void *buffers[], void *arg)
+{
+	(void)arg;
+	memset((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0,
+	       (size_t)STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]));
+}
+
+#ifdef STARFA_USE_CUDA
+static void values_zero_cuda(void *buffers[], void *arg)
+{
+	(void)arg;
+	cudaError_t e = cudaMemsetAsync((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0,
+					(size_t)STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]),
+					starpu_cuda_get_local_stream());
+	if (e != cudaSuccess)
+		STARPU_CUDA_REPORT_ERROR(e);
+}
+#endif
+
+static struct starpu_codelet values_zero_cl = {
+	.cpu_funcs = {values_zero_cpu},
+#ifdef STARFA_USE_CUDA
+	.cuda_funcs = {values_zero_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 1,
+	.modes = {STARPU_W},
+	.name = "values_zero",
+};
 
 /* ------------------------------------------------------------------ sparse value sets */
 
@@ -31,8 +71,7 @@ static int values_create(const char *fn, const starfa_tiled *pattern, starfa_sid
 	v->grid = g;
 	v->over = over;
 	v->handles = starfa_calloc((size_t)ntiles, sizeof *v->handles);
-	v->values = starfa_calloc((size_t)ntiles, sizeof *v->values);
-	if (!v->handles || !v->values) {
+	if (!v->handles) {
 		starfa_sparse_values_free(v);
 		return STARFA_ENOMEM;
 	}
@@ -41,14 +80,14 @@ static int values_create(const char *fn, const starfa_tiled *pattern, starfa_sid
 		int64_t nnz = g->tiles[k].nnz;
 		if (nnz == 0)
 			continue;
-		v->values[k] = over ? over + run : starfa_host_alloc((size_t)nnz * sizeof(float));
-		run += nnz;
-		if (!v->values[k]) {
-			starfa_sparse_values_free(v);
-			return STARFA_ENOMEM;
+		if (over) {
+			starpu_vector_data_register(&v->handles[k], STARPU_MAIN_RAM, (uintptr_t)(over + run),
+						    (uint32_t)nnz, sizeof(float));
+		} else {
+			starpu_vector_data_register(&v->handles[k], -1, 0, (uint32_t)nnz, sizeof(float));
+			starpu_data_set_reduction_methods(v->handles[k], NULL, &values_zero_cl);
 		}
-		starpu_vector_data_register(&v->handles[k], STARPU_MAIN_RAM, (uintptr_t)v->values[k],
-					    (uint32_t)nnz, sizeof(float));
+		run += nnz;
 	}
 	*out = v;
 	return 0;
@@ -74,14 +113,11 @@ void starfa_sparse_values_free(starfa_sparse_values *v)
 	if (!v)
 		return;
 	int64_t ntiles = v->grid->nr * v->grid->nc;
-	for (int64_t k = 0; k < ntiles; k++) {
+	/* Over an array this brings the values home into it; values of their own have no home to go to. */
+	for (int64_t k = 0; k < ntiles; k++)
 		if (v->handles && v->handles[k])
 			starpu_data_unregister(v->handles[k]);
-		if (v->values && !v->over)
-			starfa_host_free(v->values[k], (size_t)v->grid->tiles[k].nnz * sizeof(float));
-	}
 	free(v->handles);
-	free(v->values);
 	free(v);
 }
 
@@ -110,7 +146,8 @@ int starfa_sparse_values_gather(const starfa_sparse_values *v, float *out)
 				if (t->nnz == 0)
 					continue;
 				uint32_t p0 = t->rowptr[r], p1 = t->rowptr[r + 1];
-				memcpy(out + pos, v->values[i * g->nc + j] + p0, (size_t)(p1 - p0) * sizeof(float));
+				const float *tile = (const float *)starpu_vector_get_local_ptr(v->handles[i * g->nc + j]);
+				memcpy(out + pos, tile + p0, (size_t)(p1 - p0) * sizeof(float));
 				pos += p1 - p0;
 			}
 	}

@@ -191,6 +191,40 @@ TEST(sddmm, task_graph_matches_reference)
 	return 0;
 }
 
+/* Values of their own have no copy until something writes them, and read as zeros until then: a gather
+ * of new values, and an SDDMM that accumulates into new values (beta 1), on a grid of 4 x 3 tiles. */
+TEST(sddmm, new_values_read_as_zeros)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 19;
+	struct graph_case c;
+	CHECK_OK(graph_case_make(&c, 400, 300, 5000, 1.2, 32, 4, 3, &rng));
+	float *P = malloc(sizeof(float) * (size_t)c.S->nnz), *Q = malloc(sizeof(float) * (size_t)c.S->nnz);
+	CHECK(P && Q);
+	testing_poison(P, (size_t)c.S->nnz);
+	CHECK_OK(starfa_sparse_values_gather(c.p, P));
+	for (int64_t e = 0; e < c.S->nnz; e++)
+		CHECK_MSG(P[e] == 0.0f, "entry %lld of new values: %g", (long long)e, (double)P[e]);
+	starfa_sparse_values *acc = NULL;
+	CHECK_OK(starfa_sparse_values_create(c.t, STARFA_ROWS, &acc));
+	CHECK_OK(starfa_insert_sddmm_ab(c.t, c.a, c.b, STARFA_SDDMM_PATTERN, 1.0f, 1.0f, acc));
+	CHECK_OK(starfa_insert_sddmm(c.t, c.a, c.b, STARFA_SDDMM_PATTERN, c.p));
+	testing_poison(P, (size_t)c.S->nnz);
+	testing_poison(Q, (size_t)c.S->nnz);
+	CHECK_OK(starfa_sparse_values_gather(acc, P));
+	CHECK_OK(starfa_sparse_values_gather(c.p, Q));
+	CHECK_OK(starfa_check_sddmm(c.S, c.A, c.B, 32, STARFA_SDDMM_PATTERN, Q, NULL));
+	/* The two may run different kernels (CPU or CUDA, another tuned choice): float32 rounding apart. */
+	for (int64_t e = 0; e < c.S->nnz; e++)
+		CHECK_MSG(fabsf(P[e] - Q[e]) <= 1e-5f * (1.0f + fabsf(Q[e])),
+			  "entry %lld: accumulated into new values %g, written %g", (long long)e, (double)P[e], (double)Q[e]);
+	starfa_sparse_values_free(acc);
+	graph_case_free(&c);
+	free(P);
+	free(Q);
+	return 0;
+}
+
 /* Values registered over the caller's array: SDDMM accumulates into the array's own values in place, and
  * they are home in it after starfa_sparse_values_free without a gather; on the column side (the transposed
  * grid) the array holds the values column by column. Grids with several column bands are refused. */
