@@ -242,25 +242,87 @@ static void prefix_sum(int64_t *ptr, int64_t n)
 		ptr[i + 1] += ptr[i];
 }
 
+/* A stable counting sort in chunks: each chunk of the input counts its keys, the chunks' slots of a key
+ * follow each other in chunk order, and each chunk scatters its own entries, so that the chunks run on
+ * several threads (starfa_host_parallel) with the result of one pass in input order. */
+struct bucket_sort {
+	int64_t nkeys;
+	const int32_t *key, *other;
+	const float *val;
+	int64_t *next; /* nchunks x nkeys: a chunk's count of each key, then its next slot for it */
+	int32_t *key_out, *other_out;
+	float *val_out;
+};
+
+/* At most this much of the chunks' counts (bytes), and at least this many entries a chunk. */
+#define SORT_COUNTS_BYTES (64 << 20)
+#define SORT_CHUNK_MIN (1 << 16)
+#define SORT_CHUNKS_MAX 64
+
+static void count_chunk(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+	const struct bucket_sort *b = ctx;
+	int64_t *next = b->next + chunk * b->nkeys;
+	for (int64_t k = begin; k < end; k++)
+		next[b->key[k]]++;
+}
+
+static void scatter_chunk(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+	const struct bucket_sort *b = ctx;
+	int64_t *next = b->next + chunk * b->nkeys;
+	for (int64_t k = begin; k < end; k++) {
+		int64_t dst = next[b->key[k]]++;
+		if (b->key_out)
+			b->key_out[dst] = b->key[k];
+		b->other_out[dst] = b->other[k];
+		b->val_out[dst] = b->val[k];
+	}
+}
+
 /* Stable counting sort of the entries (key[k], other[k], val[k]) by key into
  * (other_out, val_out), with bucket offsets in ptr (nkeys + 1, zeroed by the caller);
  * key_out, when not NULL, receives the sorted keys. */
-static void bucket_sort(int64_t nnz, const int32_t *key, const int32_t *other, const float *val,
-			int64_t nkeys, int64_t *ptr, int32_t *key_out, int32_t *other_out, float *val_out)
+static int bucket_sort(int64_t nnz, const int32_t *key, const int32_t *other, const float *val,
+		       int64_t nkeys, int64_t *ptr, int32_t *key_out, int32_t *other_out, float *val_out)
 {
-	for (int64_t k = 0; k < nnz; k++)
-		ptr[key[k] + 1]++;
-	prefix_sum(ptr, nkeys);
-	for (int64_t k = 0; k < nnz; k++) {
-		int64_t dst = ptr[key[k]]++;
-		if (key_out)
-			key_out[dst] = key[k];
-		other_out[dst] = other[k];
-		val_out[dst] = val[k];
+	int64_t nchunks = nnz / SORT_CHUNK_MIN;
+	if (nchunks > SORT_CHUNKS_MAX)
+		nchunks = SORT_CHUNKS_MAX;
+	if (nchunks > SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1)))
+		nchunks = SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1));
+	if (nchunks < 1)
+		nchunks = 1;
+	struct bucket_sort b = {nkeys, key, other, val, starfa_calloc((size_t)(nchunks * nkeys), sizeof *b.next),
+				key_out, other_out, val_out};
+	if (!b.next)
+		return STARFA_ENOMEM;
+	int rc = starfa_host_parallel(nnz, nchunks, count_chunk, &b);
+	if (!rc) {
+		int64_t slot = 0;
+		for (int64_t key_ = 0; key_ < nkeys; key_++) {
+			ptr[key_] = slot;
+			for (int64_t c = 0; c < nchunks; c++) {
+				int64_t count = b.next[c * nkeys + key_];
+				b.next[c * nkeys + key_] = slot;
+				slot += count;
+			}
+		}
+		ptr[nkeys] = slot;
+		rc = starfa_host_parallel(nnz, nchunks, scatter_chunk, &b);
 	}
-	/* Each bucket start moved to the next one's: shift back. */
-	memmove(ptr + 1, ptr, (size_t)nkeys * sizeof *ptr);
-	ptr[0] = 0;
+	free(b.next);
+	return rc;
+}
+
+/* Whether the entries are in CSR order already: rows, then columns within a row, never decreasing (a
+ * file written row by row, a split of one). */
+static int coo_in_csr_order(const starfa_coo *coo)
+{
+	for (int64_t k = 1; k < coo->nnz; k++)
+		if (coo->row[k] < coo->row[k - 1] || (coo->row[k] == coo->row[k - 1] && coo->col[k] < coo->col[k - 1]))
+			return 0;
+	return 1;
 }
 
 /* Sums runs of equal columns within each row, compacting in place. */
@@ -351,19 +413,36 @@ int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out)
 		return rc;
 	int64_t nnz = coo->nnz;
 	starfa_csr *csr = csr_new(coo->nrows, coo->ncols, nnz);
+	if (!csr)
+		return STARFA_ENOMEM;
+	if (coo_in_csr_order(coo)) {
+		/* Already in order: the row counts and a copy. */
+		for (int64_t k = 0; k < nnz; k++)
+			csr->rowptr[coo->row[k] + 1]++;
+		prefix_sum(csr->rowptr, coo->nrows);
+		memcpy(csr->colind, coo->col, (size_t)nnz * sizeof *csr->colind);
+		memcpy(csr->val, coo->val, (size_t)nnz * sizeof *csr->val);
+		merge_duplicates(csr);
+		*out = csr;
+		return 0;
+	}
 	int64_t *colptr = starfa_calloc((size_t)coo->ncols + 1, sizeof *colptr);
 	int32_t *rows = starfa_malloc((size_t)nnz, sizeof *rows);
 	int32_t *cols = starfa_malloc((size_t)nnz, sizeof *cols);
 	float *vals = starfa_malloc((size_t)nnz, sizeof *vals);
-	if (csr && colptr && rows && cols && vals) {
+	if (colptr && rows && cols && vals) {
 		/* Sorting by column, then stably by row, leaves columns sorted within each row. */
-		bucket_sort(nnz, coo->col, coo->row, coo->val, coo->ncols, colptr, cols, rows, vals);
-		bucket_sort(nnz, rows, cols, vals, coo->nrows, csr->rowptr, NULL, csr->colind, csr->val);
+		rc = bucket_sort(nnz, coo->col, coo->row, coo->val, coo->ncols, colptr, cols, rows, vals);
+		if (!rc)
+			rc = bucket_sort(nnz, rows, cols, vals, coo->nrows, csr->rowptr, NULL, csr->colind, csr->val);
+	} else {
+		rc = STARFA_ENOMEM;
+	}
+	if (!rc) {
 		merge_duplicates(csr);
 		*out = csr;
 	} else {
 		starfa_csr_free(csr);
-		rc = STARFA_ENOMEM;
 	}
 	free(colptr);
 	free(rows);

@@ -155,6 +155,93 @@ static void free_grid(struct starfa_grid *g)
 	g->tiles = NULL;
 }
 
+/* One row band's tiles filled in chunks of its rows, each on any thread (starfa_host_parallel): each
+ * chunk counts its entries in every column band, the chunks' runs in a tile follow each other in chunk
+ * (row) order, and each chunk copies its own rows. */
+struct band_fill {
+	const starfa_csr *csr;
+	struct starfa_grid *g;
+	const int32_t *col_band;
+	const int64_t *col_bounds;
+	int64_t band, r0, nchunks;
+	const int64_t *chunk_rows; /* nchunks + 1 row boundaries */
+	uint32_t *start;           /* nchunks x nc: a chunk's entries in tile j, then where they start there */
+};
+
+static void band_count(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+	(void)begin, (void)end;
+	const struct band_fill *b = ctx;
+	uint32_t *count = b->start + chunk * b->g->nc;
+	for (int64_t p = b->csr->rowptr[b->chunk_rows[chunk]]; p < b->csr->rowptr[b->chunk_rows[chunk + 1]]; p++)
+		count[b->col_band[b->csr->colind[p]]]++;
+}
+
+static void band_copy(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+	(void)begin, (void)end;
+	const struct band_fill *b = ctx;
+	const starfa_csr *csr = b->csr;
+	const int64_t nc = b->g->nc;
+	uint32_t *fill = b->start + chunk * nc;
+	for (int64_t r = b->chunk_rows[chunk]; r < b->chunk_rows[chunk + 1]; r++) {
+		for (int64_t p = csr->rowptr[r]; p < csr->rowptr[r + 1]; p++) {
+			int32_t c = csr->colind[p], j = b->col_band[c];
+			struct starfa_tile *t = starfa_grid_tile(b->g, b->band, j);
+			t->colind[fill[j]] = (uint32_t)(c - b->col_bounds[j]);
+			t->val[fill[j]] = csr->val[p];
+			fill[j]++;
+		}
+		for (int64_t j = 0; j < nc; j++)
+			starfa_grid_tile(b->g, b->band, j)->rowptr[r - b->r0 + 1] = fill[j];
+	}
+}
+
+#define FILL_CHUNK_MIN (1 << 16)
+#define FILL_CHUNKS_MAX 64
+
+/* Fills the tiles of row band i (their sizes counted, their arrays allocated). */
+static int fill_band(const starfa_csr *csr, struct starfa_grid *g, int64_t i, int64_t r0, int64_t r1,
+		     const int32_t *col_band, const int64_t *col_bounds)
+{
+	int64_t nnz = csr->rowptr[r1] - csr->rowptr[r0], nchunks = nnz / FILL_CHUNK_MIN;
+	if (nchunks > FILL_CHUNKS_MAX)
+		nchunks = FILL_CHUNKS_MAX;
+	if (nchunks > r1 - r0)
+		nchunks = r1 - r0;
+	if (nchunks < 1)
+		nchunks = 1;
+	int64_t *chunk_rows = starfa_malloc((size_t)nchunks + 1, sizeof *chunk_rows);
+	uint32_t *start = starfa_calloc((size_t)(nchunks * g->nc), sizeof *start);
+	int rc = chunk_rows && start ? 0 : STARFA_ENOMEM;
+	if (!rc) {
+		/* Row boundaries at about equal entries (a chunk may be empty). */
+		int64_t r = r0;
+		for (int64_t c = 0; c <= nchunks; c++) {
+			int64_t target = csr->rowptr[r0] + (int64_t)((__int128)nnz * c / nchunks);
+			while (r < r1 && csr->rowptr[r] < target)
+				r++;
+			chunk_rows[c] = c == nchunks ? r1 : r;
+		}
+		struct band_fill b = {csr, g, col_band, col_bounds, i, r0, nchunks, chunk_rows, start};
+		rc = starfa_host_parallel(nchunks, nchunks, band_count, &b);
+		for (int64_t j = 0; !rc && j < g->nc; j++) {
+			uint32_t at = 0;
+			for (int64_t c = 0; c < nchunks; c++) {
+				uint32_t count = start[c * g->nc + j];
+				start[c * g->nc + j] = at;
+				at += count;
+			}
+		}
+		/* A chunk that starts at row r writes rowptr[r - r0 + 1] onwards; rowptr[0] is 0. */
+		if (!rc)
+			rc = starfa_host_parallel(nchunks, nchunks, band_copy, &b);
+	}
+	free(chunk_rows);
+	free(start);
+	return rc;
+}
+
 /* Splits csr along row_bounds x col_bounds into g and registers every non-empty tile. */
 static int build_grid(const starfa_csr *csr, const int64_t *row_bounds, int64_t nr, const int64_t *col_bounds,
 		      int64_t nc, struct starfa_grid *g)
@@ -163,9 +250,8 @@ static int build_grid(const starfa_csr *csr, const int64_t *row_bounds, int64_t 
 	g->nc = nc;
 	g->tiles = starfa_calloc((size_t)(nr * nc), sizeof *g->tiles);
 	int32_t *col_band = starfa_malloc((size_t)csr->ncols, sizeof *col_band);
-	uint32_t *fill = starfa_malloc((size_t)nc, sizeof *fill);
 	int rc = 0;
-	if (!g->tiles || !col_band || !fill) {
+	if (!g->tiles || !col_band) {
 		rc = STARFA_ENOMEM;
 		goto out;
 	}
@@ -201,22 +287,9 @@ static int build_grid(const starfa_csr *csr, const int64_t *row_bounds, int64_t 
 				rc = STARFA_ENOMEM;
 			else
 				t->rowptr[0] = 0;
-			fill[j] = 0;
 		}
-		if (rc)
+		if (rc || (rc = fill_band(csr, g, i, r0, r1, col_band, col_bounds)) != 0)
 			break;
-		for (int64_t r = r0; r < r1; r++) {
-			for (int64_t p = csr->rowptr[r]; p < csr->rowptr[r + 1]; p++) {
-				int32_t c = csr->colind[p];
-				int32_t j = col_band[c];
-				struct starfa_tile *t = starfa_grid_tile(g, i, j);
-				t->colind[fill[j]] = (uint32_t)(c - col_bounds[j]);
-				t->val[fill[j]] = csr->val[p];
-				fill[j]++;
-			}
-			for (int64_t j = 0; j < nc; j++)
-				starfa_grid_tile(g, i, j)->rowptr[r - r0 + 1] = fill[j];
-		}
 		for (int64_t j = 0; j < nc; j++) {
 			struct starfa_tile *t = starfa_grid_tile(g, i, j);
 			if (t->nnz > 0) {
@@ -230,9 +303,91 @@ static int build_grid(const starfa_csr *csr, const int64_t *row_bounds, int64_t 
 	}
 out:
 	free(col_band);
-	free(fill);
 	if (rc)
 		free_grid(g);
+	return rc;
+}
+
+/* A tile's transpose in chunks of its entries, each on any thread (starfa_host_parallel): each chunk
+ * counts its columns, the chunks' slots of a column follow each other in chunk order, and each chunk
+ * scatters its own entries, so that a column's entries come out in row order. */
+struct tile_transpose {
+	const struct starfa_tile *f;
+	struct starfa_tile *tt;
+	int64_t nchunks;
+	int64_t *next; /* nchunks x columns of f: a chunk's count of a column, then its next slot there */
+};
+
+#define TRANSPOSE_COUNTS_BYTES (64 << 20)
+#define TRANSPOSE_CHUNK_MIN (1 << 16)
+#define TRANSPOSE_CHUNKS_MAX 64
+
+/* The row of f that holds entry p (rowptr's last entry at or below p whose row is not empty). */
+static int64_t row_of_entry(const struct starfa_tile *f, int64_t p)
+{
+	int64_t lo = 0, hi = f->nrows; /* rowptr[lo] <= p < rowptr[hi] */
+	while (hi - lo > 1) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (f->rowptr[mid] <= p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void transpose_count(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+	const struct tile_transpose *x = ctx;
+	int64_t *next = x->next + chunk * x->f->ncols;
+	for (int64_t p = begin; p < end; p++)
+		next[x->f->colind[p]]++;
+}
+
+static void transpose_scatter(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+	const struct tile_transpose *x = ctx;
+	const struct starfa_tile *f = x->f;
+	struct starfa_tile *tt = x->tt;
+	int64_t *next = x->next + chunk * f->ncols;
+	int64_t r = row_of_entry(f, begin);
+	for (int64_t p = begin; p < end; p++) {
+		while (f->rowptr[r + 1] <= p)
+			r++;
+		int64_t q = next[f->colind[p]]++;
+		tt->colind[q] = (uint32_t)r;
+		tt->val[q] = f->val[p];
+		tt->map[q] = (uint32_t)p;
+	}
+}
+
+static int transpose_tile(const struct starfa_tile *f, struct starfa_tile *tt)
+{
+	int64_t nchunks = f->nnz / TRANSPOSE_CHUNK_MIN, ncols = f->ncols > 0 ? f->ncols : 1;
+	if (nchunks > TRANSPOSE_CHUNKS_MAX)
+		nchunks = TRANSPOSE_CHUNKS_MAX;
+	if (nchunks > TRANSPOSE_COUNTS_BYTES / (8 * ncols))
+		nchunks = TRANSPOSE_COUNTS_BYTES / (8 * ncols);
+	if (nchunks < 1)
+		nchunks = 1;
+	struct tile_transpose x = {f, tt, nchunks, starfa_calloc((size_t)(nchunks * ncols), sizeof *x.next)};
+	if (!x.next)
+		return STARFA_ENOMEM;
+	int rc = starfa_host_parallel(f->nnz, nchunks, transpose_count, &x);
+	if (!rc) {
+		int64_t slot = 0;
+		for (int64_t c = 0; c < f->ncols; c++) {
+			tt->rowptr[c] = (uint32_t)slot;
+			for (int64_t k = 0; k < nchunks; k++) {
+				int64_t count = x.next[k * ncols + c];
+				x.next[k * ncols + c] = slot;
+				slot += count;
+			}
+		}
+		tt->rowptr[f->ncols] = (uint32_t)slot;
+		rc = starfa_host_parallel(f->nnz, nchunks, transpose_scatter, &x);
+	}
+	free(x.next);
 	return rc;
 }
 
@@ -266,21 +421,11 @@ static int build_transposed(const struct starfa_grid *g, struct starfa_grid *t)
 			memset(tt->rowptr, 0, (size_t)(tt->nrows + 1) * sizeof *tt->rowptr);
 			if (tt->nnz == 0)
 				continue;
-			for (int64_t p = 0; p < f->nnz; p++)
-				tt->rowptr[f->colind[p] + 1]++;
-			for (int64_t c = 0; c < tt->nrows; c++)
-				tt->rowptr[c + 1] += tt->rowptr[c];
-			/* rowptr[c] serves as the fill pointer of row c, then is shifted back. */
-			for (int64_t r = 0; r < f->nrows; r++)
-				for (uint32_t p = f->rowptr[r]; p < f->rowptr[r + 1]; p++) {
-					uint32_t q = tt->rowptr[f->colind[p]]++;
-					tt->colind[q] = (uint32_t)r;
-					tt->val[q] = f->val[p];
-					tt->map[q] = p;
-				}
-			for (int64_t c = tt->nrows; c > 0; c--)
-				tt->rowptr[c] = tt->rowptr[c - 1];
-			tt->rowptr[0] = 0;
+			int rc = transpose_tile(f, tt);
+			if (rc) {
+				free_grid(t);
+				return rc;
+			}
 			starpu_csr_data_register(&tt->handle, STARPU_MAIN_RAM, (uint32_t)tt->nnz, (uint32_t)tt->nrows,
 						 (uintptr_t)tt->val, tt->colind, tt->rowptr, 0, sizeof(float));
 			tt->serial = next_serial();

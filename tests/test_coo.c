@@ -387,6 +387,54 @@ TEST(coo, csr_random_against_dense)
 	return 0;
 }
 
+/* Entries in CSR order already (rows, then columns, duplicates in file order) take the conversion's
+ * direct path, and give the same arrays, bit for bit, as the same entries in random order; both at a
+ * size that the sorts cut into chunks. */
+static const starfa_coo *order_coo;
+static int by_row_col(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	const starfa_coo *c = order_coo;
+	if (c->row[x] != c->row[y])
+		return c->row[x] < c->row[y] ? -1 : 1;
+	if (c->col[x] != c->col[y])
+		return c->col[x] < c->col[y] ? -1 : 1;
+	return x < y ? -1 : x > y; /* stable: duplicates in file order */
+}
+
+TEST(coo, csr_from_sorted_entries_matches_unsorted)
+{
+	uint64_t state = testing_seed() + 3;
+	CHECK_OK(check_conversion(1500, 1000, 600000, &state));
+	const int64_t nrows = 2000, ncols = 900, nnz = 500000;
+	starfa_coo *coo = random_coo(nrows, ncols, nnz, &state), *sorted = starfa_coo_new(nrows, ncols, nnz);
+	int64_t *order = malloc(sizeof *order * (size_t)nnz);
+	CHECK(coo && sorted && order);
+	for (int64_t k = 0; k < nnz; k++)
+		order[k] = k;
+	order_coo = coo;
+	qsort(order, (size_t)nnz, sizeof *order, by_row_col);
+	for (int64_t k = 0; k < nnz; k++) {
+		sorted->row[k] = coo->row[order[k]];
+		sorted->col[k] = coo->col[order[k]];
+		sorted->val[k] = coo->val[order[k]];
+	}
+	sorted->nnz = nnz;
+	starfa_csr *a = NULL, *b = NULL;
+	CHECK_OK(starfa_csr_from_coo(coo, &a));
+	CHECK_OK(starfa_csr_from_coo(sorted, &b));
+	CHECK(a->nnz == b->nnz && a->nnz < nnz); /* duplicates were merged */
+	CHECK(memcmp(a->rowptr, b->rowptr, sizeof *a->rowptr * (size_t)(nrows + 1)) == 0);
+	CHECK(memcmp(a->colind, b->colind, sizeof *a->colind * (size_t)a->nnz) == 0);
+	CHECK(memcmp(a->val, b->val, sizeof *a->val * (size_t)a->nnz) == 0);
+	starfa_csr_free(a);
+	starfa_csr_free(b);
+	starfa_coo_free(coo);
+	starfa_coo_free(sorted);
+	free(order);
+	return 0;
+}
+
 TEST(coo, csr_empty_shapes)
 {
 	uint64_t state = testing_seed();

@@ -55,6 +55,58 @@ static int check_tiles_cover(const starfa_csr *csr, const starfa_tiled *t)
 	return 0;
 }
 
+/* Tiles large enough to be filled and transposed in chunks: the forward tiles cover every nonzero once,
+ * S's values copied on the column side come out in the transposed CSR's order, and so do the row side's
+ * moved there through the tiles' maps. */
+TEST(tiling, large_tiles_filled_and_transposed_in_chunks)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 9;
+	starfa_csr *csr = testing_random_csr(3000, 1500, 400000, 1.2, &rng);
+	starfa_csr *tr = NULL;
+	CHECK(csr);
+	CHECK_OK(starfa_csr_transpose(csr, &tr));
+	float *rows = malloc(sizeof *rows * (size_t)csr->nnz), *cols = malloc(sizeof *cols * (size_t)csr->nnz);
+	CHECK(rows && cols);
+	static const int64_t grids[][2] = {{1, 1}, {2, 3}};
+	for (int g = 0; g < 2; g++) {
+		starfa_tiling_options opts = {grids[g][0], grids[g][1], 1};
+		starfa_tiled *t = NULL;
+		starfa_sparse_values *v = NULL, *vt = NULL, *moved = NULL;
+		CHECK_OK(starfa_tiled_create(csr, &opts, &t));
+		if (check_tiles_cover(csr, t))
+			return 1;
+		CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &v));
+		CHECK_OK(starfa_sparse_values_create(t, STARFA_COLS, &vt));
+		CHECK_OK(starfa_sparse_values_create(t, STARFA_COLS, &moved));
+		CHECK_OK(starfa_insert_values_map(v, STARFA_VALUES_COPY, 0.0f, 0.0f, NULL));
+		CHECK_OK(starfa_insert_values_map(vt, STARFA_VALUES_COPY, 0.0f, 0.0f, NULL));
+		CHECK_OK(starfa_insert_values_transpose(v, moved));
+		testing_poison(rows, (size_t)csr->nnz);
+		testing_poison(cols, (size_t)csr->nnz);
+		CHECK_OK(starfa_sparse_values_gather(v, rows));
+		CHECK_OK(starfa_sparse_values_gather(vt, cols));
+		for (int64_t p = 0; p < csr->nnz; p++)
+			CHECK_MSG(rows[p] == csr->val[p] && cols[p] == tr->val[p], "grid %lldx%lld entry %lld: %g, %g",
+				  (long long)grids[g][0], (long long)grids[g][1], (long long)p, (double)rows[p], (double)cols[p]);
+		testing_poison(cols, (size_t)csr->nnz);
+		CHECK_OK(starfa_sparse_values_gather(moved, cols));
+		for (int64_t p = 0; p < csr->nnz; p++)
+			CHECK_MSG(cols[p] == tr->val[p], "grid %lldx%lld, moved entry %lld: %g against %g",
+				  (long long)grids[g][0], (long long)grids[g][1], (long long)p, (double)cols[p],
+				  (double)tr->val[p]);
+		starfa_sparse_values_free(v);
+		starfa_sparse_values_free(vt);
+		starfa_sparse_values_free(moved);
+		starfa_tiled_free(t);
+	}
+	free(rows);
+	free(cols);
+	starfa_csr_free(tr);
+	starfa_csr_free(csr);
+	return 0;
+}
+
 /* The boundaries balance nonzeros: each cut lands within one row of its target, so no
  * band exceeds its share by more than two of the heaviest rows. */
 static int check_row_balance(const starfa_csr *csr, const starfa_tiled *t)
