@@ -32,7 +32,7 @@ printf '/* empty: the readers need no configuration */\n' >"$build/config.h"
 	-Wall -Wextra -I "$build" -I "$top/include" -I "$top" \
 	"$top/runtime/error.c" "$top/runtime/alloc.c" "$top/storage/coo.c" "$top/storage/idmap.c" "$top"/io/reader.c \
 	"$top/io/mtx.c" "$top/io/ratings.c" "$top/io/docword.c" \
-	"$top/tests/fuzz/fuzz_read.c" -lm -o "$build/fuzz_read"
+	"$top/tests/fuzz/fuzz_read.c" "$top/tests/fuzz/host_parallel.c" -lm -o "$build/fuzz_read"
 
 # A hang is an input taking over 10 s; any single allocation over the 2 GiB memory limit
 # counts as a crash, so absurd declared sizes cannot slip through.

@@ -315,13 +315,73 @@ static int bucket_sort(int64_t nnz, const int32_t *key, const int32_t *other, co
 	return rc;
 }
 
-/* Whether the entries are in CSR order already: rows, then columns within a row, never decreasing (a
- * file written row by row, a split of one). */
-static int coo_in_csr_order(const starfa_coo *coo)
+static void merge_duplicates(starfa_csr *csr);
+
+/* Entries in CSR order already (a file written row by row, a split of one), checked and copied in
+ * chunks on every core. */
+struct in_order {
+	const starfa_coo *coo;
+	starfa_csr *csr;
+	unsigned char *unordered, *repeated; /* a chunk's flags: an entry before its predecessor, or equal */
+};
+
+#define ORDER_CHUNKS 64
+
+static void order_chunk(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
-	for (int64_t k = 1; k < coo->nnz; k++)
-		if (coo->row[k] < coo->row[k - 1] || (coo->row[k] == coo->row[k - 1] && coo->col[k] < coo->col[k - 1]))
+	const struct in_order *o = ctx;
+	const int32_t *row = o->coo->row, *col = o->coo->col;
+	unsigned char unordered = 0, repeated = 0;
+	for (int64_t k = begin > 0 ? begin : 1; k < end; k++) {
+		unordered |= row[k] < row[k - 1] || (row[k] == row[k - 1] && col[k] < col[k - 1]);
+		repeated |= row[k] == row[k - 1] && col[k] == col[k - 1];
+	}
+	o->unordered[chunk] = unordered;
+	o->repeated[chunk] = repeated;
+}
+
+/* rowptr[r] is the first entry of a row at or after r: each chunk sets it for the rows that start in it
+ * (those between its first entry's predecessor's row and its last entry's). */
+static void copy_chunk(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+	(void)chunk;
+	const struct in_order *o = ctx;
+	const int32_t *row = o->coo->row;
+	int64_t *rowptr = o->csr->rowptr;
+	for (int64_t k = begin; k < end; k++)
+		for (int64_t r = k > 0 ? (int64_t)row[k - 1] + 1 : 0; r <= row[k]; r++)
+			rowptr[r] = k;
+	if (end == o->coo->nnz)
+		for (int64_t r = o->coo->nnz > 0 ? (int64_t)row[end - 1] + 1 : 0; r <= o->csr->nrows; r++)
+			rowptr[r] = end;
+	memcpy(o->csr->colind + begin, o->coo->col + begin, (size_t)(end - begin) * sizeof *o->csr->colind);
+	memcpy(o->csr->val + begin, o->coo->val + begin, (size_t)(end - begin) * sizeof *o->csr->val);
+}
+
+/* 1 where the entries were in CSR order and are now in csr (duplicates merged), 0 where they were not,
+ * or an error. */
+static int csr_copy_in_order(const starfa_coo *coo, starfa_csr *csr)
+{
+	unsigned char flags[2 * ORDER_CHUNKS] = {0};
+	struct in_order o = {coo, csr, flags, flags + ORDER_CHUNKS};
+	int64_t nchunks = coo->nnz < ORDER_CHUNKS ? (coo->nnz > 0 ? coo->nnz : 1) : ORDER_CHUNKS;
+	int rc = starfa_host_parallel(coo->nnz, nchunks, order_chunk, &o);
+	if (rc)
+		return rc;
+	int repeated = 0;
+	for (int64_t c = 0; c < nchunks; c++) {
+		if (o.unordered[c])
 			return 0;
+		repeated |= o.repeated[c];
+	}
+	if (coo->nnz == 0) {
+		memset(csr->rowptr, 0, ((size_t)csr->nrows + 1) * sizeof *csr->rowptr);
+		return 1;
+	}
+	if ((rc = starfa_host_parallel(coo->nnz, nchunks, copy_chunk, &o)) != 0)
+		return rc;
+	if (repeated)
+		merge_duplicates(csr);
 	return 1;
 }
 
@@ -415,16 +475,13 @@ int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out)
 	starfa_csr *csr = csr_new(coo->nrows, coo->ncols, nnz);
 	if (!csr)
 		return STARFA_ENOMEM;
-	if (coo_in_csr_order(coo)) {
-		/* Already in order: the row counts and a copy. */
-		for (int64_t k = 0; k < nnz; k++)
-			csr->rowptr[coo->row[k] + 1]++;
-		prefix_sum(csr->rowptr, coo->nrows);
-		memcpy(csr->colind, coo->col, (size_t)nnz * sizeof *csr->colind);
-		memcpy(csr->val, coo->val, (size_t)nnz * sizeof *csr->val);
-		merge_duplicates(csr);
-		*out = csr;
-		return 0;
+	if ((rc = csr_copy_in_order(coo, csr)) != 0) {
+		if (rc == 1) {
+			*out = csr;
+			return 0;
+		}
+		starfa_csr_free(csr);
+		return rc;
 	}
 	int64_t *colptr = starfa_calloc((size_t)coo->ncols + 1, sizeof *colptr);
 	int32_t *rows = starfa_malloc((size_t)nnz, sizeof *rows);

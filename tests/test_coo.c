@@ -427,6 +427,27 @@ TEST(coo, csr_from_sorted_entries_matches_unsorted)
 	CHECK(memcmp(a->rowptr, b->rowptr, sizeof *a->rowptr * (size_t)(nrows + 1)) == 0);
 	CHECK(memcmp(a->colind, b->colind, sizeof *a->colind * (size_t)a->nnz) == 0);
 	CHECK(memcmp(a->val, b->val, sizeof *a->val * (size_t)a->nnz) == 0);
+	/* In order without duplicates, rows shifted by one: an empty first row and three empty last ones. */
+	starfa_coo *unique = starfa_coo_new(nrows + 4, ncols, a->nnz);
+	starfa_csr *u = NULL;
+	CHECK(unique);
+	for (int64_t r = 0; r < nrows; r++)
+		for (int64_t e = a->rowptr[r]; e < a->rowptr[r + 1]; e++) {
+			unique->row[e] = (int32_t)(r + 1);
+			unique->col[e] = a->colind[e];
+			unique->val[e] = a->val[e];
+		}
+	unique->nnz = a->nnz;
+	CHECK_OK(starfa_csr_from_coo(unique, &u));
+	CHECK(u->nnz == a->nnz && u->rowptr[0] == 0 && u->rowptr[1] == 0);
+	for (int64_t r = 0; r <= nrows; r++)
+		CHECK(u->rowptr[r + 1] == a->rowptr[r]);
+	for (int64_t r = nrows + 1; r <= nrows + 4; r++)
+		CHECK(u->rowptr[r] == a->nnz);
+	CHECK(memcmp(a->colind, u->colind, sizeof *a->colind * (size_t)a->nnz) == 0);
+	CHECK(memcmp(a->val, u->val, sizeof *a->val * (size_t)a->nnz) == 0);
+	starfa_csr_free(u);
+	starfa_coo_free(unique);
 	starfa_csr_free(a);
 	starfa_csr_free(b);
 	starfa_coo_free(coo);
