@@ -388,8 +388,9 @@ TEST(coo, csr_random_against_dense)
 }
 
 /* Entries in CSR order already (rows, then columns, duplicates in file order) take the conversion's
- * direct path, and give the same arrays, bit for bit, as the same entries in random order; both at a
- * size that the sorts cut into chunks. */
+ * direct path, and entries in row order with each row's columns in file order (ids numbered as they
+ * first appear) the sorts; both give the same arrays, bit for bit, as the same entries in random order,
+ * at a size that the sorts cut into chunks (rows of about 250 entries, duplicates apart within them). */
 static const starfa_coo *order_coo;
 static int by_row_col(const void *a, const void *b)
 {
@@ -402,31 +403,57 @@ static int by_row_col(const void *a, const void *b)
 	return x < y ? -1 : x > y; /* stable: duplicates in file order */
 }
 
+static int by_row(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	const starfa_coo *c = order_coo;
+	if (c->row[x] != c->row[y])
+		return c->row[x] < c->row[y] ? -1 : 1;
+	return x < y ? -1 : x > y; /* within a row, file order */
+}
+
+/* coo's entries in the order qsort with cmp gives their positions. */
+static starfa_coo *reordered(const starfa_coo *coo, int (*cmp)(const void *, const void *))
+{
+	starfa_coo *out = starfa_coo_new(coo->nrows, coo->ncols, coo->nnz);
+	int64_t *order = malloc(sizeof *order * (size_t)(coo->nnz + 1));
+	if (out && order) {
+		for (int64_t k = 0; k < coo->nnz; k++)
+			order[k] = k;
+		order_coo = coo;
+		qsort(order, (size_t)coo->nnz, sizeof *order, cmp);
+		for (int64_t k = 0; k < coo->nnz; k++) {
+			out->row[k] = coo->row[order[k]];
+			out->col[k] = coo->col[order[k]];
+			out->val[k] = coo->val[order[k]];
+		}
+		out->nnz = coo->nnz;
+	}
+	free(order);
+	return out;
+}
+
 TEST(coo, csr_from_sorted_entries_matches_unsorted)
 {
 	uint64_t state = testing_seed() + 3;
 	CHECK_OK(check_conversion(1500, 1000, 600000, &state));
 	const int64_t nrows = 2000, ncols = 900, nnz = 500000;
-	starfa_coo *coo = random_coo(nrows, ncols, nnz, &state), *sorted = starfa_coo_new(nrows, ncols, nnz);
-	int64_t *order = malloc(sizeof *order * (size_t)nnz);
-	CHECK(coo && sorted && order);
-	for (int64_t k = 0; k < nnz; k++)
-		order[k] = k;
-	order_coo = coo;
-	qsort(order, (size_t)nnz, sizeof *order, by_row_col);
-	for (int64_t k = 0; k < nnz; k++) {
-		sorted->row[k] = coo->row[order[k]];
-		sorted->col[k] = coo->col[order[k]];
-		sorted->val[k] = coo->val[order[k]];
-	}
-	sorted->nnz = nnz;
-	starfa_csr *a = NULL, *b = NULL;
+	/* Rows in order, each row's entries in file order: columns unsorted, duplicates apart. */
+	starfa_coo *coo = random_coo(nrows, ncols, nnz, &state), *sorted = NULL, *rows_only = NULL;
+	CHECK(coo && (sorted = reordered(coo, by_row_col)) && (rows_only = reordered(coo, by_row)));
+	starfa_csr *a = NULL, *b = NULL, *c = NULL;
 	CHECK_OK(starfa_csr_from_coo(coo, &a));
 	CHECK_OK(starfa_csr_from_coo(sorted, &b));
-	CHECK(a->nnz == b->nnz && a->nnz < nnz); /* duplicates were merged */
+	CHECK_OK(starfa_csr_from_coo(rows_only, &c));
+	CHECK(a->nnz == b->nnz && a->nnz == c->nnz && a->nnz < nnz); /* duplicates were merged */
 	CHECK(memcmp(a->rowptr, b->rowptr, sizeof *a->rowptr * (size_t)(nrows + 1)) == 0);
 	CHECK(memcmp(a->colind, b->colind, sizeof *a->colind * (size_t)a->nnz) == 0);
 	CHECK(memcmp(a->val, b->val, sizeof *a->val * (size_t)a->nnz) == 0);
+	CHECK(memcmp(a->rowptr, c->rowptr, sizeof *a->rowptr * (size_t)(nrows + 1)) == 0);
+	CHECK(memcmp(a->colind, c->colind, sizeof *a->colind * (size_t)a->nnz) == 0);
+	CHECK(memcmp(a->val, c->val, sizeof *a->val * (size_t)a->nnz) == 0);
+	starfa_csr_free(c);
+	starfa_coo_free(rows_only);
 	/* In order without duplicates, rows shifted by one: an empty first row and three empty last ones. */
 	starfa_coo *unique = starfa_coo_new(nrows + 4, ncols, a->nnz);
 	starfa_csr *u = NULL;
@@ -452,7 +479,6 @@ TEST(coo, csr_from_sorted_entries_matches_unsorted)
 	starfa_csr_free(b);
 	starfa_coo_free(coo);
 	starfa_coo_free(sorted);
-	free(order);
 	return 0;
 }
 
