@@ -146,7 +146,8 @@ static int64_t capacity_for(const char *data, size_t size)
 	return lines < most ? lines : most;
 }
 
-int read_ratings(const char *name, const char *data, size_t size, starfa_coo **out)
+/* One line after line after line: the reference, the messages of a bad file, and small files. */
+static int read_ratings_sequential(const char *name, const char *data, size_t size, starfa_coo **out)
 {
 	starfa_coo *coo = starfa_coo_new(0, 0, capacity_for(data, size));
 	if (!coo)
@@ -164,4 +165,201 @@ int read_ratings(const char *name, const char *data, size_t size, starfa_coo **o
 	coo->ncols = starfa_idmap_count(coo->col_ids);
 	*out = coo;
 	return 0;
+}
+
+/* ------------------------------------------------------------------ in chunks on every core */
+
+/* The lines after the first data line, cut at line ends into chunks that read on their own
+ * (starfa_host_parallel), each into its own run of the output's arrays (as long as its lines: a rating
+ * takes a line). Each chunk numbers its users and items as they first appear in it; the chunks' ids are
+ * then numbered in chunk order, which is the order in which they first appear in the file, each chunk's
+ * entries renumbered in place, and the runs moved together, so the entries keep the file's order. A
+ * chunk that meets anything wrong gives up, and the whole file is read again line after line, for the
+ * message and its line number. */
+struct ratings_chunk {
+	const char *start, *end;
+	struct coo_block view;        /* its run of the output's arrays, with ids of its own */
+	int32_t *user_map, *item_map; /* its ids' numbers in the file */
+	int failed;
+};
+
+struct ratings_chunks {
+	const char *name;
+	enum separator separator;
+	struct ratings_chunk *chunks; /* chunk 0 is the first data line */
+};
+
+/* Reads one chunk's lines into its run; on return, failed tells whether it gave up. */
+static void read_chunk_lines(const struct ratings_chunks *all, struct ratings_chunk *c, int first)
+{
+	c->failed = 1;
+	struct ratings_reader r = {.separator = all->separator, .coo = &c->view.coo};
+	if (!(r.coo->row_ids = idmap_new()) || !(r.coo->col_ids = idmap_new()))
+		return;
+	cursor_init(&r.cursor, all->name, c->start, (size_t)(c->end - c->start));
+	r.cursor.pos = c->start; /* bytes that look like a byte order mark inside the file are data */
+	struct text_span line;
+	int rc;
+	while ((rc = cursor_next_line(&r.cursor, &line)) == 1) {
+		if (is_skipped_line(line, '#'))
+			continue;
+		/* The run holds a rating a line and one more: a full run means a line gave more than one. */
+		if (read_rating_line(&r, line, first) != 0 || r.coo->nnz >= c->view.capacity)
+			return;
+		first = 0;
+	}
+	c->failed = rc != 0;
+}
+
+static void read_chunk(void *ctx, int64_t k, int64_t begin, int64_t end)
+{
+	(void)begin, (void)end;
+	const struct ratings_chunks *all = ctx;
+	read_chunk_lines(all, &all->chunks[k + 1], 0);
+}
+
+static void renumber_chunk(void *ctx, int64_t k, int64_t begin, int64_t end)
+{
+	(void)begin, (void)end;
+	const struct ratings_chunks *all = ctx;
+	struct ratings_chunk *c = &all->chunks[k];
+	for (int64_t e = 0; e < c->view.coo.nnz; e++) {
+		c->view.coo.row[e] = c->user_map[c->view.coo.row[e]];
+		c->view.coo.col[e] = c->item_map[c->view.coo.col[e]];
+	}
+}
+
+/* Numbers a chunk's ids in the file's map, in the chunk's order; 0, 1 (more ids than fit: the
+ * line-by-line reader names the line) or an error. */
+static int number_ids(const starfa_idmap *local, starfa_idmap *file, int32_t **map)
+{
+	*map = starfa_malloc((size_t)(local->count > 0 ? local->count : 1), sizeof **map);
+	if (!*map)
+		return STARFA_ENOMEM;
+	for (int64_t i = 0; i < local->count; i++) {
+		int64_t index;
+		const char *id = local->chars + local->starts[i];
+		int rc = idmap_intern(file, id, (size_t)(local->starts[i + 1] - local->starts[i] - 1), &index);
+		if (rc)
+			return rc;
+		if (index >= INT32_MAX)
+			return 1;
+		(*map)[i] = (int32_t)index;
+	}
+	return 0;
+}
+
+/* Chunks of at least min_chunk bytes; 1 when the file should be read line after line (too small, a bad
+ * line somewhere: the caller reads it again), 0 with *out, or an error. */
+static int read_ratings_chunked(const char *name, const char *data, size_t size, size_t min_chunk, starfa_coo **out)
+{
+	/* The first data line: it sets the separator and may be a header; the chunks start after it. */
+	struct text_cursor cursor;
+	cursor_init(&cursor, name, data, size);
+	struct text_span line;
+	int rc;
+	while ((rc = cursor_next_line(&cursor, &line)) == 1 && is_skipped_line(line, '#'))
+		;
+	if (rc != 1)
+		return 1;
+	const char *body = cursor.pos, *end = data + size;
+	int64_t nchunks = (int64_t)((size_t)(end - body) / (min_chunk > 0 ? min_chunk : 1));
+	if (nchunks > 256)
+		nchunks = 256;
+	if (nchunks < 2)
+		return 1;
+	struct ratings_chunks all = {name, detect_separator(line), starfa_calloc((size_t)nchunks + 1, sizeof *all.chunks)};
+	starfa_coo *coo = NULL;
+	if (!all.chunks)
+		return STARFA_ENOMEM;
+	/* Chunk 0: the first data line, read as the line-by-line reader reads it (a header gives nothing);
+	 * chunks 1..nchunks: the rest, cut at even places moved to the next line's start. */
+	all.chunks[0].start = line.start;
+	all.chunks[0].end = body;
+	const char *from = body;
+	for (int64_t k = 1; k <= nchunks; k++) {
+		const char *to = end;
+		if (k < nchunks) {
+			to = body + (size_t)(end - body) * (size_t)k / (size_t)nchunks;
+			const char *newline = memchr(to - 1, '\n', (size_t)(end - (to - 1)));
+			to = newline ? newline + 1 : end;
+			to = to > from ? to : from;
+		}
+		all.chunks[k].start = from;
+		all.chunks[k].end = to;
+		from = to;
+	}
+	int64_t room = 0;
+	for (int64_t k = 0; k <= nchunks; k++)
+		room += capacity_for(all.chunks[k].start, (size_t)(all.chunks[k].end - all.chunks[k].start)) + 1;
+	if (!(coo = starfa_coo_new(0, 0, room)) || !(coo->row_ids = idmap_new()) || !(coo->col_ids = idmap_new())) {
+		rc = STARFA_ENOMEM;
+		goto out;
+	}
+	room = 0;
+	for (int64_t k = 0; k <= nchunks; k++) {
+		struct coo_block *v = &all.chunks[k].view;
+		v->capacity = capacity_for(all.chunks[k].start, (size_t)(all.chunks[k].end - all.chunks[k].start)) + 1;
+		v->coo.row = coo->row + room;
+		v->coo.col = coo->col + room;
+		v->coo.val = coo->val + room;
+		room += v->capacity;
+	}
+	read_chunk_lines(&all, &all.chunks[0], 1);
+	if ((rc = starfa_host_parallel(nchunks, nchunks, read_chunk, &all)) != 0)
+		goto out;
+	for (int64_t k = 0; k <= nchunks && !rc; k++) {
+		if (all.chunks[k].failed) {
+			rc = 1;
+			break;
+		}
+		rc = number_ids(all.chunks[k].view.coo.row_ids, coo->row_ids, &all.chunks[k].user_map);
+		if (!rc)
+			rc = number_ids(all.chunks[k].view.coo.col_ids, coo->col_ids, &all.chunks[k].item_map);
+	}
+	if (!rc)
+		rc = starfa_host_parallel(nchunks + 1, nchunks + 1, renumber_chunk, &all);
+	if (rc)
+		goto out;
+	/* The runs moved together, in order (each moves down, never past the next one's start). */
+	for (int64_t k = 0; k <= nchunks; k++) {
+		const starfa_coo *v = &all.chunks[k].view.coo;
+		memmove(coo->row + coo->nnz, v->row, (size_t)v->nnz * sizeof *coo->row);
+		memmove(coo->col + coo->nnz, v->col, (size_t)v->nnz * sizeof *coo->col);
+		memmove(coo->val + coo->nnz, v->val, (size_t)v->nnz * sizeof *coo->val);
+		coo->nnz += v->nnz;
+	}
+	if (coo->nnz == 0) {
+		rc = 1; /* "no ratings", with the line-by-line reader's message */
+		goto out;
+	}
+	coo->nrows = starfa_idmap_count(coo->row_ids);
+	coo->ncols = starfa_idmap_count(coo->col_ids);
+	*out = coo;
+	coo = NULL;
+out:
+	starfa_coo_free(coo);
+	for (int64_t k = 0; k <= nchunks; k++) {
+		idmap_free(all.chunks[k].view.coo.row_ids);
+		idmap_free(all.chunks[k].view.coo.col_ids);
+		free(all.chunks[k].user_map);
+		free(all.chunks[k].item_map);
+	}
+	free(all.chunks);
+	return rc;
+}
+
+/* Files from this size on are read in chunks of at least this much. */
+#define CHUNKED_MIN_BYTES (4 << 20)
+
+int starfa_read_ratings_in_chunks(const char *name, const char *data, size_t size, size_t min_chunk, starfa_coo **out)
+{
+	*out = NULL;
+	int rc = read_ratings_chunked(name, data, size, min_chunk, out);
+	return rc == 1 ? read_ratings_sequential(name, data, size, out) : rc;
+}
+
+int read_ratings(const char *name, const char *data, size_t size, starfa_coo **out)
+{
+	return starfa_read_ratings_in_chunks(name, data, size, CHUNKED_MIN_BYTES, out);
 }

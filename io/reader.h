@@ -71,6 +71,9 @@ int read_entries(struct text_cursor *c, int64_t nnz, char comment, entry_reader 
 
 int read_mtx(const char *name, const char *data, size_t size, starfa_coo **out);
 int read_ratings(const char *name, const char *data, size_t size, starfa_coo **out);
+/* read_ratings with the chunks' least size given (read_ratings: 4 MB); a file of fewer than two chunks is
+ * read line after line. The same entries, ids and messages either way. */
+int starfa_read_ratings_in_chunks(const char *name, const char *data, size_t size, size_t min_chunk, starfa_coo **out);
 int read_docword(const char *name, const char *data, size_t size, starfa_coo **out);
 
 #endif

@@ -1,5 +1,6 @@
 /* COO matrices, id maps, the train/test split and CSR conversion, against simple references. */
 #include "testing.h"
+#include "io/reader.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -588,5 +589,86 @@ TEST(coo, dedupe_keeps_the_last_of_each_pair)
 	CHECK_OK(starfa_coo_dedupe(coo, &removed));
 	CHECK(removed == 0);
 	starfa_coo_free(coo);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ ratings read in chunks */
+
+/* A ratings text: a header or not, a separator, comments and blank lines, CRLF or LF line ends, users
+ * mostly in runs and items scattered, duplicates; with `bad` one line somewhere is wrong. */
+static char *ratings_text(uint64_t *state, int64_t lines, int bad, size_t *size)
+{
+	static const char *const seps[] = {",", "\t", "::", " "};
+	const char *sep = seps[testing_below(state, 4)];
+	const char *eol = testing_below(state, 2) ? "\r\n" : "\n";
+	size_t cap = (size_t)lines * 64 + 256, len = 0;
+	char *text = malloc(cap);
+	if (!text)
+		return NULL;
+	if (testing_below(state, 2))
+		len += (size_t)snprintf(text + len, cap - len, "# ratings%s", eol);
+	if (testing_below(state, 2))
+		len += (size_t)snprintf(text + len, cap - len, "userId%smovieId%srating%s", sep, sep, eol);
+	int64_t user = 0, bad_line = bad ? (int64_t)testing_below(state, (uint64_t)lines) : -1;
+	for (int64_t l = 0; l < lines; l++) {
+		if (testing_below(state, 50) == 0)
+			len += (size_t)snprintf(text + len, cap - len, "%s", testing_below(state, 2) ? eol : "# note");
+		if (testing_below(state, 20) == 0)
+			user = (int64_t)testing_below(state, 3000);
+		int64_t item = (int64_t)testing_below(state, 700);
+		if (l == bad_line)
+			len += (size_t)snprintf(text + len, cap - len, "u%lld%si%lld%sfive%s", (long long)user, sep,
+						(long long)item, sep, eol);
+		else
+			len += (size_t)snprintf(text + len, cap - len, "u%lld%si%lld%s%.3f%s", (long long)user, sep,
+						(long long)item, sep, 5.0 * testing_uniform(state), eol);
+	}
+	*size = len;
+	return text;
+}
+
+static int same_ids(const starfa_idmap *a, const starfa_idmap *b)
+{
+	CHECK(starfa_idmap_count(a) == starfa_idmap_count(b));
+	for (int64_t i = 0; i < starfa_idmap_count(a); i++)
+		CHECK_MSG(strcmp(starfa_idmap_name(a, i), starfa_idmap_name(b, i)) == 0, "id %lld: %s against %s",
+			  (long long)i, starfa_idmap_name(a, i), starfa_idmap_name(b, i));
+	return 0;
+}
+
+/* Read in chunks of a few hundred bytes and line after line, the same entries in the same order, the
+ * same ids numbered the same way; a bad line gives the same message with its line number. */
+TEST(coo, ratings_in_chunks_match_line_by_line)
+{
+	uint64_t state = testing_seed() + 29;
+	for (int trial = 0; trial < 40; trial++) {
+		int bad = trial % 4 == 3;
+		size_t size = 0;
+		char *text = ratings_text(&state, 200 + (int64_t)testing_below(&state, 3000), bad, &size);
+		CHECK(text);
+		starfa_coo *chunked = NULL, *lines = NULL;
+		size_t chunk = 64 + testing_below(&state, 2000);
+		int rc_chunked = starfa_read_ratings_in_chunks("r.csv", text, size, chunk, &chunked);
+		char message[1024];
+		snprintf(message, sizeof message, "%s", starfa_last_error());
+		int rc_lines = starfa_read_ratings_in_chunks("r.csv", text, size, SIZE_MAX, &lines);
+		CHECK_MSG(rc_chunked == rc_lines, "trial %d: %d in chunks, %d line by line (%s)", trial, rc_chunked,
+			  rc_lines, starfa_last_error());
+		if (bad) {
+			CHECK(rc_lines == STARFA_EFORMAT && chunked == NULL);
+			CHECK_MSG(strcmp(message, starfa_last_error()) == 0, "'%s' against '%s'", message, starfa_last_error());
+		} else {
+			CHECK_OK(rc_lines);
+			CHECK(chunked->nnz == lines->nnz && chunked->nrows == lines->nrows && chunked->ncols == lines->ncols);
+			CHECK(memcmp(chunked->row, lines->row, sizeof *lines->row * (size_t)lines->nnz) == 0);
+			CHECK(memcmp(chunked->col, lines->col, sizeof *lines->col * (size_t)lines->nnz) == 0);
+			CHECK(memcmp(chunked->val, lines->val, sizeof *lines->val * (size_t)lines->nnz) == 0);
+			if (same_ids(chunked->row_ids, lines->row_ids) || same_ids(chunked->col_ids, lines->col_ids))
+				return 1;
+		}
+		starfa_coo_free(chunked);
+		starfa_coo_free(lines);
+		free(text);
+	}
 	return 0;
 }

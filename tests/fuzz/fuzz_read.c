@@ -1,8 +1,10 @@
 /* libFuzzer target for the readers: any input must either be rejected with a located
  * message or give a valid matrix, which then goes through the split and CSR conversion.
  * The first byte picks the format (its value modulo 4: '0' auto, '1' mtx, '2' ratings,
- * '3' docword); the rest is the file. */
+ * '3' docword); the rest is the file. Every input is also read as ratings in chunks of a few bytes
+ * (the first byte sets their size) and compared with the line-by-line reader. */
 #include "starfa.h"
+#include "io/reader.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -80,12 +82,38 @@ static void check_conversion(const starfa_coo *coo)
 	starfa_csr_free(csr);
 }
 
+/* The ratings reader in chunks of a few bytes against line after line: the same result, entries, ids
+ * and message. */
+static void check_chunks(const char *text, size_t size, size_t min_chunk)
+{
+	starfa_coo *chunked = NULL, *lines = NULL;
+	int rc = starfa_read_ratings_in_chunks("fuzz", text, size, min_chunk, &chunked);
+	char message[1024];
+	snprintf(message, sizeof message, "%s", starfa_last_error());
+	REQUIRE(starfa_read_ratings_in_chunks("fuzz", text, size, SIZE_MAX, &lines) == rc);
+	if (rc != 0) {
+		REQUIRE(chunked == NULL && lines == NULL && strcmp(message, starfa_last_error()) == 0);
+		return;
+	}
+	REQUIRE(chunked->nnz == lines->nnz && chunked->nrows == lines->nrows && chunked->ncols == lines->ncols);
+	for (int64_t e = 0; e < lines->nnz; e++)
+		REQUIRE(chunked->row[e] == lines->row[e] && chunked->col[e] == lines->col[e] &&
+			memcmp(&chunked->val[e], &lines->val[e], sizeof(float)) == 0);
+	for (int64_t i = 0; i < lines->nrows; i++)
+		REQUIRE(strcmp(starfa_idmap_name(chunked->row_ids, i), starfa_idmap_name(lines->row_ids, i)) == 0);
+	for (int64_t i = 0; i < lines->ncols; i++)
+		REQUIRE(strcmp(starfa_idmap_name(chunked->col_ids, i), starfa_idmap_name(lines->col_ids, i)) == 0);
+	starfa_coo_free(chunked);
+	starfa_coo_free(lines);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
 		return 0;
+	check_chunks((const char *)data + 1, size - 1, 1 + data[0] / 4 % 32);
 	starfa_format format = (starfa_format)(data[0] % 4);
 	starfa_coo *coo = NULL;
 	int rc = starfa_read_buffer("fuzz", (const char *)data + 1, size - 1, format, &coo);
