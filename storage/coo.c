@@ -280,35 +280,49 @@ static void scatter_chunk(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 	}
 }
 
+/* How many chunks a counting sort of n entries over nkeys keys takes. */
+static int64_t sort_chunks(int64_t n, int64_t nkeys)
+{
+	int64_t nchunks = n / SORT_CHUNK_MIN;
+	if (nchunks > SORT_CHUNKS_MAX)
+		nchunks = SORT_CHUNKS_MAX;
+	if (nchunks > SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1)))
+		nchunks = SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1));
+	return nchunks < 1 ? 1 : nchunks;
+}
+
+/* The chunks' counts of each key (nchunks x nkeys) become each chunk's first slot for it: a key's slots
+ * in chunk order, the keys in order; ptr (nkeys + 1, may be NULL) gets each key's first slot. */
+static void chunk_slots(int64_t *next, int64_t nchunks, int64_t nkeys, int64_t *ptr)
+{
+	int64_t slot = 0;
+	for (int64_t key = 0; key < nkeys; key++) {
+		if (ptr)
+			ptr[key] = slot;
+		for (int64_t c = 0; c < nchunks; c++) {
+			int64_t count = next[c * nkeys + key];
+			next[c * nkeys + key] = slot;
+			slot += count;
+		}
+	}
+	if (ptr)
+		ptr[nkeys] = slot;
+}
+
 /* Stable counting sort of the entries (key[k], other[k], val[k]) by key into
  * (other_out, val_out), with bucket offsets in ptr (nkeys + 1, zeroed by the caller);
  * key_out, when not NULL, receives the sorted keys. */
 static int bucket_sort(int64_t nnz, const int32_t *key, const int32_t *other, const float *val,
 		       int64_t nkeys, int64_t *ptr, int32_t *key_out, int32_t *other_out, float *val_out)
 {
-	int64_t nchunks = nnz / SORT_CHUNK_MIN;
-	if (nchunks > SORT_CHUNKS_MAX)
-		nchunks = SORT_CHUNKS_MAX;
-	if (nchunks > SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1)))
-		nchunks = SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1));
-	if (nchunks < 1)
-		nchunks = 1;
+	int64_t nchunks = sort_chunks(nnz, nkeys);
 	struct bucket_sort b = {nkeys, key, other, val, starfa_calloc((size_t)(nchunks * nkeys), sizeof *b.next),
 				key_out, other_out, val_out};
 	if (!b.next)
 		return STARFA_ENOMEM;
 	int rc = starfa_host_parallel(nnz, nchunks, count_chunk, &b);
 	if (!rc) {
-		int64_t slot = 0;
-		for (int64_t key_ = 0; key_ < nkeys; key_++) {
-			ptr[key_] = slot;
-			for (int64_t c = 0; c < nchunks; c++) {
-				int64_t count = b.next[c * nkeys + key_];
-				b.next[c * nkeys + key_] = slot;
-				slot += count;
-			}
-		}
-		ptr[nkeys] = slot;
+		chunk_slots(b.next, nchunks, nkeys, ptr);
 		rc = starfa_host_parallel(nnz, nchunks, scatter_chunk, &b);
 	}
 	free(b.next);
@@ -405,15 +419,45 @@ static void merge_duplicates(starfa_csr *csr)
 	csr->nnz = out;
 }
 
-/* Stable counting sort of the positions order[0..n) by key[order[.]] into sorted. */
-static void sort_positions(int64_t n, const int64_t *order, const int32_t *key, int64_t nkeys, int64_t *ptr,
-			   int64_t *sorted)
+/* Stable counting sort of the positions order[0..n) by key[order[.]] into sorted, in chunks as
+ * bucket_sort. */
+struct position_sort {
+	int64_t nkeys;
+	const int64_t *order;
+	const int32_t *key;
+	int64_t *next;
+	int64_t *sorted;
+};
+
+static void count_positions(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
-	for (int64_t k = 0; k < n; k++)
-		ptr[key[order[k]] + 1]++;
-	prefix_sum(ptr, nkeys);
-	for (int64_t k = 0; k < n; k++)
-		sorted[ptr[key[order[k]]]++] = order[k];
+	const struct position_sort *p = ctx;
+	int64_t *next = p->next + chunk * p->nkeys;
+	for (int64_t k = begin; k < end; k++)
+		next[p->key[p->order[k]]]++;
+}
+
+static void scatter_positions(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+	const struct position_sort *p = ctx;
+	int64_t *next = p->next + chunk * p->nkeys;
+	for (int64_t k = begin; k < end; k++)
+		p->sorted[next[p->key[p->order[k]]]++] = p->order[k];
+}
+
+static int sort_positions(int64_t n, const int64_t *order, const int32_t *key, int64_t nkeys, int64_t *sorted)
+{
+	int64_t nchunks = sort_chunks(n, nkeys);
+	struct position_sort p = {nkeys, order, key, starfa_calloc((size_t)(nchunks * nkeys), sizeof *p.next), sorted};
+	if (!p.next)
+		return STARFA_ENOMEM;
+	int rc = starfa_host_parallel(n, nchunks, count_positions, &p);
+	if (!rc) {
+		chunk_slots(p.next, nchunks, nkeys, NULL);
+		rc = starfa_host_parallel(n, nchunks, scatter_positions, &p);
+	}
+	free(p.next);
+	return rc;
 }
 
 int starfa_coo_dedupe(starfa_coo *coo, int64_t *removed)
@@ -426,9 +470,8 @@ int starfa_coo_dedupe(starfa_coo *coo, int64_t *removed)
 	int64_t nnz = coo->nnz;
 	int64_t *by_col = starfa_malloc((size_t)nnz, sizeof *by_col);
 	int64_t *by_row = starfa_malloc((size_t)nnz, sizeof *by_row);
-	int64_t *ptr = starfa_calloc((size_t)(coo->nrows > coo->ncols ? coo->nrows : coo->ncols) + 1, sizeof *ptr);
 	unsigned char *drop = starfa_calloc((size_t)nnz, 1);
-	if (!by_col || !by_row || !ptr || !drop) {
+	if (!by_col || !by_row || !drop) {
 		rc = STARFA_ENOMEM;
 		goto out;
 	}
@@ -436,9 +479,9 @@ int starfa_coo_dedupe(starfa_coo *coo, int64_t *removed)
 		by_row[k] = k;
 	/* Stable sorts by column, then by row: equal (row, col) entries end up together, in
 	 * file order, so each run's last element is the one to keep. */
-	sort_positions(nnz, by_row, coo->col, coo->ncols, ptr, by_col);
-	memset(ptr, 0, ((size_t)coo->nrows + 1) * sizeof *ptr);
-	sort_positions(nnz, by_col, coo->row, coo->nrows, ptr, by_row);
+	if ((rc = sort_positions(nnz, by_row, coo->col, coo->ncols, by_col)) != 0 ||
+	    (rc = sort_positions(nnz, by_col, coo->row, coo->nrows, by_row)) != 0)
+		goto out;
 	for (int64_t k = 0; k + 1 < nnz; k++) {
 		int64_t a = by_row[k], b = by_row[k + 1];
 		if (coo->row[a] == coo->row[b] && coo->col[a] == coo->col[b])
@@ -458,7 +501,6 @@ int starfa_coo_dedupe(starfa_coo *coo, int64_t *removed)
 out:
 	free(by_col);
 	free(by_row);
-	free(ptr);
 	free(drop);
 	return rc;
 }

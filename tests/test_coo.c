@@ -609,10 +609,11 @@ static char *ratings_text(uint64_t *state, int64_t lines, int bad, size_t *size)
 		len += (size_t)snprintf(text + len, cap - len, "# ratings%s", eol);
 	if (testing_below(state, 2))
 		len += (size_t)snprintf(text + len, cap - len, "userId%smovieId%srating%s", sep, sep, eol);
-	int64_t user = 0, bad_line = bad ? (int64_t)testing_below(state, (uint64_t)lines) : -1;
+	/* Not the first line: a first line whose rating is no number is a header. */
+	int64_t user = 0, bad_line = bad ? 1 + (int64_t)testing_below(state, (uint64_t)(lines - 1)) : -1;
 	for (int64_t l = 0; l < lines; l++) {
 		if (testing_below(state, 50) == 0)
-			len += (size_t)snprintf(text + len, cap - len, "%s", testing_below(state, 2) ? eol : "# note");
+			len += (size_t)snprintf(text + len, cap - len, "%s%s", testing_below(state, 2) ? "" : "# note", eol);
 		if (testing_below(state, 20) == 0)
 			user = (int64_t)testing_below(state, 3000);
 		int64_t item = (int64_t)testing_below(state, 700);
