@@ -194,24 +194,31 @@ static int heteroprio_configure(void)
 	return 0;
 }
 
-/* One kind's scan: raised, default, lowered, each its own kind's bucket then the shared one. */
-static void heteroprio_scan(unsigned ctx, enum starpu_heteroprio_types arch, int own)
+/* One kind's scan: raised, default, lowered, each its own kind's bucket, then the shared one, then, where
+ * given (other >= 0), the other kind's. */
+static void heteroprio_scan(unsigned ctx, enum starpu_heteroprio_types arch, int own, int other)
 {
-	starpu_heteroprio_set_nb_prios(ctx, arch, 2 * kPrioLevels);
+	const int per_level = other >= 0 ? 3 : 2;
+	starpu_heteroprio_set_nb_prios(ctx, arch, (unsigned)(per_level * kPrioLevels));
 	for (int i = 0; i < kPrioLevels; i++) {
 		const int level = kPrioLevels - 1 - i;
-		starpu_heteroprio_set_mapping(ctx, arch, 2 * i, bucket_of(level, own));
-		starpu_heteroprio_set_mapping(ctx, arch, 2 * i + 1, bucket_of(level, kGroupAny));
+		starpu_heteroprio_set_mapping(ctx, arch, (unsigned)(per_level * i), bucket_of(level, own));
+		starpu_heteroprio_set_mapping(ctx, arch, (unsigned)(per_level * i + 1), bucket_of(level, kGroupAny));
+		if (other >= 0)
+			starpu_heteroprio_set_mapping(ctx, arch, (unsigned)(per_level * i + 2), bucket_of(level, other));
 	}
 }
 
 static void heteroprio_buckets(unsigned ctx)
 {
 	const unsigned ncpu = starpu_cpu_worker_get_count(), ncuda = starpu_cuda_worker_get_count();
+	/* Without the other kind, an arch scans its buckets too: a task StarPU submits itself (a values
+	 * tile's zeroing before a read-back, starpu_data_acquire) comes at priority 0, which is bucket 0,
+	 * the GPUs' group; heteroprio asserts on a bucket no arch scans. */
 	if (ncuda > 0)
-		heteroprio_scan(ctx, STARPU_CUDA_IDX, kGroupCuda);
+		heteroprio_scan(ctx, STARPU_CUDA_IDX, kGroupCuda, ncpu > 0 ? -1 : kGroupCpu);
 	if (ncpu > 0)
-		heteroprio_scan(ctx, STARPU_CPU_IDX, kGroupCpu);
+		heteroprio_scan(ctx, STARPU_CPU_IDX, kGroupCpu, ncuda > 0 ? -1 : kGroupCuda);
 	if (ncpu > 0 && ncuda > 0)
 		for (int level = 0; level < kPrioLevels; level++) {
 			starpu_heteroprio_set_faster_arch(ctx, STARPU_CUDA_IDX, bucket_of(level, kGroupAny));

@@ -332,6 +332,21 @@ TEST(placement, heteroprio_buckets)
 	int64_t tasks[2];
 	CHECK_OK(heteroprio_sddmm(S, &o, 12, &rng, tasks));
 	CHECK(tasks[STARFA_WORKER_CPU] > 0 && tasks[STARFA_WORKER_CUDA] == 0);
+	/* Values nothing wrote, read back: StarPU submits their zeroing itself, at priority 0, which has to
+	 * find a bucket the cores scan. */
+	starfa_tiled *t = NULL;
+	starfa_sparse_values *v = NULL;
+	float *zeros = malloc(sizeof *zeros * (size_t)S->nnz);
+	CHECK(zeros);
+	CHECK_OK(starfa_tiled_create(S, &o, &t));
+	CHECK_OK(starfa_sparse_values_create(t, STARFA_ROWS, &v));
+	testing_poison(zeros, (size_t)S->nnz);
+	CHECK_OK(starfa_sparse_values_gather(v, zeros));
+	for (int64_t e = 0; e < S->nnz; e++)
+		CHECK(zeros[e] == 0.0f);
+	starfa_sparse_values_free(v);
+	starfa_tiled_free(t);
+	free(zeros);
 	testing_runtime_stop();
 	opts.silent = 1;
 	if (init_refuses(&opts, "STARFA_HETEROPRIO_SLOW", "fast"))
