@@ -79,54 +79,14 @@ int starfa_wait(void)
 	return 0;
 }
 
-struct acquisition {
-	atomic_int done;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-};
-
-/* StarPU calls this once the data is ours (in a worker's thread, or in the caller's at once). */
-static void acquired(void *arg)
-{
-	struct acquisition *a = arg;
-	pthread_mutex_lock(&a->lock);
-	atomic_store(&a->done, 1);
-	pthread_cond_signal(&a->cond);
-	pthread_mutex_unlock(&a->lock);
-}
-
-static int is_acquired(void *arg)
-{
-	return atomic_load(&((struct acquisition *)arg)->done);
-}
-
-int starfa_acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
-{
-	struct acquisition a;
-	atomic_init(&a.done, 0);
-	pthread_mutex_init(&a.lock, NULL);
-	pthread_cond_init(&a.cond, NULL);
-	int ret = starpu_data_acquire_cb(handle, mode, acquired, &a);
-	if (ret == 0) {
-		spin(is_acquired, &a);
-		/* Taking the lock also waits for acquired() to leave it before the mutex goes. */
-		pthread_mutex_lock(&a.lock);
-		while (!atomic_load(&a.done))
-			pthread_cond_wait(&a.cond, &a.lock);
-		pthread_mutex_unlock(&a.lock);
-	}
-	pthread_cond_destroy(&a.cond);
-	pthread_mutex_destroy(&a.lock);
-	return ret;
-}
-
-/* Several acquisitions at once: the count of those not yet ours. */
+/* Acquisitions under way: the count of those not yet ours. */
 struct acquisitions {
 	atomic_long left;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
 
+/* StarPU calls this once a handle is ours (in a worker's thread, or in the caller's at once). */
 static void one_acquired(void *arg)
 {
 	struct acquisitions *a = arg;
@@ -172,4 +132,9 @@ int starfa_acquire_all(starpu_data_handle_t *handles, int64_t n, enum starpu_dat
 			if (handles[k])
 				starpu_data_release(handles[k]);
 	return ret;
+}
+
+int starfa_acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
+{
+	return starfa_acquire_all(&handle, 1, mode);
 }

@@ -242,22 +242,53 @@ static void prefix_sum(int64_t *ptr, int64_t n)
 		ptr[i + 1] += ptr[i];
 }
 
-/* A stable counting sort in chunks: each chunk of the input counts its keys, the chunks' slots of a key
- * follow each other in chunk order, and each chunk scatters its own entries, so that the chunks run on
- * several threads (starfa_host_parallel) with the result of one pass in input order. */
+/* At most this much of the chunks' counts (bytes), and at least this many items a chunk. */
+#define SORT_COUNTS_BYTES (64 << 20)
+#define SORT_CHUNK_MIN (1 << 16)
+#define SORT_CHUNKS_MAX 64
+
+int counting_sort(int64_t n, int64_t nkeys, int64_t **next, starfa_chunk_fn count, starfa_chunk_fn scatter,
+		  void *ctx, int64_t *starts)
+{
+	int64_t nchunks = n / SORT_CHUNK_MIN;
+	if (nchunks > SORT_CHUNKS_MAX)
+		nchunks = SORT_CHUNKS_MAX;
+	if (nchunks > SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1)))
+		nchunks = SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1));
+	if (nchunks < 1)
+		nchunks = 1;
+	if (!(*next = starfa_calloc((size_t)(nchunks * (nkeys > 0 ? nkeys : 1)), sizeof **next)))
+		return STARFA_ENOMEM;
+	int rc = starfa_host_parallel(n, nchunks, count, ctx);
+	if (!rc) {
+		int64_t slot = 0;
+		for (int64_t key = 0; key < nkeys; key++) {
+			if (starts)
+				starts[key] = slot;
+			for (int64_t c = 0; c < nchunks; c++) {
+				int64_t items = (*next)[c * nkeys + key];
+				(*next)[c * nkeys + key] = slot;
+				slot += items;
+			}
+		}
+		if (starts)
+			starts[nkeys] = slot;
+		rc = starfa_host_parallel(n, nchunks, scatter, ctx);
+	}
+	free(*next);
+	*next = NULL;
+	return rc;
+}
+
+/* Entries (key[k], other[k], val[k]) sorted by key. */
 struct bucket_sort {
 	int64_t nkeys;
 	const int32_t *key, *other;
 	const float *val;
-	int64_t *next; /* nchunks x nkeys: a chunk's count of each key, then its next slot for it */
+	int64_t *next; /* counting_sort's table */
 	int32_t *key_out, *other_out;
 	float *val_out;
 };
-
-/* At most this much of the chunks' counts (bytes), and at least this many entries a chunk. */
-#define SORT_COUNTS_BYTES (64 << 20)
-#define SORT_CHUNK_MIN (1 << 16)
-#define SORT_CHUNKS_MAX 64
 
 static void count_chunk(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
@@ -280,53 +311,13 @@ static void scatter_chunk(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 	}
 }
 
-/* How many chunks a counting sort of n entries over nkeys keys takes. */
-static int64_t sort_chunks(int64_t n, int64_t nkeys)
-{
-	int64_t nchunks = n / SORT_CHUNK_MIN;
-	if (nchunks > SORT_CHUNKS_MAX)
-		nchunks = SORT_CHUNKS_MAX;
-	if (nchunks > SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1)))
-		nchunks = SORT_COUNTS_BYTES / (8 * (nkeys > 0 ? nkeys : 1));
-	return nchunks < 1 ? 1 : nchunks;
-}
-
-/* The chunks' counts of each key (nchunks x nkeys) become each chunk's first slot for it: a key's slots
- * in chunk order, the keys in order; ptr (nkeys + 1, may be NULL) gets each key's first slot. */
-static void chunk_slots(int64_t *next, int64_t nchunks, int64_t nkeys, int64_t *ptr)
-{
-	int64_t slot = 0;
-	for (int64_t key = 0; key < nkeys; key++) {
-		if (ptr)
-			ptr[key] = slot;
-		for (int64_t c = 0; c < nchunks; c++) {
-			int64_t count = next[c * nkeys + key];
-			next[c * nkeys + key] = slot;
-			slot += count;
-		}
-	}
-	if (ptr)
-		ptr[nkeys] = slot;
-}
-
-/* Stable counting sort of the entries (key[k], other[k], val[k]) by key into
- * (other_out, val_out), with bucket offsets in ptr (nkeys + 1, zeroed by the caller);
- * key_out, when not NULL, receives the sorted keys. */
+/* Stable counting sort of the entries (key[k], other[k], val[k]) by key into (other_out, val_out), with
+ * each key's first entry in ptr (nkeys + 1, may be NULL); key_out, when not NULL, receives the sorted keys. */
 static int bucket_sort(int64_t nnz, const int32_t *key, const int32_t *other, const float *val,
 		       int64_t nkeys, int64_t *ptr, int32_t *key_out, int32_t *other_out, float *val_out)
 {
-	int64_t nchunks = sort_chunks(nnz, nkeys);
-	struct bucket_sort b = {nkeys, key, other, val, starfa_calloc((size_t)(nchunks * nkeys), sizeof *b.next),
-				key_out, other_out, val_out};
-	if (!b.next)
-		return STARFA_ENOMEM;
-	int rc = starfa_host_parallel(nnz, nchunks, count_chunk, &b);
-	if (!rc) {
-		chunk_slots(b.next, nchunks, nkeys, ptr);
-		rc = starfa_host_parallel(nnz, nchunks, scatter_chunk, &b);
-	}
-	free(b.next);
-	return rc;
+	struct bucket_sort b = {nkeys, key, other, val, NULL, key_out, other_out, val_out};
+	return counting_sort(nnz, nkeys, &b.next, count_chunk, scatter_chunk, &b, ptr);
 }
 
 static void merge_duplicates(starfa_csr *csr);
@@ -419,13 +410,12 @@ static void merge_duplicates(starfa_csr *csr)
 	csr->nnz = out;
 }
 
-/* Stable counting sort of the positions order[0..n) by key[order[.]] into sorted, in chunks as
- * bucket_sort. */
+/* Stable counting sort of the positions order[0..n) by key[order[.]] into sorted. */
 struct position_sort {
 	int64_t nkeys;
 	const int64_t *order;
 	const int32_t *key;
-	int64_t *next;
+	int64_t *next; /* counting_sort's table */
 	int64_t *sorted;
 };
 
@@ -447,17 +437,8 @@ static void scatter_positions(void *ctx, int64_t chunk, int64_t begin, int64_t e
 
 static int sort_positions(int64_t n, const int64_t *order, const int32_t *key, int64_t nkeys, int64_t *sorted)
 {
-	int64_t nchunks = sort_chunks(n, nkeys);
-	struct position_sort p = {nkeys, order, key, starfa_calloc((size_t)(nchunks * nkeys), sizeof *p.next), sorted};
-	if (!p.next)
-		return STARFA_ENOMEM;
-	int rc = starfa_host_parallel(n, nchunks, count_positions, &p);
-	if (!rc) {
-		chunk_slots(p.next, nchunks, nkeys, NULL);
-		rc = starfa_host_parallel(n, nchunks, scatter_positions, &p);
-	}
-	free(p.next);
-	return rc;
+	struct position_sort p = {nkeys, order, key, NULL, sorted};
+	return counting_sort(n, nkeys, &p.next, count_positions, scatter_positions, &p, NULL);
 }
 
 int starfa_coo_dedupe(starfa_coo *coo, int64_t *removed)
@@ -525,13 +506,12 @@ int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out)
 		starfa_csr_free(csr);
 		return rc;
 	}
-	int64_t *colptr = starfa_calloc((size_t)coo->ncols + 1, sizeof *colptr);
 	int32_t *rows = starfa_malloc((size_t)nnz, sizeof *rows);
 	int32_t *cols = starfa_malloc((size_t)nnz, sizeof *cols);
 	float *vals = starfa_malloc((size_t)nnz, sizeof *vals);
-	if (colptr && rows && cols && vals) {
+	if (rows && cols && vals) {
 		/* Sorting by column, then stably by row, leaves columns sorted within each row. */
-		rc = bucket_sort(nnz, coo->col, coo->row, coo->val, coo->ncols, colptr, cols, rows, vals);
+		rc = bucket_sort(nnz, coo->col, coo->row, coo->val, coo->ncols, NULL, cols, rows, vals);
 		if (!rc)
 			rc = bucket_sort(nnz, rows, cols, vals, coo->nrows, csr->rowptr, NULL, csr->colind, csr->val);
 	} else {
@@ -543,7 +523,6 @@ int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out)
 	} else {
 		starfa_csr_free(csr);
 	}
-	free(colptr);
 	free(rows);
 	free(cols);
 	free(vals);

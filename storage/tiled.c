@@ -1,5 +1,6 @@
 /* Tiled sparse matrices as StarPU handles: the forward grid and the transposed one with its map. */
 #include "storage/tiled.h"
+#include "storage/coo.h"
 
 #include <string.h>
 
@@ -323,19 +324,13 @@ out:
 	return rc;
 }
 
-/* A tile's transpose in chunks of its entries, each on any thread (starfa_host_parallel): each chunk
- * counts its columns, the chunks' slots of a column follow each other in chunk order, and each chunk
- * scatters its own entries, so that a column's entries come out in row order. */
+/* A tile's transpose, a counting sort of its entries by column (counting_sort, storage/coo.h): a column's
+ * entries come out in row order. */
 struct tile_transpose {
 	const struct starfa_tile *f;
 	struct starfa_tile *tt;
-	int64_t nchunks;
-	int64_t *next; /* nchunks x columns of f: a chunk's count of a column, then its next slot there */
+	int64_t *next; /* counting_sort's table: chunks x columns of f */
 };
-
-#define TRANSPOSE_COUNTS_BYTES (64 << 20)
-#define TRANSPOSE_CHUNK_MIN (1 << 16)
-#define TRANSPOSE_CHUNKS_MAX 64
 
 /* The row of f that holds entry p (rowptr's last entry at or below p whose row is not empty). */
 static int64_t row_of_entry(const struct starfa_tile *f, int64_t p)
@@ -378,31 +373,14 @@ static void transpose_scatter(void *ctx, int64_t chunk, int64_t begin, int64_t e
 
 static int transpose_tile(const struct starfa_tile *f, struct starfa_tile *tt)
 {
-	int64_t nchunks = f->nnz / TRANSPOSE_CHUNK_MIN, ncols = f->ncols > 0 ? f->ncols : 1;
-	if (nchunks > TRANSPOSE_CHUNKS_MAX)
-		nchunks = TRANSPOSE_CHUNKS_MAX;
-	if (nchunks > TRANSPOSE_COUNTS_BYTES / (8 * ncols))
-		nchunks = TRANSPOSE_COUNTS_BYTES / (8 * ncols);
-	if (nchunks < 1)
-		nchunks = 1;
-	struct tile_transpose x = {f, tt, nchunks, starfa_calloc((size_t)(nchunks * ncols), sizeof *x.next)};
-	if (!x.next)
+	struct tile_transpose x = {f, tt, NULL};
+	int64_t *starts = starfa_malloc((size_t)f->ncols + 1, sizeof *starts);
+	if (!starts)
 		return STARFA_ENOMEM;
-	int rc = starfa_host_parallel(f->nnz, nchunks, transpose_count, &x);
-	if (!rc) {
-		int64_t slot = 0;
-		for (int64_t c = 0; c < f->ncols; c++) {
-			tt->rowptr[c] = (uint32_t)slot;
-			for (int64_t k = 0; k < nchunks; k++) {
-				int64_t count = x.next[k * ncols + c];
-				x.next[k * ncols + c] = slot;
-				slot += count;
-			}
-		}
-		tt->rowptr[f->ncols] = (uint32_t)slot;
-		rc = starfa_host_parallel(f->nnz, nchunks, transpose_scatter, &x);
-	}
-	free(x.next);
+	int rc = counting_sort(f->nnz, f->ncols, &x.next, transpose_count, transpose_scatter, &x, starts);
+	for (int64_t c = 0; !rc && c <= f->ncols; c++)
+		tt->rowptr[c] = (uint32_t)starts[c];
+	free(starts);
 	return rc;
 }
 
