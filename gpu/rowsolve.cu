@@ -446,29 +446,61 @@ cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int
 	return cudaGetLastError();
 }
 
-/* Items [first, nitems) by the short rows' kernel, one launch per range of lengths (kShortSplit 2^i,
- * kShortSplit 2^(i+1)], the longest first, then the rows of at most kShortSplit entries: a launch's
- * shared memory is sized for its longest row, so shorter rows' launches fit more blocks a multiprocessor. */
-constexpr int64_t kShortSplit = 48;
+/* Items [first, nitems) by the short rows' kernel, the longest first, one launch per number of blocks a
+ * multiprocessor holds: a launch's shared memory is sized for its longest row, so the rows short enough
+ * for one block more a multiprocessor start a launch of their own. The blocks a multiprocessor holds are
+ * the kernel's own limit (registers, threads: the occupancy query without shared memory) and the shared
+ * memory's (the CUDA runtime's dynamic shared memory a block may have at B blocks a multiprocessor).
+ * Launches by powers of two of the length (48, 96, ...) left the exact solves' rows of 49 to 65 entries at
+ * k = 100 at three blocks a multiprocessor where their shared memory allows four: on the Netflix shape
+ * their kernels took 26.2-26.5 ms, now 24.6-25.2 (bench/ALS.md). */
+template <int LANES, bool CHOL, bool GW>
+cudaError_t run_short_range(const starfa_cuda_rowsolve &pb, int64_t first, uint32_t *status, cudaStream_t stream)
+{
+	/* avail[B - 1]: the dynamic shared memory a block may have with B blocks a multiprocessor */
+	constexpr int kMaxPerSm = 8;
+	size_t avail[kMaxPerSm];
+	int cap = 0;
+	cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&cap, short_rows_kernel<LANES, CHOL, GW>, kThreads, 0);
+	cap = cap < kMaxPerSm ? cap : kMaxPerSm;
+	for (int B = 1; B <= cap && err == cudaSuccess; B++)
+		err = cudaOccupancyAvailableDynamicSMemPerBlock(&avail[B - 1], short_rows_kernel<LANES, CHOL, GW>, B, kThreads);
+	if (err != cudaSuccess)
+		return err;
+	const auto per_sm = [&](int64_t n) {
+		const size_t bytes = layout(rowsolve_kp(pb.k), false, short_row_floats(n, pb.k, CHOL, pb.G != nullptr)).bytes;
+		int B = cap;
+		while (B > 0 && bytes > avail[B - 1])
+			B--;
+		return (int64_t)B;
+	};
+	for (int64_t a = first, b; a < pb.nitems && err == cudaSuccess; a = b) {
+		const int64_t na = item_length(pb.items_host, a), blocks = per_sm(na);
+		/* the longest row below na that one block more a multiprocessor would hold (per_sm does not grow
+		 * with the length): none, and the launch takes every item left */
+		int64_t lo = 0, hi = na - 1;
+		while (lo < hi) {
+			const int64_t mid = lo + (hi - lo + 1) / 2;
+			if (per_sm(mid) > blocks)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		b = lo > 0 && per_sm(lo) > blocks ? first_at_most(pb.items_host, a, pb.nitems, lo) : pb.nitems;
+		err = launch_short_rows<LANES, CHOL, GW>(pb, a, b, status, stream);
+	}
+	return err;
+}
 
 cudaError_t run_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, uint32_t *status, cudaStream_t stream)
 {
 	const int kp = rowsolve_kp(pb.k);
-	cudaError_t err = cudaSuccess;
-	for (int64_t a = first, b; a < pb.nitems && err == cudaSuccess; a = b) {
-		const int64_t na = item_length(pb.items_host, a);
-		int64_t bound = kShortSplit;
-		while (2 * bound < na)
-			bound *= 2;
-		b = na <= kShortSplit ? pb.nitems : first_at_most(pb.items_host, a, pb.nitems, bound);
 /* L: the Gram kernel's passes over a row */
-#define LAUNCH(F, L) (pb.cholesky ? launch_short_rows<L, true, false>(pb, a, b, status, stream)                    \
-		      : pb.implicit || pb.G ? launch_short_rows<L, false, true>(pb, a, b, status, stream) \
-					    : launch_short_rows<L, false, false>(pb, a, b, status, stream))
-		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
+#define LAUNCH(F, L) (pb.cholesky ? run_short_range<L, true, false>(pb, first, status, stream)                    \
+		      : pb.implicit || pb.G ? run_short_range<L, false, true>(pb, first, status, stream) \
+					    : run_short_range<L, false, false>(pb, first, status, stream))
+	return STARFA_FPW_DISPATCH(kp, LAUNCH);
 #undef LAUNCH
-	}
-	return err;
 }
 
 /* Where the short rows start in the work list (pb.nitems: none): rows of fewer entries than short_rows
