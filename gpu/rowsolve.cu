@@ -450,10 +450,12 @@ cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int
  * multiprocessor holds: a launch's shared memory is sized for its longest row, so the rows short enough
  * for one block more a multiprocessor start a launch of their own. The blocks a multiprocessor holds are
  * the kernel's own limit (registers, threads: the occupancy query without shared memory) and the shared
- * memory's (the CUDA runtime's dynamic shared memory a block may have at B blocks a multiprocessor).
- * Launches by powers of two of the length (48, 96, ...) left the exact solves' rows of 49 to 65 entries at
- * k = 100 at three blocks a multiprocessor where their shared memory allows four: on the Netflix shape
- * their kernels took 26.2-26.5 ms, now 24.6-25.2 (bench/ALS.md). */
+ * memory's (the CUDA runtime's dynamic shared memory a block may have at B blocks a multiprocessor; the
+ * split measured on the Netflix shape fell exactly at 48 KiB, as if the runtime capped that figure at the
+ * kernel's maximum dynamic shared memory attribute as it stands: bench/ALS.md). Launches by powers of
+ * two of the length (48, 96, ...) left the exact solves' rows of 49 to 65 entries at k = 100 at three
+ * blocks a multiprocessor where their shared memory allows four: on the Netflix shape their kernels took
+ * 26.2-26.5 ms, now 24.6-25.2 (bench/ALS.md). */
 template <int LANES, bool CHOL, bool GW>
 cudaError_t run_short_range(const starfa_cuda_rowsolve &pb, int64_t first, uint32_t *status, cudaStream_t stream)
 {
