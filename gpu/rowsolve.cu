@@ -419,6 +419,13 @@ int64_t first_at_most(const uint32_t *items, int64_t lo, int64_t hi, int64_t n)
 	return lo;
 }
 
+/* The dynamic shared memory of a short rows' launch whose longest row has n entries. */
+template <bool CHOL>
+size_t short_rows_bytes(const starfa_cuda_rowsolve &pb, int64_t n)
+{
+	return layout(rowsolve_kp(pb.k), false, short_row_floats(n, pb.k, CHOL, pb.G != nullptr)).bytes;
+}
+
 template <int LANES, bool CHOL, bool GW>
 cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int64_t last, uint32_t *status,
 			      cudaStream_t stream)
@@ -426,7 +433,7 @@ cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int
 	starfa_cuda_rowsolve q = pb;
 	q.items = pb.items + first * STARFA_ROWSOLVE_ITEM_WORDS;
 	const int nmax = (int)item_length(pb.items_host, first);
-	const size_t bytes = layout(rowsolve_kp(pb.k), false, short_row_floats(nmax, pb.k, CHOL, pb.G != nullptr)).bytes;
+	const size_t bytes = short_rows_bytes<CHOL>(pb, nmax);
 	cudaError_t err = prepare(short_rows_kernel<LANES, CHOL, GW>, bytes);
 	if (err != cudaSuccess)
 		return err;
@@ -450,9 +457,11 @@ cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int
  * multiprocessor holds: a launch's shared memory is sized for its longest row, so the rows short enough
  * for one block more a multiprocessor start a launch of their own. The blocks a multiprocessor holds are
  * the kernel's own limit (registers, threads: the occupancy query without shared memory) and the shared
- * memory's (the CUDA runtime's dynamic shared memory a block may have at B blocks a multiprocessor; the
- * split measured on the Netflix shape fell exactly at 48 KiB, as if the runtime capped that figure at the
- * kernel's maximum dynamic shared memory attribute as it stands: bench/ALS.md). Launches by powers of
+ * memory's (the CUDA runtime's dynamic shared memory a block may have at B blocks a multiprocessor, which
+ * the runtime caps at the kernel's dynamic shared memory attribute as it stands: 48 KiB, or the last
+ * launch's size, which is under 48 KiB at k = 100 and below. Raised to the device's opt-in maximum first,
+ * the split moved to rows of about 74 entries at four blocks, and the short rows' kernels got slower on
+ * the Netflix shape, 25.4 -> 28.7 ms, bench/ALS.md: so the query keeps the cap). Launches by powers of
  * two of the length (48, 96, ...) left the exact solves' rows of 49 to 65 entries at k = 100 at three
  * blocks a multiprocessor where their shared memory allows four: on the Netflix shape their kernels took
  * 26.2-26.5 ms, now 24.6-25.2 (bench/ALS.md). */
@@ -470,7 +479,7 @@ cudaError_t run_short_range(const starfa_cuda_rowsolve &pb, int64_t first, uint3
 	if (err != cudaSuccess)
 		return err;
 	const auto per_sm = [&](int64_t n) {
-		const size_t bytes = layout(rowsolve_kp(pb.k), false, short_row_floats(n, pb.k, CHOL, pb.G != nullptr)).bytes;
+		const size_t bytes = short_rows_bytes<CHOL>(pb, n);
 		int B = cap;
 		while (B > 0 && bytes > avail[B - 1])
 			B--;
