@@ -49,6 +49,17 @@ int starfa_caller_has_core(void);
  * fn runs on any thread; c is the caller's slot for partial results. 0, or an error from StarPU. */
 typedef void (*starfa_chunk_fn)(void *ctx, int64_t chunk, int64_t begin, int64_t end);
 int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *ctx);
+/* starfa_host_parallel's chunks: how many for n items (nchunks clamped to [1, n]), and where chunk c
+ * begins (chunk c ends where c + 1 begins). Inline, so that a build without the runtime (the readers'
+ * fuzz target) cuts the same chunks. */
+static inline int64_t starfa_chunk_count(int64_t n, int64_t nchunks)
+{
+	return nchunks > n ? n : nchunks < 1 ? 1 : nchunks;
+}
+static inline int64_t starfa_chunk_begin(int64_t n, int64_t nchunks, int64_t c)
+{
+	return (int64_t)((__int128)n * c / nchunks);
+}
 
 /* Around a host loop whose threads each call BLAS: while the runtime is not up, starfa_blas_hold sets
  * OpenBLAS to one thread and returns 1, and starfa_blas_release gives the setting back (starfa_init and

@@ -21,15 +21,11 @@ struct chunk_pool {
 	int64_t next; /* the next chunk to take (atomic) */
 };
 
-static int64_t chunk_begin(int64_t n, int64_t nchunks, int64_t c)
-{
-	return (int64_t)((__int128)n * c / nchunks);
-}
 
 static void drain(struct chunk_pool *p)
 {
 	for (int64_t c; (c = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->nchunks;)
-		p->fn(p->ctx, c, chunk_begin(p->n, p->nchunks, c), chunk_begin(p->n, p->nchunks, c + 1));
+		p->fn(p->ctx, c, starfa_chunk_begin(p->n, p->nchunks, c), starfa_chunk_begin(p->n, p->nchunks, c + 1));
 }
 
 static void chunk_cpu(void *buffers[], void *cl_arg)
@@ -48,16 +44,13 @@ int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *c
 {
 	if (n <= 0)
 		return 0;
-	if (nchunks > n)
-		nchunks = n;
-	if (nchunks < 1)
-		nchunks = 1;
+	nchunks = starfa_chunk_count(n, nchunks);
 	const int on_workers = starfa_runtime_started() && starpu_cpu_worker_get_count() > 0 && starpu_worker_get_id() < 0;
 	if (!on_workers) {
 		const int held = starfa_blas_hold(); /* a chunk may call BLAS: one thread each */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(starfa_host_threads())
 		for (int64_t c = 0; c < nchunks; c++)
-			fn(ctx, c, chunk_begin(n, nchunks, c), chunk_begin(n, nchunks, c + 1));
+			fn(ctx, c, starfa_chunk_begin(n, nchunks, c), starfa_chunk_begin(n, nchunks, c + 1));
 		if (held)
 			starfa_blas_release();
 		return 0;
