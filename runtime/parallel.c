@@ -21,7 +21,6 @@ struct chunk_pool {
 	int64_t next; /* the next chunk to take (atomic) */
 };
 
-
 static void drain(struct chunk_pool *p)
 {
 	for (int64_t c; (c = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->nchunks;)

@@ -1,6 +1,7 @@
 /* The readers' fuzz target links the readers and the COO/CSR conversion without StarPU. Their chunked
  * host loops (starfa_host_parallel, runtime/parallel.c) run here on the calling thread, chunk after chunk
- * with the same bounds (runtime/internal.h's): one of the orders the runtime may run them in, and each chunk's work is its own. */
+ * with the same bounds (runtime/internal.h's): one of the orders the runtime may run them in, and each
+ * chunk's work is its own. */
 #include "runtime/internal.h"
 
 int starfa_host_parallel(int64_t n, int64_t nchunks, starfa_chunk_fn fn, void *ctx)
