@@ -351,7 +351,7 @@ out:
 	return rc;
 }
 
-/* Files from this size on are read in chunks of at least this much. */
+/* Chunks are at least this large: a file is read in chunks from two of them after its first data line. */
 #define CHUNKED_MIN_BYTES (4 << 20)
 
 int starfa_read_ratings_in_chunks(const char *name, const char *data, size_t size, size_t min_chunk, starfa_coo **out)
