@@ -408,6 +408,9 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		{"rowsolve, implicit, CG 3 steps, 3xBF16", 1, 0, 3, STARFA_CUDA_GRAM_3XBF16, -1},
 		{"rowsolve, implicit, CG 3 steps, every row k x k, 3xBF16", 1, 0, 3, STARFA_CUDA_GRAM_3XBF16, 0},
 		{"rowsolve, implicit, CG 3 steps, matrix-free below k, 3xBF16", 1, 0, 3, STARFA_CUDA_GRAM_3XBF16, 100},
+		{"rowsolve, explicit, Cholesky, 3xFP16", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, -1},
+		{"rowsolve, explicit, CG 3 steps, 3xFP16", 0, 0, 3, STARFA_CUDA_GRAM_3XFP16, -1},
+		{"rowsolve, implicit, CG 3 steps, 3xFP16", 1, 0, 3, STARFA_CUDA_GRAM_3XFP16, -1},
 		{"rowsolve, explicit, Cholesky, 3xTF32, the training graph's layout (k + 1 unknowns, rows of k + 2)", 0, 1,
 		 0, STARFA_CUDA_GRAM_3XTF32, -1, 1},
 		{"rowsolve, explicit, CG 3 steps, 3xTF32, the training graph's layout", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, -1,
@@ -435,8 +438,8 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 			       dev_alloc(sizeof(float) * (size_t)(R * s->k)), 0, 1, 0, STARFA_CUDA_GRAM_3XTF32};
 	void *A16 = dev_alloc(sizeof(uint16_t) * (size_t)(R * s->k * s->k));
 	out("| *stored systems, first %lld rows (%.0f entries):* | | | |\n", (long long)R, sub_nnz);
-	static const char *const prec_names[] = {"3xTF32", "TF32", "3xBF16"};
-	for (int prec = 0; prec < 3; prec++) {
+	static const char *const prec_names[] = {"3xTF32", "TF32", "3xBF16", "3xFP16"};
+	for (int prec = 0; prec < 4; prec++) {
 		r.prec = (starfa_cuda_gram_precision)prec;
 		double ms = time_ms(run_hermitian, &r), gf = sub_nnz * k * (k + 1) / (ms * 1e-3) * 1e-9;
 		out("| hermitian, float32 out, %s | %.2f | %.0f GFLOP/s | %.0f%% of FP32 peak |\n", prec_names[prec], ms,

@@ -10,7 +10,8 @@
  * (cuMF's register-resident accumulation, with mma instead of FFMA). Each block is A·B over the
  * chunk: A = the chunk transposed, B = the chunk, weighted for implicit feedback, both stored in
  * shared memory in the order the fragments are read (one vector load per lane). float32 accuracy
- * comes from 3xTF32: x = hi + lo with hi, lo in TF32, and hi·hi + hi·lo + lo·hi. The fused kernel
+ * comes from 3 products: x = hi + lo with hi, lo in TF32 (m16n8k8) or in FP16 on a per-row power-of-two
+ * scale (m16n8k16, twice the entries an instruction), and hi·hi + hi·lo + lo·hi. The fused kernel
  * (gpu/rowsolve.cu) puts each entry's target in B's column k, so the same product gives b_u.
  *
  * A system held in shared memory is solved by the whole block at once: a Cholesky factorization (the
@@ -21,6 +22,7 @@
 #define STARFA_GPU_ALS_DEVICE_CUH
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "gpu/als_common.h"
 
@@ -50,8 +52,9 @@ __host__ __device__ inline int64_t padded(int64_t k)
  *   part kWarps x kp floats, each warp's partial product of a matvec: in U after the system where the
  *       chunks leave room, else after vec; none without chunks (the stored systems' solve keeps its
  *       occupancy and runs the one-thread-a-row product)
- *   red 2 x kWarps floats (block_sum's two buffers), 4 flags (kFlagLast, kFlagBad), then the tiles'
- *       starts and prefix sums (2 x (MAX_TILES + 1) uint32)  */
+ *   red 2 x kWarps floats (block_sum's two buffers), 4 flags (kFlagLast, kFlagBad), with chunks
+ *       3 x kWarps words (each warp's largest magnitudes of a chunk under 3xFP16: gram_rows), then the tiles' starts and
+ *       prefix sums (2 x (MAX_TILES + 1) uint32)  */
 struct Layout {
 	int kp, lda;
 	size_t u, vec, part, red, rs, pre, bytes;
@@ -75,7 +78,7 @@ __host__ __device__ inline Layout layout(int kp, bool chunks_too = true, size_t 
 		L.part = L.red;
 		L.red += part * sizeof(float);
 	}
-	L.rs = L.red + (2 * kWarps + 4) * sizeof(float);
+	L.rs = L.red + (2 * kWarps + 4 + (L.has_part ? 3 * kWarps : 0)) * sizeof(float);
 	L.pre = L.rs + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
 	L.bytes = L.pre + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
 	return L;
@@ -84,7 +87,7 @@ __host__ __device__ inline Layout layout(int kp, bool chunks_too = true, size_t 
 struct Shared {
 	float *U, *b, *x, *r, *p, *q, *part;
 	float *red;
-	uint32_t *rs, *pre;
+	uint32_t *mx, *rs, *pre;
 	int kp, lda;
 };
 
@@ -102,6 +105,7 @@ __device__ inline Shared carve(unsigned char *base, int kp, bool chunks_too = tr
 	s.q = s.p + kp;
 	s.part = L.has_part ? (float *)(base + L.part) : nullptr;
 	s.red = (float *)(base + L.red);
+	s.mx = L.has_part ? (uint32_t *)(s.red + 2 * kWarps + 4) : nullptr;
 	s.rs = (uint32_t *)(base + L.rs);
 	s.pre = (uint32_t *)(base + L.pre);
 	return s;
@@ -152,15 +156,29 @@ __device__ inline uint32_t bf16_bits(float x)
 	return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 
-/* x split into its high part at word `slot` of W and, where PRECISE, its low part lo words on: TF32 parts
- * as words, or under BF16 as the halves of H (W viewed as 16-bit, offset by the entry's half). */
-template <bool BF16, bool PRECISE>
-__device__ inline void store_parts(uint32_t *W, uint16_t *H, int slot, int lo, float x)
+/* The parts a Gram sum's terms are split into (from the starfa_cuda_gram_precision). */
+enum PartKind { kPartTF32, kPartBF16, kPartFP16 };
+
+__host__ __device__ constexpr int part_kind(int prec)
 {
-	if (BF16) {
+	return prec == STARFA_CUDA_GRAM_3XBF16 ? kPartBF16 : prec == STARFA_CUDA_GRAM_3XFP16 ? kPartFP16 : kPartTF32;
+}
+
+/* x split into its high part at word `slot` of W and, where PRECISE, its low part lo words on: TF32 parts
+ * as words, or under BF16 and FP16 as the halves of H (W viewed as 16-bit, offset by the entry's half).
+ * FP16 parts are of x times `scale` (a power of two), so that they stay in FP16's range. */
+template <int KIND, bool PRECISE>
+__device__ inline void store_parts(uint32_t *W, uint16_t *H, int slot, int lo, float x, float scale)
+{
+	if (KIND == kPartBF16) {
 		const uint32_t h = bf16_bits(x);
 		H[2 * slot] = (uint16_t)h;
 		H[2 * (slot + lo)] = (uint16_t)bf16_bits(x - __uint_as_float(h << 16));
+	} else if (KIND == kPartFP16) {
+		const float y = x * scale;
+		const __half h = __float2half_rn(y);
+		H[2 * slot] = __half_as_ushort(h);
+		H[2 * (slot + lo)] = __half_as_ushort(__float2half_rn(y - __half2float(h)));
 	} else {
 		const uint32_t h = tf32_high(x);
 		W[slot] = h;
@@ -169,12 +187,17 @@ __device__ inline void store_parts(uint32_t *W, uint16_t *H, int slot, int lo, f
 	}
 }
 
-/* d += a b on the tensor cores, float32 accumulation: m16n8k8 on TF32 inputs, or m16n8k16 on BF16 pairs
- * (the same registers: a.x holds A[g][2t], A[g][2t+1] where TF32's holds A[g][t]). */
-template <bool BF16> __device__ inline void mma(float (&d)[4], const uint4 &a, const uint2 &b)
+/* d += a b on the tensor cores, float32 accumulation: m16n8k8 on TF32 inputs, or m16n8k16 on BF16 or FP16
+ * pairs (the same registers: a.x holds A[g][2t], A[g][2t+1] where TF32's holds A[g][t]). */
+template <int KIND> __device__ inline void mma(float (&d)[4], const uint4 &a, const uint2 &b)
 {
-	if (BF16)
+	if (KIND == kPartBF16)
 		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+			     "{%8,%9}, {%0,%1,%2,%3};\n"
+			     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+			     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
+	else if (KIND == kPartFP16)
+		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
 			     "{%8,%9}, {%0,%1,%2,%3};\n"
 			     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 			     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
@@ -194,9 +217,9 @@ template <bool BF16> __device__ inline void mma(float (&d)[4], const uint4 &a, c
  * k) meet at most two to a bank, while each lane's load stays one aligned vector. Element (e, d) of the
  * chunk, high part (word index; the A part first, the B part after it):
  *
- * Under 3xBF16 a k-step is 16 entries and a word holds entries 2i and 2i + 1 (low and high half) where
- * TF32's holds entry i: m16n8k16's fragments are m16n8k8's with each TF32 element replaced by a pair of
- * BF16 ones along k. So the same slots serve, at entry e >> 1, half e & 1. */
+ * Under 3xBF16 (and 3xFP16) a k-step is 16 entries and a word holds entries 2i and 2i + 1 (low and high
+ * half) where TF32's holds entry i: m16n8k16's fragments are m16n8k8's with each TF32 element replaced by
+ * a pair of BF16 ones along k. So the same slots serve, at entry e >> 1, half e & 1. */
 constexpr int kLoA = 128, kLoB = 64; /* words from a high part to its low part */
 
 __device__ inline int a_slot(int e, int d, int nb)
@@ -297,12 +320,82 @@ template <int LANES> __device__ inline void gather(float (&v)[kPer][LANES], cons
 	}
 }
 
+/* The exponent of the power of two that brings magnitude bits m (a non-negative float's) into [2^14, 2^15),
+ * within [-64, 64] (zero, subnormal, infinite and NaN magnitudes get an end of that range). */
+__device__ inline int fp16_exponent(uint32_t m)
+{
+	const int e = 14 - ((int)(m >> 23) - 127);
+	return e < -64 ? -64 : e > 64 ? 64 : e;
+}
+
+/* 2^e as a float, 0 below 2^-126 (e <= 127). */
+__device__ inline float pow2(int e)
+{
+	return e < -126 ? 0.0f : __uint_as_float((uint32_t)(127 + e) << 23);
+}
+
+/* Under 3xFP16, the warp's largest magnitudes in a gathered chunk into s.mx by lane 0, as the bits of
+ * non-negative floats, whose order as integers is theirs as floats (a NaN's above infinity's): its A
+ * elements' (the theta rows) at [warp], a bound on its B elements' but the targets (the largest weight
+ * times that) at [kWarps + warp], its targets' at [2 kWarps + warp]. */
+template <int LANES>
+__device__ inline void chunk_magnitudes(const Shared &s, const float (&v)[kPer][LANES], const EntryInfo &e, bool weighted)
+{
+	uint32_t m = 0;
+#pragma unroll
+	for (int j = 0; j < kPer; j++)
+#pragma unroll
+		for (int l = 0; l < LANES; l++)
+			m = max(m, __float_as_uint(v[j][l]) & 0x7fffffffu);
+	m = __reduce_max_sync(0xffffffffu, m);
+	const uint32_t w = __reduce_max_sync(0xffffffffu, __float_as_uint(e.w) & 0x7fffffffu);
+	const uint32_t t = __reduce_max_sync(0xffffffffu, __float_as_uint(e.t) & 0x7fffffffu);
+	const uint32_t b = weighted ? __float_as_uint(__uint_as_float(m) * __uint_as_float(w)) & 0x7fffffffu : m;
+	if ((threadIdx.x & 31) == 0) {
+		s.mx[threadIdx.x >> 5] = m;
+		s.mx[kWarps + (threadIdx.x >> 5)] = b;
+		s.mx[2 * kWarps + (threadIdx.x >> 5)] = t;
+	}
+}
+
+/* f(r, c, v, diagonal) for every element (r, c) = v of the warp's blocks (diagonal: of a block on the
+ * diagonal, which holds both (r, c) and (c, r)); v is the accumulator itself, writable where acc (an
+ * Acc<FPW>) is. */
+template <typename AccT, typename F> __device__ inline void fragment_elements(AccT &acc, int nb, F f)
+{
+	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+	constexpr int FPW = sizeof acc.c / sizeof acc.c[0];
+#pragma unroll
+	for (int i = 0; i < FPW; i++) {
+		int bi, bj;
+		if (!warp_fragment(i, nb, &bi, &bj))
+			continue;
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+#pragma unroll
+			for (int q = 0; q < 4; q++)
+				f(16 * bi + g + 8 * (q >> 1), 16 * bj + 8 * h + 2 * t + (q & 1), acc.c[i][h][q], bi == bj);
+	}
+}
+
+/* The warp's blocks of a Gram sum times f, column target_col's elements times ft instead. */
+template <int FPW> __device__ inline void scale_blocks(Acc<FPW> &acc, int nb, int target_col, float f, float ft)
+{
+	fragment_elements(acc, nb, [&](int, int c, float &v, bool) { v *= c == target_col ? ft : f; });
+}
+
 /* Sums entries [begin, end) of row u (in the sources' order) into the warp's blocks of the Gram sum
  * (acc). With a right-hand side (modes 0 and 1), column k of the B operand holds each entry's target
  * instead of zero padding, so column k of the sum is b_u (kp must exceed k). The sources' starts and
  * prefix sums are in s.rs and s.pre. PREC: a starfa_cuda_gram_precision. Software-pipelined: while the tensor
  * cores work on chunk c from shared memory, the loads of chunk c + 1's theta rows and of chunk c + 2's
  * column indices are in flight. Ends with a __syncthreads(), so s.U is free.
+ *
+ * Under 3xFP16 the parts are of the elements times powers of two, 2^ea for A, 2^eb for B, 2^et for B's
+ * column of targets, which bring the largest magnitudes gathered so far into [2^14, 2^15)
+ * (fp16_exponent): the warps leave their chunk's largest in s.mx before the barrier that precedes the
+ * chunk's stores (for chunk c + 1, the one that ends chunk c; for the first, one more), and where a chunk
+ * lowers a scale the sums so far are multiplied by the change. acc comes out unscaled.
  *
  * The kernel is bound by instruction issue, so everything that does not change from chunk to chunk is
  * computed once: a warp stores entries warp + j kWarps of a chunk, so an entry's position within its
@@ -315,7 +408,9 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 {
 	static_assert(kWarps == 8, "a warp's entries share their position in a k-step (e & 7 == warp)");
 	static_assert(kPer % 2 == 0, "under 3xBF16 a k-step is two of a warp's entries");
-	constexpr bool PRECISE = PREC != STARFA_CUDA_GRAM_TF32, BF16 = PREC == STARFA_CUDA_GRAM_3XBF16;
+	constexpr int KIND = part_kind(PREC);
+	/* BF16: the 16-bit parts' layout (3xBF16 and 3xFP16) */
+	constexpr bool PRECISE = PREC != STARFA_CUDA_GRAM_TF32, BF16 = KIND != kPartTF32, FP16 = KIND == kPartFP16;
 	constexpr int kStep = BF16 ? 16 : 8; /* entries a k-step */
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int kp = s.kp, nb = kp / 16, nb2 = kp / 8;
@@ -364,8 +459,34 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 	EntryInfo cur = entry_info(s, src, wt, begin, end);
 	gather<LANES>(v, cur, k);
 	EntryInfo nxt = entry_info(s, src, wt, begin + kChunk, end);
+	int ea = 64, eb = 64, et = 64;          /* 3xFP16: the scales' exponents (the largest allowed until a chunk is seen) */
+	float sa = 1.0f, sb = 1.0f, st = 1.0f; /* 2^ea, 2^eb, 2^et */
+	if (FP16) {
+		chunk_magnitudes(s, v, cur, weighted);
+		__syncthreads();
+	}
 	for (uint32_t g0 = begin; g0 < end; g0 += kChunk) {
 		const uint32_t cnt = end - g0 < (uint32_t)kChunk ? end - g0 : (uint32_t)kChunk;
+		if (FP16) { /* the chunk's scales: the same in every thread */
+			uint32_t ma = 0, mb = 0, mt = 0;
+#pragma unroll
+			for (int w = 0; w < kWarps; w++) {
+				ma = max(ma, s.mx[w]);
+				mb = max(mb, s.mx[kWarps + w]);
+				mt = max(mt, s.mx[2 * kWarps + w]);
+			}
+			const int na = min(ea, fp16_exponent(ma)), nb_ = min(eb, fp16_exponent(mb)), nt = min(et, fp16_exponent(mt));
+			if (na != ea || nb_ != eb || nt != et) {
+				const float fa = pow2(na - ea);
+				scale_blocks(acc, nb, target_col, fa * pow2(nb_ - eb), fa * pow2(nt - et));
+				ea = na;
+				eb = nb_;
+				et = nt;
+				sa = pow2(ea);
+				sb = pow2(eb);
+				st = pow2(et);
+			}
+		}
 		/* Where register pressure is high (the fused kernel), the compiler would rather recompute the
 		 * two store bases from the thread index, twenty instructions, at every store than keep them:
 		 * an empty asm that "changes" them makes recomputing impossible. */
@@ -389,8 +510,8 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 					/* entry warp + 8 j: k-step j, or under 3xBF16 j >> 1 (store_a0 above) */
 					const int ja = BF16 ? (j >> 1) * step_words + ((j & 1) << 1) : j * step_words;
 					const int jb = BF16 ? (j >> 1) * step_words + (j & 1) : j * step_words;
-					store_parts<BF16, PRECISE>(A, A16, store_a + ja + 512 * l, kLoA, x);
-					store_parts<BF16, PRECISE>(B, B16, store_b + jb + 512 * l, kLoB, y);
+					store_parts<KIND, PRECISE>(A, A16, store_a + ja + 512 * l, kLoA, x, sa);
+					store_parts<KIND, PRECISE>(B, B16, store_b + jb + 512 * l, kLoB, y, d == target_col ? st : sb);
 				}
 			}
 		}
@@ -419,32 +540,20 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 					const uint2 bh = *(const uint2 *)pb;
 					if (PRECISE) {
 						const uint2 bl = *(const uint2 *)(pb + kLoB);
-						mma<BF16>(acc.c[i][h], al, bh);
-						mma<BF16>(acc.c[i][h], ah, bl);
+						mma<KIND>(acc.c[i][h], al, bh);
+						mma<KIND>(acc.c[i][h], ah, bl);
 					}
-					mma<BF16>(acc.c[i][h], ah, bh);
+					mma<KIND>(acc.c[i][h], ah, bh);
 				}
 			}
 		}
+		if (FP16 && g0 + kChunk < end) /* the next chunk's, in registers since its loads went out */
+			chunk_magnitudes(s, v, cur, weighted);
 		__syncthreads();
 	}
-}
-
-/* f(r, c, v, diagonal) for every element (r, c) = v of the warp's blocks (diagonal: of a block on the
- * diagonal, which holds both (r, c) and (c, r)). */
-template <int FPW, typename F> __device__ inline void fragment_elements(const Acc<FPW> &acc, int nb, F f)
-{
-	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-	for (int i = 0; i < FPW; i++) {
-		int bi, bj;
-		if (!warp_fragment(i, nb, &bi, &bj))
-			continue;
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-#pragma unroll
-			for (int q = 0; q < 4; q++)
-				f(16 * bi + g + 8 * (q >> 1), 16 * bj + 8 * h + 2 * t + (q & 1), acc.c[i][h][q], bi == bj);
+	if (FP16) { /* acc / (2^ea 2^eb), in two steps: each within float's range (et for the targets' column) */
+		scale_blocks(acc, nb, target_col, pow2(-ea), pow2(-ea));
+		scale_blocks(acc, nb, target_col, pow2(-eb), pow2(-et));
 	}
 }
 
@@ -949,11 +1058,13 @@ template <typename Kernel> cudaError_t prepare(Kernel kernel, size_t bytes)
 #define STARFA_PREC_DISPATCH(prec, LAUNCH, F, L, ...)                                                          \
 	((prec) == STARFA_CUDA_GRAM_3XTF32 ? LAUNCH<F, L, STARFA_CUDA_GRAM_3XTF32>(__VA_ARGS__)                       \
 	 : (prec) == STARFA_CUDA_GRAM_TF32 ? LAUNCH<F, L, STARFA_CUDA_GRAM_TF32>(__VA_ARGS__)                         \
-					   : LAUNCH<F, L, STARFA_CUDA_GRAM_3XBF16>(__VA_ARGS__))
+	 : (prec) == STARFA_CUDA_GRAM_3XBF16 ? LAUNCH<F, L, STARFA_CUDA_GRAM_3XBF16>(__VA_ARGS__)                     \
+					     : LAUNCH<F, L, STARFA_CUDA_GRAM_3XFP16>(__VA_ARGS__))
 
 inline bool starfa_gram_precision_valid(starfa_cuda_gram_precision p)
 {
-	return p == STARFA_CUDA_GRAM_3XTF32 || p == STARFA_CUDA_GRAM_TF32 || p == STARFA_CUDA_GRAM_3XBF16;
+	return p == STARFA_CUDA_GRAM_3XTF32 || p == STARFA_CUDA_GRAM_TF32 || p == STARFA_CUDA_GRAM_3XBF16 ||
+	       p == STARFA_CUDA_GRAM_3XFP16;
 }
 
 cudaError_t status_init(uint32_t *status, cudaStream_t stream)

@@ -154,7 +154,7 @@ static float heteroprio_slow = HETEROPRIO_SLOW_DEFAULT; /* STARFA_HETEROPRIO_SLO
 /* STARFA_CUDA_GRAM, read once at starfa_init: the precision of the CUDA ALS kernels' Gram sums, as its
  * index in gram_names (the order of gpu/als_common.h's starfa_cuda_gram_precision), -1 when unset; a
  * value that is not one of them is an error (a misspelt one would otherwise leave the default unnoticed). */
-static const char *const gram_names[] = {"3xtf32", "tf32", "3xbf16"};
+static const char *const gram_names[] = {"3xtf32", "tf32", "3xbf16", "3xfp16"};
 static int gram_setting = -1;
 
 static int gram_precision_configure(void)
@@ -168,7 +168,7 @@ static int gram_precision_configure(void)
 			gram_setting = i;
 			return 0;
 		}
-	return starfa_set_error(STARFA_EINVAL, "STARFA_CUDA_GRAM must be 3xtf32, 3xbf16 or tf32 (the precision of "
+	return starfa_set_error(STARFA_EINVAL, "STARFA_CUDA_GRAM must be 3xtf32, 3xfp16, 3xbf16 or tf32 (the precision of "
 					       "the CUDA ALS kernels' Gram sums), not '%s'",
 				v);
 }

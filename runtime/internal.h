@@ -68,7 +68,7 @@ static inline int64_t starfa_chunk_begin(int64_t n, int64_t nchunks, int64_t c)
 int starfa_blas_hold(void);
 void starfa_blas_release(void);
 
-/* STARFA_CUDA_GRAM as starfa_init read it: the index of 3xtf32, tf32 or 3xbf16 (gpu/als_common.h's
+/* STARFA_CUDA_GRAM as starfa_init read it: the index of 3xtf32, tf32, 3xbf16 or 3xfp16 (gpu/als_common.h's
  * starfa_cuda_gram_precision), or -1 when unset. */
 int starfa_gram_precision_setting(void);
 

@@ -313,9 +313,9 @@ TEST(hermitian, insert_rejects_mismatched_operands)
 #include "testing_cuda.h"
 
 /* The CUDA kernel against the same reference: ranks to its limit (one and several fragments, every
- * remainder of 16), the three precisions of the Gram sums, FP16 and float32 output, overwrite and
+ * remainder of 16), the four precisions of the Gram sums, FP16 and float32 output, overwrite and
  * accumulate. TF32 alone rounds each factor to 11 bits: its bound is 2^12 times wider; 3xBF16 keeps
- * about 17 bits of each term (3 2^-18 relative): 2^6. */
+ * about 17 bits of each term (3 2^-18 relative): 2^6; 3xFP16 is held to 3xTF32's bound. */
 TEST(als_cuda, hermitian_matches_reference)
 {
 	if (!gpu_available())
@@ -336,12 +336,12 @@ TEST(als_cuda, hermitian_matches_reference)
 		CHECK(d_rowptr && d_colind && d_val && d_theta && d_info && d_A);
 		for (int weighted = 0; weighted < 2; weighted++)
 			for (int fp16 = 0; fp16 < 2; fp16++)
-				for (int prec = 0; prec < 3; prec++) {
+				for (int prec = 0; prec < 4; prec++) {
 					reference(S, c.theta, ld, k, weighted, 0.7f, fp16 ? c.info + 1 : NULL, c.ref, c.bound);
 					const double wider = prec == STARFA_CUDA_GRAM_TF32 ? 4096.0 : prec == STARFA_CUDA_GRAM_3XBF16 ? 64.0 : 1.0;
 					for (int64_t i = 0; i < n; i++)
 						c.bound[i] *= wider;
-					static const char *const names[] = {"3xtf32", "tf32", "3xbf16"};
+					static const char *const names[] = {"3xtf32", "tf32", "3xbf16", "3xfp16"};
 					char what[96];
 					snprintf(what, sizeof what, "cuda k=%lld weighted=%d fp16=%d %s", (long long)k, weighted,
 						 fp16, names[prec]);
@@ -368,7 +368,7 @@ TEST(als_cuda, hermitian_matches_reference)
 		CHECK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, STARFA_CUDA_ALS_MAX_K + 1, 0, 0,
 					    NULL, 0, 0, 0, d_A, STARFA_CUDA_GRAM_3XTF32, 0) == cudaErrorInvalidValue);
 		CHECK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, k, 0, 0, NULL, 0, 0, 0, d_A,
-					    (starfa_cuda_gram_precision)3, 0) == cudaErrorInvalidValue);
+					    (starfa_cuda_gram_precision)4, 0) == cudaErrorInvalidValue);
 		cudaFree(d_rowptr);
 		cudaFree(d_colind);
 		cudaFree(d_val);
@@ -401,7 +401,7 @@ TEST(als_cuda, hermitian_keeps_device_nans)
 	float *A = malloc(sizeof(float) * NROWS * K * K);
 	CHECK(d_rowptr && d_colind && d_val && d_theta && d_A && A);
 	for (int weighted = 0; weighted < 2; weighted++)
-		for (int prec = 0; prec < 3; prec++) {
+		for (int prec = 0; prec < 4; prec++) {
 			CUDA_OK(starfa_cuda_hermitian(NROWS, d_rowptr, d_colind, d_val, d_theta, K, K, weighted, 0.7f, NULL, 0,
 						      0, 0, d_A, (starfa_cuda_gram_precision)prec, 0));
 			CUDA_OK(cudaMemcpy(A, d_A, sizeof(float) * NROWS * K * K, cudaMemcpyDeviceToHost));
@@ -419,6 +419,66 @@ TEST(als_cuda, hermitian_keeps_device_nans)
 	cudaFree(d_theta);
 	cudaFree(d_A);
 	free(A);
+	return 0;
+}
+
+/* 3xFP16's scales: theta rows whose magnitudes differ by up to 2^24 from item to item (so that a row's
+ * later chunks lower the scales its first ones set, and its sums are rescaled), the whole of theta at
+ * 2^-30, 1 and 2^30 (FP16 alone would underflow or overflow), and weights up to 2^20: every element
+ * within 3xTF32's bound, as 3xTF32 is. */
+TEST(als_cuda, hermitian_fp16_scales_cover_wide_magnitudes)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	static const int64_t cranks[] = {17, 100};
+	static const int gexp[] = {-30, 0, 30};
+	uint64_t rng = testing_seed() + 350;
+	for (size_t ki = 0; ki < sizeof cranks / sizeof cranks[0]; ki++) {
+		struct herm_case c;
+		CHECK(herm_case_make(&c, cranks[ki], 30, 3000, &rng) == 0);
+		const int64_t k = c.k, n = c.n, nrows = c.nrows, ld = c.ld, ncols = c.S->ncols;
+		float *theta0 = als_alloc((size_t)(ncols * ld));
+		CHECK(theta0);
+		memcpy(theta0, c.theta, sizeof(float) * (size_t)(ncols * ld));
+		uint32_t *d_rowptr = to_device(c.t.rowptr, sizeof(uint32_t) * (size_t)(nrows + 1));
+		uint32_t *d_colind = to_device(c.t.colind, sizeof(uint32_t) * (size_t)c.S->nnz);
+		float *d_val = to_device(c.S->val, sizeof(float) * (size_t)c.S->nnz);
+		float *d_theta = to_device(NULL, sizeof(float) * (size_t)(ncols * ld));
+		float *d_A = to_device(NULL, sizeof(float) * (size_t)n);
+		CHECK(d_rowptr && d_colind && d_val && d_theta && d_A);
+		for (size_t gi = 0; gi < sizeof gexp / sizeof gexp[0]; gi++) {
+			for (int64_t col = 0; col < ncols; col++) {
+				const int e = gexp[gi] - 12 + (int)testing_below(&rng, 25);
+				for (int64_t d = 0; d < ld; d++)
+					c.theta[col * ld + d] = ldexpf(theta0[col * ld + d], e);
+			}
+			CUDA_OK(cudaMemcpy(d_theta, c.theta, sizeof(float) * (size_t)(ncols * ld), cudaMemcpyHostToDevice));
+			for (int weighted = 0; weighted < 2; weighted++) {
+				const float alpha = weighted ? ldexpf(0.7f, 20) : 0.7f;
+				reference(c.S, c.theta, ld, k, weighted, alpha, NULL, c.ref, c.bound);
+				static const starfa_cuda_gram_precision precs[] = {STARFA_CUDA_GRAM_3XTF32, STARFA_CUDA_GRAM_3XFP16};
+				for (int pi = 0; pi < 2; pi++) {
+					char what[96];
+					snprintf(what, sizeof what, "cuda k=%lld theta at 2^%d weighted=%d %s", (long long)k,
+						 gexp[gi], weighted, pi ? "3xfp16" : "3xtf32");
+					testing_poison(c.A, (size_t)n);
+					CUDA_OK(cudaMemcpy(d_A, c.A, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice));
+					CUDA_OK(starfa_cuda_hermitian(nrows, d_rowptr, d_colind, d_val, d_theta, ld, k, weighted,
+								      alpha, NULL, 0, 0, 0, d_A, precs[pi], 0));
+					CUDA_OK(cudaMemcpy(c.A, d_A, sizeof(float) * (size_t)n, cudaMemcpyDeviceToHost));
+					if (compare(c.A, 0, c.ref, c.bound, NULL, n, what))
+						return 1;
+				}
+			}
+		}
+		cudaFree(d_rowptr);
+		cudaFree(d_colind);
+		cudaFree(d_val);
+		cudaFree(d_theta);
+		cudaFree(d_A);
+		free(theta0);
+		herm_case_free(&c);
+	}
 	return 0;
 }
 

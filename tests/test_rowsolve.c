@@ -514,14 +514,15 @@ TEST(als_cuda, rowsolve_matches_reference)
 				float *xc = als_alloc((size_t)(rows * k));
 				CHECK(M && Mabs && b && babs && x0 && x1 && xc);
 				testing_fill_random(x0, (size_t)(rows * k), &rng);
-				/* each solver at the precision the codelet gives it (3xTF32 under Cholesky, 3xBF16 under
-				 * CG), and at k = 17 and 101 at the other one too */
-				const int nprec = k == 17 || k == 101 ? 2 : 1;
+				/* each solver at the precision the codelet gives it (3xFP16 under Cholesky, 3xBF16 under
+				 * CG), and at k = 17 and 101 at the other one and at 3xTF32 too */
+				const int nprec = k == 17 || k == 101 ? 3 : 1;
 				for (int variant = 0; variant < NVARIANTS; variant++)
 					for (int gp = 0; gp < 2 * nprec; gp++) {
 						const int gram = gp & 1;
 						const starfa_cuda_gram_precision prec =
-							(variant == CHOL) == (gp < 2) ? STARFA_CUDA_GRAM_3XTF32 : STARFA_CUDA_GRAM_3XBF16;
+							gp >= 4 ? STARFA_CUDA_GRAM_3XTF32
+							: (variant == CHOL) == (gp < 2) ? STARFA_CUDA_GRAM_3XFP16 : STARFA_CUDA_GRAM_3XBF16;
 						/* 3xBF16 sums are good to about 3 2^-18 a term, not float32's 2^-24 */
 						const double loose = prec == STARFA_CUDA_GRAM_3XBF16 ? (variant == CHOL ? 16.0 : 8.0) : 1.0;
 						for (int64_t u = 0; u < rows; u++) {
@@ -591,6 +592,85 @@ TEST(als_cuda, rowsolve_matches_reference)
 				free(x0);
 				free(x1);
 				free(xc);
+				device_band_free(&d, bd.ntiles);
+				band_free(&bd);
+			}
+	return 0;
+}
+
+/* 3xFP16's scales under the fused kernel's Cholesky: theta rows whose magnitudes differ by up to 2^24 from
+ * item to item, the whole of theta at 2^-30, 1 and 2^30 (lambda with it), targets or weights at 2^20:
+ * 3xFP16 and 3xTF32 within the same backward error (norm-wise), rows whole and cut into segments. */
+TEST(als_cuda, rowsolve_fp16_scales_cover_wide_magnitudes)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	static const int64_t cranks[] = {17, 101};
+	static const int gexp[] = {-30, 0, 30};
+	uint64_t rng = testing_seed() + 345;
+	for (size_t ki = 0; ki < sizeof cranks / sizeof cranks[0]; ki++)
+		for (int implicit = 0; implicit < 2; implicit++)
+			for (size_t gi = 0; gi < sizeof gexp / sizeof gexp[0]; gi++) {
+				const int64_t k = cranks[ki], rows = 37;
+				struct band bd;
+				struct device_band d;
+				CHECK(band_make(&bd, rows, k, 1 + (int)testing_below(&rng, 3), implicit, &rng) == 0);
+				for (int j = 0; j < bd.ntiles; j++) {
+					const starfa_csr *c = bd.t[j].csr;
+					for (int64_t col = 0; col < c->ncols; col++) {
+						const int e = gexp[gi] - 12 + (int)testing_below(&rng, 25);
+						for (int64_t dd = 0; dd < bd.ld; dd++)
+							bd.theta[j][col * bd.ld + dd] = ldexpf(bd.theta[j][col * bd.ld + dd], e);
+					}
+					for (int64_t e = 0; e < c->nnz; e++)
+						c->val[e] = ldexpf(c->val[e], 20);
+				}
+				const int split = gi == 1;
+				if (device_band_make(&d, &bd, split ? 5 : STARFA_CUDA_ROWSOLVE_SEGMENT))
+					return 1;
+				double *M = malloc(sizeof(double) * (size_t)(k * k)), *Mabs = malloc(sizeof(double) * (size_t)(k * k));
+				double *b = malloc(sizeof(double) * (size_t)k), *babs = malloc(sizeof(double) * (size_t)k);
+				CHECK(M && Mabs && b && babs);
+				for (int64_t u = 0; u < rows; u++) {
+					/* lambda at the largest terms' scale (items', and weights'): at the smallest's, the
+					 * rows of fewer entries than k would be singular to float32 */
+					bd.info[2 * u] = ldexpf((float)(0.05 + testing_uniform(&rng)), 2 * gexp[gi] + 24 + (implicit ? 20 : 0));
+					bd.info[2 * u + 1] = 1.0f;
+				}
+				starfa_cuda_rowsolve *pb = d.pb;
+				pb->implicit = implicit;
+				pb->alpha = 0.7f;
+				pb->mu = 0.3f;
+				pb->G = NULL;
+				pb->cholesky = 1;
+				pb->short_rows = starfa_cuda_rowsolve_short_rows(k, 1);
+				pb->cg_steps = 0;
+				struct starfa_cpu_rowsolve cpb = {rows, k, bd.ntiles, bd.tiles, implicit, 0.7f, 0.3f, bd.info, 2, NULL,
+								  STARFA_CPU_CHOLESKY, 0, NULL, k};
+				static const starfa_cuda_gram_precision precs[] = {STARFA_CUDA_GRAM_3XTF32, STARFA_CUDA_GRAM_3XFP16};
+				for (int pi = 0; pi < 2; pi++) {
+					pb->precision = precs[pi];
+					uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+					testing_poison(bd.X, (size_t)(rows * k));
+					if (device_band_run(&d, &bd, st))
+						return 1;
+					CHECK_MSG(st[STARFA_SOLVE_BAD_ROWS] == 0, "cuda k=%lld implicit=%d theta at 2^%d %s: %u bad rows",
+						  (long long)k, implicit, gexp[gi], pi ? "3xfp16" : "3xtf32", st[STARFA_SOLVE_BAD_ROWS]);
+					for (int64_t u = 0; u < rows; u++) {
+						int64_t n = reference(&bd, &cpb, u, M, Mabs, b, babs);
+						double err = backward_error(M, Mabs, bd.X + u * k, b, babs, k, 0.0);
+						double tol = 8.0 * (double)(k + n) * FLT_EPSILON;
+						CHECK_MSG(err <= tol,
+							  "cuda k=%lld implicit=%d split=%d theta at 2^%d %s row %lld (%lld entries): "
+							  "backward error %.3g > %.3g",
+							  (long long)k, implicit, split, gexp[gi], pi ? "3xfp16" : "3xtf32", (long long)u,
+							  (long long)n, err, tol);
+					}
+				}
+				free(M);
+				free(Mabs);
+				free(b);
+				free(babs);
 				device_band_free(&d, bd.ntiles);
 				band_free(&bd);
 			}
