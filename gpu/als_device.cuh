@@ -53,8 +53,8 @@ __host__ __device__ inline int64_t padded(int64_t k)
  *       chunks leave room, else after vec; none without chunks (the stored systems' solve keeps its
  *       occupancy and runs the one-thread-a-row product)
  *   red 2 x kWarps floats (block_sum's two buffers), 4 flags (kFlagLast, kFlagBad), with chunks
- *       3 x kWarps words (each warp's largest magnitudes of a chunk under 3xFP16: gram_rows), then the tiles' starts and
- *       prefix sums (2 x (MAX_TILES + 1) uint32)  */
+ *       3 x kWarps words (each warp's largest magnitudes of a chunk under 3xFP16: gram_rows), then the
+ *       tiles' starts and prefix sums (2 x (MAX_TILES + 1) uint32)  */
 struct Layout {
 	int kp, lda;
 	size_t u, vec, part, red, rs, pre, bytes;
