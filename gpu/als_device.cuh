@@ -321,11 +321,13 @@ template <int LANES> __device__ inline void gather(float (&v)[kPer][LANES], cons
 }
 
 /* The exponent of the power of two that brings magnitude bits m (a non-negative float's) into [2^14, 2^15),
- * within [-64, 64] (zero, subnormal, infinite and NaN magnitudes get an end of that range). */
+ * within [-63, 63], so that the product of two such powers, or of their inverses, is a normal float (zero,
+ * subnormal, infinite and NaN magnitudes get an end of that range). */
+constexpr int kMaxScaleExp = 63;
 __device__ inline int fp16_exponent(uint32_t m)
 {
 	const int e = 14 - ((int)(m >> 23) - 127);
-	return e < -64 ? -64 : e > 64 ? 64 : e;
+	return e < -kMaxScaleExp ? -kMaxScaleExp : e > kMaxScaleExp ? kMaxScaleExp : e;
 }
 
 /* 2^e as a float, 0 below 2^-126 (e <= 127). */
@@ -358,30 +360,22 @@ __device__ inline void chunk_magnitudes(const Shared &s, const float (&v)[kPer][
 	}
 }
 
-/* f(r, c, v, diagonal) for every element (r, c) = v of the warp's blocks (diagonal: of a block on the
- * diagonal, which holds both (r, c) and (c, r)); v is the accumulator itself, writable where acc (an
- * Acc<FPW>) is. */
-template <typename AccT, typename F> __device__ inline void fragment_elements(AccT &acc, int nb, F f)
+/* The warp's blocks of a Gram sum times f, column target_col's elements times ft instead; frag_b as in
+ * gram_rows (fragment i's half h lies in the 8 columns from 8 (frag_b[i][h] >> 7); past the warp's
+ * fragments, 0: the accumulators there are zero). */
+template <int FPW>
+__device__ inline void scale_blocks(Acc<FPW> &acc, const int (&frag_b)[FPW][2], int target_col, float f, float ft)
 {
-	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-	constexpr int FPW = sizeof acc.c / sizeof acc.c[0];
+	const int c0 = 2 * (threadIdx.x & 3);
 #pragma unroll
-	for (int i = 0; i < FPW; i++) {
-		int bi, bj;
-		if (!warp_fragment(i, nb, &bi, &bj))
-			continue;
+	for (int i = 0; i < FPW; i++)
 #pragma unroll
-		for (int h = 0; h < 2; h++)
+		for (int h = 0; h < 2; h++) {
+			const int c = 8 * (frag_b[i][h] >> 7) + c0;
 #pragma unroll
 			for (int q = 0; q < 4; q++)
-				f(16 * bi + g + 8 * (q >> 1), 16 * bj + 8 * h + 2 * t + (q & 1), acc.c[i][h][q], bi == bj);
-	}
-}
-
-/* The warp's blocks of a Gram sum times f, column target_col's elements times ft instead. */
-template <int FPW> __device__ inline void scale_blocks(Acc<FPW> &acc, int nb, int target_col, float f, float ft)
-{
-	fragment_elements(acc, nb, [&](int, int c, float &v, bool) { v *= c == target_col ? ft : f; });
+				acc.c[i][h][q] *= c + (q & 1) == target_col ? ft : f;
+		}
 }
 
 /* Sums entries [begin, end) of row u (in the sources' order) into the warp's blocks of the Gram sum
@@ -459,7 +453,8 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 	EntryInfo cur = entry_info(s, src, wt, begin, end);
 	gather<LANES>(v, cur, k);
 	EntryInfo nxt = entry_info(s, src, wt, begin + kChunk, end);
-	int ea = 64, eb = 64, et = 64;          /* 3xFP16: the scales' exponents (the largest allowed until a chunk is seen) */
+	/* 3xFP16: the scales' exponents, unset (above the largest allowed) until the first chunk */
+	int ea = kMaxScaleExp + 1, eb = kMaxScaleExp + 1, et = kMaxScaleExp + 1;
 	float sa = 1.0f, sb = 1.0f, st = 1.0f; /* 2^ea, 2^eb, 2^et */
 	if (FP16) {
 		chunk_magnitudes(s, v, cur, weighted);
@@ -477,8 +472,8 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 			}
 			const int na = min(ea, fp16_exponent(ma)), nb_ = min(eb, fp16_exponent(mb)), nt = min(et, fp16_exponent(mt));
 			if (na != ea || nb_ != eb || nt != et) {
-				const float fa = pow2(na - ea);
-				scale_blocks(acc, nb, target_col, fa * pow2(nb_ - eb), fa * pow2(nt - et));
+				if (ea <= kMaxScaleExp) /* not the first chunk, whose sums so far are zero */
+					scale_blocks(acc, frag_b, target_col, pow2(na - ea + nb_ - eb), pow2(na - ea + nt - et));
 				ea = na;
 				eb = nb_;
 				et = nt;
@@ -551,9 +546,25 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 			chunk_magnitudes(s, v, cur, weighted);
 		__syncthreads();
 	}
-	if (FP16) { /* acc / (2^ea 2^eb), in two steps: each within float's range (et for the targets' column) */
-		scale_blocks(acc, nb, target_col, pow2(-ea), pow2(-ea));
-		scale_blocks(acc, nb, target_col, pow2(-eb), pow2(-et));
+	if (FP16) /* acc / (2^ea 2^eb), the targets' column / (2^ea 2^et) */
+		scale_blocks(acc, frag_b, target_col, pow2(-ea - eb), pow2(-ea - et));
+}
+
+/* f(r, c, v, diagonal) for every element (r, c) = v of the warp's blocks (diagonal: of a block on the
+ * diagonal, which holds both (r, c) and (c, r)). */
+template <int FPW, typename F> __device__ inline void fragment_elements(const Acc<FPW> &acc, int nb, F f)
+{
+	const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+	for (int i = 0; i < FPW; i++) {
+		int bi, bj;
+		if (!warp_fragment(i, nb, &bi, &bj))
+			continue;
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+#pragma unroll
+			for (int q = 0; q < 4; q++)
+				f(16 * bi + g + 8 * (q >> 1), 16 * bj + 8 * h + 2 * t + (q & 1), acc.c[i][h][q], bi == bj);
 	}
 }
 
