@@ -401,11 +401,11 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 			  uint32_t end, Acc<FPW> &acc)
 {
 	static_assert(kWarps == 8, "a warp's entries share their position in a k-step (e & 7 == warp)");
-	static_assert(kPer % 2 == 0, "under 3xBF16 a k-step is two of a warp's entries");
+	static_assert(kPer % 2 == 0, "with 16-bit parts a k-step is two of a warp's entries");
 	constexpr int KIND = part_kind(PREC);
-	/* BF16: the 16-bit parts' layout (3xBF16 and 3xFP16) */
-	constexpr bool PRECISE = PREC != STARFA_CUDA_GRAM_TF32, BF16 = KIND != kPartTF32, FP16 = KIND == kPartFP16;
-	constexpr int kStep = BF16 ? 16 : 8; /* entries a k-step */
+	/* HALF: 16-bit parts (3xBF16 and 3xFP16), two entries a word */
+	constexpr bool PRECISE = PREC != STARFA_CUDA_GRAM_TF32, HALF = KIND != kPartTF32, FP16 = KIND == kPartFP16;
+	constexpr int kStep = HALF ? 16 : 8; /* entries a k-step */
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int kp = s.kp, nb = kp / 16, nb2 = kp / 8;
 	const bool weighted = wt.mode == 1 || wt.mode == 2;
@@ -415,9 +415,9 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 	/* One k-step's A part (nb blocks x 2 x 32 lanes x 4 words) and B part (nb2 x 2 x 32 x 2) are both
 	 * nb * 256 words; one 32-lane pass over a theta row moves two A blocks and four B blocks on: 512. */
 	const int step_words = nb * 256;
-	/* Under 3xBF16, entry warp + 8 j is pair (warp >> 1) + 4 j, half warp & 1: k-step j >> 1, and odd j
+	/* With 16-bit parts, entry warp + 8 j is pair (warp >> 1) + 4 j, half warp & 1: k-step j >> 1, and odd j
 	 * two words on in A's slot (the pair's kk >> 2), one in B's. */
-	const int store_a0 = a_slot(BF16 ? warp >> 1 : warp, lane, nb), store_b0 = b_slot(BF16 ? warp >> 1 : warp, lane, nb2);
+	const int store_a0 = a_slot(HALF ? warp >> 1 : warp, lane, nb), store_b0 = b_slot(HALF ? warp >> 1 : warp, lane, nb2);
 	uint16_t *const A16 = (uint16_t *)A + (warp & 1), *const B16 = (uint16_t *)B + (warp & 1);
 	int nfrag = 0, frag_a[FPW], frag_b[FPW][2];
 	unsigned new_row = 0; /* fragments whose A operand differs from the previous fragment's */
@@ -488,12 +488,12 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 		int store_a = store_a0, store_b = store_b0;
 		asm volatile("" : "+r"(store_a), "+r"(store_b));
 		/* chunk c from registers into shared memory (the previous chunk's readers are done); entry
-		 * warp + j kWarps lies in k-step j (3xBF16: j >> 1), so a short last chunk stores only the steps
+		 * warp + j kWarps lies in k-step j (16-bit parts: j >> 1), so a short last chunk stores only the steps
 		 * it sums */
 		const int steps = (int)((cnt + kStep - 1) / kStep);
 #pragma unroll
 		for (int j = 0; j < kPer; j++) {
-			if ((BF16 ? j >> 1 : j) >= steps)
+			if ((HALF ? j >> 1 : j) >= steps)
 				break;
 			const float t = __shfl_sync(0xffffffffu, cur.t, j);
 			const float w = weighted ? __shfl_sync(0xffffffffu, cur.w, j) : 1.0f;
@@ -502,9 +502,9 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 				const int d = lane + 32 * l;
 				if (d < kp) {
 					const float x = v[j][l], y = d == target_col ? t : w * x;
-					/* entry warp + 8 j: k-step j, or under 3xBF16 j >> 1 (store_a0 above) */
-					const int ja = BF16 ? (j >> 1) * step_words + ((j & 1) << 1) : j * step_words;
-					const int jb = BF16 ? (j >> 1) * step_words + (j & 1) : j * step_words;
+					/* entry warp + 8 j: k-step j, or with 16-bit parts j >> 1 (store_a0 above) */
+					const int ja = HALF ? (j >> 1) * step_words + ((j & 1) << 1) : j * step_words;
+					const int jb = HALF ? (j >> 1) * step_words + (j & 1) : j * step_words;
 					store_parts<KIND, PRECISE>(A, A16, store_a + ja + 512 * l, kLoA, x, sa);
 					store_parts<KIND, PRECISE>(B, B16, store_b + jb + 512 * l, kLoB, y, d == target_col ? st : sb);
 				}

@@ -616,7 +616,7 @@ TEST(als_cuda, rowsolve_fp16_scales_cover_wide_magnitudes)
 				struct device_band d;
 				CHECK(band_make(&bd, rows, k, 1 + (int)testing_below(&rng, 3), implicit, &rng) == 0);
 				for (int j = 0; j < bd.ntiles; j++) {
-					const starfa_csr *c = bd.t[j].csr;
+					starfa_csr *c = bd.t[j].csr;
 					for (int64_t col = 0; col < c->ncols; col++) {
 						const int e = gexp[gi] - 12 + (int)testing_below(&rng, 25);
 						for (int64_t dd = 0; dd < bd.ld; dd++)
