@@ -29,6 +29,7 @@
 #include "cpu/solve.h" /* the status words */
 
 #include <cfloat>
+#include <cstring>
 
 namespace {
 
@@ -53,7 +54,8 @@ __host__ __device__ inline int64_t padded(int64_t k)
  *       chunks leave room, else after vec; none without chunks (the stored systems' solve keeps its
  *       occupancy and runs the one-thread-a-row product)
  *   red 2 x kWarps floats (block_sum's two buffers), 4 flags (kFlagLast, kFlagBad), with chunks
- *       3 x kWarps words (each warp's largest magnitudes of a chunk under 3xFP16: gram_rows), then the
+ *       3 x kWarps words (each warp's largest magnitudes of a chunk under 3xFP16: gram_rows) and 2 x kChunk
+ *       words (the next chunk's column indices and values, copied ahead: entry_prefetch), then the
  *       tiles' starts and prefix sums (2 x (MAX_TILES + 1) uint32)  */
 struct Layout {
 	int kp, lda;
@@ -78,7 +80,7 @@ __host__ __device__ inline Layout layout(int kp, bool chunks_too = true, size_t 
 		L.part = L.red;
 		L.red += part * sizeof(float);
 	}
-	L.rs = L.red + (2 * kWarps + 4 + (L.has_part ? 3 * kWarps : 0)) * sizeof(float);
+	L.rs = L.red + (2 * kWarps + 4 + (L.has_part ? 3 * kWarps + 2 * kChunk : 0)) * sizeof(float);
 	L.pre = L.rs + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
 	L.bytes = L.pre + (STARFA_CUDA_ROWSOLVE_MAX_TILES + 1) * sizeof(uint32_t);
 	return L;
@@ -87,7 +89,7 @@ __host__ __device__ inline Layout layout(int kp, bool chunks_too = true, size_t 
 struct Shared {
 	float *U, *b, *x, *r, *p, *q, *part;
 	float *red;
-	uint32_t *mx, *rs, *pre;
+	uint32_t *mx, *ent, *rs, *pre;
 	int kp, lda;
 };
 
@@ -106,6 +108,7 @@ __device__ inline Shared carve(unsigned char *base, int kp, bool chunks_too = tr
 	s.part = L.has_part ? (float *)(base + L.part) : nullptr;
 	s.red = (float *)(base + L.red);
 	s.mx = L.has_part ? (uint32_t *)(s.red + 2 * kWarps + 4) : nullptr;
+	s.ent = L.has_part ? s.mx + 3 * kWarps : nullptr;
 	s.rs = (uint32_t *)(base + L.rs);
 	s.pre = (uint32_t *)(base + L.pre);
 	return s;
@@ -148,14 +151,6 @@ __device__ inline uint32_t tf32_high(float x)
 	return x != x ? __float_as_uint(x) : r;
 }
 
-/* x rounded to BF16 (nearest, ties to even), as the 16 bits: the hardware conversion (one instruction,
- * where the half-ulp add of tf32_bits would carry a NaN of a full mantissa, such as the device's own
- * 0x7fffffff, into the sign bit and give -0). */
-__device__ inline uint32_t bf16_bits(float x)
-{
-	return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-}
-
 /* The parts a Gram sum's terms are split into (from the starfa_cuda_gram_precision). */
 enum PartKind { kPartTF32, kPartBF16, kPartFP16 };
 
@@ -164,26 +159,45 @@ __host__ __device__ constexpr int part_kind(int prec)
 	return prec == STARFA_CUDA_GRAM_3XBF16 ? kPartBF16 : prec == STARFA_CUDA_GRAM_3XFP16 ? kPartFP16 : kPartTF32;
 }
 
-/* x split into its high part at word `slot` of W and, where PRECISE, its low part lo words on: TF32 parts
- * as words, or under BF16 and FP16 as the halves of H (W viewed as 16-bit, offset by the entry's half).
- * FP16 parts are of x times `scale` (a power of two), so that they stay in FP16's range. */
-template <int KIND, bool PRECISE>
-__device__ inline void store_parts(uint32_t *W, uint16_t *H, int slot, int lo, float x, float scale)
+/* x split into TF32 parts: its high part at word `slot` of W and, where PRECISE, its low part lo words on. */
+template <bool PRECISE> __device__ inline void store_tf32(uint32_t *W, int slot, int lo, float x)
 {
+	const uint32_t h = tf32_high(x);
+	W[slot] = h;
+	if (PRECISE)
+		W[slot + lo] = tf32_bits(x - __uint_as_float(h));
+}
+
+/* The 32 bits of a pair of 16-bit values. */
+template <typename T> __device__ inline uint32_t pair_bits(const T &h)
+{
+	static_assert(sizeof(T) == 4, "two 16-bit halves");
+	uint32_t u;
+	memcpy(&u, &h, sizeof u);
+	return u;
+}
+
+/* Under BF16 or FP16 parts, the words of two entries' x0 and x1 (low and high half), rounded to nearest
+ * even: the high parts at word `slot` of W, the low parts lo words on, as store_tf32 places TF32's. One
+ * conversion a part for both entries, and two 32-bit stores for both where each entry's parts took two
+ * 16-bit stores, which met two to a bank. FP16 parts are of x times `scale` (a
+ * power of two), so that they stay in FP16's range. */
+template <int KIND>
+__device__ inline void store_pair(uint32_t *W, int slot, int lo, float x0, float x1, float scale)
+{
+	static_assert(KIND != kPartTF32, "pairs of 16-bit parts");
 	if (KIND == kPartBF16) {
-		const uint32_t h = bf16_bits(x);
-		H[2 * slot] = (uint16_t)h;
-		H[2 * (slot + lo)] = (uint16_t)bf16_bits(x - __uint_as_float(h << 16));
-	} else if (KIND == kPartFP16) {
-		const float y = x * scale;
-		const __half h = __float2half_rn(y);
-		H[2 * slot] = __half_as_ushort(h);
-		H[2 * (slot + lo)] = __half_as_ushort(__float2half_rn(y - __half2float(h)));
+		const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+		const float2 hf = __bfloat1622float2(h);
+		const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - hf.x, x1 - hf.y);
+		W[slot] = pair_bits(h);
+		W[slot + lo] = pair_bits(l);
 	} else {
-		const uint32_t h = tf32_high(x);
-		W[slot] = h;
-		if (PRECISE)
-			W[slot + lo] = tf32_bits(x - __uint_as_float(h));
+		const __half2 h = __floats2half2_rn(x0 * scale, x1 * scale);
+		const float2 hf = __half22float2(h);
+		const __half2 l = __floats2half2_rn(x0 * scale - hf.x, x1 * scale - hf.y);
+		W[slot] = pair_bits(h);
+		W[slot + lo] = pair_bits(l);
 	}
 }
 
@@ -257,18 +271,26 @@ __device__ inline bool warp_fragment(int i, int nb, int *bi, int *bj)
 	return false;
 }
 
-/* Lane j < kPer of each warp describes entry warp + j kWarps of a chunk: its theta row (NULL past the
- * row's end), weight and target. */
+/* Lane j < kPer of each warp describes one entry of a chunk: its theta row (NULL past the row's end),
+ * weight and target. Which entry: entry_load. */
 struct EntryInfo {
 	const float *row;
 	float w, t;
 };
 
-/* Entry g of the row (in the sources' order): its theta row, weight and target. */
-__device__ inline EntryInfo entry_at(const Shared &s, const RowSource &src, const Weights &wt, uint32_t g)
+/* An entry's column index and value as loaded, with its source tile (-1: past the row's end); entry_use
+ * makes an EntryInfo of it. Apart, so that the Gram kernel can load a chunk's entries two chunks ahead
+ * (entry_prefetch) and use them a chunk later. */
+struct EntryLoad {
+	uint32_t c;
+	float v;
+	int tile;
+};
+
+/* The source tile of entry g of the row (in the sources' order): the last tile whose prefix is <= g. */
+__device__ inline int entry_tile(const Shared &s, const RowSource &src, uint32_t g)
 {
-	EntryInfo e = {nullptr, 0.0f, 0.0f};
-	int lo = 0, hi = src.ntiles - 1; /* the last tile whose prefix is <= g */
+	int lo = 0, hi = src.ntiles - 1;
 	while (lo < hi) {
 		int mid = (lo + hi + 1) / 2;
 		if (s.pre[mid] <= g)
@@ -276,9 +298,27 @@ __device__ inline EntryInfo entry_at(const Shared &s, const RowSource &src, cons
 		else
 			hi = mid - 1;
 	}
+	return lo;
+}
+
+/* Entry g of the row: its tile, column index and value. */
+__device__ inline EntryLoad entry_load(const Shared &s, const RowSource &src, uint32_t g)
+{
+	const int lo = entry_tile(s, src, g);
 	const starfa_cuda_rowsolve_tile &tl = src.tiles[lo];
-	const uint32_t p = s.rs[lo] + (g - s.pre[lo]), c = __ldg(tl.colind + p);
-	const float v = __ldg(tl.val + p);
+	const uint32_t p = s.rs[lo] + (g - s.pre[lo]);
+	return EntryLoad{__ldg(tl.colind + p), __ldg(tl.val + p), lo};
+}
+
+/* A loaded entry's theta row, weight and target. */
+__device__ inline EntryInfo entry_use(const RowSource &src, const Weights &wt, const EntryLoad &l)
+{
+	EntryInfo e = {nullptr, 0.0f, 0.0f};
+	if (l.tile < 0)
+		return e;
+	const starfa_cuda_rowsolve_tile &tl = src.tiles[l.tile];
+	const uint32_t c = l.c;
+	const float v = l.v;
 	e.row = tl.theta + (int64_t)c * tl.ld;
 	switch (wt.mode) {
 	case 0:
@@ -295,14 +335,64 @@ __device__ inline EntryInfo entry_at(const Shared &s, const RowSource &src, cons
 	return e;
 }
 
-__device__ inline EntryInfo entry_info(const Shared &s, const RowSource &src, const Weights &wt, uint32_t g0,
-				       uint32_t end)
+/* Entry g of the row (in the sources' order): its theta row, weight and target. */
+__device__ inline EntryInfo entry_at(const Shared &s, const RowSource &src, const Weights &wt, uint32_t g)
+{
+	return entry_use(src, wt, entry_load(s, src, g));
+}
+
+/* Lane j < kPer's entry of the chunk from g0. With TF32 parts (PAIRS false), entry warp + j kWarps: k-step
+ * j (8 entries) at position warp. With 16-bit parts a k-step is 16 entries and a word of the operands holds
+ * two, 2i and 2i + 1: warp w takes pair w of each k-step, entries 16 (j >> 1) + 2 w + (j & 1), so that a
+ * thread holds both halves of the words it stores. */
+template <bool PAIRS> __device__ inline uint32_t chunk_entry(uint32_t g0)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const uint32_t g = g0 + warp + lane * kWarps;
+	return g0 + (PAIRS ? 16 * (lane >> 1) + 2 * warp + (lane & 1) : warp + lane * kWarps);
+}
+
+template <bool PAIRS>
+__device__ inline EntryLoad entry_load_chunk(const Shared &s, const RowSource &src, uint32_t g0, uint32_t end)
+{
+	const uint32_t g = chunk_entry<PAIRS>(g0);
+	if ((threadIdx.x & 31) >= kPer || g >= end)
+		return EntryLoad{0u, 0.0f, -1};
+	return entry_load(s, src, g);
+}
+
+/* entry_load_chunk's column index and value copied into the thread's two words of s.ent by cp.async,
+ * without registers: loads into registers two chunks ahead tied registers the sums need, and the
+ * compiler then waited for them before the sums (a copy at a branch's join). entry_prefetched reads
+ * them back. */
+template <bool PAIRS>
+__device__ inline void entry_prefetch(const Shared &s, const RowSource &src, uint32_t g0, uint32_t end)
+{
+	const int lane = threadIdx.x & 31;
+	const uint32_t g = chunk_entry<PAIRS>(g0);
 	if (lane >= kPer || g >= end)
-		return EntryInfo{nullptr, 0.0f, 0.0f};
-	return entry_at(s, src, wt, g);
+		return;
+	const int lo = entry_tile(s, src, g);
+	const starfa_cuda_rowsolve_tile &tl = src.tiles[lo];
+	const uint32_t p = s.rs[lo] + (g - s.pre[lo]);
+	uint32_t *const slot = s.ent + 2 * ((threadIdx.x >> 5) * kPer + lane);
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((uint32_t)__cvta_generic_to_shared(slot)),
+		     "l"(tl.colind + p)
+		     : "memory");
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((uint32_t)__cvta_generic_to_shared(slot + 1)),
+		     "l"(tl.val + p)
+		     : "memory");
+}
+
+template <bool PAIRS>
+__device__ inline EntryLoad entry_prefetched(const Shared &s, const RowSource &src, uint32_t g0, uint32_t end)
+{
+	const int lane = threadIdx.x & 31;
+	const uint32_t g = chunk_entry<PAIRS>(g0);
+	if (lane >= kPer || g >= end)
+		return EntryLoad{0u, 0.0f, -1};
+	asm volatile("cp.async.wait_all;\n" ::: "memory");
+	const uint32_t *const slot = s.ent + 2 * ((threadIdx.x >> 5) * kPer + lane);
+	return EntryLoad{slot[0], __uint_as_float(slot[1]), entry_tile(s, src, g)};
 }
 
 /* The warp's kPer theta rows of a chunk into registers (lanes across k). */
@@ -350,9 +440,12 @@ __device__ inline void chunk_magnitudes(const Shared &s, const float (&v)[kPer][
 		for (int l = 0; l < LANES; l++)
 			m = max(m, __float_as_uint(v[j][l]) & 0x7fffffffu);
 	m = __reduce_max_sync(0xffffffffu, m);
-	const uint32_t w = __reduce_max_sync(0xffffffffu, __float_as_uint(e.w) & 0x7fffffffu);
+	uint32_t b = m; /* unweighted: the B operand is the A operand */
+	if (weighted) {
+		const uint32_t w = __reduce_max_sync(0xffffffffu, __float_as_uint(e.w) & 0x7fffffffu);
+		b = __float_as_uint(__uint_as_float(m) * __uint_as_float(w)) & 0x7fffffffu;
+	}
 	const uint32_t t = __reduce_max_sync(0xffffffffu, __float_as_uint(e.t) & 0x7fffffffu);
-	const uint32_t b = weighted ? __float_as_uint(__uint_as_float(m) * __uint_as_float(w)) & 0x7fffffffu : m;
 	if ((threadIdx.x & 31) == 0) {
 		s.mx[threadIdx.x >> 5] = m;
 		s.mx[kWarps + (threadIdx.x >> 5)] = b;
@@ -400,7 +493,7 @@ template <int FPW, int LANES, int PREC>
 __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, const Weights &wt, uint32_t begin,
 			  uint32_t end, Acc<FPW> &acc)
 {
-	static_assert(kWarps == 8, "a warp's entries share their position in a k-step (e & 7 == warp)");
+	static_assert(kWarps == 8, "a warp's entries hold one position (pair, with 16-bit parts) of each k-step");
 	static_assert(kPer % 2 == 0, "with 16-bit parts a k-step is two of a warp's entries");
 	constexpr int KIND = part_kind(PREC);
 	/* HALF: 16-bit parts (3xBF16 and 3xFP16), two entries a word */
@@ -415,10 +508,9 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 	/* One k-step's A part (nb blocks x 2 x 32 lanes x 4 words) and B part (nb2 x 2 x 32 x 2) are both
 	 * nb * 256 words; one 32-lane pass over a theta row moves two A blocks and four B blocks on: 512. */
 	const int step_words = nb * 256;
-	/* With 16-bit parts, entry warp + 8 j is pair (warp >> 1) + 4 j, half warp & 1: k-step j >> 1, and odd j
-	 * two words on in A's slot (the pair's kk >> 2), one in B's. */
-	const int store_a0 = a_slot(HALF ? warp >> 1 : warp, lane, nb), store_b0 = b_slot(HALF ? warp >> 1 : warp, lane, nb2);
-	uint16_t *const A16 = (uint16_t *)A + (warp & 1), *const B16 = (uint16_t *)B + (warp & 1);
+	/* With 16-bit parts, the warp's entries j and j + 1 (j even) are pair `warp` of k-step j >> 1
+	 * (entry_load_chunk): one word, whose slot is TF32's for entry `warp`. */
+	const int store_a0 = a_slot(warp, lane, nb), store_b0 = b_slot(warp, lane, nb2);
 	int nfrag = 0, frag_a[FPW], frag_b[FPW][2];
 	unsigned new_row = 0; /* fragments whose A operand differs from the previous fragment's */
 	{
@@ -450,9 +542,9 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 					acc.c[i][h][q] = 0.0f;
 	}
 	float v[kPer][LANES];
-	EntryInfo cur = entry_info(s, src, wt, begin, end);
+	EntryInfo cur = entry_use(src, wt, entry_load_chunk<HALF>(s, src, begin, end));
 	gather<LANES>(v, cur, k);
-	EntryInfo nxt = entry_info(s, src, wt, begin + kChunk, end);
+	entry_prefetch<HALF>(s, src, begin + kChunk, end);
 	/* 3xFP16: the scales' exponents, unset (above the largest allowed) until the first chunk */
 	int ea = kMaxScaleExp + 1, eb = kMaxScaleExp + 1, et = kMaxScaleExp + 1;
 	float sa = 1.0f, sb = 1.0f, st = 1.0f; /* 2^ea, 2^eb, 2^et */
@@ -487,34 +579,53 @@ __device__ void gram_rows(const Shared &s, const RowSource &src, int64_t k, cons
 		 * an empty asm that "changes" them makes recomputing impossible. */
 		int store_a = store_a0, store_b = store_b0;
 		asm volatile("" : "+r"(store_a), "+r"(store_b));
-		/* chunk c from registers into shared memory (the previous chunk's readers are done); entry
-		 * warp + j kWarps lies in k-step j (16-bit parts: j >> 1), so a short last chunk stores only the steps
-		 * it sums */
+		/* chunk c from registers into shared memory (the previous chunk's readers are done); the warp's
+		 * entry j lies in k-step j (16-bit parts: j >> 1: chunk_entry), so a short last chunk stores only the
+		 * steps it sums */
 		const int steps = (int)((cnt + kStep - 1) / kStep);
+		if constexpr (HALF) {
 #pragma unroll
-		for (int j = 0; j < kPer; j++) {
-			if ((HALF ? j >> 1 : j) >= steps)
-				break;
-			const float t = __shfl_sync(0xffffffffu, cur.t, j);
-			const float w = weighted ? __shfl_sync(0xffffffffu, cur.w, j) : 1.0f;
+			for (int j = 0; j < kPer; j += 2) { /* entries j and j + 1: k-step j >> 1 */
+				if (j >> 1 >= steps)
+					break;
+				const float t0 = __shfl_sync(0xffffffffu, cur.t, j), t1 = __shfl_sync(0xffffffffu, cur.t, j + 1);
+				const float w0 = weighted ? __shfl_sync(0xffffffffu, cur.w, j) : 1.0f;
+				const float w1 = weighted ? __shfl_sync(0xffffffffu, cur.w, j + 1) : 1.0f;
 #pragma unroll
-			for (int l = 0; l < LANES; l++) {
-				const int d = lane + 32 * l;
-				if (d < kp) {
-					const float x = v[j][l], y = d == target_col ? t : w * x;
-					/* entry warp + 8 j: k-step j, or with 16-bit parts j >> 1 (store_a0 above) */
-					const int ja = HALF ? (j >> 1) * step_words + ((j & 1) << 1) : j * step_words;
-					const int jb = HALF ? (j >> 1) * step_words + (j & 1) : j * step_words;
-					store_parts<KIND, PRECISE>(A, A16, store_a + ja + 512 * l, kLoA, x, sa);
-					store_parts<KIND, PRECISE>(B, B16, store_b + jb + 512 * l, kLoB, y, d == target_col ? st : sb);
+				for (int l = 0; l < LANES; l++) {
+					const int d = lane + 32 * l;
+					if (d < kp) {
+						const float x0 = v[j][l], x1 = v[j + 1][l];
+						const bool tc = d == target_col;
+						const int off = (j >> 1) * step_words + 512 * l;
+						store_pair<KIND>(A, store_a + off, kLoA, x0, x1, sa);
+						store_pair<KIND>(B, store_b + off, kLoB, tc ? t0 : w0 * x0, tc ? t1 : w1 * x1, tc ? st : sb);
+					}
+				}
+			}
+		} else {
+#pragma unroll
+			for (int j = 0; j < kPer; j++) { /* entry warp + 8 j: k-step j */
+				if (j >= steps)
+					break;
+				const float t = __shfl_sync(0xffffffffu, cur.t, j);
+				const float w = weighted ? __shfl_sync(0xffffffffu, cur.w, j) : 1.0f;
+#pragma unroll
+				for (int l = 0; l < LANES; l++) {
+					const int d = lane + 32 * l;
+					if (d < kp) {
+						const float x = v[j][l], y = d == target_col ? t : w * x;
+						store_tf32<PRECISE>(A, store_a + j * step_words + 512 * l, kLoA, x);
+						store_tf32<PRECISE>(B, store_b + j * step_words + 512 * l, kLoB, y);
+					}
 				}
 			}
 		}
 		__syncthreads();
 		if (g0 + kChunk < end) { /* the next chunks' loads, in flight during this chunk's sums */
-			gather<LANES>(v, nxt, k);
-			cur = nxt;
-			nxt = entry_info(s, src, wt, g0 + 2 * kChunk, end);
+			cur = entry_use(src, wt, entry_prefetched<HALF>(s, src, g0 + kChunk, end));
+			gather<LANES>(v, cur, k);
+			entry_prefetch<HALF>(s, src, g0 + 2 * kChunk, end);
 		}
 		const uint32_t *a = A, *b = B;
 		for (int st = 0; st < steps; st++, a += step_words, b += step_words) {
