@@ -876,33 +876,49 @@ __device__ inline void factor_diagonal_block(float *U, int lda, int j0, int w, f
 		*bad = verdict;
 }
 
-/* The trailing update's 4 x 4 tile (tl, ti) of the region right of and below panel j0 (w rows, ending at
- * j1): U[l][i] -= sum_q R_ql R_qi for rows j1 + 4 tl + r < k and columns j1 + 4 ti + c in [l, k] (column k
- * is the right-hand side). 16-byte loads of the panel's rows, 16 multiply-adds per 8 loaded values; a
- * tile's columns stay below k + 4 <= lda. */
-__device__ inline void trailing_tile(float *U, int lda, int j0, int w, int j1, int k, int tl, int ti)
+/* The trailing update's E x E tile (tl, ti) of the region right of and below panel j0 (w rows, ending at
+ * j1): U[l][i] -= sum_q R_ql R_qi for rows j1 + E tl + r < k and columns j1 + E ti + c in [l, k] (column k
+ * is the right-hand side). E = 4: the trailing triangle's tiles, 16-byte loads of the panel's rows, 16
+ * multiply-adds per 8 loaded values; a tile's columns stay below k + 4 <= lda. E = 2: warp 0's lookahead,
+ * the next diagonal block in 36 tiles of 2 x 2 over its 32 lanes (64 multiply-adds each) where ten lanes
+ * took a 4 x 4 tile each, 256 in a row, while the other warps waited at the panel's barrier; its columns
+ * stay below k + 2. */
+template <int E>
+__device__ inline void update_tile(float *U, int lda, int j0, int w, int j1, int k, int tl, int ti)
 {
-	const int l0 = j1 + 4 * tl, i0 = j1 + 4 * ti;
+	static_assert(E == 4 || E == 2, "4 x 4 or 2 x 2 tiles");
+	const int l0 = j1 + E * tl, i0 = j1 + E * ti;
 	if (l0 >= k)
 		return;
-	float acc[4][4] = {};
+	if constexpr (E == 2)
+		if (i0 > k)
+			return;
+	float acc[E][E] = {};
 #pragma unroll
 	for (int q = 0; q < 16; q++) {
 		if (q >= w)
 			break;
 		const float *row = U + (j0 + q) * lda;
-		const float4 a = *(const float4 *)(row + l0), b = *(const float4 *)(row + i0);
-		const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+		float av[E], bv[E];
+		if constexpr (E == 4) {
+			const float4 a = *(const float4 *)(row + l0), b = *(const float4 *)(row + i0);
+			av[0] = a.x, av[1] = a.y, av[2] = a.z, av[3] = a.w;
+			bv[0] = b.x, bv[1] = b.y, bv[2] = b.z, bv[3] = b.w;
+		} else {
+			const float2 a = *(const float2 *)(row + l0), b = *(const float2 *)(row + i0);
+			av[0] = a.x, av[1] = a.y;
+			bv[0] = b.x, bv[1] = b.y;
+		}
 #pragma unroll
-		for (int r = 0; r < 4; r++)
+		for (int r = 0; r < E; r++)
 #pragma unroll
-			for (int c = 0; c < 4; c++)
+			for (int c = 0; c < E; c++)
 				acc[r][c] += av[r] * bv[c];
 	}
 #pragma unroll
-	for (int r = 0; r < 4; r++)
+	for (int r = 0; r < E; r++)
 #pragma unroll
-		for (int c = 0; c < 4; c++) {
+		for (int c = 0; c < E; c++) {
 			const int l = l0 + r, i = i0 + c;
 			if (l < k && i <= k && i >= l)
 				U[l * lda + i] -= acc[r][c];
@@ -917,8 +933,8 @@ __device__ inline void trailing_tile(float *U, int lda, int j0, int w, int j1, i
  *   1. warp 0 factors the panel's 16 x 16 diagonal block in registers (factor_diagonal_block);
  *   2. the panel's rows right of that block, R_12 = R_11^-T M_12 (and y's 16 entries): a thread a column,
  *      the 16-row recurrence in registers;
- *   3. the trailing triangle, M_22 -= R_12^T R_12 (4 x 4 tiles, trailing_tile). With a lookahead: warp 0
- *      updates the next panel's diagonal block (10 tiles) and goes on to factor it (step 1 of the next
+ *   3. the trailing triangle, M_22 -= R_12^T R_12 (4 x 4 tiles, update_tile). With a lookahead: warp 0
+ *      updates the next panel's diagonal block (2 x 2 tiles on its 32 lanes) and goes on to factor it (step 1 of the next
  *      panel, a chain of 16 dependent steps) while the other warps update the rest, so that the chain is
  *      hidden behind the update instead of following it.
  * The same sums as the unblocked form, in another order. Returns 0, or 1 when a pivot is not positive
@@ -965,11 +981,11 @@ __device__ int solve_cholesky(const Shared &s, int k)
 		/* 3. the trailing region, rows j1..k - 1 and columns j1..k, in T x T tiles over its upper part */
 		const int m = k - j1, T = (m + 4) / 4, ntiles = T * (T + 1) / 2;
 		if (warp == 0) {
-			if (lane < 10) { /* the next diagonal block's tiles: the upper triangle of its 4 x 4 tiles */
+			/* the next diagonal block's update: the upper triangle of its 2 x 2 tiles, 36 over 32 lanes */
+			for (int p = lane; p < 36; p += 32) {
 				int tl, ti;
-				upper_tile(lane, 4, &tl, &ti);
-				if (ti < T)
-					trailing_tile(U, lda, j0, w, j1, k, tl, ti);
+				upper_tile(p, 8, &tl, &ti);
+				update_tile<2>(U, lda, j0, w, j1, k, tl, ti);
 			}
 			__syncwarp();
 			factor_diagonal_block(U, lda, j1, m < 16 ? m : 16, inv, bad);
@@ -978,7 +994,7 @@ __device__ int solve_cholesky(const Shared &s, int k)
 				int tl, ti;
 				upper_tile(t, T, &tl, &ti);
 				if (ti >= 4)
-					trailing_tile(U, lda, j0, w, j1, k, tl, ti);
+					update_tile<4>(U, lda, j0, w, j1, k, tl, ti);
 			}
 		}
 		__syncthreads();
