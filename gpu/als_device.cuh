@@ -178,10 +178,12 @@ template <typename T> __device__ inline uint32_t pair_bits(const T &h)
 }
 
 /* Under BF16 or FP16 parts, the words of two entries' x0 and x1 (low and high half), rounded to nearest
- * even: the high parts at word `slot` of W, the low parts lo words on, as store_tf32 places TF32's. One
- * conversion a part for both entries, and two 32-bit stores for both where each entry's parts took two
- * 16-bit stores, which met two to a bank. FP16 parts are of x times `scale` (a
- * power of two), so that they stay in FP16's range. */
+ * even by the hardware's paired conversions (which keep a NaN a NaN, where tf32_bits's half-ulp add
+ * would carry a full mantissa, such as the device's own 0x7fffffff, into the sign): the high parts at
+ * word `slot` of W, the low parts lo words on, as store_tf32 places TF32's. One conversion a part for
+ * both entries, and two 32-bit stores for both where each entry's parts took two 16-bit stores, which
+ * met two to a bank. FP16 parts are of x times `scale` (a power of two), so that they stay in FP16's
+ * range. */
 template <int KIND>
 __device__ inline void store_pair(uint32_t *W, int slot, int lo, float x0, float x1, float scale)
 {
