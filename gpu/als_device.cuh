@@ -303,12 +303,19 @@ __device__ inline int entry_tile(const Shared &s, const RowSource &src, uint32_t
 	return lo;
 }
 
+/* Entry g of the row: its tile (*lo) and its position in that tile's colind and val. */
+__device__ inline uint32_t entry_position(const Shared &s, const RowSource &src, uint32_t g, int *lo)
+{
+	*lo = entry_tile(s, src, g);
+	return s.rs[*lo] + (g - s.pre[*lo]);
+}
+
 /* Entry g of the row: its tile, column index and value. */
 __device__ inline EntryLoad entry_load(const Shared &s, const RowSource &src, uint32_t g)
 {
-	const int lo = entry_tile(s, src, g);
+	int lo;
+	const uint32_t p = entry_position(s, src, g, &lo);
 	const starfa_cuda_rowsolve_tile &tl = src.tiles[lo];
-	const uint32_t p = s.rs[lo] + (g - s.pre[lo]);
 	return EntryLoad{__ldg(tl.colind + p), __ldg(tl.val + p), lo};
 }
 
@@ -353,6 +360,12 @@ template <bool PAIRS> __device__ inline uint32_t chunk_entry(uint32_t g0)
 	return g0 + (PAIRS ? 16 * (lane >> 1) + 2 * warp + (lane & 1) : warp + lane * kWarps);
 }
 
+/* Lane `lane`'s two words of s.ent: an entry's column index and value, copied ahead. */
+__device__ inline uint32_t *entry_slot(const Shared &s, int lane)
+{
+	return s.ent + 2 * ((threadIdx.x >> 5) * kPer + lane);
+}
+
 template <bool PAIRS>
 __device__ inline EntryLoad entry_load_chunk(const Shared &s, const RowSource &src, uint32_t g0, uint32_t end)
 {
@@ -373,10 +386,10 @@ __device__ inline void entry_prefetch(const Shared &s, const RowSource &src, uin
 	const uint32_t g = chunk_entry<PAIRS>(g0);
 	if (lane >= kPer || g >= end)
 		return;
-	const int lo = entry_tile(s, src, g);
+	int lo;
+	const uint32_t p = entry_position(s, src, g, &lo);
 	const starfa_cuda_rowsolve_tile &tl = src.tiles[lo];
-	const uint32_t p = s.rs[lo] + (g - s.pre[lo]);
-	uint32_t *const slot = s.ent + 2 * ((threadIdx.x >> 5) * kPer + lane);
+	uint32_t *const slot = entry_slot(s, lane);
 	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((uint32_t)__cvta_generic_to_shared(slot)),
 		     "l"(tl.colind + p)
 		     : "memory");
@@ -393,7 +406,7 @@ __device__ inline EntryLoad entry_prefetched(const Shared &s, const RowSource &s
 	if (lane >= kPer || g >= end)
 		return EntryLoad{0u, 0.0f, -1};
 	asm volatile("cp.async.wait_all;\n" ::: "memory");
-	const uint32_t *const slot = s.ent + 2 * ((threadIdx.x >> 5) * kPer + lane);
+	const uint32_t *const slot = entry_slot(s, lane);
 	return EntryLoad{slot[0], __uint_as_float(slot[1]), entry_tile(s, src, g)};
 }
 
