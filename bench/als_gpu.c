@@ -264,7 +264,7 @@ static void run_rowsolve(void *ctx)
 }
 
 static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int steps, starfa_cuda_gram_precision prec,
-			  int short_rows, int graph_layout)
+			  int short_rows, int graph_layout, int fused_cholesky)
 {
 	struct rowsolve_run *r = calloc(1, sizeof *r);
 	r->pb.nrows = s->rows;
@@ -278,6 +278,7 @@ static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int 
 	r->pb.info_ld = 2;
 	r->pb.G = implicit ? s->G : NULL;
 	r->pb.cholesky = cholesky;
+	r->pb.fused_cholesky = fused_cholesky;
 	r->pb.cg_steps = steps;
 	r->pb.short_rows = short_rows < 0 ? starfa_cuda_rowsolve_short_rows(s->k, cholesky) : (int)(short_rows * s->k / 100);
 	r->pb.X = s->X;
@@ -385,6 +386,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		starfa_cuda_gram_precision prec;
 		int short_rows; /* rows shorter than this percentage of k by the short rows' kernel; -1: the codelet's */
 		int graph_layout; /* the training graph's layout (struct side's theta_g) */
+		int fused_cholesky; /* Cholesky in the Gram kernel's blocks instead of a warp a system */
 	} fused[] = {
 		{"rowsolve, explicit, Cholesky, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, -1},
 		{"rowsolve, explicit, Cholesky, every row k x k, 3xTF32", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, 0},
@@ -409,6 +411,12 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		{"rowsolve, implicit, CG 3 steps, every row k x k, 3xBF16", 1, 0, 3, STARFA_CUDA_GRAM_3XBF16, 0},
 		{"rowsolve, implicit, CG 3 steps, matrix-free below k, 3xBF16", 1, 0, 3, STARFA_CUDA_GRAM_3XBF16, 100},
 		{"rowsolve, explicit, Cholesky, 3xFP16", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, -1},
+		{"rowsolve, explicit, Cholesky, 3xFP16, n x n form below 0.4 k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 40},
+		{"rowsolve, explicit, Cholesky, 3xFP16, n x n form below 0.5 k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 50},
+		{"rowsolve, explicit, Cholesky, 3xFP16, n x n form below 0.65 k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 65},
+		{"rowsolve, explicit, Cholesky, 3xFP16, every row k x k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 0},
+		{"rowsolve, explicit, Cholesky, 3xFP16, in the Gram kernel's blocks", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, -1, 0, 1},
+		{"rowsolve, explicit, Cholesky, 3xTF32, in the Gram kernel's blocks", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, -1, 0, 1},
 		{"rowsolve, explicit, CG 3 steps, 3xFP16", 0, 0, 3, STARFA_CUDA_GRAM_3XFP16, -1},
 		{"rowsolve, implicit, CG 3 steps, 3xFP16", 1, 0, 3, STARFA_CUDA_GRAM_3XFP16, -1},
 		{"rowsolve, explicit, Cholesky, 3xTF32, the training graph's layout (k + 1 unknowns, rows of k + 2)", 0, 1,
@@ -422,7 +430,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		if (only && !strstr(fused[i].name, only))
 			continue;
 		double ms = rowsolve_ms(s, fused[i].implicit, fused[i].cholesky, fused[i].steps, fused[i].prec,
-					fused[i].short_rows, fused[i].graph_layout);
+					fused[i].short_rows, fused[i].graph_layout, fused[i].fused_cholesky);
 		double gf = gram_flops / (ms * 1e-3) * 1e-9;
 		out("| %s | %.2f | %.0f GFLOP/s (Gram sums) | %.0f%% of FP32 peak |\n", fused[i].name, ms, gf,
 		    100.0 * gf / dev->fp32_gflops);

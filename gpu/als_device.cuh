@@ -29,6 +29,7 @@
 #include "cpu/solve.h" /* the status words */
 
 #include <cfloat>
+#include <cstdint>
 #include <cstring>
 
 namespace {
@@ -360,6 +361,25 @@ template <bool PAIRS> __device__ inline uint32_t chunk_entry(uint32_t g0)
 	return g0 + (PAIRS ? 16 * (lane >> 1) + 2 * warp + (lane & 1) : warp + lane * kWarps);
 }
 
+/* Copies from global to shared memory that need no registers (cp.async): 4 bytes, or 16 (both addresses
+ * 16-byte aligned); cp_async_wait_all waits for the thread's copies. */
+__device__ inline void cp_async4(void *dst, const void *src)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src)
+		     : "memory");
+}
+
+__device__ inline void cp_async16(void *dst, const void *src)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src)
+		     : "memory");
+}
+
+__device__ inline void cp_async_wait_all()
+{
+	asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
 /* Lane `lane`'s two words of s.ent: an entry's column index and value, copied ahead. */
 __device__ inline uint32_t *entry_slot(const Shared &s, int lane)
 {
@@ -390,12 +410,8 @@ __device__ inline void entry_prefetch(const Shared &s, const RowSource &src, uin
 	const uint32_t p = entry_position(s, src, g, &lo);
 	const starfa_cuda_rowsolve_tile &tl = src.tiles[lo];
 	uint32_t *const slot = entry_slot(s, lane);
-	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((uint32_t)__cvta_generic_to_shared(slot)),
-		     "l"(tl.colind + p)
-		     : "memory");
-	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((uint32_t)__cvta_generic_to_shared(slot + 1)),
-		     "l"(tl.val + p)
-		     : "memory");
+	cp_async4(slot, tl.colind + p);
+	cp_async4(slot + 1, tl.val + p);
 }
 
 template <bool PAIRS>
@@ -405,7 +421,7 @@ __device__ inline EntryLoad entry_prefetched(const Shared &s, const RowSource &s
 	const uint32_t g = chunk_entry<PAIRS>(g0);
 	if (lane >= kPer || g >= end)
 		return EntryLoad{0u, 0.0f, -1};
-	asm volatile("cp.async.wait_all;\n" ::: "memory");
+	cp_async_wait_all();
 	const uint32_t *const slot = entry_slot(s, lane);
 	return EntryLoad{slot[0], __uint_as_float(slot[1]), entry_tile(s, src, g)};
 }
@@ -786,13 +802,13 @@ template <int BUF> __device__ inline float block_sum(const Shared &s, float v)
 	return t;
 }
 
-/* f(r, c) for every element of a rows x cols matrix, row-major, spread over the block's threads: each
- * thread steps kThreads elements on by adding a row and column stride (one division per thread, none per
- * element: a division by a run-time width is some twenty instructions). */
-template <typename F> __device__ inline void block_elements(int rows, int cols, F f)
+/* f(r, c) for every element of a rows x cols matrix, row-major, spread over N threads, this one the t-th:
+ * each thread steps N elements on by adding a row and column stride (one division per thread, none per
+ * element: a division by a run-time width is some twenty instructions). block_elements: over the block. */
+template <int N, typename F> __device__ inline void spread_elements(int t, int rows, int cols, F f)
 {
-	const int dr = kThreads / cols, dc = kThreads % cols;
-	int r = threadIdx.x / cols, c = threadIdx.x % cols;
+	const int dr = N / cols, dc = N % cols;
+	int r = t / cols, c = t % cols;
 	while (r < rows) {
 		f(r, c);
 		r += dr;
@@ -802,6 +818,11 @@ template <typename F> __device__ inline void block_elements(int rows, int cols, 
 			r++;
 		}
 	}
+}
+
+template <typename F> __device__ inline void block_elements(int rows, int cols, F f)
+{
+	spread_elements<kThreads>(threadIdx.x, rows, cols, f);
 }
 
 /* The system s.U (k x k in a kp x kp frame) gets lambda on its diagonal, G, and an identity on the
@@ -838,19 +859,86 @@ __device__ inline void upper_tile(int p, int T, int *tl, int *ti)
 	*ti = r + p - (r * T - r * (r - 1) / 2);
 }
 
-/* Warp 0 factors the w x w diagonal block at (j0, j0) of s.U in registers, R_11 over M_11 (the previous
+/* Where a system's rows lie in shared memory: element (i, c) of the upper triangle (c >= i, with the
+ * right-hand side as column k) is row(i)[c]. FullRows: row-major with leading dimension lda. PackedRows:
+ * the upper triangle by groups of four rows, rows 4g..4g+3 holding columns 4g..L-1 (L a multiple of 4, at
+ * least k + 4), so that row(i) + c is 16-byte aligned for c a multiple of 4 as in the full layout, and a
+ * system takes about half the room (warp_cholesky: twice the systems a multiprocessor). */
+/* Rows j0 + q of a panel (j0 a multiple of 4): base + q stride - skip(q), which for q known at compile
+ * time (the unrolled loops over a panel's 16 rows) folds to one multiply-add; m.row's arithmetic a row
+ * was most of warp_cholesky's instructions. */
+template <typename SKIP> struct PanelRows {
+	float *base;
+	int stride;
+	__device__ float *row(int q) const
+	{
+		return base + q * stride - SKIP::of(q);
+	}
+};
+
+struct NoSkip {
+	__host__ __device__ static constexpr int of(int)
+	{
+		return 0;
+	}
+};
+
+struct FullRows {
+	float *U;
+	int lda;
+	__device__ float *row(int i) const
+	{
+		return U + i * lda;
+	}
+	__device__ PanelRows<NoSkip> panel(int j0) const
+	{
+		return {row(j0), lda};
+	}
+};
+
+__host__ __device__ inline int packed_start(int i, int L) /* of row i's column 0 */
+{
+	const int g = i >> 2;
+	return 4 * g * L - 8 * g * (g - 1) + (i - 4 * g) * (L - 4 * g) - 4 * g;
+}
+
+/* Between packed rows j0 and j0 + q (j0 a multiple of 4): q (L - j0) less sum_{p<q} (p & ~3), the columns
+ * that rows further into the panel leave out, and 4 at each group of four rows passed. */
+struct PackedSkip {
+	__host__ __device__ static constexpr int of(int q)
+	{
+		return 4 * (q >> 2) * (2 * (q >> 2) - 1 + (q & 3));
+	}
+};
+
+struct PackedRows {
+	float *U;
+	int L;
+	__device__ float *row(int i) const
+	{
+		return U + packed_start(i, L);
+	}
+	__device__ PanelRows<PackedSkip> panel(int j0) const
+	{
+		return {row(j0), L - j0};
+	}
+};
+
+/* A warp factors the w x w diagonal block at (j0, j0) of U in registers, R_11 over M_11 (the previous
  * panels' updates in): lane L holds column c = L & 15 of rows 2t + L / 16 (t < 8); step j's pivot row
  * reaches the other lanes by shuffles (read before the pivot's reciprocal square root, so that they are in
- * flight during it), so the w steps need no memory round trip. 1 / R_jj goes to inv[j0 + j]; *bad is 1
- * when a pivot is not positive (or not finite), else 0. */
-__device__ inline void factor_diagonal_block(float *U, int lda, int j0, int w, float *inv, float *bad)
+ * flight during it), so the w steps need no memory round trip. 1 / R_jj goes to inv[j0 + j]. Returns 1 in
+ * every lane when a pivot is not positive (or not finite), else 0, and lane 0 writes that to *bad (when
+ * given). */
+template <typename R> __device__ inline float factor_diagonal_block(const R &m, int j0, int w, float *inv, float *bad)
 {
 	const int lane = threadIdx.x & 31, c = lane & 15, half = lane >> 4;
+	const auto P = m.panel(j0);
 	float x[8];
 #pragma unroll
 	for (int t = 0; t < 8; t++) {
 		const int r = 2 * t + half;
-		x[t] = r < w && c < w && c >= r ? U[(j0 + r) * lda + j0 + c] : 0.0f;
+		x[t] = r < w && c < w && c >= r ? P.row(r)[j0 + c] : 0.0f;
 	}
 	float verdict = 0.0f;
 #pragma unroll
@@ -885,10 +973,71 @@ __device__ inline void factor_diagonal_block(float *U, int lda, int j0, int w, f
 	for (int t = 0; t < 8; t++) {
 		const int r = 2 * t + half;
 		if (r < w && c < w && c >= r)
-			U[(j0 + r) * lda + j0 + c] = x[t];
+			P.row(r)[j0 + c] = x[t];
 	}
-	if (lane == 0)
+	if (bad && lane == 0)
 		*bad = verdict;
+	return verdict;
+}
+
+/* Columns i, i + 32, ..., i + 32 (C - 1) that are at most last (right of the diagonal block) of panel j0's
+ * w rows: R_12's columns, R_11^-T times M_12's, by the 16-row recurrence in registers (row q of the panel
+ * is (M_q - sum_{p<q} R_pq R_p) / R_qq); each element of R_11 is read once for the C columns. */
+template <int C, typename R>
+__device__ inline void panel_columns(const R &m, const float *inv, int j0, int w, int i, int last)
+{
+	const auto P = m.panel(j0);
+	float v[C][16];
+#pragma unroll
+	for (int cc = 0; cc < C; cc++)
+#pragma unroll
+		for (int r = 0; r < 16; r++)
+			v[cc][r] = r < w && i + 32 * cc <= last ? P.row(r)[i + 32 * cc] : 0.0f;
+#pragma unroll
+	for (int q = 0; q < 16; q++) {
+		if (q >= w)
+			break;
+		const float *row = P.row(q) + j0;
+		const float iq = inv[j0 + q];
+#pragma unroll
+		for (int cc = 0; cc < C; cc++)
+			v[cc][q] *= iq;
+#pragma unroll
+		for (int r = q + 1; r < 16; r++)
+			if (r < w) {
+				const float rr = row[r];
+#pragma unroll
+				for (int cc = 0; cc < C; cc++)
+					v[cc][r] -= rr * v[cc][q];
+			}
+	}
+#pragma unroll
+	for (int cc = 0; cc < C; cc++)
+#pragma unroll
+		for (int r = 0; r < 16; r++)
+			if (r < w && i + 32 * cc <= last)
+				P.row(r)[i + 32 * cc] = v[cc][r];
+}
+
+/* R_11 x_1 = y for panel j0's w x w triangle, by a warp: lane i < w brings y_i (the panel's rows of y with
+ * the later panels' x already taken off) and gets x_i back; a shuffle a step, lane i keeping the sum of
+ * R[i][j] x_j over the panel's solved j > i. */
+template <typename R> __device__ inline float panel_back(const R &m, const float *inv, int j0, int w, float y)
+{
+	const int lane = threadIdx.x & 31;
+	const float *const rl = m.row(j0 + lane);
+	float own = 0.0f, acc = 0.0f;
+#pragma unroll
+	for (int j = 15; j >= 0; j--) {
+		if (j >= w)
+			continue;
+		if (lane == j)
+			own = (y - acc) * inv[j0 + j];
+		const float xj = __shfl_sync(0xffffffffu, own, j);
+		if (lane < j)
+			acc += rl[j0 + j] * xj;
+	}
+	return own;
 }
 
 /* The trailing update's E x E tile (tl, ti) of the region right of and below panel j0 (w rows, ending at
@@ -898,8 +1047,8 @@ __device__ inline void factor_diagonal_block(float *U, int lda, int j0, int w, f
  * the next diagonal block in 36 tiles of 2 x 2 over its 32 lanes (64 multiply-adds each) where ten lanes
  * took a 4 x 4 tile each, 256 in a row, while the other warps waited at the panel's barrier; its columns
  * stay below k + 2. */
-template <int E>
-__device__ inline void update_tile(float *U, int lda, int j0, int w, int j1, int k, int tl, int ti)
+template <int E, typename R>
+__device__ inline void update_tile(const R &m, int j0, int w, int j1, int k, int tl, int ti)
 {
 	static_assert(E == 4 || E == 2, "4 x 4 or 2 x 2 tiles");
 	const int l0 = j1 + E * tl, i0 = j1 + E * ti;
@@ -908,12 +1057,13 @@ __device__ inline void update_tile(float *U, int lda, int j0, int w, int j1, int
 	if constexpr (E == 2)
 		if (i0 > k)
 			return;
+	const auto P = m.panel(j0);
 	float acc[E][E] = {};
 #pragma unroll
 	for (int q = 0; q < 16; q++) {
 		if (q >= w)
 			break;
-		const float *row = U + (j0 + q) * lda;
+		const float *row = P.row(q);
 		float av[E], bv[E];
 		if constexpr (E == 4) {
 			const float4 a = *(const float4 *)(row + l0), b = *(const float4 *)(row + i0);
@@ -930,14 +1080,35 @@ __device__ inline void update_tile(float *U, int lda, int j0, int w, int j1, int
 			for (int c = 0; c < E; c++)
 				acc[r][c] += av[r] * bv[c];
 	}
+	if constexpr (E == 4)
+		if (l0 + 4 <= k) {
+			/* the tile's four rows whole: its elements left of the diagonal (diagonal tiles) and right of
+			 * column k (the last column of tiles) take their differences too, which nothing reads (the
+			 * factorization reads the upper triangle up to column k; a row has at least k + 4 columns, and a
+			 * packed row's group of four holds the diagonal tile's whole width) */
+			const auto T = m.panel(l0); /* l0 is a multiple of 4 */
 #pragma unroll
-	for (int r = 0; r < E; r++)
+			for (int r = 0; r < 4; r++) {
+				float4 *const e = (float4 *)(T.row(r) + i0);
+				float4 t = *e;
+				t.x -= acc[r][0];
+				t.y -= acc[r][1];
+				t.z -= acc[r][2];
+				t.w -= acc[r][3];
+				*e = t;
+			}
+			return;
+		}
+#pragma unroll
+	for (int r = 0; r < E; r++) {
+		float *const rowl = E == 4 ? m.panel(l0).row(r) : m.row(l0 + r); /* (only 4 x 4 tiles start on a multiple of 4) */
 #pragma unroll
 		for (int c = 0; c < E; c++) {
 			const int l = l0 + r, i = i0 + c;
 			if (l < k && i <= k && i >= l)
-				U[l * lda + i] -= acc[r][c];
+				rowl[i] -= acc[r][c];
 		}
+	}
 }
 
 /* M x = b by Cholesky, M = R^T R, R upper triangular: R overwrites the upper triangle of s.U (row-major),
@@ -958,38 +1129,20 @@ __device__ int solve_cholesky(const Shared &s, int k)
 {
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, lda = s.lda;
 	float *U = s.U, *inv = s.p;
+	const FullRows sys = {U, lda};
 	float *bad = s.red + kFlagBad; /* warp 0's verdict on the panel's pivots */
 	for (int d = tid; d < k; d += kThreads)
 		U[d * lda + k] = s.b[d]; /* read from the first row panel on, after a synchronisation */
 	if (warp == 0)
-		factor_diagonal_block(U, lda, 0, k < 16 ? k : 16, inv, bad);
+		factor_diagonal_block(sys, 0, k < 16 ? k : 16, inv, bad);
 	__syncthreads();
 	for (int j0 = 0; j0 < k; j0 += 16) {
 		if (*bad != 0.0f)
 			return 1;
 		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
 		/* 2. row q of the panel is (M_q - sum_{p<q} R_pq R_p) / R_qq, over columns j1..k */
-		for (int i = j1 + tid; i <= k; i += kThreads) {
-			float v[16];
-#pragma unroll
-			for (int r = 0; r < 16; r++)
-				v[r] = r < w ? U[(j0 + r) * lda + i] : 0.0f;
-#pragma unroll
-			for (int q = 0; q < 16; q++) {
-				if (q >= w)
-					break;
-				const float *row = U + (j0 + q) * lda + j0;
-				v[q] *= inv[j0 + q];
-#pragma unroll
-				for (int r = q + 1; r < 16; r++)
-					if (r < w)
-						v[r] -= row[r] * v[q];
-			}
-#pragma unroll
-			for (int r = 0; r < 16; r++)
-				if (r < w)
-					U[(j0 + r) * lda + i] = v[r];
-		}
+		for (int i = j1 + tid; i <= k; i += kThreads)
+			panel_columns<1>(sys, inv, j0, w, i, k);
 		__syncthreads();
 		if (j1 == k)
 			break;
@@ -1000,16 +1153,16 @@ __device__ int solve_cholesky(const Shared &s, int k)
 			for (int p = lane; p < 36; p += 32) {
 				int tl, ti;
 				upper_tile(p, 8, &tl, &ti);
-				update_tile<2>(U, lda, j0, w, j1, k, tl, ti);
+				update_tile<2>(sys, j0, w, j1, k, tl, ti);
 			}
 			__syncwarp();
-			factor_diagonal_block(U, lda, j1, m < 16 ? m : 16, inv, bad);
+			factor_diagonal_block(sys, j1, m < 16 ? m : 16, inv, bad);
 		} else {
 			for (int t = tid - 32; t < ntiles; t += kThreads - 32) {
 				int tl, ti;
 				upper_tile(t, T, &tl, &ti);
 				if (ti >= 4)
-					update_tile<4>(U, lda, j0, w, j1, k, tl, ti);
+					update_tile<4>(sys, j0, w, j1, k, tl, ti);
 			}
 		}
 		__syncthreads();
@@ -1025,18 +1178,7 @@ __device__ int solve_cholesky(const Shared &s, int k)
 			if (lane < w)
 				for (int c = j1; c < n1; c++)
 					y -= U[(j0 + lane) * lda + c] * s.x[c];
-			/* lane i keeps the sum of R[i][j] x_j over the panel's solved j > i */
-			float own = 0.0f, acc = 0.0f;
-#pragma unroll
-			for (int j = 15; j >= 0; j--) {
-				if (j >= w)
-					continue;
-				if (lane == j)
-					own = (y - acc) * inv[j0 + j];
-				const float xj = __shfl_sync(0xffffffffu, own, j);
-				if (lane < j)
-					acc += U[(j0 + lane) * lda + j0 + j] * xj;
-			}
+			const float own = panel_back(sys, inv, j0, w, y);
 			if (lane < w)
 				s.x[j0 + lane] = own;
 		} else {
@@ -1048,6 +1190,95 @@ __device__ int solve_cholesky(const Shared &s, int k)
 			}
 		}
 		__syncthreads();
+	}
+	return 0;
+}
+
+/* One warp's own system for warp_cholesky, in shared memory: its upper triangle with the right-hand side
+ * as column k, packed (PackedRows, L = packed_width(k): k + 4 rounded up to a multiple of 4), a flag
+ * word (padded to 4 floats), then 1 / R_jj and x, round4(k) floats each. */
+__host__ __device__ inline int packed_width(int64_t k)
+{
+	return (int)((k + 7) / 4 * 4);
+}
+
+__host__ __device__ inline size_t packed_floats(int64_t k) /* the k packed rows */
+{
+	return (size_t)packed_start((int)k, packed_width(k)) + 4 * (size_t)(k >> 2);
+}
+
+__host__ __device__ inline size_t warp_system_floats(int64_t k)
+{
+	return packed_floats(k) + 4 + 2 * (size_t)((k + 3) / 4 * 4);
+}
+
+/* solve_cholesky's factorization and solve by one warp on its own packed system (column k the right-hand
+ * side; inv and x: k floats each): the same panels, tiles and order of sums, so the same bits, with no
+ * block-wide synchronisation. The block form keeps one system a block of eight warps, so that at each
+ * panel most of them wait for warp 0's chain (the diagonal block) or for the panel's rows; a warp a
+ * system keeps as many systems in flight a multiprocessor as shared memory holds, and the chains of one
+ * overlap the updates of others. Returns 0, or 1 when a pivot is not positive (x is then not written). */
+__device__ int warp_cholesky(const PackedRows &m, int k, float *inv, float *x)
+{
+	const int lane = threadIdx.x & 31;
+	for (int j0 = 0; j0 < k; j0 += 16) {
+		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
+		if (factor_diagonal_block(m, j0, w, inv, nullptr) != 0.0f)
+			return 1;
+		__syncwarp();
+		/* a lane's columns of the panel at once, up to three */
+		if (k - j1 >= 64)
+			for (int i = j1 + lane; i <= k; i += 96)
+				panel_columns<3>(m, inv, j0, w, i, k);
+		else if (k - j1 >= 32)
+			panel_columns<2>(m, inv, j0, w, j1 + lane, k);
+		else
+			panel_columns<1>(m, inv, j0, w, j1 + lane, k);
+		__syncwarp();
+		if (j1 == k)
+			break;
+		/* the trailing region, the next diagonal block's tiles included */
+		const int T = (k - j1 + 4) / 4;
+		/* tile lane + 32 j of the upper triangle's row-by-row order: row tl holds ti = tl..T - 1 */
+		for (int tl = 0, ti = lane;;) {
+			while (tl < T && ti >= T) {
+				tl++;
+				ti += tl - T;
+			}
+			if (tl >= T)
+				break;
+			update_tile<4>(m, j0, w, j1, k, tl, ti);
+			ti += 32;
+		}
+		__syncwarp();
+	}
+	/* R x = y by panels from the last: the rows above take the panel solved last off y (column k), in
+	 * the block form's order, then the panel's triangle */
+	for (int j0 = (k - 1) / 16 * 16; j0 >= 0; j0 -= 16) {
+		const int j1 = j0 + 16 < k ? j0 + 16 : k, w = j1 - j0;
+		const int n1 = j1 + 16 < k ? j1 + 16 : k;
+		if (j1 < k) {
+			for (int i = lane; i < j1; i += 32) {
+				float *const row = m.row(i);
+				float y = row[k];
+				int c = j1;
+				for (; c + 4 <= n1; c += 4) { /* row + c and x + c are 16-byte aligned */
+					const float4 a = *(const float4 *)(row + c), b = *(const float4 *)(x + c);
+					y -= a.x * b.x;
+					y -= a.y * b.y;
+					y -= a.z * b.z;
+					y -= a.w * b.w;
+				}
+				for (; c < n1; c++)
+					y -= row[c] * x[c];
+				row[k] = y;
+			}
+			__syncwarp();
+		}
+		const float own = panel_back(m, inv, j0, w, lane < w ? m.row(j0 + lane)[k] : 0.0f);
+		if (lane < w)
+			x[j0 + lane] = own;
+		__syncwarp();
 	}
 	return 0;
 }
@@ -1160,6 +1391,32 @@ __device__ inline void record_bad_row(uint32_t *status, int64_t u, int failed, b
 	if (failed == 1 && !bad_a && !bad_b)
 		atomicAdd(status + STARFA_SOLVE_NOT_SPD, 1u);
 	atomicMin(status + STARFA_SOLVE_FIRST_BAD_ROW, (uint32_t)u);
+}
+
+/* warp_cholesky on the warp's finished system into x_u (global), recording a failure as solve_and_store
+ * does; finite_a() says whether the system's k x k values are finite, asked only of a row that failed. */
+template <typename FA>
+__device__ void warp_solve_and_store(const PackedRows &m, int k, float *inv, float *xs, FA finite_a, int64_t u,
+				     float *x, uint32_t *status)
+{
+	const int lane = threadIdx.x & 31;
+	bool fb = true;
+	for (int d = lane; d < k; d += 32)
+		fb = fb && isfinite(m.row(d)[k]);
+	const bool finite_b = __all_sync(0xffffffffu, fb);
+	__syncwarp();
+	const int failed = warp_cholesky(m, k, inv, xs);
+	bool fx = true;
+	if (!failed)
+		for (int d = lane; d < k; d += 32) {
+			x[d] = xs[d];
+			fx = fx && isfinite(xs[d]);
+		}
+	if (failed || !__all_sync(0xffffffffu, fx)) {
+		const bool fa = finite_a();
+		if (lane == 0)
+			record_bad_row(status, u, failed, fa, finite_b);
+	}
 }
 
 /* Solves the finished system in s.U with right-hand side s.b into x_u (global, warm start for CG) and

@@ -19,6 +19,21 @@ struct Partials {
 	unsigned *counter; /* per long row, indexed by its first part */
 };
 
+/* Exact solves apart from the Gram kernel (sys non-null): the block that finishes a row's system writes
+ * its upper triangle, b in column k, packed (PackedRows) to slot blockIdx.x of sys (deferred_floats(k)
+ * floats: the packed rows, then 1 or 0 for whether its k x k values are finite), and the row to
+ * rows[slot]; the warps of rowsolve_cholesky_kernel solve it. rows[slot] stays ~0 where no system was
+ * written (a segment that was not its row's last). */
+struct Deferred {
+	float *sys;
+	uint32_t *rows;
+};
+
+__host__ __device__ inline size_t deferred_floats(int64_t k)
+{
+	return packed_floats(k) + 4;
+}
+
 __host__ __device__ inline int round4(int x)
 {
 	return (x + 3) & ~3;
@@ -342,7 +357,7 @@ __host__ __device__ inline int rowsolve_kp(int64_t k)
 
 template <int FPW, int LANES, int PREC>
 __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
-							   Partials parts, uint32_t *status)
+							   Partials parts, Deferred defer, uint32_t *status)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int kp = rowsolve_kp(pb.k), k = (int)pb.k, tid = threadIdx.x;
@@ -385,18 +400,99 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 	} else {
 		finite_a = block_sum<0>(s, store_system<FPW>(acc, s, k, lambda, pb.G) ? 0.0f : 1.0f) == 0.0f;
 	}
+	if (defer.sys) {
+		/* the finished system's upper triangle and b (column k), packed, in 16-byte pieces */
+		const int L = packed_width(k);
+		const PackedRows m = {defer.sys + (size_t)blockIdx.x * deferred_floats(k), L};
+		block_elements(k, L / 4, [&](int r, int q) {
+			if (q < r >> 2)
+				return;
+			float4 v = *(const float4 *)(s.U + r * s.lda + 4 * q);
+			const int bk = k - 4 * q;
+			if (bk == 0)
+				v.x = s.b[r];
+			else if (bk == 1)
+				v.y = s.b[r];
+			else if (bk == 2)
+				v.z = s.b[r];
+			else if (bk == 3)
+				v.w = s.b[r];
+			*(float4 *)(m.row(r) + 4 * q) = v;
+		});
+		if (tid == 0) {
+			*(float4 *)(m.U + packed_floats(k)) = make_float4(finite_a ? 1.0f : 0.0f, 0.0f, 0.0f, 0.0f);
+			defer.rows[blockIdx.x] = u;
+		}
+		return;
+	}
 	solve_and_store<LANES, true>(s, k, finite_a, u, pb.cholesky != 0, pb.cg_steps, pb.X + (int64_t)u * pb.ldx, status);
 }
 
 template <int FPW, int LANES, int PREC>
-cudaError_t launch_rowsolve(const starfa_cuda_rowsolve *pb, Partials parts, uint32_t *status, size_t bytes,
-			    cudaStream_t stream)
+cudaError_t launch_rowsolve(const starfa_cuda_rowsolve *pb, Partials parts, Deferred defer, uint32_t *status,
+			    size_t bytes, cudaStream_t stream)
 {
 	cudaError_t err = prepare(rowsolve_kernel<FPW, LANES, PREC>, bytes);
 	if (err != cudaSuccess)
 		return err;
-	rowsolve_kernel<FPW, LANES, PREC><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, status);
+	rowsolve_kernel<FPW, LANES, PREC><<<(unsigned)pb->nitems, kThreads, bytes, stream>>>(*pb, parts, defer, status);
 	return cudaGetLastError();
+}
+
+/* The systems the Gram kernel left in defer's slots, a warp a system (warp_cholesky). */
+__global__ void __launch_bounds__(32) rowsolve_cholesky_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
+							       Deferred defer, uint32_t *status)
+{
+	extern __shared__ __align__(16) float wsm[];
+	const uint32_t u = defer.rows[blockIdx.x];
+	if (u == UINT32_MAX)
+		return;
+	const int k = (int)pb.k, n = (int)deferred_floats(k);
+	const PackedRows m = {wsm, packed_width(k)};
+	float *const inv = wsm + n, *const xs = inv + ((k + 3) & ~3);
+	const float *const src = defer.sys + (size_t)blockIdx.x * n;
+	for (int i = 4 * threadIdx.x; i < n; i += 128)
+		cp_async16(wsm + i, src + i);
+	cp_async_wait_all();
+	__syncwarp();
+	const bool finite_a = wsm[packed_floats(k)] != 0.0f;
+	warp_solve_and_store(m, k, inv, xs, [&] { return finite_a; }, u, pb.X + (int64_t)u * pb.ldx, status);
+}
+
+cudaError_t launch_rowsolve_cholesky(const starfa_cuda_rowsolve *pb, Deferred defer, uint32_t *status,
+				     cudaStream_t stream)
+{
+	const size_t bytes = warp_system_floats(pb->k) * sizeof(float);
+	cudaError_t err = prepare(rowsolve_cholesky_kernel, bytes);
+	if (err != cudaSuccess)
+		return err;
+	rowsolve_cholesky_kernel<<<(unsigned)pb->nitems, 32, bytes, stream>>>(*pb, defer, status);
+	return cudaGetLastError();
+}
+
+/* The scratch of the exact solves apart (Deferred): slots for up to nitems systems, at most
+ * kDeferredBytes of them, fewer where the device has not that much free (down to kDeferredMin slots).
+ * Returns the slots a chunk, or 0 when none could be had: the Gram kernel's blocks then solve their
+ * systems themselves. */
+constexpr size_t kDeferredBytes = (size_t)512 << 20;
+constexpr int64_t kDeferredMin = 1024;
+
+int64_t deferred_alloc(int64_t k, int64_t nitems, Deferred *defer, cudaStream_t stream)
+{
+	const size_t slot = deferred_floats(k) * sizeof(float);
+	int64_t n = (int64_t)(kDeferredBytes / (slot + sizeof(uint32_t)));
+	if (n > nitems)
+		n = nitems;
+	for (; n >= kDeferredMin || n == nitems; n /= 2) {
+		void *p = nullptr;
+		if (cudaMallocAsync(&p, (size_t)n * (slot + sizeof(uint32_t)), stream) == cudaSuccess) {
+			defer->sys = (float *)p;
+			defer->rows = (uint32_t *)((char *)p + (size_t)n * slot);
+			return n;
+		}
+		(void)cudaGetLastError(); /* out of memory is not sticky: clear it for the launches' checks */
+	}
+	return 0;
 }
 
 /* An item's length, or INT64_MAX for a segment of a long row: non-increasing along the work list. */
@@ -576,10 +672,31 @@ extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, 
 	/* the rows that take the Gram kernel, then the short ones (a suffix of the list) */
 	starfa_cuda_rowsolve gram = *pb;
 	gram.nitems = short_rows_first(*pb);
-	if (err == cudaSuccess && gram.nitems > 0) {
-#define LAUNCH(F, L) STARFA_PREC_DISPATCH(pb->precision, launch_rowsolve, F, L, &gram, parts, status, bytes, stream)
+	Deferred defer = {nullptr, nullptr};
+	const int64_t per = err == cudaSuccess && gram.nitems > 0 && pb->cholesky && !pb->fused_cholesky
+				    ? deferred_alloc(pb->k, gram.nitems, &defer, stream)
+				    : 0;
+#define LAUNCH(F, L) STARFA_PREC_DISPATCH(pb->precision, launch_rowsolve, F, L, &chunk, parts, defer, status, bytes, stream)
+	/* exact solves apart: the Gram kernel over a chunk of items, then a warp a system over its slots */
+	for (int64_t a = 0; err == cudaSuccess && a < gram.nitems && per > 0; a += per) {
+		starfa_cuda_rowsolve chunk = gram;
+		chunk.items = pb->items + a * STARFA_ROWSOLVE_ITEM_WORDS;
+		chunk.nitems = gram.nitems - a < per ? gram.nitems - a : per;
+		err = cudaMemsetAsync(defer.rows, 0xff, (size_t)chunk.nitems * sizeof(uint32_t), stream);
+		if (err == cudaSuccess)
+			err = STARFA_FPW_DISPATCH(kp, LAUNCH);
+		if (err == cudaSuccess)
+			err = launch_rowsolve_cholesky(&chunk, defer, status, stream);
+	}
+	if (err == cudaSuccess && gram.nitems > 0 && per == 0) {
+		starfa_cuda_rowsolve &chunk = gram;
 		err = STARFA_FPW_DISPATCH(kp, LAUNCH);
+	}
 #undef LAUNCH
+	if (defer.sys) {
+		cudaError_t e = cudaFreeAsync(defer.sys, stream);
+		if (err == cudaSuccess)
+			err = e;
 	}
 	if (err == cudaSuccess && gram.nitems < pb->nitems)
 		err = run_short_rows(*pb, gram.nitems, status, stream);

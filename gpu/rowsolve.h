@@ -42,6 +42,10 @@ typedef struct starfa_cuda_rowsolve {
 	const uint32_t *items; /* nitems x STARFA_ROWSOLVE_ITEM_WORDS */
 	int64_t nitems, nparts;
 	starfa_cuda_gram_precision precision;
+	/* Cholesky: 0 (the default) solves the Gram kernel's systems apart, a warp a system, from a scratch of
+	 * up to 512 MB a call; 1 in the Gram kernel's blocks, one block a system (what happens anyway when the
+	 * scratch cannot be had). Both give the same bits. */
+	int fused_cholesky;
 } starfa_cuda_rowsolve;
 
 /* The short_rows setting the codelet uses at rank k: on the Netflix shape at k = 101 (one H100,

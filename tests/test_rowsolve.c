@@ -564,6 +564,18 @@ TEST(als_cuda, rowsolve_matches_reference)
 						}
 						CHECK_MSG(memcmp(x1, bd.X, sizeof(float) * (size_t)(rows * k)) == 0,
 							  "cuda k=%lld split=%d: two runs differ", (long long)k, split);
+						if (variant == CHOL) { /* the Cholesky in the Gram kernel's blocks: the same bits */
+							pb->fused_cholesky = 1;
+							testing_poison(bd.X, (size_t)(rows * k));
+							int failed = device_band_run(&d, &bd, st);
+							pb->fused_cholesky = 0;
+							if (failed)
+								return 1;
+							CHECK_MSG(memcmp(x1, bd.X, sizeof(float) * (size_t)(rows * k)) == 0,
+								  "cuda k=%lld implicit=%d split=%d gram=%d precision=%d: a warp a system "
+								  "and the Gram kernel's blocks differ",
+								  (long long)k, implicit, split, gram, (int)prec);
+						}
 						for (int64_t u = 0; u < rows; u++) {
 							int64_t n = reference(&bd, &cpb, u, M, Mabs, b, babs);
 							double err = backward_error(M, Mabs, bd.X + u * k, b, babs, k,

@@ -407,6 +407,49 @@ TEST(als_cuda, solve_matches_reference)
 	return 0;
 }
 
+/* Float32 Cholesky runs a warp a system, FP16 systems a block a system (warp_cholesky and solve_cholesky,
+ * gpu/als_device.cuh): on systems whose float32 values are the FP16 ones times their scale, the two give
+ * the same bits, with and without G, at ranks from one panel of 16 to the kernels' limit. */
+TEST(als_cuda, solve_warp_cholesky_matches_block_form)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	static const int64_t cranks[] = {1, 5, 16, 17, 33, 100, 101, STARFA_CUDA_ALS_MAX_K};
+	uint64_t rng = testing_seed() + 334;
+	for (size_t ki = 0; ki < sizeof cranks / sizeof cranks[0]; ki++) {
+		const int64_t k = cranks[ki], rows = 40;
+		struct batch bt;
+		CHECK(batch_make(&bt, rows, k, &rng) == 0);
+		for (int64_t u = 0; u < rows; u++)
+			for (int64_t i = 0; i < k * k; i++)
+				bt.A[u * k * k + i] = bt.info[2 * u + 1] * starfa_half_to_float(bt.A16[u * k * k + i]);
+		struct device_batch d;
+		CHECK(device_batch_make(&d, &bt) == 0);
+		float *xb = als_alloc((size_t)(rows * k));
+		CHECK(xb);
+		for (int gram = 0; gram < 2; gram++) {
+			uint32_t st[STARFA_SOLVE_STATUS_WORDS];
+			testing_poison(bt.X, (size_t)(rows * k));
+			if (cuda_solve(&bt, &d, 1, gram, 1, 0, st))
+				return 1;
+			CHECK(st[STARFA_SOLVE_BAD_ROWS] == 0);
+			memcpy(xb, bt.X, sizeof(float) * (size_t)(rows * k));
+			testing_poison(bt.X, (size_t)(rows * k));
+			if (cuda_solve(&bt, &d, 0, gram, 1, 0, st))
+				return 1;
+			CHECK(st[STARFA_SOLVE_BAD_ROWS] == 0);
+			for (int64_t i = 0; i < rows * k; i++)
+				CHECK_MSG(memcmp(xb + i, bt.X + i, sizeof(float)) == 0,
+					  "k=%lld gram=%d row %lld element %lld: warp %.9g block %.9g", (long long)k, gram,
+					  (long long)(i / k), (long long)(i % k), bt.X[i], xb[i]);
+		}
+		free(xb);
+		device_batch_free(&d);
+		batch_free(&bt);
+	}
+	return 0;
+}
+
 /* The CUDA solve reports bad rows as the CPU one does. */
 TEST(als_cuda, solve_status_names_bad_rows)
 {
