@@ -17,7 +17,8 @@
  * A system held in shared memory is solved by the whole block at once: a Cholesky factorization (the
  * forward solve carried along as an extra column) and the back substitution, blocked by panels of 16 with
  * a lookahead (solve_cholesky), or warm-started CG with the system resident (each step reads it from
- * shared memory only). */
+ * shared memory only); or by one warp, its upper triangle packed (warp_cholesky: the same panels and
+ * bits, many systems a multiprocessor). */
 #ifndef STARFA_GPU_ALS_DEVICE_CUH
 #define STARFA_GPU_ALS_DEVICE_CUH
 

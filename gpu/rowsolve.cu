@@ -2,10 +2,11 @@
  *
  * The fused kernel sums each row's Gram matrix and, in the same product, b_u (column k of the B
  * operand holds each entry's target), then writes the fragments, mirrored, with lambda and G added, as
- * a full kp x kp system into shared memory (store_system), where the block solves it at once. Nothing
- * but x_u is written. Rows longer than STARFA_CUDA_ROWSOLVE_SEGMENT are cut into segments built by
- * separate blocks that write their partial sums; the last of them (a counter per row) adds the parts
- * in order and solves, so the result does not depend on which block ran first. */
+ * a full kp x kp system into shared memory (store_system), where the block solves it by CG; exact
+ * solves leave it packed in a scratch for a warp a system (Deferred, rowsolve_cholesky_kernel). Rows
+ * longer than STARFA_CUDA_ROWSOLVE_SEGMENT are cut into segments built by separate blocks that write
+ * their partial sums; the last of them (a counter per row) adds the parts in order and solves, so the
+ * result does not depend on which block ran first. */
 #include "gpu/rowsolve.h"
 
 #include "gpu/als_device.cuh"
