@@ -860,11 +860,6 @@ __device__ inline void upper_tile(int p, int T, int *tl, int *ti)
 	*ti = r + p - (r * T - r * (r - 1) / 2);
 }
 
-/* Where a system's rows lie in shared memory: element (i, c) of the upper triangle (c >= i, with the
- * right-hand side as column k) is row(i)[c]. FullRows: row-major with leading dimension lda. PackedRows:
- * the upper triangle by groups of four rows, rows 4g..4g+3 holding columns 4g..L-1 (L a multiple of 4, at
- * least k + 4), so that row(i) + c is 16-byte aligned for c a multiple of 4 as in the full layout, and a
- * system takes about half the room (warp_cholesky: twice the systems a multiprocessor). */
 /* Rows j0 + q of a panel (j0 a multiple of 4): base + q stride - skip(q), which for q known at compile
  * time (the unrolled loops over a panel's 16 rows) folds to one multiply-add; m.row's arithmetic a row
  * was most of warp_cholesky's instructions. */
@@ -884,6 +879,11 @@ struct NoSkip {
 	}
 };
 
+/* Where a system's rows lie in shared memory: element (i, c) of the upper triangle (c >= i, with the
+ * right-hand side as column k) is row(i)[c]. FullRows: row-major with leading dimension lda. PackedRows:
+ * the upper triangle by groups of four rows, rows 4g..4g+3 holding columns 4g..L-1 (L a multiple of 4, at
+ * least k + 4), so that row(i) + c is 16-byte aligned for c a multiple of 4 as in the full layout, and a
+ * system takes about half the room (warp_cholesky: twice the systems a multiprocessor). */
 struct FullRows {
 	float *U;
 	int lda;
