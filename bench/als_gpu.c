@@ -414,6 +414,8 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		{"rowsolve, explicit, Cholesky, 3xFP16, n x n form below 0.4 k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 40},
 		{"rowsolve, explicit, Cholesky, 3xFP16, n x n form below 0.5 k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 50},
 		{"rowsolve, explicit, Cholesky, 3xFP16, n x n form below 0.65 k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 65},
+		{"rowsolve, explicit, Cholesky, 3xFP16, n x n form below 0.9 k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 90},
+		{"rowsolve, explicit, Cholesky, 3xFP16, n x n form below k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 100},
 		{"rowsolve, explicit, Cholesky, 3xFP16, every row k x k", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, 0},
 		{"rowsolve, explicit, Cholesky, 3xFP16, in the Gram kernel's blocks", 0, 1, 0, STARFA_CUDA_GRAM_3XFP16, -1, 0, 1},
 		{"rowsolve, explicit, Cholesky, 3xTF32, in the Gram kernel's blocks", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, -1, 0, 1},

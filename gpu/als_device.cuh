@@ -32,6 +32,7 @@
 #include <cfloat>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace {
 
@@ -1081,12 +1082,13 @@ __device__ inline void update_tile(const R &m, int j0, int w, int j1, int k, int
 			for (int c = 0; c < E; c++)
 				acc[r][c] += av[r] * bv[c];
 	}
-	if constexpr (E == 4)
+	if constexpr (E == 4 && std::is_same_v<R, PackedRows>)
 		if (l0 + 4 <= k) {
 			/* the tile's four rows whole: its elements left of the diagonal (diagonal tiles) and right of
 			 * column k (the last column of tiles) take their differences too, which nothing reads (the
-			 * factorization reads the upper triangle up to column k; a row has at least k + 4 columns, and a
-			 * packed row's group of four holds the diagonal tile's whole width) */
+			 * factorization reads the upper triangle up to column k; a packed row's group of four holds the
+			 * diagonal tile's whole width). The warp form only: in the block form's kernels, compiled at 64
+			 * registers a thread, the four float4 kept live spilled (short rows: 4 -> 56-92 bytes a thread) */
 			const auto T = m.panel(l0); /* l0 is a multiple of 4 */
 #pragma unroll
 			for (int r = 0; r < 4; r++) {

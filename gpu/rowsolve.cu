@@ -115,19 +115,103 @@ __device__ void gather_short(const Shared &s, const RowSource &src, const Weight
 	}
 }
 
+/* A k x k system's upper triangle (rows of U, lda >= packed_width(k) apart) with b as column k, packed
+ * into m (m.L >= packed_width(k)) in 16-byte pieces by the block: columns 4 floor(r / 4) to
+ * packed_width(k) - 1 of each row r, so that a system copied whole reads no unwritten floats. b goes into
+ * the piece holding column k (indexing a float4 at run time would go through local memory). */
+__device__ __forceinline__ void store_packed_system(const float *U, int lda, const float *b, int k, const PackedRows &m)
+{
+	block_elements(k, packed_width(k) / 4, [&](int r, int q) {
+		if (q < r >> 2)
+			return;
+		float4 v = *(const float4 *)(U + r * lda + 4 * q);
+		const int bk = k - 4 * q;
+		if (bk == 0)
+			v.x = b[r];
+		else if (bk == 1)
+			v.y = b[r];
+		else if (bk == 2)
+			v.z = b[r];
+		else if (bk == 3)
+			v.w = b[r];
+		*(float4 *)(m.row(r) + 4 * q) = v;
+	});
+}
+
+/* x = Y^T z for a short row solved in its n x n form (z in s.x), unless its Cholesky failed (at pivot
+ * `failed`); a failed row and a row whose x is not finite are recorded. */
+__device__ __forceinline__ void short_row_x(const Shared &s, const float *Y, int ldy, int n, int k, int failed, float *x,
+					    int64_t u, uint32_t *status)
+{
+	float nonfinite = 0.0f;
+	if (!failed)
+		for (int d = threadIdx.x; d < k; d += kThreads) {
+			float sum = 0.0f;
+			for (int e = 0; e < n; e++)
+				sum += Y[e * ldy + d] * s.x[e];
+			x[d] = sum;
+			nonfinite += isfinite(sum) ? 0.0f : 1.0f;
+		}
+	if ((failed || block_sum<0>(s, nonfinite) != 0.0f) && threadIdx.x == 0)
+		record_bad_row(status, u, failed, true, true);
+}
+
+/* A slot of the short rows' exact solves apart (ShortDeferred) for rows of at most nmax entries: the
+ * packed system (width packed_width(nmax)), a 4-word header (n), then z (round4(nmax) floats). */
+__host__ __device__ inline size_t short_slot_floats(int nmax)
+{
+	return packed_floats(nmax) + 4 + (size_t)round4(nmax);
+}
+
+/* The short rows' exact solves apart, as the long rows' are (Deferred), in three launches over a chunk of
+ * their items, a slot an item: phase 1 gathers a row, checks it and writes K = Y Y^T + lambda I with t as
+ * column n, packed, and the row to d.rows[slot]; short_cholesky_kernel solves the slots a warp each
+ * (warp_cholesky, which fits nine n x n systems a multiprocessor where the block form's eight warps
+ * mostly wait behind its panels' chain) and writes z; phase 2 gathers the row again (from L2: Y is the
+ * other side's factors) and writes x = Y^T z. d.rows[slot] stays ~0 for a row reported in phase 1 and is
+ * cleared for one the warp reports, so phase 2 skips it. Phase 0: the block solves K itself. */
+struct ShortDeferred {
+	Deferred d;
+	int nmax;
+	int64_t slot;
+	__device__ float *base() const
+	{
+		return d.sys + (size_t)slot * short_slot_floats(nmax);
+	}
+	__device__ PackedRows system() const
+	{
+		return {base(), packed_width(nmax)};
+	}
+	__device__ float *header() const
+	{
+		return base() + packed_floats(nmax);
+	}
+	__device__ float *z() const
+	{
+		return header() + 4;
+	}
+};
+
 /* Row u's exact solve in the n x n form (explicit feedback, no G), its products in float32 FFMA. A row
  * the k x k form could not solve is reported as that form would report it: a non-finite lambda or entry
  * of Y makes the system non-finite, a non-finite target the right-hand side; lambda <= 0 leaves Y^T Y +
  * lambda I (of rank n < k plus lambda) not positive definite. x_u is then not written. */
-template <int LANES>
+template <int LANES, int PHASE>
 __device__ void solve_short_row(const Shared &s, const RowSource &src, const Weights &wt, uint32_t begin, int n, int k,
-				float lambda, int64_t u, float *x, uint32_t *status)
+				float lambda, int64_t u, float *x, uint32_t *status, const ShortDeferred &sd)
 {
 	const int tid = threadIdx.x;
 	const int dk = round4(k), ldy = dk + 4, n4 = round4(n), ldk = n4 + 4;
 	float *const K = s.U, *const Y = s.U + short_row_front(n, k, true);
 	float bad_y = 0.0f, bad_t = 0.0f;
 	gather_short<LANES>(s, src, wt, begin, n, k, Y, ldy, s.b, &bad_y, &bad_t);
+	if constexpr (PHASE == 2) { /* z from the warps' solve: x = Y^T z */
+		for (int d = tid; d < n; d += kThreads)
+			s.x[d] = sd.z()[d];
+		__syncthreads();
+		short_row_x(s, Y, ldy, n, k, 0, x, u, status);
+		return;
+	}
 	const bool finite_a = block_sum<0>(s, bad_y) == 0.0f && isfinite(lambda); /* also: Y and t are in */
 	const bool finite_b = block_sum<1>(s, bad_t) == 0.0f;
 	if (!finite_a || !finite_b || !(lambda > 0.0f)) {
@@ -176,21 +260,19 @@ __device__ void solve_short_row(const Shared &s, const RowSource &src, const Wei
 			}
 	}
 	__syncthreads();
-	Shared sk = s;
-	sk.U = K;
-	sk.lda = ldk;
-	const int failed = solve_cholesky(sk, n); /* z into s.x */
-	float nonfinite = 0.0f;
-	if (!failed)
-		for (int d = tid; d < k; d += kThreads) { /* x = Y^T z */
-			float sum = 0.0f;
-			for (int e = 0; e < n; e++)
-				sum += Y[e * ldy + d] * s.x[e];
-			x[d] = sum;
-			nonfinite += isfinite(sum) ? 0.0f : 1.0f;
+	if constexpr (PHASE == 1) { /* K's upper triangle and t (column n), packed, for the warps' solve */
+		store_packed_system(K, ldk, s.b, n, sd.system());
+		if (tid == 0) {
+			*(int4 *)sd.header() = make_int4(n, 0, 0, 0);
+			sd.d.rows[sd.slot] = (uint32_t)u;
 		}
-	if ((failed || block_sum<0>(s, nonfinite) != 0.0f) && tid == 0)
-		record_bad_row(status, u, failed, true, true);
+		return;
+	} else {
+		Shared sk = s;
+		sk.U = K;
+		sk.lda = ldk;
+		short_row_x(s, Y, ldy, n, k, solve_cholesky(sk, n) /* z into s.x */, x, u, status);
+	}
 }
 
 /* The sum over the short row's gathered Y of c_e Y_e, for the coefficients c(e) (each lane's share of
@@ -308,9 +390,9 @@ __device__ void cg_short_row(const Shared &s, const RowSource &src, const Weight
  * Without G, one block an item. With G, a block loads G into shared memory once (k rows in Y's layout,
  * columns k..round4(k) zero, in front of Y) and solves items blockIdx.x, blockIdx.x + gridDim.x, ...:
  * loading G for every row (k^2 floats) cost as much as the solve of a row of a few dozen entries. */
-template <int LANES, bool CHOL, bool GW>
+template <int LANES, bool CHOL, bool GW, int PHASE = 0>
 __global__ void __launch_bounds__(kThreads, 4) short_rows_kernel(const __grid_constant__ starfa_cuda_rowsolve pb,
-								 int nmax, int64_t count, uint32_t *status)
+								 int nmax, int64_t count, Deferred defer, uint32_t *status)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int k = (int)pb.k, kp = (int)padded(k + 1);
@@ -336,13 +418,15 @@ __global__ void __launch_bounds__(kThreads, 4) short_rows_kernel(const __grid_co
 	for (int64_t it = blockIdx.x; it < count; it += stride) {
 		const uint32_t *item = pb.items + it * STARFA_ROWSOLVE_ITEM_WORDS;
 		const uint32_t u = item[0], begin = item[1], end = item[2];
+		if (PHASE == 2 && defer.rows[it] == UINT32_MAX)
+			continue; /* reported by phase 1 or by the warp's solve */
 		if (it != blockIdx.x)
 			__syncthreads(); /* the previous row's readers of the shared memory are done */
 		row_sources(s, src, u);
 		const float lambda = __ldg(pb.lambda + (int64_t)u * pb.info_ld);
 		if constexpr (CHOL) /* explicit feedback without G only (short_rows_first) */
-			solve_short_row<LANES>(s, src, wt, begin, (int)(end - begin), k, lambda, u,
-					       pb.X + (int64_t)u * pb.ldx, status);
+			solve_short_row<LANES, PHASE>(s, src, wt, begin, (int)(end - begin), k, lambda, u,
+						      pb.X + (int64_t)u * pb.ldx, status, ShortDeferred{defer, nmax, it});
 		else
 			cg_short_row<LANES, GW>(s, src, wt, Gs, g_finite, Gs ? nmax : (int)(end - begin), begin,
 					    (int)(end - begin), k, lambda, u, pb.X + (int64_t)u * pb.ldx, pb.cg_steps,
@@ -403,23 +487,8 @@ __global__ void __launch_bounds__(kThreads, FPW >= 7 ? 1 : 2) rowsolve_kernel(co
 	}
 	if (defer.sys) {
 		/* the finished system's upper triangle and b (column k), packed, in 16-byte pieces */
-		const int L = packed_width(k);
-		const PackedRows m = {defer.sys + (size_t)blockIdx.x * deferred_floats(k), L};
-		block_elements(k, L / 4, [&](int r, int q) {
-			if (q < r >> 2)
-				return;
-			float4 v = *(const float4 *)(s.U + r * s.lda + 4 * q);
-			const int bk = k - 4 * q;
-			if (bk == 0)
-				v.x = s.b[r];
-			else if (bk == 1)
-				v.y = s.b[r];
-			else if (bk == 2)
-				v.z = s.b[r];
-			else if (bk == 3)
-				v.w = s.b[r];
-			*(float4 *)(m.row(r) + 4 * q) = v;
-		});
+		const PackedRows m = {defer.sys + (size_t)blockIdx.x * deferred_floats(k), packed_width(k)};
+		store_packed_system(s.U, s.lda, s.b, k, m);
 		if (tid == 0) {
 			*(float4 *)(m.U + packed_floats(k)) = make_float4(finite_a ? 1.0f : 0.0f, 0.0f, 0.0f, 0.0f);
 			defer.rows[blockIdx.x] = u;
@@ -478,9 +547,8 @@ cudaError_t launch_rowsolve_cholesky(const starfa_cuda_rowsolve *pb, Deferred de
 constexpr size_t kDeferredBytes = (size_t)512 << 20;
 constexpr int64_t kDeferredMin = 1024;
 
-int64_t deferred_alloc(int64_t k, int64_t nitems, Deferred *defer, cudaStream_t stream)
+int64_t deferred_alloc(size_t slot, int64_t nitems, Deferred *defer, cudaStream_t stream)
 {
-	const size_t slot = deferred_floats(k) * sizeof(float);
 	int64_t n = (int64_t)(kDeferredBytes / (slot + sizeof(uint32_t)));
 	if (n > nitems)
 		n = nitems;
@@ -523,6 +591,34 @@ size_t short_rows_bytes(const starfa_cuda_rowsolve &pb, int64_t n)
 	return layout(rowsolve_kp(pb.k), false, short_row_floats(n, pb.k, CHOL, pb.G != nullptr)).bytes;
 }
 
+/* The short rows' n x n systems left by phase 1 (ShortDeferred), a warp a system: z written after the
+ * system, or the row reported and its slot cleared for phase 2. */
+__global__ void __launch_bounds__(32) short_cholesky_kernel(Deferred defer, int nmax, uint32_t *status)
+{
+	extern __shared__ __align__(16) float wsm[];
+	const uint32_t u = defer.rows[blockIdx.x];
+	if (u == UINT32_MAX)
+		return;
+	const ShortDeferred sd = {defer, nmax, (int64_t)blockIdx.x};
+	const int n = *(const int *)sd.header(), lane = threadIdx.x;
+	const PackedRows src = sd.system(), m = {wsm, src.L};
+	float *const inv = wsm + packed_floats(nmax) + 4, *const xs = inv + round4(nmax);
+	for (int r = 0; r < n; r++) /* what phase 1 wrote: columns 4 floor(r / 4) to packed_width(n) - 1 */
+		for (int q = (r >> 2) + lane; q < packed_width(n) / 4; q += 32)
+			cp_async16(m.row(r) + 4 * q, src.row(r) + 4 * q);
+	cp_async_wait_all();
+	__syncwarp();
+	if (warp_cholesky(m, n, inv, xs)) {
+		if (lane == 0) {
+			record_bad_row(status, u, 1, true, true);
+			defer.rows[blockIdx.x] = UINT32_MAX;
+		}
+		return;
+	}
+	for (int d = lane; d < n; d += 32)
+		sd.z()[d] = xs[d];
+}
+
 template <int LANES, bool CHOL, bool GW>
 cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int64_t last, uint32_t *status,
 			      cudaStream_t stream)
@@ -546,7 +642,35 @@ cudaError_t launch_short_rows(const starfa_cuda_rowsolve &pb, int64_t first, int
 		const int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
 		blocks = count < resident ? count : resident;
 	}
-	short_rows_kernel<LANES, CHOL, GW><<<(unsigned)blocks, kThreads, bytes, stream>>>(q, nmax, count, status);
+	Deferred defer = {nullptr, nullptr};
+	if constexpr (CHOL) {
+		/* exact solves apart, a chunk of rows at a time: K by the blocks, its Cholesky a warp a row, x by
+		 * the blocks (ShortDeferred) */
+		const int64_t per =
+			pb.fused_cholesky ? 0 : deferred_alloc(short_slot_floats(nmax) * sizeof(float), count, &defer, stream);
+		if (per > 0) {
+			const size_t wbytes = warp_system_floats(nmax) * sizeof(float);
+			err = prepare(short_cholesky_kernel, wbytes);
+			if (err == cudaSuccess)
+				err = prepare(short_rows_kernel<LANES, CHOL, GW, 1>, bytes);
+			if (err == cudaSuccess)
+				err = prepare(short_rows_kernel<LANES, CHOL, GW, 2>, bytes);
+			for (int64_t a = 0; err == cudaSuccess && a < count; a += per) {
+				starfa_cuda_rowsolve c = q;
+				c.items = q.items + a * STARFA_ROWSOLVE_ITEM_WORDS;
+				const int64_t n = count - a < per ? count - a : per;
+				if ((err = cudaMemsetAsync(defer.rows, 0xff, (size_t)n * sizeof(uint32_t), stream)) != cudaSuccess)
+					break;
+				short_rows_kernel<LANES, CHOL, GW, 1><<<(unsigned)n, kThreads, bytes, stream>>>(c, nmax, n, defer, status);
+				short_cholesky_kernel<<<(unsigned)n, 32, wbytes, stream>>>(defer, nmax, status);
+				short_rows_kernel<LANES, CHOL, GW, 2><<<(unsigned)n, kThreads, bytes, stream>>>(c, nmax, n, defer, status);
+				err = cudaGetLastError();
+			}
+			cudaError_t e = cudaFreeAsync(defer.sys, stream);
+			return err != cudaSuccess ? err : e;
+		}
+	}
+	short_rows_kernel<LANES, CHOL, GW><<<(unsigned)blocks, kThreads, bytes, stream>>>(q, nmax, count, defer, status);
 	return cudaGetLastError();
 }
 
@@ -675,7 +799,7 @@ extern "C" cudaError_t starfa_cuda_rowsolve_run(const starfa_cuda_rowsolve *pb, 
 	gram.nitems = short_rows_first(*pb);
 	Deferred defer = {nullptr, nullptr};
 	const int64_t per = err == cudaSuccess && gram.nitems > 0 && pb->cholesky && !pb->fused_cholesky
-				    ? deferred_alloc(pb->k, gram.nitems, &defer, stream)
+				    ? deferred_alloc(deferred_floats(pb->k) * sizeof(float), gram.nitems, &defer, stream)
 				    : 0;
 #define LAUNCH(F, L) STARFA_PREC_DISPATCH(pb->precision, launch_rowsolve, F, L, &chunk, parts, defer, status, bytes, stream)
 	/* exact solves apart: the Gram kernel over a chunk of items, then a warp a system over its slots */
