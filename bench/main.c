@@ -342,10 +342,12 @@ static void bench_one(struct bench_device *d, const struct bench_options *o, str
 int main(int argc, char **argv)
 {
 	struct bench_options o = {0};
+	/* before parse: its list options (--matrices, --ranks) are cut at their commas in place */
+	const char *command = command_line(argc, argv);
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	o.command = command_line(argc, argv);
+	o.command = command;
 
 	struct bench_device d = {0};
 	host_info(&d);

@@ -1215,6 +1215,18 @@ __host__ __device__ inline size_t warp_system_floats(int64_t k)
 	return packed_floats(k) + 4 + 2 * (size_t)((k + 3) / 4 * 4);
 }
 
+/* The parts of a warp's own system at base (warp_system_floats(k) floats), as laid out above. */
+struct WarpSystem {
+	PackedRows m;
+	float *flag, *inv, *x;
+};
+
+__device__ inline WarpSystem warp_system(float *base, int k)
+{
+	float *const flag = base + packed_floats(k), *const inv = flag + 4;
+	return {{base, packed_width(k)}, flag, inv, inv + ((k + 3) & ~3)};
+}
+
 /* solve_cholesky's factorization and solve by one warp on its own packed system (column k the right-hand
  * side; inv and x: k floats each): the same panels, tiles and order of sums, so the same bits, with no
  * block-wide synchronisation. The block form keeps one system a block of eight warps, so that at each

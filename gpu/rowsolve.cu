@@ -517,16 +517,15 @@ __global__ void __launch_bounds__(32) rowsolve_cholesky_kernel(const __grid_cons
 	const uint32_t u = defer.rows[blockIdx.x];
 	if (u == UINT32_MAX)
 		return;
-	const int k = (int)pb.k, n = (int)deferred_floats(k);
-	const PackedRows m = {wsm, packed_width(k)};
-	float *const inv = wsm + n, *const xs = inv + ((k + 3) & ~3);
+	const int k = (int)pb.k, n = (int)deferred_floats(k); /* the packed system and its flag */
+	const WarpSystem w = warp_system(wsm, k);
 	const float *const src = defer.sys + (size_t)blockIdx.x * n;
 	for (int i = 4 * threadIdx.x; i < n; i += 128)
 		cp_async16(wsm + i, src + i);
 	cp_async_wait_all();
 	__syncwarp();
-	const bool finite_a = wsm[packed_floats(k)] != 0.0f;
-	warp_solve_and_store(m, k, inv, xs, [&] { return finite_a; }, u, pb.X + (int64_t)u * pb.ldx, status);
+	const bool finite_a = *w.flag != 0.0f;
+	warp_solve_and_store(w.m, k, w.inv, w.x, [&] { return finite_a; }, u, pb.X + (int64_t)u * pb.ldx, status);
 }
 
 cudaError_t launch_rowsolve_cholesky(const starfa_cuda_rowsolve *pb, Deferred defer, uint32_t *status,
@@ -601,14 +600,14 @@ __global__ void __launch_bounds__(32) short_cholesky_kernel(Deferred defer, int 
 		return;
 	const ShortDeferred sd = {defer, nmax, (int64_t)blockIdx.x};
 	const int n = *(const int *)sd.header(), lane = threadIdx.x;
-	const PackedRows src = sd.system(), m = {wsm, src.L};
-	float *const inv = wsm + packed_floats(nmax) + 4, *const xs = inv + round4(nmax);
+	const PackedRows src = sd.system();
+	const WarpSystem w = warp_system(wsm, nmax); /* rows as wide as the slot's */
 	for (int r = 0; r < n; r++) /* what phase 1 wrote: columns 4 floor(r / 4) to packed_width(n) - 1 */
 		for (int q = (r >> 2) + lane; q < packed_width(n) / 4; q += 32)
-			cp_async16(m.row(r) + 4 * q, src.row(r) + 4 * q);
+			cp_async16(w.m.row(r) + 4 * q, src.row(r) + 4 * q);
 	cp_async_wait_all();
 	__syncwarp();
-	if (warp_cholesky(m, n, inv, xs)) {
+	if (warp_cholesky(w.m, n, w.inv, w.x)) {
 		if (lane == 0) {
 			record_bad_row(status, u, 1, true, true);
 			defer.rows[blockIdx.x] = UINT32_MAX;
@@ -616,7 +615,7 @@ __global__ void __launch_bounds__(32) short_cholesky_kernel(Deferred defer, int 
 		return;
 	}
 	for (int d = lane; d < n; d += 32)
-		sd.z()[d] = xs[d];
+		sd.z()[d] = w.x[d];
 }
 
 template <int LANES, bool CHOL, bool GW>
