@@ -224,11 +224,17 @@ __device__ void solve_short_row(const Shared &s, const RowSource &src, const Wei
 			record_bad_row(status, u, !finite_a || lambda <= 0.0f ? 1 : 0, finite_a, finite_b);
 		return;
 	}
-	/* K's upper triangle, a thread a 4 x 4 tile, 16-byte loads along the rows of Y */
+	/* K's upper triangle in 4 x 4 tiles, 16-byte loads along the rows of Y. Where the tiles are fewer than
+	 * half the block's threads, P = 2 or 4 adjacent lanes share a tile, each over every P-th group of four
+	 * columns of Y, and shuffles add their sums: a row of 40 entries has 55 tiles, which left 201 of the
+	 * 256 threads idle while the others ran the whole length of k. */
 	const int T = n4 / 4, ntiles = T * (T + 1) / 2;
-	for (int p = tid; p < ntiles; p += kThreads) {
+	const int P = 4 * ntiles <= kThreads ? 4 : 2 * ntiles <= kThreads ? 2 : 1, span = P * ntiles;
+	for (int base = 0; base < span; base += kThreads) { /* every lane of a warp to the shuffles */
+		const int idx = base + tid, part = idx & (P - 1);
+		const bool active = idx < span;
 		int tl, ti;
-		upper_tile(p, T, &tl, &ti);
+		upper_tile(active ? idx / P : 0, T, &tl, &ti);
 		const int e1 = 4 * tl, e2 = 4 * ti;
 		int ra[4], rb[4];
 #pragma unroll
@@ -237,7 +243,7 @@ __device__ void solve_short_row(const Shared &s, const RowSource &src, const Wei
 			rb[r] = (e2 + r < n ? e2 + r : n - 1) * ldy;
 		}
 		float acc[4][4] = {};
-		for (int d = 0; d < dk; d += 4) {
+		for (int d = 4 * part; active && d < dk; d += 4 * P) {
 			float4 a[4], b[4];
 #pragma unroll
 			for (int r = 0; r < 4; r++) {
@@ -250,6 +256,14 @@ __device__ void solve_short_row(const Shared &s, const RowSource &src, const Wei
 				for (int c = 0; c < 4; c++)
 					acc[r][c] += a[r].x * b[c].x + a[r].y * b[c].y + a[r].z * b[c].z + a[r].w * b[c].w;
 		}
+		for (int m = 1; m < P; m <<= 1) /* P is the block's: the whole warp shuffles or none of it */
+#pragma unroll
+			for (int r = 0; r < 4; r++)
+#pragma unroll
+				for (int c = 0; c < 4; c++)
+					acc[r][c] += __shfl_xor_sync(0xffffffffu, acc[r][c], m);
+		if (!active || part != 0)
+			continue;
 #pragma unroll
 		for (int r = 0; r < 4; r++)
 #pragma unroll
