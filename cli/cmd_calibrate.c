@@ -51,7 +51,8 @@ static void usage(FILE *out)
 		     "                            conversions (even ranks), on a grid with empty tiles\n"
 		     "                            (the zero codelet)\n"
 		     "                     sgd    SGD passes over tiles, FP32 and FP16 rows, at the ALS ranks\n"
-		     "                     ccd    CCD++ passes (open, inner, close) and updates\n"
+		     "                     ccd    CCD++ passes (open, inner, close), updates and band tasks\n"
+		     "                            (passes and update in one task, CPU workers)\n"
 		     "  --ranks LIST     comma-separated ranks of sddmm and spmm (default 32,128,512)\n"
 		     "  --als-ranks LIST ranks of the ALS operations (default 16,64,128)\n"
 		     "  --min-nnz N      smallest tile (default 64)\n"
@@ -705,9 +706,10 @@ out:
 
 /* ---------------------------------------------------------------- CCD++ */
 
-enum { CCD_OPEN_ROWS, CCD_OPEN_COLS, CCD_INNER, CCD_CLOSE, CCD_SOLVE, CCD_NOPS };
+enum { CCD_OPEN_ROWS, CCD_OPEN_COLS, CCD_INNER, CCD_CLOSE, CCD_SOLVE, CCD_BAND_OPEN, CCD_BAND_INNER, CCD_NOPS };
 static const char *const ccd_names[CCD_NOPS] = {"ccd pass (open, rows)", "ccd pass (open, cols)", "ccd pass (inner)",
-						"ccd pass (close)", "ccd solve"};
+						"ccd pass (close)", "ccd solve", "ccd band (open)", "ccd band (inner)"};
+#define CCD_FIRST_BAND CCD_BAND_OPEN /* the band tasks run on the CPU workers only */
 
 struct ccd_ctx {
 	starfa_tiled *S;
@@ -725,6 +727,10 @@ static int insert_ccd_op(void *ctx, int op)
 	case CCD_OPEN_COLS: return starfa_task_ccd_pass(g->S, STARFA_COLS, 0, 0, g->RT, 1, &cols, g->acc_h, 0, NULL);
 	case CCD_INNER: return starfa_task_ccd_pass(g->S, STARFA_ROWS, 0, 0, g->R, 0, &inner, g->acc_w, 0, NULL);
 	case CCD_CLOSE: return starfa_task_ccd_pass(g->S, STARFA_ROWS, 0, 0, g->R, 1, &close, NULL, 0, NULL);
+	case CCD_BAND_OPEN:
+		return starfa_task_ccd_band(g->S, STARFA_ROWS, 0, g->R, 1, &rows, g->acc_w, g->w, g->count_w, 0.05f, 0, NULL);
+	case CCD_BAND_INNER:
+		return starfa_task_ccd_band(g->S, STARFA_ROWS, 0, g->R, 0, &inner, g->acc_w, g->w, g->count_w, 0.05f, 0, NULL);
 	default: return starfa_task_ccd_solve(g->w, 0, g->acc_w, g->count_w, 0.05f, 0, NULL);
 	}
 }
@@ -761,7 +767,8 @@ static int calibrate_ccd(const struct calibrate_cli *c, const starfa_csr *csr, i
 	}
 	rc = 0;
 	for (int op = 0; op < CCD_NOPS && rc == 0; op++)
-		rc = run_rounds(c, ccd_names[op], 1, csr->nnz, insert_ccd_op, &g, op);
+		if (op < CCD_FIRST_BAND || calibrating == STARFA_WORKER_CPU)
+			rc = run_rounds(c, ccd_names[op], 1, csr->nnz, insert_ccd_op, &g, op);
 out:
 	starfa_sparse_values_free(g.R);
 	starfa_sparse_values_free(g.RT);

@@ -1,5 +1,6 @@
 /* The CCD++ codelets: ccd_pass (one fused pass over a tile of the residual: the previous feature out,
- * the current one in, the rank-one update's sums per row) and ccd_solve (the update of one block). */
+ * the current one in, the rank-one update's sums per row), ccd_solve (the update of one block) and
+ * ccd_band (a band's passes and its update in one task, on the CPU workers). */
 #include "codelets/codelet.h"
 #include "codelets/zero.h"
 #include "cpu/ccd.h"
@@ -94,11 +95,10 @@ static int vector_ok(const starfa_dense *d, const int64_t *bounds, int64_t nbloc
 	return !d || (d->cols == 1 && d->rows == rows && starfa_dense_blocked_along(d, bounds, nblocks));
 }
 
-int starfa_task_ccd_pass(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, starfa_sparse_values *R,
-			 int write, const starfa_ccd_terms *terms, starfa_dense *acc, int accumulate,
-			 const starfa_task_attr *attr)
+/* The operands a pass over side's grid shares with ccd_band: 0, or STARFA_EINVAL naming `what`. */
+static int check_pass(const char *what, const starfa_tiled *S, starfa_side side, const starfa_sparse_values *R,
+		      const starfa_ccd_terms *terms, const starfa_dense *acc)
 {
-	const char *what = "starfa_task_ccd_pass";
 	if (!S || !R || !terms)
 		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
 	if (side != STARFA_ROWS && side != STARFA_COLS)
@@ -107,8 +107,6 @@ int starfa_task_ccd_pass(const starfa_tiled *S, starfa_side side, int64_t i, int
 		return starfa_set_error(STARFA_EINVAL, "%s: the residual must be S's values on the %s side", what,
 					side == STARFA_ROWS ? "row" : "column");
 	const struct starfa_grid *grid = starfa_side_grid(S, side);
-	if (i < 0 || j < 0 || i >= grid->nr || j >= grid->nc)
-		return starfa_index_error(what, "tile", i, j, grid->nr, grid->nc);
 	const int rows = side == STARFA_ROWS;
 	const int64_t *xb = rows ? S->row_bounds : S->col_bounds, *yb = rows ? S->col_bounds : S->row_bounds;
 	const int64_t xn = rows ? S->nrows : S->ncols, yn = rows ? S->ncols : S->nrows;
@@ -121,6 +119,20 @@ int starfa_task_ccd_pass(const starfa_tiled *S, starfa_side side, int64_t i, int
 						       "the grid's rows and the y ones along its columns", what);
 	if (acc && (acc->cols != 2 || acc->rows != xn || !starfa_dense_blocked_along(acc, xb, grid->nr)))
 		return starfa_set_error(STARFA_EINVAL, "%s: acc must have two columns, blocked like x", what);
+	return 0;
+}
+
+int starfa_task_ccd_pass(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, starfa_sparse_values *R,
+			 int write, const starfa_ccd_terms *terms, starfa_dense *acc, int accumulate,
+			 const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_ccd_pass";
+	int rc = check_pass(what, S, side, R, terms, acc);
+	if (rc)
+		return rc;
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
+	if (i < 0 || j < 0 || i >= grid->nr || j >= grid->nc)
+		return starfa_index_error(what, "tile", i, j, grid->nr, grid->nc);
 	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
 	starfa_task_attr placed;
 	attr = starfa_placed(&placed, attr, starfa_band_where(S, R->side, i));
@@ -211,4 +223,179 @@ int starfa_task_ccd_solve(starfa_dense *x, int64_t block, const starfa_dense *ac
 	return starfa_submit(&ccd_solve_cl, &args, sizeof args, 3.0 * n, attr,
 			     STARFA_BUFFERS({x->blocks[block], STARPU_W}, {acc->blocks[block], STARPU_R},
 					    {counts->blocks[block], STARPU_R}));
+}
+
+/* ------------------------------------------------------------------ ccd_band */
+
+struct ccd_band_args {
+	int write, which, solve, ntiles;
+	int x_is_sub, x_is_add; /* x is sub_x (add_x) too: its one buffer (RW) serves both */
+	float lambda;
+	int nonneg;
+};
+
+/* Buffers, the band's first: sub_x (CCD_SUB, unless x is it), add_x (CCD_ADD, unless x is it), acc
+ * (CCD_Y), x and the counts (solve); then for each of the band's non-empty tiles in order, the tile, its
+ * residual values, sub_y (CCD_SUB), add_y (CCD_ADD) and y (CCD_Y). The passes run as ccd_pass's tasks
+ * would, the first overwriting acc and the others adding to it, then the update as ccd_solve's: the
+ * same arithmetic in the same order. */
+static void ccd_band_cpu(void *buffers[], void *cl_arg)
+{
+	const struct ccd_band_args *a = cl_arg;
+	int b = 0;
+	const float *sub_x = NULL, *add_x = NULL, *counts = NULL;
+	float *acc = NULL, *x = NULL;
+	int64_t ld_sub_x = 0, ld_add_x = 0, ld_acc = 0, ld_x = 0, ld_counts = 0, nx = 0, nacc = 0;
+#define MATRIX(ptr, ld, type)                                           \
+	do {                                                            \
+		ptr = (type *)STARPU_MATRIX_GET_PTR(buffers[b]);        \
+		ld = (int64_t)STARPU_MATRIX_GET_LD(buffers[b]);         \
+		b++;                                                    \
+	} while (0)
+	if ((a->which & CCD_SUB) && !a->x_is_sub)
+		MATRIX(sub_x, ld_sub_x, const float);
+	if ((a->which & CCD_ADD) && !a->x_is_add)
+		MATRIX(add_x, ld_add_x, const float);
+	if (a->which & CCD_Y) {
+		nacc = (int64_t)STARPU_MATRIX_GET_NY(buffers[b]);
+		MATRIX(acc, ld_acc, float);
+	}
+	if (a->solve) {
+		nx = (int64_t)STARPU_MATRIX_GET_NY(buffers[b]);
+		MATRIX(x, ld_x, float);
+		MATRIX(counts, ld_counts, const float);
+		if (a->x_is_sub)
+			sub_x = x, ld_sub_x = ld_x;
+		if (a->x_is_add)
+			add_x = x, ld_add_x = ld_x;
+	}
+	for (int t = 0; t < a->ntiles; t++) {
+		void *tile = buffers[b++];
+		float *R = (float *)STARPU_VECTOR_GET_PTR(buffers[b++]);
+		struct starfa_ccd_vecs v = {.sub_x = sub_x, .add_x = add_x, .ld_sub_x = ld_sub_x, .ld_add_x = ld_add_x};
+		if (a->which & CCD_SUB)
+			MATRIX(v.sub_y, v.ld_sub_y, const float);
+		if (a->which & CCD_ADD)
+			MATRIX(v.add_y, v.ld_add_y, const float);
+		if (a->which & CCD_Y)
+			MATRIX(v.y, v.ld_y, const float);
+		starfa_cpu_ccd_pass(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile), R,
+				    a->write, &v, acc, ld_acc, t > 0);
+	}
+#undef MATRIX
+	if (acc && a->ntiles == 0) /* as a pass over an empty tile */
+		for (int64_t r = 0; r < nacc; r++)
+			acc[r * ld_acc] = acc[r * ld_acc + 1] = 0.0f;
+	if (a->solve)
+		starfa_cpu_ccd_solve(nx, acc, ld_acc, counts, ld_counts, a->lambda, a->nonneg, x, ld_x);
+}
+
+/* The band's entries and, with the update, its rows: what its time follows. */
+static uint64_t ccd_band_cost(const struct starpu_task *task)
+{
+	const struct ccd_band_args *a = task->cl_arg;
+	uint64_t cost = 0;
+	for (unsigned h = 0; h < STARPU_TASK_GET_NBUFFERS(task); h++)
+		if (starpu_data_get_interface_id(STARPU_TASK_GET_HANDLE(task, h)) == STARPU_CSR_INTERFACE_ID)
+			cost += (uint64_t)starpu_csr_get_nnz(STARPU_TASK_GET_HANDLE(task, h));
+	if (a->solve) {
+		unsigned xh = (unsigned)(!!((a->which & CCD_SUB) && !a->x_is_sub) + !!((a->which & CCD_ADD) && !a->x_is_add) +
+					 !!(a->which & CCD_Y));
+		cost += starpu_matrix_get_ny(STARPU_TASK_GET_HANDLE(task, xh));
+	}
+	return cost;
+}
+
+static uint32_t ccd_band_variant(const struct starpu_task *task)
+{
+	const struct ccd_band_args *a = task->cl_arg;
+	return (uint32_t)(a->which | a->write << 3 | a->solve << 4 | a->nonneg << 5);
+}
+
+/* CPU workers only: on a GPU the band's tiles go as ccd_pass tasks, each a kernel on the worker's stream. */
+STARFA_CODELET(ccd_band, ccd_band_cost, ccd_band_variant, ccd_band_cpu, .where = STARPU_CPU);
+
+int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, starfa_sparse_values *R, int write,
+			 const starfa_ccd_terms *terms, starfa_dense *acc, starfa_dense *x, const starfa_dense *counts,
+			 float lambda, int nonneg, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_ccd_band";
+	int rc = check_pass(what, S, side, R, terms, acc);
+	if (rc)
+		return rc;
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
+	if (band < 0 || band >= grid->nr)
+		return starfa_index_error(what, "band", band, -1, grid->nr, -1);
+	const int rows = side == STARFA_ROWS;
+	const int64_t *xb = rows ? S->row_bounds : S->col_bounds;
+	const int64_t xn = rows ? S->nrows : S->ncols;
+	if (x && (!acc || !counts || !vector_ok(x, xb, grid->nr, xn) || !vector_ok(counts, xb, grid->nr, xn)))
+		return starfa_set_error(STARFA_EINVAL, "%s: the update needs y and acc, and x and counts with one column "
+						       "blocked along the grid's rows",
+					what);
+	if (x && !(lambda >= 0))
+		return starfa_set_error(STARFA_EINVAL, "%s: lambda must be >= 0", what);
+	if (x && (x == terms->sub_y || x == terms->add_y || x == terms->y))
+		return starfa_set_error(STARFA_EINVAL, "%s: x is the side being updated, not the other one", what);
+	/* Where only GPUs may run the band (placed there, or placed nowhere with GPUs in the runtime), nothing
+	 * is submitted: the caller runs the band as ccd_pass and ccd_solve tasks instead. */
+	const uint32_t where = starfa_band_where(S, side, band);
+	if (attr && ((attr->worker > 0 && starfa_worker_kind_of(attr->worker) != STARFA_WORKER_CPU) ||
+		     (attr->where && !(attr->where & STARFA_WHERE_CPU))))
+		return STARFA_ENODEV;
+	if (!(where & STARPU_CPU) && !(where == 0 && starpu_cuda_worker_get_count() == 0 && starpu_cpu_worker_get_count() > 0))
+		return STARFA_ENODEV;
+	struct ccd_band_args args = {write != 0,
+				     (terms->sub_x ? CCD_SUB : 0) | (terms->add_x ? CCD_ADD : 0) | (terms->y ? CCD_Y : 0),
+				     x != NULL,
+				     0,
+				     x && x == terms->sub_x,
+				     x && x == terms->add_x,
+				     lambda,
+				     nonneg != 0};
+	if (!x && !acc && !write)
+		return 0; /* nothing to compute */
+	int64_t ntiles = 0, nnz = 0;
+	for (int64_t j = 0; j < grid->nc; j++)
+		if (starfa_grid_tile(grid, band, j)->nnz > 0)
+			ntiles++;
+	if (ntiles == 0 && !acc)
+		return 0; /* a pass that only rewrites the residual, over no entry */
+	const int per_tile = 2 + !!terms->sub_y + !!terms->add_y + !!terms->y;
+	struct starpu_data_descr *buffers = starfa_malloc((size_t)(5 + ntiles * per_tile), sizeof *buffers);
+	if (!buffers)
+		return STARFA_ENOMEM;
+	int n = 0;
+	if (terms->sub_x && !args.x_is_sub)
+		buffers[n++] = (struct starpu_data_descr){terms->sub_x->blocks[band], STARPU_R};
+	if (terms->add_x && !args.x_is_add)
+		buffers[n++] = (struct starpu_data_descr){terms->add_x->blocks[band], STARPU_R};
+	if (acc)
+		buffers[n++] = (struct starpu_data_descr){acc->blocks[band], STARPU_W};
+	if (x) {
+		buffers[n++] = (struct starpu_data_descr){x->blocks[band], args.x_is_sub || args.x_is_add ? STARPU_RW : STARPU_W};
+		buffers[n++] = (struct starpu_data_descr){counts->blocks[band], STARPU_R};
+	}
+	for (int64_t j = 0; j < grid->nc; j++) {
+		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
+		if (tile->nnz == 0)
+			continue;
+		nnz += tile->nnz;
+		buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
+		buffers[n++] = (struct starpu_data_descr){R->handles[band * grid->nc + j], write ? STARPU_RW : STARPU_R};
+		if (terms->sub_y)
+			buffers[n++] = (struct starpu_data_descr){terms->sub_y->blocks[j], STARPU_R};
+		if (terms->add_y)
+			buffers[n++] = (struct starpu_data_descr){terms->add_y->blocks[j], STARPU_R};
+		if (terms->y)
+			buffers[n++] = (struct starpu_data_descr){terms->y->blocks[j], STARPU_R};
+	}
+	args.ntiles = (int)ntiles;
+	const double rows_n = (double)(xb[band + 1] - xb[band]);
+	double flops = (double)nnz * (2.0 * !!terms->sub_x + 2.0 * !!terms->add_x + 4.0 * !!terms->y) + (x ? 3.0 * rows_n : 0);
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, where ? STARPU_CPU : 0);
+	rc = starfa_submit(&ccd_band_cl, &args, sizeof args, flops, attr, n, buffers);
+	free(buffers);
+	return rc;
 }

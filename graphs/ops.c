@@ -321,26 +321,28 @@ int starfa_insert_gram(const starfa_dense *theta, int64_t col0, int64_t k, starf
 
 /* ------------------------------------------------------------------ CCD++ */
 
-/* One pass over every tile of a side's grid: with acc, band by band in the order of FOR_BAND_TILES (a
- * pass that only rewrites the residual submits nothing for an empty tile). */
-static int ccd_sweep(const starfa_tiled *S, starfa_side side, starfa_sparse_values *R, int write,
-		     const starfa_ccd_terms *terms, starfa_dense *acc)
+/* A pass that only rewrites the residual, over every tile of a side's grid (a task a non-empty tile: they
+ * are independent). */
+static int ccd_sweep(const starfa_tiled *S, starfa_side side, starfa_sparse_values *R, const starfa_ccd_terms *terms)
 {
-	if (!acc) {
-		FOR_EACH_TILE(S, side, starfa_task_ccd_pass(S, side, i, j, R, write, terms, NULL, 0, NULL));
-		return 0;
-	}
-	int64_t nr, nc;
-	side_grid(S, side, &nr, &nc);
-	for (int64_t i = 0; i < nr; i++)
-		FOR_BAND_TILES(S, side, i, starfa_task_ccd_pass(S, side, i, j, R, write, terms, acc, accumulate, NULL));
+	FOR_EACH_TILE(S, side, starfa_task_ccd_pass(S, side, i, j, R, 1, terms, NULL, 0, NULL));
 	return 0;
 }
 
-static int ccd_solve_all(starfa_dense *x, const starfa_dense *acc, const starfa_dense *counts, float lambda, int nonneg)
+/* A pass over a side's grid with its sums, then x's update from them: band by band, each band one
+ * starfa_task_ccd_band task where CPU workers run it, else its per-tile passes and a ccd_solve task. */
+static int ccd_update(const starfa_tiled *S, starfa_side side, starfa_sparse_values *R, int write,
+		      const starfa_ccd_terms *terms, starfa_dense *acc, starfa_dense *x, const starfa_dense *counts,
+		      float lambda, int nonneg)
 {
-	for (int64_t b = 0; b < starfa_dense_blocks(x); b++) {
-		int rc = starfa_task_ccd_solve(x, b, acc, counts, lambda, nonneg, NULL);
+	int64_t nr, nc;
+	side_grid(S, side, &nr, &nc);
+	for (int64_t i = 0; i < nr; i++) {
+		int rc = starfa_task_ccd_band(S, side, i, R, write, terms, acc, x, counts, lambda, nonneg, NULL);
+		if (rc == STARFA_ENODEV) { /* the band's workers are GPUs */
+			FOR_BAND_TILES(S, side, i, starfa_task_ccd_pass(S, side, i, j, R, write, terms, acc, accumulate, NULL));
+			rc = starfa_task_ccd_solve(x, i, acc, counts, lambda, nonneg, NULL);
+		}
 		if (rc)
 			return rc;
 	}
@@ -360,22 +362,18 @@ int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f
 		rc = starfa_insert_dense_map(f->held, STARFA_DENSE_COPY, 0, 0, f->h, NULL);
 	starfa_ccd_terms cols = {f->prev_h, f->prev_w, f->h, f->w, f->update_h ? f->w : NULL};
 	if (!rc)
-		rc = ccd_sweep(S, STARFA_COLS, f->RT, 1, &cols, f->update_h ? f->acc_h : NULL);
-	if (!rc && f->update_h)
-		rc = ccd_solve_all(f->h, f->acc_h, f->count_h, f->lambda, f->nonneg);
+		rc = f->update_h ? ccd_update(S, STARFA_COLS, f->RT, 1, &cols, f->acc_h, f->h, f->count_h, f->lambda, f->nonneg)
+				 : ccd_sweep(S, STARFA_COLS, f->RT, &cols);
 	/* the row side: x = w, y = h; the feature put back with the h it had before its update */
 	starfa_ccd_terms rows = {f->prev_w, f->prev_h, f->w, f->update_h ? f->held : f->h, f->update_w ? f->h : NULL};
 	if (!rc)
-		rc = ccd_sweep(S, STARFA_ROWS, f->R, 1, &rows, f->update_w ? f->acc_w : NULL);
-	if (!rc && f->update_w)
-		rc = ccd_solve_all(f->w, f->acc_w, f->count_w, f->lambda, f->nonneg);
+		rc = f->update_w ? ccd_update(S, STARFA_ROWS, f->R, 1, &rows, f->acc_w, f->w, f->count_w, f->lambda, f->nonneg)
+				 : ccd_sweep(S, STARFA_ROWS, f->R, &rows);
 	/* the inner iterations over R^ as it stands (a feature with a fixed side is exact after one) */
 	for (int64_t s = 1; s < f->inner && f->update_w && f->update_h && !rc; s++) {
 		starfa_ccd_terms hc = {NULL, NULL, NULL, NULL, f->w}, wr = {NULL, NULL, NULL, NULL, f->h};
-		if (!(rc = ccd_sweep(S, STARFA_COLS, f->RT, 0, &hc, f->acc_h)) &&
-		    !(rc = ccd_solve_all(f->h, f->acc_h, f->count_h, f->lambda, f->nonneg)) &&
-		    !(rc = ccd_sweep(S, STARFA_ROWS, f->R, 0, &wr, f->acc_w)))
-			rc = ccd_solve_all(f->w, f->acc_w, f->count_w, f->lambda, f->nonneg);
+		if (!(rc = ccd_update(S, STARFA_COLS, f->RT, 0, &hc, f->acc_h, f->h, f->count_h, f->lambda, f->nonneg)))
+			rc = ccd_update(S, STARFA_ROWS, f->R, 0, &wr, f->acc_w, f->w, f->count_w, f->lambda, f->nonneg);
 	}
 	return rc;
 }
@@ -386,8 +384,8 @@ int starfa_insert_ccd_close(const starfa_tiled *S, starfa_sparse_values *R, star
 	if (!S || !R || !RT || !w || !h)
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_ccd_close: missing operand");
 	starfa_ccd_terms cols = {h, w, NULL, NULL, NULL}, rows = {w, h, NULL, NULL, NULL};
-	int rc = ccd_sweep(S, STARFA_COLS, RT, 1, &cols, NULL);
-	return rc ? rc : ccd_sweep(S, STARFA_ROWS, R, 1, &rows, NULL);
+	int rc = ccd_sweep(S, STARFA_COLS, RT, &cols);
+	return rc ? rc : ccd_sweep(S, STARFA_ROWS, R, &rows);
 }
 
 int starfa_insert_top_k(const starfa_tiled *S, const starfa_dense *A, const starfa_dense *B, int64_t k,

@@ -571,6 +571,16 @@ int starfa_task_ccd_pass(const starfa_tiled *S, starfa_side side, int64_t i, int
  * nonneg. */
 int starfa_task_ccd_solve(starfa_dense *x, int64_t block, const starfa_dense *acc, const starfa_dense *counts,
 			  float lambda, int nonneg, const starfa_task_attr *attr);
+/* Band `band` of side's grid in one task: the pass of starfa_task_ccd_pass over each of the band's
+ * tiles in order (the first overwriting acc, the others adding to it) and, with x (then counts too), the
+ * update of starfa_task_ccd_solve on block `band` of x: the same arithmetic in the same order as those
+ * tasks, for one task's overhead instead of one a tile plus one. x may be terms' sub_x or add_x (the
+ * passes read it before the update writes it). The band task runs on the CPU workers: where only GPUs may
+ * run the band (placed on them, or placed nowhere with GPUs in the runtime) it returns STARFA_ENODEV,
+ * submitting nothing and setting no message, and the band's work goes as those per-tile tasks instead. */
+int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, starfa_sparse_values *R, int write,
+			 const starfa_ccd_terms *terms, starfa_dense *acc, starfa_dense *x, const starfa_dense *counts,
+			 float lambda, int nonneg, const starfa_task_attr *attr);
 
 /* One feature's CCD++ update as a graph (graphs/ccd.c): on both grids R^ = R - prev_w prev_h^T (when
  * prev_w) + w h^T, then `inner` times h's update over the column side and w's over the row side (only

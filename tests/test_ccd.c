@@ -229,6 +229,163 @@ static int feature_graph(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
+/* One band's passes and update as starfa_task_ccd_band against the per-tile tasks (starfa_task_ccd_pass
+ * in FOR_BAND_TILES's order, then starfa_task_ccd_solve): the same bits in the residual, the sums and x,
+ * on both sides, for the pass kinds CCD++ makes, on grids with empty tiles and an empty band. */
+struct band_case {
+	int write, sub, add, sums, solve;
+};
+
+/* The vectors of a band case: 0 sub_x, 1 sub_y, 2 x (also add_x), 3 add_y, 4 y, 5 the counts. */
+enum { BV_SUB_X, BV_SUB_Y, BV_X, BV_ADD_Y, BV_Y, BV_COUNTS, BV_N };
+
+/* One run of a case over every band of side's grid, by band tasks or by per-tile tasks, from vectors
+ * drawn from seed; the residual, x and the sums come back in vals, x and acc. */
+static int band_run(const starfa_tiled *S, starfa_side side, const struct band_case *k, float lambda, uint64_t seed,
+		    int by_band, float *vals, float *x, float *acc)
+{
+	const int rows = side == STARFA_ROWS;
+	const int64_t xn = rows ? starfa_tiled_nrows(S) : starfa_tiled_ncols(S);
+	const int64_t yn = rows ? starfa_tiled_ncols(S) : starfa_tiled_nrows(S), P = starfa_tiled_row_tiles(S);
+	float *vec[BV_N];
+	starfa_dense *d[BV_N], *dacc;
+	for (int v = 0; v < BV_N; v++) {
+		const int on_y = v == BV_SUB_Y || v == BV_ADD_Y || v == BV_Y;
+		const int64_t len = on_y ? yn : xn;
+		vec[v] = v == BV_X ? x : malloc(sizeof(float) * (size_t)len);
+		CHECK(vec[v]);
+		for (int64_t e = 0; e < len; e++)
+			vec[v][e] = v == BV_COUNTS ? (float)testing_below(&seed, 5) : (float)(testing_uniform(&seed) - 0.4);
+		CHECK_OK(starfa_dense_create(S, on_y == rows ? STARFA_COLS : STARFA_ROWS, vec[v], 1, &d[v]));
+	}
+	testing_poison(acc, (size_t)(2 * xn));
+	CHECK_OK(starfa_dense_create(S, side, acc, 2, &dacc));
+	starfa_sparse_values *R = NULL;
+	CHECK_OK(starfa_sparse_values_create(S, side, &R));
+	CHECK_OK(starfa_insert_values_map(R, STARFA_VALUES_COPY, 0, 0, NULL));
+	starfa_ccd_terms t = {k->sub ? d[BV_SUB_X] : NULL, k->sub ? d[BV_SUB_Y] : NULL, k->add ? d[BV_X] : NULL,
+			      k->add ? d[BV_ADD_Y] : NULL, k->sums ? d[BV_Y] : NULL};
+	starfa_dense *a = k->sums ? dacc : NULL, *xd = k->solve ? d[BV_X] : NULL;
+	for (int64_t i = 0; i < P; i++) {
+		if (by_band) {
+			CHECK_OK(starfa_task_ccd_band(S, side, i, R, k->write, &t, a, xd, d[BV_COUNTS], lambda, 0, NULL));
+			continue;
+		}
+		int first = 1; /* FOR_BAND_TILES's order */
+		for (int64_t j = 0; j < P; j++) {
+			int64_t nnz = rows ? starfa_tiled_tile_nnz(S, i, j) : starfa_tiled_tile_nnz(S, j, i);
+			if (nnz == 0 && !(first && j == P - 1 && a))
+				continue;
+			CHECK_OK(starfa_task_ccd_pass(S, side, i, j, R, k->write, &t, a, !first, NULL));
+			first = 0;
+		}
+		if (xd)
+			CHECK_OK(starfa_task_ccd_solve(xd, i, a, d[BV_COUNTS], lambda, 0, NULL));
+	}
+	CHECK_OK(starfa_sparse_values_gather(R, vals));
+	starfa_sparse_values_free(R);
+	starfa_dense_free(dacc); /* brings acc home */
+	for (int v = 0; v < BV_N; v++) {
+		starfa_dense_free(d[v]);
+		if (v != BV_X)
+			free(vec[v]);
+	}
+	return 0;
+}
+
+static int band_task(uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
+	uint64_t rng = seed;
+	const int64_t m = 90 + (int64_t)testing_below(&rng, 40), n = 60 + (int64_t)testing_below(&rng, 40), nnz = 1200;
+	/* entries in the first half of the rows and columns only: with bands cut by rows and columns, the
+	 * last band of each side has none, and the tiles of the first band beside its first few or none */
+	starfa_coo *coo = starfa_coo_new(m, n, nnz);
+	CHECK(coo);
+	for (int64_t e = 0; e < nnz; e++) {
+		coo->row[e] = (int32_t)testing_below(&rng, (uint64_t)(m / 2));
+		coo->col[e] = (int32_t)testing_below(&rng, (uint64_t)(n / 2));
+		coo->val[e] = (float)(testing_uniform(&rng) - 0.5);
+	}
+	coo->nnz = nnz;
+	starfa_csr *A = NULL;
+	CHECK_OK(starfa_csr_from_coo(coo, &A));
+	starfa_coo_free(coo);
+	static const struct band_case cases[] = {
+		{1, 1, 1, 1, 1}, /* a feature opened: the previous one out, this one in, its update */
+		{1, 0, 1, 1, 1}, /* the first feature opened */
+		{0, 0, 0, 1, 1}, /* an inner iteration */
+		{1, 1, 1, 0, 0}, /* a pass that only rewrites the residual */
+		{1, 1, 0, 1, 0}, /* sums without the update */
+	};
+	const int64_t most = m > n ? m : n;
+	float *vals[2], *x[2], *acc[2];
+	for (int r = 0; r < 2; r++) {
+		vals[r] = malloc(sizeof(float) * (size_t)A->nnz);
+		x[r] = malloc(sizeof(float) * (size_t)most);
+		acc[r] = malloc(sizeof(float) * (size_t)(2 * most));
+		CHECK(vals[r] && x[r] && acc[r]);
+	}
+	for (int64_t P = 1; P <= 3; P++) {
+		starfa_tiling_options tiling = {P, P, 1, 1e6, 1e6};
+		starfa_tiled *S = NULL;
+		CHECK_OK(starfa_tiled_create(A, &tiling, &S));
+		for (int side = 0; side < 2; side++) {
+			const starfa_side sd = side ? STARFA_COLS : STARFA_ROWS;
+			const int64_t xn = side ? n : m;
+			for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+				const float lambda = (float)(0.05 + testing_uniform(&rng));
+				const uint64_t draw = rng++;
+				for (int r = 0; r < 2; r++)
+					CHECK_OK(band_run(S, sd, &cases[c], lambda, draw, r, vals[r], x[r], acc[r]));
+				CHECK_MSG(memcmp(vals[0], vals[1], sizeof(float) * (size_t)A->nnz) == 0,
+					  "%lld bands, side %d, case %zu: the residual differs from the per-tile tasks'", (long long)P,
+					  side, c);
+				CHECK_MSG(memcmp(x[0], x[1], sizeof(float) * (size_t)xn) == 0,
+					  "%lld bands, side %d, case %zu: x differs from the per-tile tasks'", (long long)P, side, c);
+				CHECK_MSG(!cases[c].sums || memcmp(acc[0], acc[1], sizeof(float) * (size_t)(2 * xn)) == 0,
+					  "%lld bands, side %d, case %zu: the sums differ from the per-tile tasks'", (long long)P,
+					  side, c);
+			}
+		}
+		/* bad operands: an update without sums, a band outside the grid, x of the other side, a negative
+		 * lambda, the residual of the other side */
+		float *wx = calloc((size_t)m, sizeof(float)), *wy = calloc((size_t)n, sizeof(float)),
+		      *wa = calloc((size_t)(2 * m), sizeof(float)), *wc = calloc((size_t)m, sizeof(float));
+		CHECK(wx && wy && wa && wc);
+		starfa_dense *dx, *dy, *da, *dc;
+		starfa_sparse_values *RV;
+		CHECK_OK(starfa_dense_create(S, STARFA_ROWS, wx, 1, &dx));
+		CHECK_OK(starfa_dense_create(S, STARFA_COLS, wy, 1, &dy));
+		CHECK_OK(starfa_dense_create(S, STARFA_ROWS, wa, 2, &da));
+		CHECK_OK(starfa_dense_create(S, STARFA_ROWS, wc, 1, &dc));
+		CHECK_OK(starfa_sparse_values_create(S, STARFA_ROWS, &RV));
+		starfa_ccd_terms none = {0}, sums = {NULL, NULL, NULL, NULL, dy};
+		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 1, &none, NULL, dx, dc, 0.1f, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, P, RV, 0, &sums, da, dx, dc, 0.1f, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 0, &sums, da, dy, dc, 0.1f, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 0, &sums, da, dx, dc, -1.0f, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_ccd_band(S, STARFA_COLS, 0, RV, 0, &sums, da, dx, dc, 0.1f, 0, NULL) == STARFA_EINVAL);
+		starfa_sparse_values_free(RV);
+		starfa_dense_free(dx);
+		starfa_dense_free(dy);
+		starfa_dense_free(da);
+		starfa_dense_free(dc);
+		free(wx);
+		free(wy);
+		free(wa);
+		free(wc);
+		starfa_tiled_free(S);
+	}
+	for (int r = 0; r < 2; r++) {
+		free(vals[r]);
+		free(x[r]);
+		free(acc[r]);
+	}
+	starfa_csr_free(A);
+	return 0;
+}
+
 struct history {
 	int64_t n;
 	double loss[64], rmse[64];
@@ -328,6 +485,11 @@ static int training(starfa_worker_kind kind, uint64_t seed)
 TEST(ccd, feature_graph_matches_sequential_reference_cpu)
 {
 	return feature_graph(STARFA_WORKER_CPU, testing_seed() + 41);
+}
+
+TEST(ccd, band_task_matches_tile_tasks)
+{
+	return band_task(testing_seed() + 43);
 }
 
 TEST(ccd, training_objective_never_increases_cpu)
