@@ -42,7 +42,8 @@ static void usage(FILE *out)
 		     "performance models.\n"
 		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als,elementwise,sgd,ccd):\n"
 		     "                     sddmm  SDDMM plain and scaled\n"
-		     "                     spmm   SpMM S*X and S^T*X\n"
+		     "                     spmm   SpMM S*X and S^T*X, SDDMM+SpMM fused; a tile a task, and\n"
+		     "                            a band a task on the CPU workers\n"
 		     "                     als    gram, hermitian and bias (explicit and implicit), solve\n"
 		     "                            (Cholesky, CG, CG on FP16 systems), rowsolve (Cholesky,\n"
 		     "                            CG, implicit CG) and top k (the ranking metrics, k = 10)\n"
@@ -287,9 +288,21 @@ static int run_rounds(const struct calibrate_cli *c, const char *name, int64_t k
 
 /* ---------------------------------------------------------------- SDDMM and SpMM */
 
-enum { OP_SDDMM, OP_SDDMM_SCALED, OP_SPMM_ROWS, OP_SPMM_COLS, OP_FUSED_ROWS, OP_FUSED_COLS, NOPS };
+enum {
+	OP_SDDMM,
+	OP_SDDMM_SCALED,
+	OP_SPMM_ROWS,
+	OP_SPMM_COLS,
+	OP_FUSED_ROWS,
+	OP_FUSED_COLS,
+	OP_FUSED_BAND,
+	OP_SPMM_BAND,
+	NOPS,
+	OP_FIRST_BAND = OP_FUSED_BAND, /* the band tasks run on the CPU workers only */
+};
 static const char *const op_names[NOPS] = {"sddmm", "sddmm (scaled)", "spmm S*X", "spmm S^T*X",
-					   "sddmm+spmm fused (quotient)", "sddmm+spmm fused S^T (pattern)"};
+					   "sddmm+spmm fused (quotient)", "sddmm+spmm fused S^T (pattern)",
+					   "sddmm+spmm band (quotient)", "spmm band S*X"};
 
 struct tiles_ctx {
 	starfa_tiled *S;
@@ -303,12 +316,20 @@ static int insert_tiles_op(void *ctx, int op)
 	switch (op) {
 	case OP_SDDMM: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_PATTERN, t->P);
 	case OP_SDDMM_SCALED: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_SCALED, t->P);
-	case OP_SPMM_ROWS: return starfa_insert_spmm(t->S, STARFA_ROWS, t->cols, t->rows_out);
+	/* the one tile's tasks by the per-tile functions: on the CPU workers the whole-matrix helpers run a
+	 * band a task (the band ops below) */
+	case OP_SPMM_ROWS: return starfa_task_spmm(t->S, STARFA_ROWS, 0, 0, NULL, t->cols, t->rows_out, 0, NULL);
 	case OP_FUSED_ROWS:
-		return starfa_insert_sddmm_spmm(t->S, STARFA_ROWS, t->rows, t->cols, STARFA_FUSED_QUOTIENT, 1e-12f, t->rows_out);
+		return starfa_task_sddmm_spmm(t->S, STARFA_ROWS, 0, 0, t->rows, t->cols, STARFA_FUSED_QUOTIENT, 1e-12f, NULL,
+					      t->rows_out, 0, NULL);
 	case OP_FUSED_COLS:
-		return starfa_insert_sddmm_spmm(t->S, STARFA_COLS, t->cols, t->rows, STARFA_FUSED_PATTERN, 0.0f, t->cols_out);
-	default: return starfa_insert_spmm(t->S, STARFA_COLS, t->rows, t->cols_out);
+		return starfa_task_sddmm_spmm(t->S, STARFA_COLS, 0, 0, t->cols, t->rows, STARFA_FUSED_PATTERN, 0.0f, NULL,
+					      t->cols_out, 0, NULL);
+	case OP_FUSED_BAND: /* the CPU workers' band task (calibrate_tiles runs it on them only) */
+		return starfa_task_sddmm_spmm_band(t->S, STARFA_ROWS, 0, t->rows, t->cols, STARFA_FUSED_QUOTIENT, 1e-12f, NULL,
+						   t->rows_out, NULL);
+	case OP_SPMM_BAND: return starfa_task_spmm_band(t->S, STARFA_ROWS, 0, NULL, t->cols, t->rows_out, NULL);
+	default: return starfa_task_spmm(t->S, STARFA_COLS, 0, 0, NULL, t->rows, t->cols_out, 0, NULL);
 	}
 }
 
@@ -337,7 +358,7 @@ static int calibrate_tiles(const struct calibrate_cli *c, const starfa_csr *csr,
 	rc = 0;
 	for (int op = 0; op < NOPS && rc == 0; op++) {
 		int group = op <= OP_SDDMM_SCALED ? GROUP_SDDMM : GROUP_SPMM;
-		if (c->groups & group)
+		if ((c->groups & group) && (op < OP_FIRST_BAND || calibrating == STARFA_WORKER_CPU))
 			rc = run_rounds(c, op_names[op], k, csr->nnz, insert_tiles_op, &t, op);
 	}
 out:

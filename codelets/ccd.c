@@ -324,8 +324,6 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 	if (rc)
 		return rc;
 	const struct starfa_grid *grid = starfa_side_grid(S, side);
-	if (band < 0 || band >= grid->nr)
-		return starfa_index_error(what, "band", band, -1, grid->nr, -1);
 	const int rows = side == STARFA_ROWS;
 	const int64_t *xb = rows ? S->row_bounds : S->col_bounds;
 	const int64_t xn = rows ? S->nrows : S->ncols;
@@ -337,14 +335,16 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 		return starfa_set_error(STARFA_EINVAL, "%s: lambda must be >= 0", what);
 	if (x && (x == terms->sub_y || x == terms->add_y || x == terms->y))
 		return starfa_set_error(STARFA_EINVAL, "%s: x is the side being updated, not the other one", what);
-	/* Where only GPUs may run the band (placed there, or placed nowhere with GPUs in the runtime), nothing
-	 * is submitted: the caller runs the band as ccd_pass and ccd_solve tasks instead. */
-	const uint32_t where = starfa_band_where(S, side, band);
-	if (attr && ((attr->worker > 0 && starfa_worker_kind_of(attr->worker) != STARFA_WORKER_CPU) ||
-		     (attr->where && !(attr->where & STARFA_WHERE_CPU))))
-		return STARFA_ENODEV;
-	if (!(where & STARPU_CPU) && !(where == 0 && starpu_cuda_worker_get_count() == 0 && starpu_cpu_worker_get_count() > 0))
-		return STARFA_ENODEV;
+	/* Where only GPUs may run the band, nothing is submitted: the caller runs the band as ccd_pass and
+	 * ccd_solve tasks instead. */
+	int64_t ntiles, nnz = 0;
+	struct starpu_data_descr *buffers;
+	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &buffers, 5, 5)))
+		return rc;
+	if ((!x && !acc && !write) || (ntiles == 0 && !acc)) {
+		free(buffers); /* nothing to compute, or a pass that only rewrites the residual over no entry */
+		return 0;
+	}
 	struct ccd_band_args args = {write != 0,
 				     (terms->sub_x ? CCD_SUB : 0) | (terms->add_x ? CCD_ADD : 0) | (terms->y ? CCD_Y : 0),
 				     x != NULL,
@@ -353,18 +353,6 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 				     x && x == terms->add_x,
 				     lambda,
 				     nonneg != 0};
-	if (!x && !acc && !write)
-		return 0; /* nothing to compute */
-	int64_t ntiles = 0, nnz = 0;
-	for (int64_t j = 0; j < grid->nc; j++)
-		if (starfa_grid_tile(grid, band, j)->nnz > 0)
-			ntiles++;
-	if (ntiles == 0 && !acc)
-		return 0; /* a pass that only rewrites the residual, over no entry */
-	const int per_tile = 2 + !!terms->sub_y + !!terms->add_y + !!terms->y;
-	struct starpu_data_descr *buffers = starfa_malloc((size_t)(5 + ntiles * per_tile), sizeof *buffers);
-	if (!buffers)
-		return STARFA_ENOMEM;
 	int n = 0;
 	if (terms->sub_x && !args.x_is_sub)
 		buffers[n++] = (struct starpu_data_descr){terms->sub_x->blocks[band], STARPU_R};
@@ -393,9 +381,5 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 	args.ntiles = (int)ntiles;
 	const double rows_n = (double)(xb[band + 1] - xb[band]);
 	double flops = (double)nnz * (2.0 * !!terms->sub_x + 2.0 * !!terms->add_x + 4.0 * !!terms->y) + (x ? 3.0 * rows_n : 0);
-	starfa_task_attr placed;
-	attr = starfa_placed(&placed, attr, where ? STARPU_CPU : 0);
-	rc = starfa_submit(&ccd_band_cl, &args, sizeof args, flops, attr, n, buffers);
-	free(buffers);
-	return rc;
+	return starfa_band_task_submit(&ccd_band_cl, &args, sizeof args, flops, S, side, band, attr, n, buffers);
 }

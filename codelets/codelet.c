@@ -240,6 +240,52 @@ const starfa_task_attr *starfa_placed(starfa_task_attr *buf, const starfa_task_a
 	return buf;
 }
 
+int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side side, int64_t band,
+			   const starfa_task_attr *attr, int64_t *ntiles, struct starpu_data_descr **buffers,
+			   size_t band_buffers, size_t tile_buffers)
+{
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
+	if (band < 0 || band >= grid->nr)
+		return starfa_index_error(what, "band", band, -1, grid->nr, -1);
+	if (!starfa_band_on_cpus(S, side, band, attr))
+		return STARFA_ENODEV;
+	*ntiles = 0;
+	for (int64_t j = 0; j < grid->nc; j++)
+		*ntiles += starfa_grid_tile(grid, band, j)->nnz > 0;
+	*buffers = starfa_malloc(band_buffers + (size_t)*ntiles * tile_buffers, sizeof **buffers);
+	return *buffers ? 0 : STARFA_ENOMEM;
+}
+
+int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
+			    const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
+			    int nbuffers, struct starpu_data_descr *buffers)
+{
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band) ? STARPU_CPU : 0);
+	int rc = starfa_submit(cl, args, args_size, flops, attr, nbuffers, buffers);
+	free(buffers);
+	return rc;
+}
+
+uint64_t starfa_band_task_nnz(const struct starpu_task *task, unsigned first, unsigned stride, int ntiles)
+{
+	uint64_t nnz = 0;
+	for (int t = 0; t < ntiles; t++)
+		nnz += (uint64_t)starpu_csr_get_nnz(STARPU_TASK_GET_HANDLE(task, first + stride * (unsigned)t));
+	return nnz;
+}
+
+int starfa_band_on_cpus(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr)
+{
+	if (attr && ((attr->worker > 0 && starfa_worker_kind_of(attr->worker) != STARFA_WORKER_CPU) ||
+		     (attr->where && !(attr->where & STARFA_WHERE_CPU))))
+		return 0;
+	if (starpu_cpu_worker_get_count() == 0)
+		return 0;
+	const uint32_t where = starfa_band_where(S, side, band);
+	return (where & STARPU_CPU) || (where == 0 && starpu_cuda_worker_get_count() == 0);
+}
+
 #ifdef STARFA_USE_CUDA
 void starfa_cuda_fail(const char *codelet, cudaError_t err)
 {

@@ -97,6 +97,25 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
  * places the task already (a worker, or a where of its own) or where is 0, else a copy of it in *buf. */
 const starfa_task_attr *starfa_placed(starfa_task_attr *buf, const starfa_task_attr *attr, uint32_t where);
 
+/* Whether band `band` of a side may run as one task on the CPU workers (the band codelets, which have no
+ * CUDA implementation): the band placed on them, or placed nowhere with no GPU in the runtime, and attr
+ * asking for no other kind of worker. Where not, their task functions submit nothing and return
+ * STARFA_ENODEV, and the band's work goes as its per-tile tasks. */
+int starfa_band_on_cpus(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr);
+/* What a band task function does before its buffers: checks band, returns STARFA_ENODEV where the CPU
+ * workers may not run it (starfa_band_on_cpus), counts the band's non-empty tiles into *ntiles and
+ * allocates *buffers for band_buffers + ntiles * tile_buffers descriptions (freed by
+ * starfa_band_task_submit). 0, or an error (STARFA_ENODEV with no message). */
+int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side side, int64_t band,
+			   const starfa_task_attr *attr, int64_t *ntiles, struct starpu_data_descr **buffers,
+			   size_t band_buffers, size_t tile_buffers);
+/* Submits a band task on the CPU workers (placed there where the band has a placement) and frees the
+ * buffers starfa_band_task_begin allocated. */
+int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
+			    const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
+			    int nbuffers, struct starpu_data_descr *buffers);
+/* The entries of a band task's tiles, ntiles CSR buffers from buffer `first`, `stride` apart. */
+uint64_t starfa_band_task_nnz(const struct starpu_task *task, unsigned first, unsigned stride, int ntiles);
 /* The placement of block b of a dense matrix (that of the band it is aligned with). */
 static inline uint32_t starfa_block_where(const struct starfa_dense *d, int64_t b)
 {

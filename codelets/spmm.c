@@ -83,16 +83,17 @@ static int overlap(const starfa_dense *a, const starfa_dense *b)
 	return a->data < b_end && b->data < a_end;
 }
 
-int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_sparse_values *V,
-		     const starfa_dense *X, starfa_dense *Y, int accumulate, const starfa_task_attr *attr)
+/* The operands an SpMM task shares with the band task: 0, or STARFA_EINVAL naming `what`. */
+static int check_spmm(const char *what, const starfa_tiled *S, starfa_side side, const starfa_sparse_values *V,
+		      const starfa_dense *X, const starfa_dense *Y)
 {
 	if (!S || !X || !Y)
-		return starfa_set_error(STARFA_EINVAL, "starfa_task_spmm: missing operand");
+		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
 	if (side != STARFA_ROWS && side != STARFA_COLS)
-		return starfa_set_error(STARFA_EINVAL, "starfa_task_spmm: unknown side %d", (int)side);
+		return starfa_set_error(STARFA_EINVAL, "%s: unknown side %d", what, (int)side);
 	if (side == STARFA_COLS && !starfa_tiled_has_transpose(S))
-		return starfa_set_error(STARFA_EINVAL, "starfa_task_spmm: Y = S^T*X needs S's transposed grid "
-						       "(starfa_tiling_options.transposed = 1)");
+		return starfa_set_error(STARFA_EINVAL, "%s: Y = S^T*X needs S's transposed grid "
+						       "(starfa_tiling_options.transposed = 1)", what);
 	/* Y = S·X sweeps the grid by row bands; Y = Sᵀ·X the transposed grid, whose row bands are
 	 * S's column bands. */
 	const int rows = side == STARFA_ROWS;
@@ -100,26 +101,34 @@ int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t
 	int64_t out_rows = rows ? S->nrows : S->ncols, in_rows = rows ? S->ncols : S->nrows;
 	const int64_t *out_bounds = rows ? S->row_bounds : S->col_bounds;
 	const int64_t *in_bounds = rows ? S->col_bounds : S->row_bounds;
-	const char *what = rows ? "S*X" : "S^T*X";
+	const char *expr = rows ? "S*X" : "S^T*X";
 	if (X->rows != in_rows || Y->rows != out_rows || X->cols != Y->cols)
-		return starfa_set_error(STARFA_EINVAL,
-					"starfa_task_spmm: Y = %s with S %lldx%lld needs X %lldxK and Y %lldxK, "
+		return starfa_set_error(STARFA_EINVAL, "%s: Y = %s with S %lldx%lld needs X %lldxK and Y %lldxK, "
 					"but X is %lldx%lld and Y %lldx%lld",
-					what, (long long)S->nrows, (long long)S->ncols, (long long)in_rows,
+					what, expr, (long long)S->nrows, (long long)S->ncols, (long long)in_rows,
 					(long long)out_rows, (long long)X->rows, (long long)X->cols, (long long)Y->rows,
 					(long long)Y->cols);
 	if (!starfa_dense_blocked_along(X, in_bounds, grid->nc) || !starfa_dense_blocked_along(Y, out_bounds, grid->nr))
-		return starfa_set_error(STARFA_EINVAL,
-					"starfa_task_spmm: for Y = %s, X must be blocked along S's %s tiles and Y "
+		return starfa_set_error(STARFA_EINVAL, "%s: for Y = %s, X must be blocked along S's %s tiles and Y "
 					"along its %s tiles (create them from S with side %s and %s)",
-					what, rows ? "column" : "row", rows ? "row" : "column",
+					what, expr, rows ? "column" : "row", rows ? "row" : "column",
 					rows ? "STARFA_COLS" : "STARFA_ROWS", rows ? "STARFA_ROWS" : "STARFA_COLS");
 	if (X == Y || overlap(X, Y))
-		return starfa_set_error(STARFA_EINVAL, "starfa_task_spmm: X and Y share memory; Y must be a "
-						       "separate matrix");
+		return starfa_set_error(STARFA_EINVAL, "%s: X and Y share memory; Y must be a "
+						       "separate matrix", what);
 	if (V && (V->pattern != S || V->side != side))
-		return starfa_set_error(STARFA_EINVAL, "starfa_task_spmm: the values must be S's, on the %s side",
+		return starfa_set_error(STARFA_EINVAL, "%s: the values must be S's, on the %s side", what,
 					rows ? "row" : "column");
+	return 0;
+}
+
+int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_sparse_values *V,
+		     const starfa_dense *X, starfa_dense *Y, int accumulate, const starfa_task_attr *attr)
+{
+	int rc = check_spmm("starfa_task_spmm", S, side, V, X, Y);
+	if (rc)
+		return rc;
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
 	if (i < 0 || j < 0 || i >= grid->nr || j >= grid->nc)
 		return starfa_index_error("starfa_task_spmm", "tile", i, j, grid->nr, grid->nc);
 	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
@@ -182,11 +191,10 @@ static uint32_t fused_variant(const struct starpu_task *task)
 
 STARFA_CODELET(sddmm_spmm, spmm_cost, fused_variant, fused_cpu, STARFA_CUDA_FUNC(fused_cuda));
 
-int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_dense *A,
-			   const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
-			   starfa_dense *Y, int accumulate, const starfa_task_attr *attr)
+/* The operands a fused task shares with the band task: 0, or STARFA_EINVAL naming `what`. */
+static int check_fused(const char *what, const starfa_tiled *S, starfa_side side, const starfa_dense *A,
+		       const starfa_dense *B, starfa_fused_mode mode, const starfa_dense *active, const starfa_dense *Y)
 {
-	const char *what = "starfa_task_sddmm_spmm";
 	if (!S || !A || !B || !Y)
 		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
 	if (side != STARFA_ROWS && side != STARFA_COLS)
@@ -218,6 +226,18 @@ int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, i
 		return starfa_set_error(STARFA_EINVAL, "%s: active must have one column, blocked like Y", what);
 	if (active && (active == Y || overlap(Y, active)))
 		return starfa_set_error(STARFA_EINVAL, "%s: active shares memory with Y", what);
+	return 0;
+}
+
+int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_dense *A,
+			   const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
+			   starfa_dense *Y, int accumulate, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_sddmm_spmm";
+	int rc = check_fused(what, S, side, A, B, mode, active, Y);
+	if (rc)
+		return rc;
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
 	if (i < 0 || j < 0 || i >= grid->nr || j >= grid->nc)
 		return starfa_index_error(what, "tile", i, j, grid->nr, grid->nc);
 	const struct starfa_tile *tile = starfa_grid_tile(grid, i, j);
@@ -234,4 +254,147 @@ int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, i
 	return starfa_submit(&sddmm_spmm_cl, &args, sizeof args, flops, attr,
 			     STARFA_BUFFERS({tile->handle, STARPU_R}, {A->blocks[i], STARPU_R}, {B->blocks[j], STARPU_R},
 					    {Y->blocks[i], accumulate ? STARPU_RW : STARPU_W}));
+}
+
+/* ------------------------------------------------------------------ sddmm_spmm_band */
+
+struct fused_band_args {
+	int mode, masked, ntiles;
+	float eps;
+};
+
+/* Buffers: 0 A's row block (the band's rows), 1 Y's, 2 (masked) the rows' active values, then for each of
+ * the band's non-empty tiles in order the tile (CSR) and B's row block of its columns. The tiles run as
+ * sddmm_spmm's tasks would, the first overwriting Y and the others adding to it (an all-empty band zeroes
+ * Y, as the zero codelet does): the same arithmetic in the same order. */
+static void fused_band_cpu(void *buffers[], void *cl_arg)
+{
+	const struct fused_band_args *a = cl_arg;
+	const float *A = (const float *)STARPU_MATRIX_GET_PTR(buffers[0]);
+	const int64_t lda = STARPU_MATRIX_GET_LD(buffers[0]), k = STARPU_MATRIX_GET_NX(buffers[0]);
+	float *Y = (float *)STARPU_MATRIX_GET_PTR(buffers[1]);
+	const int64_t ldy = STARPU_MATRIX_GET_LD(buffers[1]);
+	const float *active = a->masked ? (const float *)STARPU_MATRIX_GET_PTR(buffers[2]) : NULL;
+	const int64_t ldact = a->masked ? STARPU_MATRIX_GET_LD(buffers[2]) : 0;
+	int b = 2 + !!a->masked;
+	for (int t = 0; t < a->ntiles; t++, b += 2)
+		starfa_cpu_sddmm_spmm(STARPU_CSR_GET_NROW(buffers[b]), STARPU_CSR_GET_ROWPTR(buffers[b]),
+				      STARPU_CSR_GET_COLIND(buffers[b]), (const float *)STARPU_CSR_GET_NZVAL(buffers[b]), A, lda,
+				      (const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]), STARPU_MATRIX_GET_LD(buffers[b + 1]), k,
+				      a->mode, a->eps, t > 0, Y, ldy, active, ldact);
+	if (a->ntiles == 0)
+		starfa_cpu_spmm_zero(STARPU_MATRIX_GET_NY(buffers[1]), k, Y, ldy);
+}
+
+/* The band's nonzeros times K. */
+static uint64_t fused_band_cost(const struct starpu_task *task)
+{
+	const struct fused_band_args *a = task->cl_arg;
+	return starfa_band_task_nnz(task, 2 + !!a->masked, 2, a->ntiles) * starpu_matrix_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
+}
+
+static uint32_t fused_band_variant(const struct starpu_task *task)
+{
+	const struct fused_band_args *a = task->cl_arg;
+	return (uint32_t)(a->mode << 1 | a->masked << 3);
+}
+
+/* CPU workers only (starfa_band_on_cpus): on a GPU a tile is a kernel of sddmm_spmm's. */
+STARFA_CODELET(sddmm_spmm_band, fused_band_cost, fused_band_variant, fused_band_cpu, .where = STARPU_CPU);
+
+int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
+				const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
+				starfa_dense *Y, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_sddmm_spmm_band";
+	int rc = check_fused(what, S, side, A, B, mode, active, Y);
+	if (rc)
+		return rc;
+	int64_t ntiles, nnz = 0;
+	struct starpu_data_descr *buffers;
+	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &buffers, 3, 2)))
+		return rc;
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
+	int n = 0;
+	buffers[n++] = (struct starpu_data_descr){A->blocks[band], STARPU_R};
+	/* Y's skipped rows keep their values: RW where rows are masked */
+	buffers[n++] = (struct starpu_data_descr){Y->blocks[band], active ? STARPU_RW : STARPU_W};
+	if (active)
+		buffers[n++] = (struct starpu_data_descr){active->blocks[band], STARPU_R};
+	for (int64_t j = 0; j < grid->nc; j++) {
+		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
+		if (tile->nnz == 0)
+			continue;
+		nnz += tile->nnz;
+		buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
+		buffers[n++] = (struct starpu_data_descr){B->blocks[j], STARPU_R};
+	}
+	struct fused_band_args args = {(int)mode, active != NULL, (int)ntiles, eps};
+	return starfa_band_task_submit(&sddmm_spmm_band_cl, &args, sizeof args, 4.0 * (double)A->cols * (double)nnz, S,
+				       side, band, attr, n, buffers);
+}
+
+/* ------------------------------------------------------------------ spmm_band */
+
+struct spmm_band_args {
+	int values, ntiles; /* values: each tile's values from a buffer of their own, not S's */
+};
+
+/* Buffers: 0 Y's row block (the band's rows), then for each of the band's non-empty tiles in order the
+ * tile (CSR), X's row block of its columns and (values) the tile's values. The tiles run as spmm's CPU
+ * tasks would, the first overwriting Y and the others adding to it (an all-empty band zeroes Y). */
+static void spmm_band_cpu(void *buffers[], void *cl_arg)
+{
+	const struct spmm_band_args *a = cl_arg;
+	float *Y = (float *)STARPU_MATRIX_GET_PTR(buffers[0]);
+	const int64_t ldy = STARPU_MATRIX_GET_LD(buffers[0]), k = STARPU_MATRIX_GET_NX(buffers[0]);
+	const int per_tile = 2 + !!a->values;
+	for (int t = 0, b = 1; t < a->ntiles; t++, b += per_tile)
+		starfa_cpu_spmm(STARPU_CSR_GET_NROW(buffers[b]), STARPU_CSR_GET_ROWPTR(buffers[b]),
+				STARPU_CSR_GET_COLIND(buffers[b]),
+				a->values ? (const float *)STARPU_VECTOR_GET_PTR(buffers[b + 2])
+					  : (const float *)STARPU_CSR_GET_NZVAL(buffers[b]),
+				(const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]), STARPU_MATRIX_GET_LD(buffers[b + 1]), k, t > 0,
+				Y, ldy, 1);
+	if (a->ntiles == 0)
+		starfa_cpu_spmm_zero(STARPU_MATRIX_GET_NY(buffers[0]), k, Y, ldy);
+}
+
+/* The band's nonzeros times K. */
+static uint64_t spmm_band_cost(const struct starpu_task *task)
+{
+	const struct spmm_band_args *a = task->cl_arg;
+	return starfa_band_task_nnz(task, 1, 2 + !!a->values, a->ntiles) * starpu_matrix_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
+}
+
+/* CPU workers only (starfa_band_on_cpus): on a GPU a tile is spmm's tuned choice of kernel. */
+STARFA_CODELET(spmm_band, spmm_band_cost, starfa_no_variant, spmm_band_cpu, .where = STARPU_CPU);
+
+int starfa_task_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_sparse_values *V,
+			  const starfa_dense *X, starfa_dense *Y, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_spmm_band";
+	int rc = check_spmm(what, S, side, V, X, Y);
+	if (rc)
+		return rc;
+	int64_t ntiles, nnz = 0;
+	struct starpu_data_descr *buffers;
+	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &buffers, 1, 3)))
+		return rc;
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
+	int n = 0;
+	buffers[n++] = (struct starpu_data_descr){Y->blocks[band], STARPU_W};
+	for (int64_t j = 0; j < grid->nc; j++) {
+		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
+		if (tile->nnz == 0)
+			continue;
+		nnz += tile->nnz;
+		buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
+		buffers[n++] = (struct starpu_data_descr){X->blocks[j], STARPU_R};
+		if (V)
+			buffers[n++] = (struct starpu_data_descr){V->handles[band * grid->nc + j], STARPU_R};
+	}
+	struct spmm_band_args args = {V != NULL, (int)ntiles};
+	return starfa_band_task_submit(&spmm_band_cl, &args, sizeof args, 2.0 * (double)X->cols * (double)nnz, S, side,
+				       band, attr, n, buffers);
 }

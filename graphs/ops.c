@@ -70,6 +70,9 @@ int starfa_insert_spmm_band(const starfa_tiled *S, starfa_side side, int64_t ban
 	if (band < 0 || band >= nr)
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm_band: band %lld outside [0, %lld)",
 					(long long)band, (long long)nr);
+	int rc = starfa_task_spmm_band(S, side, band, V, X, Y, NULL);
+	if (rc != STARFA_ENODEV) /* one task on the CPU workers, or an error */
+		return rc;
 	FOR_BAND_TILES(S, side, band, starfa_task_spmm(S, side, band, j, V, X, Y, accumulate, NULL));
 	return 0;
 }
@@ -108,6 +111,9 @@ int starfa_insert_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64
 	if (band < 0 || band >= nr)
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm_band: band %lld outside [0, %lld)",
 					(long long)band, (long long)nr);
+	int rc = starfa_task_sddmm_spmm_band(S, side, band, A, B, mode, eps, active, Y, NULL);
+	if (rc != STARFA_ENODEV) /* one task on the CPU workers, or an error */
+		return rc;
 	FOR_BAND_TILES(S, side, band, starfa_task_sddmm_spmm(S, side, band, j, A, B, mode, eps, active, Y, accumulate, NULL));
 	return 0;
 }

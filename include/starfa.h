@@ -368,6 +368,13 @@ int starfa_task_sddmm(const starfa_tiled *S, int64_t i, int64_t j, const starfa_
  * overwrites Y's block (an empty tile then zeroes it), 1 adds to it. X and Y have the same columns. */
 int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_sparse_values *V,
 		     const starfa_dense *X, starfa_dense *Y, int accumulate, const starfa_task_attr *attr);
+/* Band `band` of side's grid in one task: starfa_task_spmm on each of the band's tiles in order, the first
+ * overwriting Y's block and the others adding to it (an all-empty band zeroes it), with the same CPU
+ * kernel in the same order, for one task's overhead instead of one a tile. It runs on the CPU workers:
+ * where only GPUs may run the band it returns STARFA_ENODEV, submitting nothing and setting no message,
+ * and the band goes as per-tile tasks instead (starfa_insert_spmm_band does either). */
+int starfa_task_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_sparse_values *V,
+			  const starfa_dense *X, starfa_dense *Y, const starfa_task_attr *attr);
 
 /* SDDMM and SpMM fused on one tile (FusedMM): on `side`'s grid, tile (i, j),
  *   Y_i (+)= f(S_ij, A_i·B_jᵀ) · B_j
@@ -387,6 +394,14 @@ typedef enum starfa_fused_mode {
 int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_dense *A,
 			   const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
 			   starfa_dense *Y, int accumulate, const starfa_task_attr *attr);
+/* Band `band` of side's grid in one task: starfa_task_sddmm_spmm on each of the band's tiles in order, the
+ * first overwriting Y's block and the others adding to it (an all-empty band zeroes it): the same
+ * arithmetic in the same order as those tasks, for one task's overhead instead of one a tile. It runs on
+ * the CPU workers: where only GPUs may run the band it returns STARFA_ENODEV, submitting nothing and setting
+ * no message, and the band goes as per-tile tasks instead (starfa_insert_sddmm_spmm_band does either). */
+int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
+				const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
+				starfa_dense *Y, const starfa_task_attr *attr);
 
 /* Copies tile (i, j) of src's grid into tile (j, i) of dst, which is on the other side: the values of a
  * forward tile to the transposed grid or back, entry for entry through the tiled matrix's map. */

@@ -593,6 +593,154 @@ TEST(spmm, fused_sddmm_spmm_matches_reference_cpu)
 	return fused_matches_reference(STARFA_WORKER_CPU, testing_seed() + 31);
 }
 
+/* The fused SDDMM + SpMM of a band as one starfa_task_sddmm_spmm_band task against its per-tile tasks
+ * (FOR_BAND_TILES's order): the same bits, on both sides, every mode, with and without active rows, on
+ * grids with empty tiles and an empty band; SpMM's band task the same way (spmm_band_run). */
+static int fused_band_run(const starfa_tiled *t, starfa_side side, int64_t k, int mode, int masked, uint64_t seed,
+			  int by_band, float *Y)
+{
+	const int rows = side == STARFA_ROWS;
+	const int64_t m = rows ? starfa_tiled_nrows(t) : starfa_tiled_ncols(t);
+	const int64_t n = rows ? starfa_tiled_ncols(t) : starfa_tiled_nrows(t), P = starfa_tiled_row_tiles(t);
+	float *A = malloc(sizeof(float) * (size_t)(m * k)), *B = malloc(sizeof(float) * (size_t)(n * k)),
+	      *act = malloc(sizeof(float) * (size_t)m);
+	CHECK(A && B && act);
+	for (int64_t e = 0; e < m * k; e++)
+		A[e] = (float)(0.1 + testing_uniform(&seed));
+	for (int64_t e = 0; e < n * k; e++)
+		B[e] = (float)(0.1 + testing_uniform(&seed));
+	for (int64_t e = 0; e < m * k; e++) /* the skipped rows keep these */
+		Y[e] = (float)testing_uniform(&seed);
+	for (int64_t r = 0; r < m; r++)
+		act[r] = testing_uniform(&seed) < 0.7 ? 1.0f : 0.0f;
+	starfa_dense *dA, *dB, *dY, *dact;
+	const starfa_side other = rows ? STARFA_COLS : STARFA_ROWS;
+	CHECK_OK(starfa_dense_create(t, side, A, k, &dA));
+	CHECK_OK(starfa_dense_create(t, other, B, k, &dB));
+	CHECK_OK(starfa_dense_create(t, side, Y, k, &dY));
+	CHECK_OK(starfa_dense_create(t, side, act, 1, &dact));
+	const starfa_dense *active = masked ? dact : NULL;
+	for (int64_t i = 0; i < P; i++) {
+		if (by_band) {
+			CHECK_OK(starfa_task_sddmm_spmm_band(t, side, i, dA, dB, (starfa_fused_mode)mode, 1e-3f, active, dY, NULL));
+			continue;
+		}
+		int first = 1; /* FOR_BAND_TILES's order */
+		for (int64_t j = 0; j < P; j++) {
+			int64_t nnz = rows ? starfa_tiled_tile_nnz(t, i, j) : starfa_tiled_tile_nnz(t, j, i);
+			if (nnz == 0 && !(first && j == P - 1))
+				continue;
+			CHECK_OK(starfa_task_sddmm_spmm(t, side, i, j, dA, dB, (starfa_fused_mode)mode, 1e-3f, active, dY, !first,
+							NULL));
+			first = 0;
+		}
+	}
+	starfa_dense_free(dY); /* brings Y home */
+	starfa_dense_free(dA);
+	starfa_dense_free(dB);
+	starfa_dense_free(dact);
+	free(A);
+	free(B);
+	free(act);
+	return 0;
+}
+
+/* SpMM over a band as one starfa_task_spmm_band task against its per-tile tasks, with S's values and with
+ * values of their own: the same bits (the fused test's grids). */
+static int spmm_band_run(const starfa_tiled *t, starfa_side side, int64_t k, int own_values, uint64_t seed, int by_band,
+			 float *Y)
+{
+	const int rows = side == STARFA_ROWS;
+	const int64_t n = rows ? starfa_tiled_ncols(t) : starfa_tiled_nrows(t), P = starfa_tiled_row_tiles(t);
+	float *X = malloc(sizeof(float) * (size_t)(n * k));
+	CHECK(X);
+	for (int64_t e = 0; e < n * k; e++)
+		X[e] = (float)(testing_uniform(&seed) - 0.5);
+	const float scale = (float)(0.5 + testing_uniform(&seed)), shift = (float)(testing_uniform(&seed) - 0.5);
+	testing_poison(Y, (size_t)((rows ? starfa_tiled_nrows(t) : starfa_tiled_ncols(t)) * k));
+	starfa_dense *dX, *dY;
+	CHECK_OK(starfa_dense_create(t, rows ? STARFA_COLS : STARFA_ROWS, X, k, &dX));
+	CHECK_OK(starfa_dense_create(t, side, Y, k, &dY));
+	starfa_sparse_values *V = NULL;
+	if (own_values) {
+		CHECK_OK(starfa_sparse_values_create(t, side, &V));
+		CHECK_OK(starfa_insert_values_map(V, STARFA_VALUES_COPY, 0, 0, NULL));
+		CHECK_OK(starfa_insert_values_map(V, STARFA_VALUES_SCALE, scale, shift, NULL));
+	}
+	for (int64_t i = 0; i < P; i++) {
+		if (by_band) {
+			CHECK_OK(starfa_task_spmm_band(t, side, i, V, dX, dY, NULL));
+			continue;
+		}
+		int first = 1; /* FOR_BAND_TILES's order */
+		for (int64_t j = 0; j < P; j++) {
+			int64_t nnz = rows ? starfa_tiled_tile_nnz(t, i, j) : starfa_tiled_tile_nnz(t, j, i);
+			if (nnz == 0 && !(first && j == P - 1))
+				continue;
+			CHECK_OK(starfa_task_spmm(t, side, i, j, V, dX, dY, !first, NULL));
+			first = 0;
+		}
+	}
+	starfa_dense_free(dY); /* brings Y home */
+	starfa_dense_free(dX);
+	starfa_sparse_values_free(V);
+	free(X);
+	return 0;
+}
+
+TEST(spmm, band_tasks_match_tile_tasks)
+{
+	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
+	uint64_t rng = testing_seed() + 37;
+	const int64_t m = 80 + (int64_t)testing_below(&rng, 40), n = 70 + (int64_t)testing_below(&rng, 40), nnz = 1500;
+	/* entries in the first half of the rows and columns: bands cut by rows leave the last band empty */
+	starfa_coo *coo = starfa_coo_new(m, n, nnz);
+	CHECK(coo);
+	for (int64_t e = 0; e < nnz; e++) {
+		coo->row[e] = (int32_t)testing_below(&rng, (uint64_t)(m / 2));
+		coo->col[e] = (int32_t)testing_below(&rng, (uint64_t)(n / 2));
+		coo->val[e] = (float)(0.5 + testing_uniform(&rng));
+	}
+	coo->nnz = nnz;
+	starfa_csr *S = NULL;
+	CHECK_OK(starfa_csr_from_coo(coo, &S));
+	starfa_coo_free(coo);
+	const int64_t most = m > n ? m : n, k = 1 + (int64_t)testing_below(&rng, 40);
+	float *Y[2] = {malloc(sizeof(float) * (size_t)(most * k)), malloc(sizeof(float) * (size_t)(most * k))};
+	CHECK(Y[0] && Y[1]);
+	for (int64_t P = 1; P <= 3; P++) {
+		starfa_tiling_options tiling = {P, P, 1, 1e6, 1e6};
+		starfa_tiled *t = NULL;
+		CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+		for (int side = 0; side < 2; side++)
+			for (int mode = 0; mode < 3; mode++)
+				for (int masked = 0; masked < 2; masked++) {
+					const starfa_side sd = side ? STARFA_COLS : STARFA_ROWS;
+					const uint64_t draw = rng++;
+					for (int r = 0; r < 2; r++)
+						CHECK_OK(fused_band_run(t, sd, k, mode, masked, draw, r, Y[r]));
+					CHECK_MSG(memcmp(Y[0], Y[1], sizeof(float) * (size_t)((side ? n : m) * k)) == 0,
+						  "%lld bands, side %d, mode %d, masked %d, k %lld: Y differs from the per-tile tasks'",
+						  (long long)P, side, mode, masked, (long long)k);
+				}
+		for (int side = 0; side < 2; side++)
+			for (int own = 0; own < 2; own++) {
+				const starfa_side sd = side ? STARFA_COLS : STARFA_ROWS;
+				const uint64_t draw = rng++;
+				for (int r = 0; r < 2; r++)
+					CHECK_OK(spmm_band_run(t, sd, k, own, draw, r, Y[r]));
+				CHECK_MSG(memcmp(Y[0], Y[1], sizeof(float) * (size_t)((side ? n : m) * k)) == 0,
+					  "%lld bands, side %d, own values %d, k %lld: SpMM's Y differs from the per-tile tasks'",
+					  (long long)P, side, own, (long long)k);
+			}
+		starfa_tiled_free(t);
+	}
+	free(Y[0]);
+	free(Y[1]);
+	starfa_csr_free(S);
+	return 0;
+}
+
 TEST(spmm, insert_rejects_mismatched_operands)
 {
 	CHECK_OK(testing_runtime());

@@ -323,11 +323,11 @@ TEST(values, per_tile_tasks_reject_bad_operands)
 TEST(values, perfmodel_symbols_come_from_the_registry)
 {
 	const char *const *s = starfa_perfmodel_symbols();
-	const char *want[] = {"starfa_sddmm", "starfa_spmm", "starfa_values_transpose", "starfa_values_map",
+	const char *want[] = {"starfa_sddmm", "starfa_spmm", "starfa_spmm_band", "starfa_values_transpose", "starfa_values_map",
 			      "starfa_values_reduce", "starfa_dense_map", "starfa_dense_colsum", "starfa_dense_rowsum",
 			      "starfa_dense_reduce", "starfa_hermitian", "starfa_bias", "starfa_solve", "starfa_gram",
 			      "starfa_rowsolve", "starfa_zero", "starfa_sgd", "starfa_dense_convert", "starfa_ccd_pass",
-			      "starfa_ccd_solve", "starfa_ccd_band", "starfa_dense_cg", "starfa_sddmm_spmm",
+			      "starfa_ccd_solve", "starfa_ccd_band", "starfa_dense_cg", "starfa_sddmm_spmm", "starfa_sddmm_spmm_band",
 			      "starfa_dense_dirichlet", "starfa_dense_uniform", "starfa_top_k"};
 	int n = 0;
 	while (s[n])
