@@ -345,6 +345,8 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 		free(buffers); /* nothing to compute, or a pass that only rewrites the residual over no entry */
 		return 0;
 	}
+	if (ntiles == 0 && !x) /* sums over no entry: zeroes, as a pass over an empty tile writes them */
+		return starfa_band_task_zero(S, side, band, attr, acc->blocks[band], buffers);
 	struct ccd_band_args args = {write != 0,
 				     (terms->sub_x ? CCD_SUB : 0) | (terms->add_x ? CCD_ADD : 0) | (terms->y ? CCD_Y : 0),
 				     x != NULL,
@@ -379,7 +381,8 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 			buffers[n++] = (struct starpu_data_descr){terms->y->blocks[j], STARPU_R};
 	}
 	args.ntiles = (int)ntiles;
-	const double rows_n = (double)(xb[band + 1] - xb[band]);
-	double flops = (double)nnz * (2.0 * !!terms->sub_x + 2.0 * !!terms->add_x + 4.0 * !!terms->y) + (x ? 3.0 * rows_n : 0);
+	/* per cost unit (an entry, or a row of the update), so that tasks of one footprint have one count */
+	const double rows_n = x ? (double)(xb[band + 1] - xb[band]) : 0.0;
+	double flops = ((double)nnz + rows_n) * (2.0 * !!terms->sub_x + 2.0 * !!terms->add_x + 4.0 * !!terms->y);
 	return starfa_band_task_submit(&ccd_band_cl, &args, sizeof args, flops, S, side, band, attr, n, buffers);
 }

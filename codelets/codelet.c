@@ -1,5 +1,6 @@
 /* Helpers shared by the codelets: the registry, the insert wrapper, errors. */
 #include "codelets/codelet.h"
+#include "codelets/zero.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -240,6 +241,17 @@ const starfa_task_attr *starfa_placed(starfa_task_attr *buf, const starfa_task_a
 	return buf;
 }
 
+/* STARFA_ENODEV from a band task function means "run the band tile by tile": StarPU's own (no worker
+ * could take the task) becomes a runtime error, its message kept. */
+static int band_error(int rc)
+{
+	if (rc != STARFA_ENODEV)
+		return rc;
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s", starfa_last_error());
+	return starfa_set_error(STARFA_ERUNTIME, "%s", msg);
+}
+
 int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side side, int64_t band,
 			   const starfa_task_attr *attr, int64_t *ntiles, struct starpu_data_descr **buffers,
 			   size_t band_buffers, size_t tile_buffers)
@@ -264,7 +276,16 @@ int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t 
 	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band) ? STARPU_CPU : 0);
 	int rc = starfa_submit(cl, args, args_size, flops, attr, nbuffers, buffers);
 	free(buffers);
-	return rc;
+	return band_error(rc);
+}
+
+int starfa_band_task_zero(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
+			  starpu_data_handle_t block, struct starpu_data_descr *buffers)
+{
+	free(buffers);
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band) ? STARPU_CPU : 0);
+	return band_error(starfa_submit_zero(block, STARFA_ZERO_MATRIX, attr));
 }
 
 uint64_t starfa_band_task_nnz(const struct starpu_task *task, unsigned first, unsigned stride, int ntiles)
@@ -277,11 +298,13 @@ uint64_t starfa_band_task_nnz(const struct starpu_task *task, unsigned first, un
 
 int starfa_band_on_cpus(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr)
 {
-	if (attr && ((attr->worker > 0 && starfa_worker_kind_of(attr->worker) != STARFA_WORKER_CPU) ||
-		     (attr->where && !(attr->where & STARFA_WHERE_CPU))))
-		return 0;
 	if (starpu_cpu_worker_get_count() == 0)
 		return 0;
+	/* a worker or a kind asked for wins over the band's placement, as in starfa_placed */
+	if (attr && attr->worker > 0)
+		return starfa_worker_kind_of(attr->worker) == STARFA_WORKER_CPU;
+	if (attr && attr->where)
+		return (attr->where & STARFA_WHERE_CPU) != 0;
 	const uint32_t where = starfa_band_where(S, side, band);
 	return (where & STARPU_CPU) || (where == 0 && starpu_cuda_worker_get_count() == 0);
 }

@@ -114,6 +114,11 @@ int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side 
 int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
 			    const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
 			    int nbuffers, struct starpu_data_descr *buffers);
+/* For a band with no entries: frees the buffers starfa_band_task_begin allocated and zeroes `block` (a
+ * matrix block) as a per-tile pass over an empty tile does, on the CPU workers. The band codelets never
+ * see an empty band, whose cost (0 entries) their regression models could not take. */
+int starfa_band_task_zero(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
+			  starpu_data_handle_t block, struct starpu_data_descr *buffers);
 /* The entries of a band task's tiles, ntiles CSR buffers from buffer `first`, `stride` apart. */
 uint64_t starfa_band_task_nnz(const struct starpu_task *task, unsigned first, unsigned stride, int ntiles);
 /* The placement of block b of a dense matrix (that of the band it is aligned with). */

@@ -264,9 +264,9 @@ struct fused_band_args {
 };
 
 /* Buffers: 0 A's row block (the band's rows), 1 Y's, 2 (masked) the rows' active values, then for each of
- * the band's non-empty tiles in order the tile (CSR) and B's row block of its columns. The tiles run as
- * sddmm_spmm's tasks would, the first overwriting Y and the others adding to it (an all-empty band zeroes
- * Y, as the zero codelet does): the same arithmetic in the same order. */
+ * the band's non-empty tiles (at least one: an all-empty band is the zero codelet's) in order the tile
+ * (CSR) and B's row block of its columns. The tiles run as sddmm_spmm's tasks would, the first
+ * overwriting Y and the others adding to it: the same arithmetic in the same order. */
 static void fused_band_cpu(void *buffers[], void *cl_arg)
 {
 	const struct fused_band_args *a = cl_arg;
@@ -282,8 +282,6 @@ static void fused_band_cpu(void *buffers[], void *cl_arg)
 				      STARPU_CSR_GET_COLIND(buffers[b]), (const float *)STARPU_CSR_GET_NZVAL(buffers[b]), A, lda,
 				      (const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]), STARPU_MATRIX_GET_LD(buffers[b + 1]), k,
 				      a->mode, a->eps, t > 0, Y, ldy, active, ldact);
-	if (a->ntiles == 0)
-		starfa_cpu_spmm_zero(STARPU_MATRIX_GET_NY(buffers[1]), k, Y, ldy);
 }
 
 /* The band's nonzeros times K. */
@@ -314,6 +312,8 @@ int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t
 	struct starpu_data_descr *buffers;
 	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &buffers, 3, 2)))
 		return rc;
+	if (ntiles == 0)
+		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], buffers);
 	const struct starfa_grid *grid = starfa_side_grid(S, side);
 	int n = 0;
 	buffers[n++] = (struct starpu_data_descr){A->blocks[band], STARPU_R};
@@ -340,9 +340,10 @@ struct spmm_band_args {
 	int values, ntiles; /* values: each tile's values from a buffer of their own, not S's */
 };
 
-/* Buffers: 0 Y's row block (the band's rows), then for each of the band's non-empty tiles in order the
- * tile (CSR), X's row block of its columns and (values) the tile's values. The tiles run as spmm's CPU
- * tasks would, the first overwriting Y and the others adding to it (an all-empty band zeroes Y). */
+/* Buffers: 0 Y's row block (the band's rows), then for each of the band's non-empty tiles (at least one:
+ * an all-empty band is the zero codelet's) in order the tile (CSR), X's row block of its columns and
+ * (values) the tile's values. The tiles run as spmm's CPU tasks would, the first overwriting Y and the
+ * others adding to it. */
 static void spmm_band_cpu(void *buffers[], void *cl_arg)
 {
 	const struct spmm_band_args *a = cl_arg;
@@ -356,8 +357,6 @@ static void spmm_band_cpu(void *buffers[], void *cl_arg)
 					  : (const float *)STARPU_CSR_GET_NZVAL(buffers[b]),
 				(const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]), STARPU_MATRIX_GET_LD(buffers[b + 1]), k, t > 0,
 				Y, ldy, 1);
-	if (a->ntiles == 0)
-		starfa_cpu_spmm_zero(STARPU_MATRIX_GET_NY(buffers[0]), k, Y, ldy);
 }
 
 /* The band's nonzeros times K. */
@@ -381,6 +380,8 @@ int starfa_task_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band,
 	struct starpu_data_descr *buffers;
 	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &buffers, 1, 3)))
 		return rc;
+	if (ntiles == 0)
+		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], buffers);
 	const struct starfa_grid *grid = starfa_side_grid(S, side);
 	int n = 0;
 	buffers[n++] = (struct starpu_data_descr){Y->blocks[band], STARPU_W};

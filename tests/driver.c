@@ -135,6 +135,40 @@ starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, u
 	return rc ? NULL : csr;
 }
 
+starfa_csr *testing_band_csr(int64_t m, int64_t n, int64_t nnz, uint64_t *state)
+{
+	starfa_coo *coo = starfa_coo_new(m, n, nnz);
+	if (!coo)
+		return NULL;
+	const int64_t lower = m / 2, upper = (int64_t)(0.6 * (double)m);
+	for (int64_t e = 0; e < nnz; e++) {
+		const int second = e % 5 == 4 && upper > lower;
+		coo->row[e] = (int32_t)(second ? lower + (int64_t)testing_below(state, (uint64_t)(upper - lower))
+					       : (int64_t)testing_below(state, (uint64_t)lower));
+		coo->col[e] = (int32_t)(second ? n / 2 + (int64_t)testing_below(state, (uint64_t)(n - n / 2))
+					       : (int64_t)testing_below(state, (uint64_t)(n / 2)));
+		coo->val[e] = (float)(0.5 + testing_uniform(state));
+	}
+	coo->nnz = nnz;
+	starfa_csr *S = NULL;
+	int rc = starfa_csr_from_coo(coo, &S);
+	starfa_coo_free(coo);
+	return rc ? NULL : S;
+}
+
+void testing_band_shapes(const starfa_tiled *t, int *leading_empty, int *empty_band)
+{
+	*leading_empty = *empty_band = 0;
+	const int64_t nr = starfa_tiled_row_tiles(t), nc = starfa_tiled_col_tiles(t);
+	for (int64_t i = 0; i < nr; i++) {
+		int64_t band_nnz = 0;
+		for (int64_t j = 0; j < nc; j++)
+			band_nnz += starfa_tiled_tile_nnz(t, i, j);
+		*leading_empty |= band_nnz > 0 && starfa_tiled_tile_nnz(t, i, 0) == 0;
+		*empty_band |= band_nnz == 0;
+	}
+}
+
 starfa_coo *testing_coo_of(const starfa_csr *S)
 {
 	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);

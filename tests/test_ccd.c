@@ -234,6 +234,7 @@ static int feature_graph(starfa_worker_kind kind, uint64_t seed)
  * on both sides, for the pass kinds CCD++ makes, on grids with empty tiles and an empty band. */
 struct band_case {
 	int write, sub, add, sums, solve;
+	int sub_is_x, nonneg; /* x is sub_x as well as add_x (calibrate's open pass); the update's nonneg */
 };
 
 /* The vectors of a band case: 0 sub_x, 1 sub_y, 2 x (also add_x), 3 add_y, 4 y, 5 the counts. */
@@ -263,12 +264,13 @@ static int band_run(const starfa_tiled *S, starfa_side side, const struct band_c
 	starfa_sparse_values *R = NULL;
 	CHECK_OK(starfa_sparse_values_create(S, side, &R));
 	CHECK_OK(starfa_insert_values_map(R, STARFA_VALUES_COPY, 0, 0, NULL));
-	starfa_ccd_terms t = {k->sub ? d[BV_SUB_X] : NULL, k->sub ? d[BV_SUB_Y] : NULL, k->add ? d[BV_X] : NULL,
+	starfa_ccd_terms t = {k->sub ? d[k->sub_is_x ? BV_X : BV_SUB_X] : NULL, k->sub ? d[BV_SUB_Y] : NULL,
+			      k->add ? d[BV_X] : NULL,
 			      k->add ? d[BV_ADD_Y] : NULL, k->sums ? d[BV_Y] : NULL};
 	starfa_dense *a = k->sums ? dacc : NULL, *xd = k->solve ? d[BV_X] : NULL;
 	for (int64_t i = 0; i < P; i++) {
 		if (by_band) {
-			CHECK_OK(starfa_task_ccd_band(S, side, i, R, k->write, &t, a, xd, d[BV_COUNTS], lambda, 0, NULL));
+			CHECK_OK(starfa_task_ccd_band(S, side, i, R, k->write, &t, a, xd, d[BV_COUNTS], lambda, k->nonneg, NULL));
 			continue;
 		}
 		int first = 1; /* FOR_BAND_TILES's order */
@@ -280,7 +282,7 @@ static int band_run(const starfa_tiled *S, starfa_side side, const struct band_c
 			first = 0;
 		}
 		if (xd)
-			CHECK_OK(starfa_task_ccd_solve(xd, i, a, d[BV_COUNTS], lambda, 0, NULL));
+			CHECK_OK(starfa_task_ccd_solve(xd, i, a, d[BV_COUNTS], lambda, k->nonneg, NULL));
 	}
 	CHECK_OK(starfa_sparse_values_gather(R, vals));
 	starfa_sparse_values_free(R);
@@ -298,25 +300,16 @@ static int band_task(uint64_t seed)
 	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
 	uint64_t rng = seed;
 	const int64_t m = 90 + (int64_t)testing_below(&rng, 40), n = 60 + (int64_t)testing_below(&rng, 40), nnz = 1200;
-	/* entries in the first half of the rows and columns only: with bands cut by rows and columns, the
-	 * last band of each side has none, and the tiles of the first band beside its first few or none */
-	starfa_coo *coo = starfa_coo_new(m, n, nnz);
-	CHECK(coo);
-	for (int64_t e = 0; e < nnz; e++) {
-		coo->row[e] = (int32_t)testing_below(&rng, (uint64_t)(m / 2));
-		coo->col[e] = (int32_t)testing_below(&rng, (uint64_t)(n / 2));
-		coo->val[e] = (float)(testing_uniform(&rng) - 0.5);
-	}
-	coo->nnz = nnz;
-	starfa_csr *A = NULL;
-	CHECK_OK(starfa_csr_from_coo(coo, &A));
-	starfa_coo_free(coo);
+	starfa_csr *A = testing_band_csr(m, n, nnz, &rng);
+	CHECK(A);
 	static const struct band_case cases[] = {
 		{1, 1, 1, 1, 1}, /* a feature opened: the previous one out, this one in, its update */
 		{1, 0, 1, 1, 1}, /* the first feature opened */
 		{0, 0, 0, 1, 1}, /* an inner iteration */
 		{1, 1, 1, 0, 0}, /* a pass that only rewrites the residual */
 		{1, 1, 0, 1, 0}, /* sums without the update */
+		{1, 1, 1, 1, 1, 1, 1}, /* x as sub_x and add_x too, non-negative */
+		{0, 0, 0, 1, 1, 0, 1}, /* a non-negative inner iteration */
 	};
 	const int64_t most = m > n ? m : n;
 	float *vals[2], *x[2], *acc[2];
@@ -330,6 +323,10 @@ static int band_task(uint64_t seed)
 		starfa_tiling_options tiling = {P, P, 1, 1e6, 1e6};
 		starfa_tiled *S = NULL;
 		CHECK_OK(starfa_tiled_create(A, &tiling, &S));
+		int leading_empty, empty_band; /* the shapes the band tasks must handle */
+		testing_band_shapes(S, &leading_empty, &empty_band);
+		CHECK(P != 2 || leading_empty);
+		CHECK(P != 3 || empty_band);
 		for (int side = 0; side < 2; side++) {
 			const starfa_side sd = side ? STARFA_COLS : STARFA_ROWS;
 			const int64_t xn = side ? n : m;
@@ -349,7 +346,7 @@ static int band_task(uint64_t seed)
 			}
 		}
 		/* bad operands: an update without sums, a band outside the grid, x of the other side, a negative
-		 * lambda, the residual of the other side */
+		 * lambda, the residual of the other side; then a placement the band task cannot take */
 		float *wx = calloc((size_t)m, sizeof(float)), *wy = calloc((size_t)n, sizeof(float)),
 		      *wa = calloc((size_t)(2 * m), sizeof(float)), *wc = calloc((size_t)m, sizeof(float));
 		CHECK(wx && wy && wa && wc);
@@ -366,6 +363,14 @@ static int band_task(uint64_t seed)
 		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 0, &sums, da, dy, dc, 0.1f, 0, NULL) == STARFA_EINVAL);
 		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 0, &sums, da, dx, dc, -1.0f, 0, NULL) == STARFA_EINVAL);
 		CHECK(starfa_task_ccd_band(S, STARFA_COLS, 0, RV, 0, &sums, da, dx, dc, 0.1f, 0, NULL) == STARFA_EINVAL);
+		/* asked for the GPUs, where the band task cannot run: nothing submitted, the caller goes tile by tile */
+		starfa_task_attr on_gpus = {.where = STARFA_WHERE_CUDA};
+		starfa_stats_reset();
+		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 0, &sums, da, dx, dc, 0.1f, 0, &on_gpus) == STARFA_ENODEV);
+		CHECK_OK(starfa_wait());
+		starfa_worker_stats st;
+		starfa_stats_get(&st);
+		CHECK(st.tasks[STARFA_WORKER_CPU] == 0);
 		starfa_sparse_values_free(RV);
 		starfa_dense_free(dx);
 		starfa_dense_free(dy);

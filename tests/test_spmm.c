@@ -693,18 +693,8 @@ TEST(spmm, band_tasks_match_tile_tasks)
 	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
 	uint64_t rng = testing_seed() + 37;
 	const int64_t m = 80 + (int64_t)testing_below(&rng, 40), n = 70 + (int64_t)testing_below(&rng, 40), nnz = 1500;
-	/* entries in the first half of the rows and columns: bands cut by rows leave the last band empty */
-	starfa_coo *coo = starfa_coo_new(m, n, nnz);
-	CHECK(coo);
-	for (int64_t e = 0; e < nnz; e++) {
-		coo->row[e] = (int32_t)testing_below(&rng, (uint64_t)(m / 2));
-		coo->col[e] = (int32_t)testing_below(&rng, (uint64_t)(n / 2));
-		coo->val[e] = (float)(0.5 + testing_uniform(&rng));
-	}
-	coo->nnz = nnz;
-	starfa_csr *S = NULL;
-	CHECK_OK(starfa_csr_from_coo(coo, &S));
-	starfa_coo_free(coo);
+	starfa_csr *S = testing_band_csr(m, n, nnz, &rng);
+	CHECK(S);
 	const int64_t most = m > n ? m : n, k = 1 + (int64_t)testing_below(&rng, 40);
 	float *Y[2] = {malloc(sizeof(float) * (size_t)(most * k)), malloc(sizeof(float) * (size_t)(most * k))};
 	CHECK(Y[0] && Y[1]);
@@ -712,6 +702,10 @@ TEST(spmm, band_tasks_match_tile_tasks)
 		starfa_tiling_options tiling = {P, P, 1, 1e6, 1e6};
 		starfa_tiled *t = NULL;
 		CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+		int leading_empty, empty_band; /* the shapes the band tasks must handle */
+		testing_band_shapes(t, &leading_empty, &empty_band);
+		CHECK(P != 2 || leading_empty);
+		CHECK(P != 3 || empty_band);
 		for (int side = 0; side < 2; side++)
 			for (int mode = 0; mode < 3; mode++)
 				for (int masked = 0; masked < 2; masked++) {
@@ -733,6 +727,26 @@ TEST(spmm, band_tasks_match_tile_tasks)
 					  "%lld bands, side %d, own values %d, k %lld: SpMM's Y differs from the per-tile tasks'",
 					  (long long)P, side, own, (long long)k);
 			}
+		/* a band outside the grid; a placement the band tasks cannot take (nothing submitted) */
+		float *X = calloc((size_t)(most * k), sizeof(float)), *Z = calloc((size_t)(most * k), sizeof(float));
+		CHECK(X && Z);
+		starfa_dense *dX, *dZ;
+		CHECK_OK(starfa_dense_create(t, STARFA_COLS, X, k, &dX));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Z, k, &dZ));
+		starfa_task_attr on_gpus = {.where = STARFA_WHERE_CUDA};
+		CHECK(starfa_task_spmm_band(t, STARFA_ROWS, P, NULL, dX, dZ, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_sddmm_spmm_band(t, STARFA_ROWS, -1, dZ, dX, STARFA_FUSED_PATTERN, 0, NULL, dZ, NULL) ==
+		      STARFA_EINVAL); /* Y is A as well */
+		starfa_stats_reset();
+		CHECK(starfa_task_spmm_band(t, STARFA_ROWS, 0, NULL, dX, dZ, &on_gpus) == STARFA_ENODEV);
+		CHECK_OK(starfa_wait());
+		starfa_worker_stats st;
+		starfa_stats_get(&st);
+		CHECK(st.tasks[STARFA_WORKER_CPU] == 0);
+		starfa_dense_free(dX);
+		starfa_dense_free(dZ);
+		free(X);
+		free(Z);
 		starfa_tiled_free(t);
 	}
 	free(Y[0]);

@@ -80,6 +80,14 @@ void testing_poison(float *x, size_t n);
  * skew > 0, row and column degrees follow a power law (exponent skew), as real ratings
  * and graphs do; a fraction of rows and columns stay empty. */
 starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, uint64_t *state);
+/* An m x n matrix of about nnz entries (values in [0.5, 1.5)) for the band tasks' tests: most in the
+ * first half of the rows and columns, the rest in rows [m/2, 0.6 m) and the second half of the columns.
+ * With bands cut by rows and columns (row_cost and col_cost 1e6), two bands a side give a band whose
+ * first tile is empty and three give an empty band. NULL when out of memory. */
+starfa_csr *testing_band_csr(int64_t m, int64_t n, int64_t nnz, uint64_t *state);
+/* Whether the forward grid of t has a band whose first tile is empty but not all its tiles, and whether
+ * it has a band with no entries: testing_band_csr's shapes. */
+void testing_band_shapes(const starfa_tiled *t, int *leading_empty, int *empty_band);
 /* The same entries as a coordinate list (row by row), for starfa_train; NULL when out of memory. */
 starfa_coo *testing_coo_of(const starfa_csr *S);
 /* A bag-of-words corpus: testing_random_csr's pattern, counts 1..4, and document 2 with no words (real
