@@ -591,7 +591,8 @@ int starfa_task_ccd_solve(starfa_dense *x, int64_t block, const starfa_dense *ac
  * update of starfa_task_ccd_solve on block `band` of x: the same arithmetic in the same order as those
  * tasks, for one task's overhead instead of one a tile plus one. x may be terms' sub_x or add_x (the
  * passes read it before the update writes it). The band task runs on the CPU workers: where only GPUs may
- * run the band (placed on them, or placed nowhere with GPUs in the runtime) it returns STARFA_ENODEV,
+ * run the band (placed on them, or placed nowhere with GPUs in the runtime; attr's worker or where, when
+ * given, decides instead) it returns STARFA_ENODEV,
  * submitting nothing and setting no message, and the band's work goes as those per-tile tasks instead. */
 int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, starfa_sparse_values *R, int write,
 			 const starfa_ccd_terms *terms, starfa_dense *acc, starfa_dense *x, const starfa_dense *counts,
