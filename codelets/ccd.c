@@ -294,15 +294,12 @@ static void ccd_band_cpu(void *buffers[], void *cl_arg)
 static uint64_t ccd_band_cost(const struct starpu_task *task)
 {
 	const struct ccd_band_args *a = task->cl_arg;
-	uint64_t cost = 0;
-	for (unsigned h = 0; h < STARPU_TASK_GET_NBUFFERS(task); h++)
-		if (starpu_data_get_interface_id(STARPU_TASK_GET_HANDLE(task, h)) == STARPU_CSR_INTERFACE_ID)
-			cost += (uint64_t)starpu_csr_get_nnz(STARPU_TASK_GET_HANDLE(task, h));
-	if (a->solve) {
-		unsigned xh = (unsigned)(!!((a->which & CCD_SUB) && !a->x_is_sub) + !!((a->which & CCD_ADD) && !a->x_is_add) +
-					 !!(a->which & CCD_Y));
+	/* the band's buffers (ccd_band_cpu's layout), then the tiles' */
+	const unsigned sub = (a->which & CCD_SUB) != 0, add = (a->which & CCD_ADD) != 0, y = (a->which & CCD_Y) != 0;
+	const unsigned xh = (sub && !a->x_is_sub) + (add && !a->x_is_add) + y, first = xh + 2u * (unsigned)a->solve;
+	uint64_t cost = starfa_band_task_nnz(task, first, 2 + sub + add + y, a->ntiles);
+	if (a->solve)
 		cost += starpu_matrix_get_ny(STARPU_TASK_GET_HANDLE(task, xh));
-	}
 	return cost;
 }
 
@@ -337,9 +334,9 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 		return starfa_set_error(STARFA_EINVAL, "%s: x is the side being updated, not the other one", what);
 	/* Where only GPUs may run the band, nothing is submitted: the caller runs the band as ccd_pass and
 	 * ccd_solve tasks instead. */
-	int64_t ntiles, nnz = 0;
+	int64_t ntiles, nnz;
 	struct starpu_data_descr *buffers;
-	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &buffers, 5, 5)))
+	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &nnz, &buffers, 5, 5)))
 		return rc;
 	if ((!x && !acc && !write) || (ntiles == 0 && !acc)) {
 		free(buffers); /* nothing to compute, or a pass that only rewrites the residual over no entry */
@@ -370,7 +367,6 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
 		if (tile->nnz == 0)
 			continue;
-		nnz += tile->nnz;
 		buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
 		buffers[n++] = (struct starpu_data_descr){R->handles[band * grid->nc + j], write ? STARPU_RW : STARPU_R};
 		if (terms->sub_y)

@@ -253,7 +253,7 @@ static int band_error(int rc)
 }
 
 int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side side, int64_t band,
-			   const starfa_task_attr *attr, int64_t *ntiles, struct starpu_data_descr **buffers,
+			   const starfa_task_attr *attr, int64_t *ntiles, int64_t *nnz, struct starpu_data_descr **buffers,
 			   size_t band_buffers, size_t tile_buffers)
 {
 	const struct starfa_grid *grid = starfa_side_grid(S, side);
@@ -261,9 +261,12 @@ int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side 
 		return starfa_index_error(what, "band", band, -1, grid->nr, -1);
 	if (!starfa_band_on_cpus(S, side, band, attr))
 		return STARFA_ENODEV;
-	*ntiles = 0;
-	for (int64_t j = 0; j < grid->nc; j++)
-		*ntiles += starfa_grid_tile(grid, band, j)->nnz > 0;
+	*ntiles = *nnz = 0;
+	for (int64_t j = 0; j < grid->nc; j++) {
+		const int64_t tile_nnz = starfa_grid_tile(grid, band, j)->nnz;
+		*ntiles += tile_nnz > 0;
+		*nnz += tile_nnz;
+	}
 	*buffers = starfa_malloc(band_buffers + (size_t)*ntiles * tile_buffers, sizeof **buffers);
 	return *buffers ? 0 : STARFA_ENOMEM;
 }

@@ -103,11 +103,11 @@ const starfa_task_attr *starfa_placed(starfa_task_attr *buf, const starfa_task_a
  * STARFA_ENODEV, and the band's work goes as its per-tile tasks. */
 int starfa_band_on_cpus(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr);
 /* What a band task function does before its buffers: checks band, returns STARFA_ENODEV where the CPU
- * workers may not run it (starfa_band_on_cpus), counts the band's non-empty tiles into *ntiles and
- * allocates *buffers for band_buffers + ntiles * tile_buffers descriptions (freed by
- * starfa_band_task_submit). 0, or an error (STARFA_ENODEV with no message). */
+ * workers may not run it (starfa_band_on_cpus), counts the band's non-empty tiles into *ntiles and their
+ * entries into *nnz, and allocates *buffers for band_buffers + ntiles * tile_buffers descriptions (freed
+ * by starfa_band_task_submit). 0, or an error (STARFA_ENODEV with no message). */
 int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side side, int64_t band,
-			   const starfa_task_attr *attr, int64_t *ntiles, struct starpu_data_descr **buffers,
+			   const starfa_task_attr *attr, int64_t *ntiles, int64_t *nnz, struct starpu_data_descr **buffers,
 			   size_t band_buffers, size_t tile_buffers);
 /* Submits a band task on the CPU workers (placed there where the band has a placement) and frees the
  * buffers starfa_band_task_begin allocated. */

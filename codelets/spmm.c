@@ -308,9 +308,9 @@ int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t
 	int rc = check_fused(what, S, side, A, B, mode, active, Y);
 	if (rc)
 		return rc;
-	int64_t ntiles, nnz = 0;
+	int64_t ntiles, nnz;
 	struct starpu_data_descr *buffers;
-	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &buffers, 3, 2)))
+	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &nnz, &buffers, 3, 2)))
 		return rc;
 	if (ntiles == 0)
 		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], buffers);
@@ -325,7 +325,6 @@ int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t
 		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
 		if (tile->nnz == 0)
 			continue;
-		nnz += tile->nnz;
 		buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
 		buffers[n++] = (struct starpu_data_descr){B->blocks[j], STARPU_R};
 	}
@@ -376,9 +375,9 @@ int starfa_task_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band,
 	int rc = check_spmm(what, S, side, V, X, Y);
 	if (rc)
 		return rc;
-	int64_t ntiles, nnz = 0;
+	int64_t ntiles, nnz;
 	struct starpu_data_descr *buffers;
-	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &buffers, 1, 3)))
+	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &nnz, &buffers, 1, 3)))
 		return rc;
 	if (ntiles == 0)
 		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], buffers);
@@ -389,7 +388,6 @@ int starfa_task_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band,
 		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
 		if (tile->nnz == 0)
 			continue;
-		nnz += tile->nnz;
 		buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
 		buffers[n++] = (struct starpu_data_descr){X->blocks[j], STARPU_R};
 		if (V)
