@@ -156,6 +156,19 @@ starfa_csr *testing_band_csr(int64_t m, int64_t n, int64_t nnz, uint64_t *state)
 	return rc ? NULL : S;
 }
 
+int64_t testing_band_order(const starfa_tiled *t, starfa_side side, int64_t band, int zero_empty, int64_t *js)
+{
+	const int rows = side == STARFA_ROWS;
+	const int64_t nc = rows ? starfa_tiled_col_tiles(t) : starfa_tiled_row_tiles(t);
+	int64_t n = 0;
+	for (int64_t j = 0; j < nc; j++)
+		if ((rows ? starfa_tiled_tile_nnz(t, band, j) : starfa_tiled_tile_nnz(t, j, band)) > 0)
+			js[n++] = j;
+	if (n == 0 && zero_empty && nc > 0)
+		js[n++] = nc - 1;
+	return n;
+}
+
 void testing_band_shapes(const starfa_tiled *t, int *leading_empty, int *empty_band)
 {
 	*leading_empty = *empty_band = 0;

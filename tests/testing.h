@@ -85,6 +85,11 @@ starfa_csr *testing_random_csr(int64_t m, int64_t n, int64_t nnz, double skew, u
  * With bands cut by rows and columns (row_cost and col_cost 1e6), two bands a side give a band whose
  * first tile is empty and three give an empty band. NULL when out of memory. */
 starfa_csr *testing_band_csr(int64_t m, int64_t n, int64_t nnz, uint64_t *state);
+/* The tiles j of band `band` of t's grid on `side` that the per-tile loops of graphs/ops.c
+ * (FOR_BAND_TILES) submit, in order, into js (room for the grid's columns): the non-empty ones, or with
+ * zero_empty the last tile when every one is empty (its task zeroes the band's output). The first
+ * overwrites the output, the others add to it. Returns how many. */
+int64_t testing_band_order(const starfa_tiled *t, starfa_side side, int64_t band, int zero_empty, int64_t *js);
 /* Whether the forward grid of t has a band whose first tile is empty but not all its tiles, and whether
  * it has a band with no entries: testing_band_csr's shapes. */
 void testing_band_shapes(const starfa_tiled *t, int *leading_empty, int *empty_band);
