@@ -43,7 +43,7 @@ static void usage(FILE *out)
 		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als,elementwise,sgd,ccd):\n"
 		     "                     sddmm  SDDMM plain and scaled\n"
 		     "                     spmm   SpMM S*X and S^T*X, SDDMM+SpMM fused; a tile a task, and\n"
-		     "                            a band a task on the CPU workers\n"
+		     "                            a band a task\n"
 		     "                     als    gram, hermitian and bias (explicit and implicit), solve\n"
 		     "                            (Cholesky, CG, CG on FP16 systems), rowsolve (Cholesky,\n"
 		     "                            CG, implicit CG) and top k (the ranking metrics, k = 10)\n"
@@ -53,7 +53,7 @@ static void usage(FILE *out)
 		     "                            (the zero codelet)\n"
 		     "                     sgd    SGD passes over tiles, FP32 and FP16 rows, at the ALS ranks\n"
 		     "                     ccd    CCD++ passes (open, inner, close), updates and band tasks\n"
-		     "                            (passes and update in one task, CPU workers)\n"
+		     "                            (passes and update in one task)\n"
 		     "  --ranks LIST     comma-separated ranks of sddmm and spmm (default 32,128,512)\n"
 		     "  --als-ranks LIST ranks of the ALS operations (default 16,64,128)\n"
 		     "  --min-nnz N      smallest tile (default 64)\n"
@@ -298,7 +298,6 @@ enum {
 	OP_FUSED_BAND,
 	OP_SPMM_BAND,
 	NOPS,
-	OP_FIRST_BAND = OP_FUSED_BAND, /* the band tasks run on the CPU workers only */
 };
 static const char *const op_names[NOPS] = {"sddmm", "sddmm (scaled)", "spmm S*X", "spmm S^T*X",
 					   "sddmm+spmm fused (quotient)", "sddmm+spmm fused S^T (pattern)",
@@ -316,8 +315,8 @@ static int insert_tiles_op(void *ctx, int op)
 	switch (op) {
 	case OP_SDDMM: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_PATTERN, t->P);
 	case OP_SDDMM_SCALED: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_SCALED, t->P);
-	/* the one tile's tasks by the per-tile functions: on the CPU workers the whole-matrix helpers run a
-	 * band a task (the band ops below) */
+	/* the one tile's tasks by the per-tile functions: the whole-matrix helpers run a band a task (the
+	 * band ops below) */
 	case OP_SPMM_ROWS: return starfa_task_spmm(t->S, STARFA_ROWS, 0, 0, NULL, t->cols, t->rows_out, 0, NULL);
 	case OP_FUSED_ROWS:
 		return starfa_task_sddmm_spmm(t->S, STARFA_ROWS, 0, 0, t->rows, t->cols, STARFA_FUSED_QUOTIENT, 1e-12f, NULL,
@@ -325,7 +324,7 @@ static int insert_tiles_op(void *ctx, int op)
 	case OP_FUSED_COLS:
 		return starfa_task_sddmm_spmm(t->S, STARFA_COLS, 0, 0, t->cols, t->rows, STARFA_FUSED_PATTERN, 0.0f, NULL,
 					      t->cols_out, 0, NULL);
-	case OP_FUSED_BAND: /* the CPU workers' band task (calibrate_tiles runs it on them only) */
+	case OP_FUSED_BAND:
 		return starfa_task_sddmm_spmm_band(t->S, STARFA_ROWS, 0, t->rows, t->cols, STARFA_FUSED_QUOTIENT, 1e-12f, NULL,
 						   t->rows_out, NULL);
 	case OP_SPMM_BAND: return starfa_task_spmm_band(t->S, STARFA_ROWS, 0, NULL, t->cols, t->rows_out, NULL);
@@ -358,7 +357,7 @@ static int calibrate_tiles(const struct calibrate_cli *c, const starfa_csr *csr,
 	rc = 0;
 	for (int op = 0; op < NOPS && rc == 0; op++) {
 		int group = op <= OP_SDDMM_SCALED ? GROUP_SDDMM : GROUP_SPMM;
-		if ((c->groups & group) && (op < OP_FIRST_BAND || calibrating == STARFA_WORKER_CPU))
+		if (c->groups & group)
 			rc = run_rounds(c, op_names[op], k, csr->nnz, insert_tiles_op, &t, op);
 	}
 out:
@@ -730,7 +729,6 @@ out:
 enum { CCD_OPEN_ROWS, CCD_OPEN_COLS, CCD_INNER, CCD_CLOSE, CCD_SOLVE, CCD_BAND_OPEN, CCD_BAND_INNER, CCD_NOPS };
 static const char *const ccd_names[CCD_NOPS] = {"ccd pass (open, rows)", "ccd pass (open, cols)", "ccd pass (inner)",
 						"ccd pass (close)", "ccd solve", "ccd band (open)", "ccd band (inner)"};
-#define CCD_FIRST_BAND CCD_BAND_OPEN /* the band tasks run on the CPU workers only */
 
 struct ccd_ctx {
 	starfa_tiled *S;
@@ -788,8 +786,7 @@ static int calibrate_ccd(const struct calibrate_cli *c, const starfa_csr *csr, i
 	}
 	rc = 0;
 	for (int op = 0; op < CCD_NOPS && rc == 0; op++)
-		if (op < CCD_FIRST_BAND || calibrating == STARFA_WORKER_CPU)
-			rc = run_rounds(c, ccd_names[op], 1, csr->nnz, insert_ccd_op, &g, op);
+		rc = run_rounds(c, ccd_names[op], 1, csr->nnz, insert_ccd_op, &g, op);
 out:
 	starfa_sparse_values_free(g.R);
 	starfa_sparse_values_free(g.RT);

@@ -1,6 +1,6 @@
 /* The CCD++ codelets: ccd_pass (one fused pass over a tile of the residual: the previous feature out,
  * the current one in, the rank-one update's sums per row), ccd_solve (the update of one block) and
- * ccd_band (a band's passes and its update in one task, on the CPU workers). */
+ * ccd_band (a band's passes and its update in one task). */
 #include "codelets/codelet.h"
 #include "codelets/zero.h"
 #include "cpu/ccd.h"
@@ -238,10 +238,10 @@ struct ccd_band_args {
  * (CCD_Y), x and the counts (solve); then for each of the band's non-empty tiles in order, the tile, its
  * residual values, sub_y (CCD_SUB), add_y (CCD_ADD) and y (CCD_Y). The passes run as ccd_pass's tasks
  * would, the first overwriting acc and the others adding to it, then the update as ccd_solve's: the
- * same arithmetic in the same order. */
-static void ccd_band_cpu(void *buffers[], void *cl_arg)
+ * same arithmetic in the same order, on the CPU or as kernels in turn on the CUDA worker's stream
+ * (`stream` non-NULL). */
+static void ccd_band_run(void *buffers[], const struct ccd_band_args *a, void *stream)
 {
-	const struct ccd_band_args *a = cl_arg;
 	int b = 0;
 	const float *sub_x = NULL, *add_x = NULL, *counts = NULL;
 	float *acc = NULL, *x = NULL;
@@ -279,16 +279,49 @@ static void ccd_band_cpu(void *buffers[], void *cl_arg)
 			MATRIX(v.add_y, v.ld_add_y, const float);
 		if (a->which & CCD_Y)
 			MATRIX(v.y, v.ld_y, const float);
+#ifdef STARFA_USE_CUDA
+		if (stream) {
+			STARFA_CUDA_CHECK("ccd_band",
+					  starfa_cuda_ccd_pass(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_NNZ(tile),
+							       STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile), R,
+							       a->write, &v, acc, ld_acc, t > 0, (cudaStream_t)stream));
+			continue;
+		}
+#endif
 		starfa_cpu_ccd_pass(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile), R,
 				    a->write, &v, acc, ld_acc, t > 0);
 	}
 #undef MATRIX
+#ifdef STARFA_USE_CUDA
+	if (stream) {
+		if (acc && a->ntiles == 0 && nacc > 0) /* as a pass over an empty tile */
+			STARFA_CUDA_CHECK("ccd_band", cudaMemset2DAsync(acc, (size_t)ld_acc * sizeof *acc, 0, 2 * sizeof *acc,
+									(size_t)nacc, (cudaStream_t)stream));
+		if (a->solve)
+			STARFA_CUDA_CHECK("ccd_band", starfa_cuda_ccd_solve(nx, acc, ld_acc, counts, ld_counts, a->lambda,
+									    a->nonneg, x, ld_x, (cudaStream_t)stream));
+		return;
+	}
+#endif
+	(void)stream;
 	if (acc && a->ntiles == 0) /* as a pass over an empty tile */
 		for (int64_t r = 0; r < nacc; r++)
 			acc[r * ld_acc] = acc[r * ld_acc + 1] = 0.0f;
 	if (a->solve)
 		starfa_cpu_ccd_solve(nx, acc, ld_acc, counts, ld_counts, a->lambda, a->nonneg, x, ld_x);
 }
+
+static void ccd_band_cpu(void *buffers[], void *cl_arg)
+{
+	ccd_band_run(buffers, cl_arg, NULL);
+}
+
+#ifdef STARFA_USE_CUDA
+static void ccd_band_cuda(void *buffers[], void *cl_arg)
+{
+	ccd_band_run(buffers, cl_arg, starpu_cuda_get_local_stream());
+}
+#endif
 
 /* The band's entries and, with the update, its rows: what its time follows. */
 static uint64_t ccd_band_cost(const struct starpu_task *task)
@@ -309,8 +342,7 @@ static uint32_t ccd_band_variant(const struct starpu_task *task)
 	return (uint32_t)(a->which | a->write << 3 | a->solve << 4 | a->nonneg << 5);
 }
 
-/* CPU workers only: on a GPU the band's tiles go as ccd_pass tasks, each a kernel on the worker's stream. */
-STARFA_CODELET(ccd_band, ccd_band_cost, ccd_band_variant, ccd_band_cpu, .where = STARPU_CPU);
+STARFA_CODELET(ccd_band, ccd_band_cost, ccd_band_variant, ccd_band_cpu, STARFA_CUDA_FUNC(ccd_band_cuda));
 
 int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, starfa_sparse_values *R, int write,
 			 const starfa_ccd_terms *terms, starfa_dense *acc, starfa_dense *x, const starfa_dense *counts,
@@ -332,11 +364,9 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 		return starfa_set_error(STARFA_EINVAL, "%s: lambda must be >= 0", what);
 	if (x && (x == terms->sub_y || x == terms->add_y || x == terms->y))
 		return starfa_set_error(STARFA_EINVAL, "%s: x is the side being updated, not the other one", what);
-	/* Where only GPUs may run the band, nothing is submitted: the caller runs the band as ccd_pass and
-	 * ccd_solve tasks instead. */
 	int64_t ntiles, nnz;
 	struct starpu_data_descr *buffers;
-	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &nnz, &buffers, 5, 5)))
+	if ((rc = starfa_band_task_begin(what, S, side, band, &ntiles, &nnz, &buffers, 5, 5)))
 		return rc;
 	if ((!x && !acc && !write) || (ntiles == 0 && !acc)) {
 		free(buffers); /* nothing to compute, or a pass that only rewrites the residual over no entry */

@@ -241,26 +241,13 @@ const starfa_task_attr *starfa_placed(starfa_task_attr *buf, const starfa_task_a
 	return buf;
 }
 
-/* STARFA_ENODEV from a band task function means "run the band tile by tile": StarPU's own (no worker
- * could take the task) becomes a runtime error, its message kept. */
-static int band_error(int rc)
-{
-	if (rc != STARFA_ENODEV)
-		return rc;
-	char msg[512];
-	snprintf(msg, sizeof msg, "%s", starfa_last_error());
-	return starfa_set_error(STARFA_ERUNTIME, "%s", msg);
-}
-
 int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side side, int64_t band,
-			   const starfa_task_attr *attr, int64_t *ntiles, int64_t *nnz, struct starpu_data_descr **buffers,
+			   int64_t *ntiles, int64_t *nnz, struct starpu_data_descr **buffers,
 			   size_t band_buffers, size_t tile_buffers)
 {
 	const struct starfa_grid *grid = starfa_side_grid(S, side);
 	if (band < 0 || band >= grid->nr)
 		return starfa_index_error(what, "band", band, -1, grid->nr, -1);
-	if (!starfa_band_on_cpus(S, side, band, attr))
-		return STARFA_ENODEV;
 	*ntiles = *nnz = 0;
 	for (int64_t j = 0; j < grid->nc; j++) {
 		const int64_t tile_nnz = starfa_grid_tile(grid, band, j)->nnz;
@@ -276,10 +263,10 @@ int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t 
 			    int nbuffers, struct starpu_data_descr *buffers)
 {
 	starfa_task_attr placed;
-	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band) ? STARPU_CPU : 0);
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band));
 	int rc = starfa_submit(cl, args, args_size, flops, attr, nbuffers, buffers);
 	free(buffers);
-	return band_error(rc);
+	return rc;
 }
 
 int starfa_band_task_zero(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
@@ -287,8 +274,8 @@ int starfa_band_task_zero(const starfa_tiled *S, starfa_side side, int64_t band,
 {
 	free(buffers);
 	starfa_task_attr placed;
-	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band) ? STARPU_CPU : 0);
-	return band_error(starfa_submit_zero(block, STARFA_ZERO_MATRIX, attr));
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band));
+	return starfa_submit_zero(block, STARFA_ZERO_MATRIX, attr);
 }
 
 uint64_t starfa_band_task_nnz(const struct starpu_task *task, unsigned first, unsigned stride, int ntiles)
@@ -297,19 +284,6 @@ uint64_t starfa_band_task_nnz(const struct starpu_task *task, unsigned first, un
 	for (int t = 0; t < ntiles; t++)
 		nnz += (uint64_t)starpu_csr_get_nnz(STARPU_TASK_GET_HANDLE(task, first + stride * (unsigned)t));
 	return nnz;
-}
-
-int starfa_band_on_cpus(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr)
-{
-	if (starpu_cpu_worker_get_count() == 0)
-		return 0;
-	/* a worker or a kind asked for wins over the band's placement, as in starfa_placed */
-	if (attr && attr->worker > 0)
-		return starfa_worker_kind_of(attr->worker) == STARFA_WORKER_CPU;
-	if (attr && attr->where)
-		return (attr->where & STARFA_WHERE_CPU) != 0;
-	const uint32_t where = starfa_band_where(S, side, band);
-	return (where & STARPU_CPU) || (where == 0 && starpu_cuda_worker_get_count() == 0);
 }
 
 #ifdef STARFA_USE_CUDA

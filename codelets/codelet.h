@@ -97,25 +97,18 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
  * places the task already (a worker, or a where of its own) or where is 0, else a copy of it in *buf. */
 const starfa_task_attr *starfa_placed(starfa_task_attr *buf, const starfa_task_attr *attr, uint32_t where);
 
-/* Whether band `band` of a side may run as one task on the CPU workers (the band codelets, which have no
- * CUDA implementation): the band placed on them, or placed nowhere with no GPU in the runtime, and attr
- * asking for no other kind of worker. Where not, their task functions submit nothing and return
- * STARFA_ENODEV, and the band's work goes as its per-tile tasks. */
-int starfa_band_on_cpus(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr);
-/* What a band task function does before its buffers: checks band, returns STARFA_ENODEV where the CPU
- * workers may not run it (starfa_band_on_cpus), counts the band's non-empty tiles into *ntiles and their
- * entries into *nnz, and allocates *buffers for band_buffers + ntiles * tile_buffers descriptions (freed
- * by starfa_band_task_submit). 0, or an error (STARFA_ENODEV with no message). */
-int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side side, int64_t band,
-			   const starfa_task_attr *attr, int64_t *ntiles, int64_t *nnz, struct starpu_data_descr **buffers,
-			   size_t band_buffers, size_t tile_buffers);
-/* Submits a band task on the CPU workers (placed there where the band has a placement) and frees the
- * buffers starfa_band_task_begin allocated. */
+/* What a band task function does before its buffers: checks band, counts the band's non-empty tiles
+ * into *ntiles and their entries into *nnz, and allocates *buffers for band_buffers + ntiles *
+ * tile_buffers descriptions (freed by starfa_band_task_submit). 0, or an error. */
+int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side side, int64_t band, int64_t *ntiles,
+			   int64_t *nnz, struct starpu_data_descr **buffers, size_t band_buffers, size_t tile_buffers);
+/* Submits a band task where the band's tiles run (its placement, as for their per-tile tasks; attr's
+ * own worker or kind first) and frees the buffers starfa_band_task_begin allocated. */
 int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
 			    const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
 			    int nbuffers, struct starpu_data_descr *buffers);
 /* For a band with no entries: frees the buffers starfa_band_task_begin allocated and zeroes `block` (a
- * matrix block) as a per-tile pass over an empty tile does, on the CPU workers. The band codelets never
+ * matrix block) as a per-tile pass over an empty tile does, placed as the band. The band codelets never
  * see an empty band, whose cost (0 entries) their regression models could not take. */
 int starfa_band_task_zero(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
 			  starpu_data_handle_t block, struct starpu_data_descr *buffers);

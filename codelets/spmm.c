@@ -8,6 +8,7 @@
 #include <starpu_cusparse.h>
 #endif
 
+#include <stdlib.h>
 #include <string.h>
 
 /* One CUDA implementation that picks, per tile, the fastest of starfa's own kernel and cusparseSpMM with
@@ -266,10 +267,10 @@ struct fused_band_args {
 /* Buffers: 0 A's row block (the band's rows), 1 Y's, 2 (masked) the rows' active values, then for each of
  * the band's non-empty tiles (at least one: an all-empty band is the zero codelet's) in order the tile
  * (CSR) and B's row block of its columns. The tiles run as sddmm_spmm's tasks would, the first
- * overwriting Y and the others adding to it: the same arithmetic in the same order. */
-static void fused_band_cpu(void *buffers[], void *cl_arg)
+ * overwriting Y and the others adding to it: the same arithmetic in the same order, on the CPU or as
+ * kernels in turn on the CUDA worker's stream (`stream` non-NULL). */
+static void fused_band_run(void *buffers[], const struct fused_band_args *a, void *stream)
 {
-	const struct fused_band_args *a = cl_arg;
 	const float *A = (const float *)STARPU_MATRIX_GET_PTR(buffers[0]);
 	const int64_t lda = STARPU_MATRIX_GET_LD(buffers[0]), k = STARPU_MATRIX_GET_NX(buffers[0]);
 	float *Y = (float *)STARPU_MATRIX_GET_PTR(buffers[1]);
@@ -277,12 +278,38 @@ static void fused_band_cpu(void *buffers[], void *cl_arg)
 	const float *active = a->masked ? (const float *)STARPU_MATRIX_GET_PTR(buffers[2]) : NULL;
 	const int64_t ldact = a->masked ? STARPU_MATRIX_GET_LD(buffers[2]) : 0;
 	int b = 2 + !!a->masked;
-	for (int t = 0; t < a->ntiles; t++, b += 2)
+	for (int t = 0; t < a->ntiles; t++, b += 2) {
+		const float *B = (const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]);
+		const int64_t ldb = STARPU_MATRIX_GET_LD(buffers[b + 1]);
+#ifdef STARFA_USE_CUDA
+		if (stream) {
+			STARFA_CUDA_CHECK("sddmm_spmm_band",
+					  starfa_cuda_sddmm_spmm(STARPU_CSR_GET_NROW(buffers[b]), STARPU_CSR_GET_NNZ(buffers[b]),
+								 STARPU_CSR_GET_ROWPTR(buffers[b]), STARPU_CSR_GET_COLIND(buffers[b]),
+								 (const float *)STARPU_CSR_GET_NZVAL(buffers[b]), A, lda, B, ldb, k,
+								 a->mode, a->eps, t > 0, Y, ldy, active, ldact,
+								 (cudaStream_t)stream));
+			continue;
+		}
+#endif
 		starfa_cpu_sddmm_spmm(STARPU_CSR_GET_NROW(buffers[b]), STARPU_CSR_GET_ROWPTR(buffers[b]),
 				      STARPU_CSR_GET_COLIND(buffers[b]), (const float *)STARPU_CSR_GET_NZVAL(buffers[b]), A, lda,
-				      (const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]), STARPU_MATRIX_GET_LD(buffers[b + 1]), k,
-				      a->mode, a->eps, t > 0, Y, ldy, active, ldact);
+				      B, ldb, k, a->mode, a->eps, t > 0, Y, ldy, active, ldact);
+	}
+	(void)stream;
 }
+
+static void fused_band_cpu(void *buffers[], void *cl_arg)
+{
+	fused_band_run(buffers, cl_arg, NULL);
+}
+
+#ifdef STARFA_USE_CUDA
+static void fused_band_cuda(void *buffers[], void *cl_arg)
+{
+	fused_band_run(buffers, cl_arg, starpu_cuda_get_local_stream());
+}
+#endif
 
 /* The band's nonzeros times K. */
 static uint64_t fused_band_cost(const struct starpu_task *task)
@@ -297,8 +324,7 @@ static uint32_t fused_band_variant(const struct starpu_task *task)
 	return (uint32_t)(a->mode << 1 | a->masked << 3);
 }
 
-/* CPU workers only (starfa_band_on_cpus): on a GPU a tile is a kernel of sddmm_spmm's. */
-STARFA_CODELET(sddmm_spmm_band, fused_band_cost, fused_band_variant, fused_band_cpu, .where = STARPU_CPU);
+STARFA_CODELET(sddmm_spmm_band, fused_band_cost, fused_band_variant, fused_band_cpu, STARFA_CUDA_FUNC(fused_band_cuda));
 
 int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
 				const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
@@ -310,7 +336,7 @@ int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t
 		return rc;
 	int64_t ntiles, nnz;
 	struct starpu_data_descr *buffers;
-	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &nnz, &buffers, 3, 2)))
+	if ((rc = starfa_band_task_begin(what, S, side, band, &ntiles, &nnz, &buffers, 3, 2)))
 		return rc;
 	if (ntiles == 0)
 		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], buffers);
@@ -337,12 +363,13 @@ int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t
 
 struct spmm_band_args {
 	int values, ntiles; /* values: each tile's values from a buffer of their own, not S's */
+	uint64_t serial[];  /* the tiles' serials (spmm's CUDA choice of kernel is kept per tile) */
 };
 
 /* Buffers: 0 Y's row block (the band's rows), then for each of the band's non-empty tiles (at least one:
  * an all-empty band is the zero codelet's) in order the tile (CSR), X's row block of its columns and
- * (values) the tile's values. The tiles run as spmm's CPU tasks would, the first overwriting Y and the
- * others adding to it. */
+ * (values) the tile's values. The tiles run as spmm's tasks would, the first overwriting Y and the others
+ * adding to it. */
 static void spmm_band_cpu(void *buffers[], void *cl_arg)
 {
 	const struct spmm_band_args *a = cl_arg;
@@ -358,6 +385,33 @@ static void spmm_band_cpu(void *buffers[], void *cl_arg)
 				Y, ldy, 1);
 }
 
+#ifdef STARFA_USE_CUDA
+/* Each tile spmm's tuned choice of kernel, in turn on the worker's stream. */
+static void spmm_band_cuda(void *buffers[], void *cl_arg)
+{
+	const struct spmm_band_args *a = cl_arg;
+	float *Y = (float *)STARPU_MATRIX_GET_PTR(buffers[0]);
+	const int64_t ldy = STARPU_MATRIX_GET_LD(buffers[0]), k = STARPU_MATRIX_GET_NX(buffers[0]);
+	const int per_tile = 2 + !!a->values;
+	cusparseHandle_t handle = starpu_cusparse_get_local_handle();
+	for (int t = 0, b = 1; t < a->ntiles; t++, b += per_tile) {
+		starfa_gpu_status st = starfa_cuda_spmm(
+			STARFA_SPMM_TUNED, handle, a->serial[t], STARPU_CSR_GET_NROW(buffers[b]),
+			STARPU_MATRIX_GET_NY(buffers[b + 1]), STARPU_CSR_GET_NNZ(buffers[b]), STARPU_CSR_GET_ROWPTR(buffers[b]),
+			STARPU_CSR_GET_COLIND(buffers[b]),
+			a->values ? (const float *)STARPU_VECTOR_GET_PTR(buffers[b + 2])
+				  : (const float *)STARPU_CSR_GET_NZVAL(buffers[b]),
+			(const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]), STARPU_MATRIX_GET_LD(buffers[b + 1]), k, t > 0, Y,
+			ldy, starpu_cuda_get_local_stream());
+		if (st.call) {
+			fprintf(stderr, "starfa: codelet spmm_band failed on worker %d: %s\n", starpu_worker_get_id(),
+				starfa_gpu_status_string(st));
+			abort();
+		}
+	}
+}
+#endif
+
 /* The band's nonzeros times K. */
 static uint64_t spmm_band_cost(const struct starpu_task *task)
 {
@@ -365,8 +419,7 @@ static uint64_t spmm_band_cost(const struct starpu_task *task)
 	return starfa_band_task_nnz(task, 1, 2 + !!a->values, a->ntiles) * starpu_matrix_get_nx(STARPU_TASK_GET_HANDLE(task, 0));
 }
 
-/* CPU workers only (starfa_band_on_cpus): on a GPU a tile is spmm's tuned choice of kernel. */
-STARFA_CODELET(spmm_band, spmm_band_cost, starfa_no_variant, spmm_band_cpu, .where = STARPU_CPU);
+STARFA_CODELET(spmm_band, spmm_band_cost, starfa_no_variant, spmm_band_cpu, STARFA_CUDA_FUNC(spmm_band_cuda));
 
 int starfa_task_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_sparse_values *V,
 			  const starfa_dense *X, starfa_dense *Y, const starfa_task_attr *attr)
@@ -377,23 +430,32 @@ int starfa_task_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band,
 		return rc;
 	int64_t ntiles, nnz;
 	struct starpu_data_descr *buffers;
-	if ((rc = starfa_band_task_begin(what, S, side, band, attr, &ntiles, &nnz, &buffers, 1, 3)))
+	if ((rc = starfa_band_task_begin(what, S, side, band, &ntiles, &nnz, &buffers, 1, 3)))
 		return rc;
 	if (ntiles == 0)
 		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], buffers);
 	const struct starfa_grid *grid = starfa_side_grid(S, side);
-	int n = 0;
+	const size_t args_size = sizeof(struct spmm_band_args) + (size_t)ntiles * sizeof(uint64_t);
+	struct spmm_band_args *args = malloc(args_size);
+	if (!args) {
+		free(buffers);
+		return starfa_set_error(STARFA_ENOMEM, "%s: out of memory for a band of %lld tiles", what, (long long)ntiles);
+	}
+	*args = (struct spmm_band_args){V != NULL, (int)ntiles};
+	int n = 0, t = 0;
 	buffers[n++] = (struct starpu_data_descr){Y->blocks[band], STARPU_W};
 	for (int64_t j = 0; j < grid->nc; j++) {
 		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
 		if (tile->nnz == 0)
 			continue;
+		args->serial[t++] = tile->serial;
 		buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
 		buffers[n++] = (struct starpu_data_descr){X->blocks[j], STARPU_R};
 		if (V)
 			buffers[n++] = (struct starpu_data_descr){V->handles[band * grid->nc + j], STARPU_R};
 	}
-	struct spmm_band_args args = {V != NULL, (int)ntiles};
-	return starfa_band_task_submit(&spmm_band_cl, &args, sizeof args, 2.0 * (double)X->cols * (double)nnz, S, side,
-				       band, attr, n, buffers);
+	rc = starfa_band_task_submit(&spmm_band_cl, args, args_size, 2.0 * (double)X->cols * (double)nnz, S, side, band,
+				     attr, n, buffers);
+	free(args);
+	return rc;
 }

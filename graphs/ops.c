@@ -70,11 +70,7 @@ int starfa_insert_spmm_band(const starfa_tiled *S, starfa_side side, int64_t ban
 	if (band < 0 || band >= nr)
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm_band: band %lld outside [0, %lld)",
 					(long long)band, (long long)nr);
-	int rc = starfa_task_spmm_band(S, side, band, V, X, Y, NULL);
-	if (rc != STARFA_ENODEV) /* one task on the CPU workers, or an error */
-		return rc;
-	FOR_BAND_TILES(S, side, band, starfa_task_spmm(S, side, band, j, V, X, Y, accumulate, NULL));
-	return 0;
+	return starfa_task_spmm_band(S, side, band, V, X, Y, NULL);
 }
 
 int starfa_insert_spmm_values(const starfa_tiled *S, starfa_side side, const starfa_sparse_values *V,
@@ -111,11 +107,7 @@ int starfa_insert_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64
 	if (band < 0 || band >= nr)
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm_band: band %lld outside [0, %lld)",
 					(long long)band, (long long)nr);
-	int rc = starfa_task_sddmm_spmm_band(S, side, band, A, B, mode, eps, active, Y, NULL);
-	if (rc != STARFA_ENODEV) /* one task on the CPU workers, or an error */
-		return rc;
-	FOR_BAND_TILES(S, side, band, starfa_task_sddmm_spmm(S, side, band, j, A, B, mode, eps, active, Y, accumulate, NULL));
-	return 0;
+	return starfa_task_sddmm_spmm_band(S, side, band, A, B, mode, eps, active, Y, NULL);
 }
 
 int starfa_insert_sddmm_spmm(const starfa_tiled *S, starfa_side side, const starfa_dense *A, const starfa_dense *B,
@@ -335,8 +327,7 @@ static int ccd_sweep(const starfa_tiled *S, starfa_side side, starfa_sparse_valu
 	return 0;
 }
 
-/* A pass over a side's grid with its sums, then x's update from them: band by band, each band one
- * starfa_task_ccd_band task where CPU workers run it, else its per-tile passes and a ccd_solve task. */
+/* A pass over a side's grid with its sums, then x's update from them: a starfa_task_ccd_band task a band. */
 static int ccd_update(const starfa_tiled *S, starfa_side side, starfa_sparse_values *R, int write,
 		      const starfa_ccd_terms *terms, starfa_dense *acc, starfa_dense *x, const starfa_dense *counts,
 		      float lambda, int nonneg)
@@ -345,10 +336,6 @@ static int ccd_update(const starfa_tiled *S, starfa_side side, starfa_sparse_val
 	side_grid(S, side, &nr, &nc);
 	for (int64_t i = 0; i < nr; i++) {
 		int rc = starfa_task_ccd_band(S, side, i, R, write, terms, acc, x, counts, lambda, nonneg, NULL);
-		if (rc == STARFA_ENODEV) { /* the band's workers are GPUs */
-			FOR_BAND_TILES(S, side, i, starfa_task_ccd_pass(S, side, i, j, R, write, terms, acc, accumulate, NULL));
-			rc = starfa_task_ccd_solve(x, i, acc, counts, lambda, nonneg, NULL);
-		}
 		if (rc)
 			return rc;
 	}

@@ -369,10 +369,9 @@ int starfa_task_sddmm(const starfa_tiled *S, int64_t i, int64_t j, const starfa_
 int starfa_task_spmm(const starfa_tiled *S, starfa_side side, int64_t i, int64_t j, const starfa_sparse_values *V,
 		     const starfa_dense *X, starfa_dense *Y, int accumulate, const starfa_task_attr *attr);
 /* Band `band` of side's grid in one task: starfa_task_spmm on each of the band's tiles in order, the first
- * overwriting Y's block and the others adding to it (an all-empty band zeroes it), with the same CPU
- * kernel in the same order, for one task's overhead instead of one a tile. It runs on the CPU workers:
- * where only GPUs may run the band it returns STARFA_ENODEV, submitting nothing and setting no message,
- * and the band goes as per-tile tasks instead (starfa_insert_spmm_band does either). */
+ * overwriting Y's block and the others adding to it (an all-empty band zeroes it), with the same kernels
+ * in the same order (on a CUDA worker, each tile's tuned choice), for one task's overhead instead of one
+ * a tile. It runs where the band's tiles would: the band's placement, or attr's worker or kind. */
 int starfa_task_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_sparse_values *V,
 			  const starfa_dense *X, starfa_dense *Y, const starfa_task_attr *attr);
 
@@ -396,9 +395,8 @@ int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, i
 			   starfa_dense *Y, int accumulate, const starfa_task_attr *attr);
 /* Band `band` of side's grid in one task: starfa_task_sddmm_spmm on each of the band's tiles in order, the
  * first overwriting Y's block and the others adding to it (an all-empty band zeroes it): the same
- * arithmetic in the same order as those tasks, for one task's overhead instead of one a tile. It runs on
- * the CPU workers: where only GPUs may run the band it returns STARFA_ENODEV, submitting nothing and setting
- * no message, and the band goes as per-tile tasks instead (starfa_insert_sddmm_spmm_band does either). */
+ * arithmetic in the same order as those tasks, for one task's overhead instead of one a tile. It runs
+ * where the band's tiles would: the band's placement, or attr's worker or kind. */
 int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
 				const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
 				starfa_dense *Y, const starfa_task_attr *attr);
@@ -590,10 +588,8 @@ int starfa_task_ccd_solve(starfa_dense *x, int64_t block, const starfa_dense *ac
  * tiles in order (the first overwriting acc, the others adding to it) and, with x (then counts too), the
  * update of starfa_task_ccd_solve on block `band` of x: the same arithmetic in the same order as those
  * tasks, for one task's overhead instead of one a tile plus one. x may be terms' sub_x or add_x (the
- * passes read it before the update writes it). The band task runs on the CPU workers: where only GPUs may
- * run the band (placed on them, or placed nowhere with GPUs in the runtime; attr's worker or where, when
- * given, decides instead) it returns STARFA_ENODEV,
- * submitting nothing and setting no message, and the band's work goes as those per-tile tasks instead. */
+ * passes read it before the update writes it). The band task runs where the band's tiles would: the
+ * band's placement, or attr's worker or kind. */
 int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, starfa_sparse_values *R, int write,
 			 const starfa_ccd_terms *terms, starfa_dense *acc, starfa_dense *x, const starfa_dense *counts,
 			 float lambda, int nonneg, const starfa_task_attr *attr);

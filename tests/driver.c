@@ -4,6 +4,7 @@
 #include "testing.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,16 @@ starfa_csr *testing_band_csr(int64_t m, int64_t n, int64_t nnz, uint64_t *state)
 	int rc = starfa_csr_from_coo(coo, &S);
 	starfa_coo_free(coo);
 	return rc ? NULL : S;
+}
+
+int testing_band_same(const float *a, const float *b, int64_t n, int exact)
+{
+	if (exact)
+		return memcmp(a, b, sizeof(float) * (size_t)n) == 0;
+	for (int64_t e = 0; e < n; e++)
+		if (!(fabsf(a[e] - b[e]) <= 1e-4f * (1.0f + fabsf(a[e]))))
+			return 0;
+	return 1;
 }
 
 int64_t testing_band_order(const starfa_tiled *t, starfa_side side, int64_t band, int zero_empty, int64_t *js)

@@ -6,6 +6,7 @@
 #include "testing_cuda.h"
 #endif
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,8 +231,10 @@ static int feature_graph(starfa_worker_kind kind, uint64_t seed)
 }
 
 /* One band's passes and update as starfa_task_ccd_band against the per-tile tasks (starfa_task_ccd_pass
- * in FOR_BAND_TILES's order, then starfa_task_ccd_solve): the same bits in the residual, the sums and x,
- * on both sides, for the pass kinds CCD++ makes, on grids with empty tiles and an empty band. */
+ * in FOR_BAND_TILES's order, then starfa_task_ccd_solve) on one kind of worker: on the CPU workers the
+ * same bits in the residual, the sums and x, on CUDA workers (whose passes add a long row's segments in
+ * no fixed order) the same to rounding; on both sides, for the pass kinds CCD++ makes, on grids with
+ * empty tiles and an empty band. */
 struct band_case {
 	int write, sub, add, sums, solve;
 	int sub_is_x, nonneg; /* x is sub_x as well as add_x (calibrate's open pass); the update's nonneg */
@@ -291,9 +294,10 @@ static int band_run(const starfa_tiled *S, starfa_side side, const struct band_c
 	return 0;
 }
 
-static int band_task(uint64_t seed)
+static int band_task(starfa_worker_kind kind, uint64_t seed)
 {
-	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
+	CHECK_OK(testing_runtime_only(kind));
+	const int exact = kind == STARFA_WORKER_CPU;
 	uint64_t rng = seed;
 	const int64_t m = 90 + (int64_t)testing_below(&rng, 40), n = 60 + (int64_t)testing_below(&rng, 40), nnz = 1200;
 	starfa_csr *A = testing_band_csr(m, n, nnz, &rng);
@@ -331,12 +335,12 @@ static int band_task(uint64_t seed)
 				const uint64_t draw = rng++;
 				for (int r = 0; r < 2; r++)
 					CHECK_OK(band_run(S, sd, &cases[c], lambda, draw, r, vals[r], x[r], acc[r]));
-				CHECK_MSG(memcmp(vals[0], vals[1], sizeof(float) * (size_t)A->nnz) == 0,
+				CHECK_MSG(testing_band_same(vals[0], vals[1], A->nnz, exact),
 					  "%lld bands, side %d, case %zu: the residual differs from the per-tile tasks'", (long long)P,
 					  side, c);
-				CHECK_MSG(memcmp(x[0], x[1], sizeof(float) * (size_t)xn) == 0,
+				CHECK_MSG(testing_band_same(x[0], x[1], xn, exact),
 					  "%lld bands, side %d, case %zu: x differs from the per-tile tasks'", (long long)P, side, c);
-				CHECK_MSG(!cases[c].sums || memcmp(acc[0], acc[1], sizeof(float) * (size_t)(2 * xn)) == 0,
+				CHECK_MSG(!cases[c].sums || testing_band_same(acc[0], acc[1], 2 * xn, exact),
 					  "%lld bands, side %d, case %zu: the sums differ from the per-tile tasks'", (long long)P,
 					  side, c);
 			}
@@ -359,14 +363,17 @@ static int band_task(uint64_t seed)
 		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 0, &sums, da, dy, dc, 0.1f, 0, NULL) == STARFA_EINVAL);
 		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 0, &sums, da, dx, dc, -1.0f, 0, NULL) == STARFA_EINVAL);
 		CHECK(starfa_task_ccd_band(S, STARFA_COLS, 0, RV, 0, &sums, da, dx, dc, 0.1f, 0, NULL) == STARFA_EINVAL);
-		/* asked for the GPUs, where the band task cannot run: nothing submitted, the caller goes tile by tile */
-		starfa_task_attr on_gpus = {.where = STARFA_WHERE_CUDA};
+#ifdef STARFA_USE_CUDA
+		/* asked for the other kind of worker, which this runtime has none of: an error, nothing run */
+		starfa_task_attr other = {.where = exact ? STARFA_WHERE_CUDA : STARFA_WHERE_CPU};
 		starfa_stats_reset();
-		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 0, &sums, da, dx, dc, 0.1f, 0, &on_gpus) == STARFA_ENODEV);
+		CHECK(starfa_task_ccd_band(S, STARFA_ROWS, 0, RV, 0, &sums, da, dx, dc, 0.1f, 0, &other) == STARFA_ENODEV);
+		CHECK(strstr(starfa_last_error(), "ccd_band") != NULL);
 		CHECK_OK(starfa_wait());
 		starfa_worker_stats st;
 		starfa_stats_get(&st);
-		CHECK(st.tasks[STARFA_WORKER_CPU] == 0);
+		CHECK(st.tasks[STARFA_WORKER_CPU] == 0 && st.tasks[STARFA_WORKER_CUDA] == 0);
+#endif
 		starfa_sparse_values_free(RV);
 		starfa_dense_free(dx);
 		starfa_dense_free(dy);
@@ -490,7 +497,7 @@ TEST(ccd, feature_graph_matches_sequential_reference_cpu)
 
 TEST(ccd, band_task_matches_tile_tasks)
 {
-	return band_task(testing_seed() + 43);
+	return band_task(STARFA_WORKER_CPU, testing_seed() + 43);
 }
 
 TEST(ccd, training_objective_never_increases_cpu)
@@ -505,6 +512,13 @@ TEST(ccd_cuda, feature_graph_matches_sequential_reference_cuda)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	return feature_graph(STARFA_WORKER_CUDA, testing_seed() + 41);
+}
+
+TEST(ccd_cuda, band_task_matches_tile_tasks_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return band_task(STARFA_WORKER_CUDA, testing_seed() + 43);
 }
 
 TEST(ccd_cuda, training_objective_never_increases_cuda)

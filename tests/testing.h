@@ -90,6 +90,10 @@ starfa_csr *testing_band_csr(int64_t m, int64_t n, int64_t nnz, uint64_t *state)
  * zero_empty the last tile when every one is empty (its task zeroes the band's output). The first
  * overwrites the output, the others add to it. Returns how many. */
 int64_t testing_band_order(const starfa_tiled *t, starfa_side side, int64_t band, int zero_empty, int64_t *js);
+/* Whether a and b, n floats, are the same bits (exact), or within 1e-4 relative (1e-4 absolute near 0)
+ * with NaN in neither: a band task against the per-tile tasks on one kind of worker, the same kernels,
+ * on a CUDA worker in a summation order of their own (atomics, SpMM's kernel chosen by timing). */
+int testing_band_same(const float *a, const float *b, int64_t n, int exact);
 /* Whether the forward grid of t has a band whose first tile is empty but not all its tiles, and whether
  * it has a band with no entries: testing_band_csr's shapes. */
 void testing_band_shapes(const starfa_tiled *t, int *leading_empty, int *empty_band);
