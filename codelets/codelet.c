@@ -199,6 +199,14 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 		if ((want & can) != 0)
 			where = want & can;
 	}
+	/* A placement on kinds this runtime has no worker of is refused here: StarPU does not refuse every
+	 * such task at submission (one with CUDA devices present but no CUDA worker waited forever). */
+	if (where >= 0 && !((where & STARPU_CPU) && starpu_cpu_worker_get_count() > 0) &&
+	    !((where & STARPU_CUDA) && starpu_cuda_worker_get_count() > 0)) {
+		free(copy);
+		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s on the workers it was placed on (%s)",
+					cl->name, where & STARPU_CUDA ? (where & STARPU_CPU ? "CPU or CUDA" : "CUDA") : "CPU");
+	}
 	if (starfa_sched_buckets() && !(attr && attr->worker > 0)) {
 		/* heteroprio: the bucket of the priority and of the kinds that can run this very task (a
 		 * kind that scans a bucket takes every task in it); a task for one worker skips the buckets */
