@@ -134,7 +134,7 @@ out ""
 out "\`bench/placement.sh --matrix $matrix --rank $rank --iters $iters --runs $runs\`: ratings algorithms on"
 out "planted ratings over $matrix's pattern (\`starfa_sgd_bench --algo A\`), topic models on a $docs-document"
 out "\`starfa_corpus\` corpus (\`starfa train --algo A\`); \"GPU\" is \`--ncpus 0\`, \"all\" StarPU's default"
-out "workers; $(nproc) cores on the host; $( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo "no GPU") | sort | uniq -c | sed 's/^ *//' | tr '\n' ' ')."
+out "workers; $(nproc) cores on the host; $( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo "no GPU") | sort | uniq -c | sed 's/^ *//' | paste -sd, - | sed 's/,/, /g')."
 out "Seconds an iteration: the median of the run's iterations (starfa_sgd_bench's s/epoch; iterations 2-$iters of"
 out "\`starfa train\`), then of the $runs runs; whole: the training call (set-up, iterations, metrics, model)."
 out ""
@@ -150,5 +150,5 @@ if [ "$calibrate" = 1 ]; then
 	t1=$(date +%s.%N)
 	pairs "$work/calibrated" "calibrated"
 	out ""
-	out "\`starfa calibrate $calibrate_args\` took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s."
+	out "\`starfa calibrate${calibrate_args:+ $calibrate_args}\` took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s."
 fi
