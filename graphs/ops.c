@@ -319,11 +319,17 @@ int starfa_insert_gram(const starfa_dense *theta, int64_t col0, int64_t k, starf
 
 /* ------------------------------------------------------------------ CCD++ */
 
-/* A pass that only rewrites the residual, over every tile of a side's grid (a task a non-empty tile: they
- * are independent). */
+/* A pass that only rewrites the residual, over every band of a side's grid: a starfa_task_ccd_band task a
+ * band (its tiles are independent, but a task a tile costs P² tasks a sweep for P bands' parallelism). */
 static int ccd_sweep(const starfa_tiled *S, starfa_side side, starfa_sparse_values *R, const starfa_ccd_terms *terms)
 {
-	FOR_EACH_TILE(S, side, starfa_task_ccd_pass(S, side, i, j, R, 1, terms, NULL, 0, NULL));
+	int64_t nr, nc;
+	side_grid(S, side, &nr, &nc);
+	for (int64_t i = 0; i < nr; i++) {
+		int rc = starfa_task_ccd_band(S, side, i, R, 1, terms, NULL, NULL, NULL, 0.0f, 0, NULL);
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
