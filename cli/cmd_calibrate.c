@@ -726,9 +726,20 @@ out:
 
 /* ---------------------------------------------------------------- CCD++ */
 
-enum { CCD_OPEN_ROWS, CCD_OPEN_COLS, CCD_INNER, CCD_CLOSE, CCD_SOLVE, CCD_BAND_OPEN, CCD_BAND_INNER, CCD_NOPS };
+enum {
+	CCD_OPEN_ROWS,
+	CCD_OPEN_COLS,
+	CCD_INNER,
+	CCD_CLOSE,
+	CCD_SOLVE,
+	CCD_BAND_OPEN,
+	CCD_BAND_INNER,
+	CCD_BAND_CLOSE,
+	CCD_NOPS
+};
 static const char *const ccd_names[CCD_NOPS] = {"ccd pass (open, rows)", "ccd pass (open, cols)", "ccd pass (inner)",
-						"ccd pass (close)", "ccd solve", "ccd band (open)", "ccd band (inner)"};
+						"ccd pass (close)", "ccd solve", "ccd band (open)", "ccd band (inner)",
+						"ccd band (close)"};
 
 struct ccd_ctx {
 	starfa_tiled *S;
@@ -750,6 +761,8 @@ static int insert_ccd_op(void *ctx, int op)
 		return starfa_task_ccd_band(g->S, STARFA_ROWS, 0, g->R, 1, &rows, g->acc_w, g->w, g->count_w, 0.05f, 0, NULL);
 	case CCD_BAND_INNER:
 		return starfa_task_ccd_band(g->S, STARFA_ROWS, 0, g->R, 0, &inner, g->acc_w, g->w, g->count_w, 0.05f, 0, NULL);
+	case CCD_BAND_CLOSE: /* the graphs' residual-only sweeps (a fixed side, the close) */
+		return starfa_task_ccd_band(g->S, STARFA_ROWS, 0, g->R, 1, &close, NULL, NULL, NULL, 0.0f, 0, NULL);
 	default: return starfa_task_ccd_solve(g->w, 0, g->acc_w, g->count_w, 0.05f, 0, NULL);
 	}
 }

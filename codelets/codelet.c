@@ -201,7 +201,7 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 	}
 	/* A placement on kinds this runtime has no worker of is refused here: StarPU does not refuse every
 	 * such task at submission (one with CUDA devices present but no CUDA worker waited forever). */
-	if (where >= 0 && !((where & STARPU_CPU) && starpu_cpu_worker_get_count() > 0) &&
+	if (where >= 0 && !(attr && attr->worker > 0) && !((where & STARPU_CPU) && starpu_cpu_worker_get_count() > 0) &&
 	    !((where & STARPU_CUDA) && starpu_cuda_worker_get_count() > 0)) {
 		free(copy);
 		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s on the workers it was placed on (%s)",

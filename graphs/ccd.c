@@ -10,7 +10,7 @@
  *   - T - 1 more inner iterations of the two updates over R^ as it stands (`inner`, default 5 as libpmf);
  * (starfa_insert_ccd_feature, graphs/ops.c) and after the last feature a pass over both grids takes it
  * out again (starfa_insert_ccd_close): R is A less the whole model. Every pass and update is a task on a
- * tile or a band (on the CPU workers a band's passes and its update are one task, starfa_task_ccd_band):
+ * band (a band's passes and its update one starfa_task_ccd_band task, on whichever kind runs the band):
  * nothing passes through the host per feature.
  * The global mean and the biases are features with a fixed side: the user bias is a w whose h is all
  * ones, the item bias an h whose w is all ones, so the model is the explicit model ALS fits. With
@@ -175,7 +175,9 @@ static int ccd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	/* With GPUs the measured speeds decide (starfa_plan_tiling): one band a GPU, and one a core when the
 	 * cores' share of a feature's passes pays. */
 	starfa_tiling_options tiling = {P, P, 1, 0, 0};
-	if (P == 0 && (rc = starfa_plan_tiling("ccd_pass", (double)c->nnz, (double)c->nnz, 1, &tiling, g->split)))
+	/* the sweeps' costs as ccd_band's: the entries, and the rows updated */
+	if (P == 0 && (rc = starfa_plan_tiling("ccd_band", (double)(c->nnz + m), (double)(c->nnz + n), 1, &tiling,
+						g->split)))
 		return rc;
 	if (tiling.placed && (tiling.row_tiles > m || tiling.row_tiles > n))
 		tiling.placed = 0; /* a tiny matrix: no bands to place */

@@ -253,7 +253,7 @@ static int estep_stopped(struct lda_docs *d, int64_t it, int64_t b0, int64_t b1,
 /* The E-step on the documents of bands [b0, b1) with β̃ fixed: inner iterations, each document until the
  * mean absolute change of its γ is under tol (scikit-learn's mean_change_tol; 0: exactly max_inner of
  * them), or until max_inner. An inner iteration is, a band, P·β̃ with P = S ⊘ max(ε, SDDMM(θ̃, β̃)) as one
- * fused task a tile (starfa_task_sddmm_spmm: the normalizers never go to memory), then one Dirichlet step
+ * fused task (starfa_task_sddmm_spmm_band: the normalizers never go to memory), then one Dirichlet step
  * (γ, E[log θ], θ̃ and whether the document goes on); both skip the documents that have converged. *ran
  * gets the count of inner iterations. */
 static int estep(const starfa_tiled *S, struct lda_docs *d, const starfa_dense *bt, float alpha, int64_t b0,

@@ -341,7 +341,8 @@ typedef struct starfa_task_attr {
 		       * its sign counts (above 0, 0, below 0: three levels) */
 	int worker;   /* 0: StarPU picks; w > 0: worker w - 1 must run it (StarPU's worker numbering) */
 	unsigned where; /* 0: the placement of the task's band (starfa_tiling_options), or any worker; else a
-			 * mask of STARFA_WHERE_CPU and STARFA_WHERE_CUDA */
+			 * mask of STARFA_WHERE_CPU and STARFA_WHERE_CUDA. A placement (the band's or this
+			 * one) on kinds this runtime has no worker of is STARFA_ENODEV, nothing submitted */
 } starfa_task_attr;
 
 #define STARFA_WHERE_CPU 1u
@@ -394,9 +395,10 @@ int starfa_task_sddmm_spmm(const starfa_tiled *S, starfa_side side, int64_t i, i
 			   const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
 			   starfa_dense *Y, int accumulate, const starfa_task_attr *attr);
 /* Band `band` of side's grid in one task: starfa_task_sddmm_spmm on each of the band's tiles in order, the
- * first overwriting Y's block and the others adding to it (an all-empty band zeroes it): the same
- * arithmetic in the same order as those tasks, for one task's overhead instead of one a tile. It runs
- * where the band's tiles would: the band's placement, or attr's worker or kind. */
+ * first overwriting Y's block and the others adding to it (an all-empty band zeroes it): the same kernels
+ * in the same order as those tasks (on the CPU their bits; on a CUDA worker the same to rounding), for one
+ * task's overhead instead of one a tile. It runs where the band's tiles would: the band's placement, or
+ * attr's worker or kind. */
 int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
 				const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
 				starfa_dense *Y, const starfa_task_attr *attr);
@@ -586,8 +588,9 @@ int starfa_task_ccd_solve(starfa_dense *x, int64_t block, const starfa_dense *ac
 			  float lambda, int nonneg, const starfa_task_attr *attr);
 /* Band `band` of side's grid in one task: the pass of starfa_task_ccd_pass over each of the band's
  * tiles in order (the first overwriting acc, the others adding to it) and, with x (then counts too), the
- * update of starfa_task_ccd_solve on block `band` of x: the same arithmetic in the same order as those
- * tasks, for one task's overhead instead of one a tile plus one. x may be terms' sub_x or add_x (the
+ * update of starfa_task_ccd_solve on block `band` of x: the same kernels in the same order as those
+ * tasks (on the CPU their bits; on a CUDA worker, whose passes add a long row's segments by atomics, the
+ * same to rounding), for one task's overhead instead of one a tile plus one. x may be terms' sub_x or add_x (the
  * passes read it before the update writes it). The band task runs where the band's tiles would: the
  * band's placement, or attr's worker or kind. */
 int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, starfa_sparse_values *R, int write,

@@ -346,7 +346,7 @@ static int band_task(starfa_worker_kind kind, uint64_t seed)
 			}
 		}
 		/* bad operands: an update without sums, a band outside the grid, x of the other side, a negative
-		 * lambda, the residual of the other side; then a placement the band task cannot take */
+		 * lambda, the residual of the other side; then a kind this runtime has no worker of */
 		float *wx = calloc((size_t)m, sizeof(float)), *wy = calloc((size_t)n, sizeof(float)),
 		      *wa = calloc((size_t)(2 * m), sizeof(float)), *wc = calloc((size_t)m, sizeof(float));
 		CHECK(wx && wy && wa && wc);

@@ -719,7 +719,7 @@ static int band_tasks(starfa_worker_kind kind)
 					  "%lld bands, side %d, own values %d, k %lld: SpMM's Y differs from the per-tile tasks'",
 					  (long long)P, side, own, (long long)k);
 			}
-		/* a band outside the grid; a placement the band tasks cannot take (nothing submitted) */
+		/* a band outside the grid; a kind this runtime has no worker of (nothing submitted) */
 		float *X = calloc((size_t)(most * k), sizeof(float)), *Z = calloc((size_t)(most * k), sizeof(float));
 		CHECK(X && Z);
 		starfa_dense *dX, *dZ;
