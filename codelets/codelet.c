@@ -116,9 +116,7 @@ int starfa_task_log_write(FILE *f, const starfa_task_record *r, int64_t n)
 		t0 = r[i].start_us < t0 ? r[i].start_us : t0;
 	fprintf(f, "codelet,worker,worker_name,start_s,end_s,reads,writes\n");
 	for (int64_t i = 0; i < n; i++) {
-		int reads = 0, writes = 0;
-		for (int b = 0; b < r[i].nbuffers && b < STARFA_TASK_LOG_BUFFERS; b++)
-			r[i].writes[b] ? writes++ : reads++;
+		const int reads = r[i].nreads, writes = r[i].nwrites;
 		const int w = r[i].worker - 1;
 		fprintf(f, "%s,%d,\"%s\",%.6f,%.6f,%d,%d\n", r[i].codelet, w,
 			w >= 0 && w < names.nworkers ? names.workers[w].name : "?", (r[i].start_us - t0) * 1e-6,
@@ -141,9 +139,13 @@ static starfa_task_record *log_record(const struct starpu_codelet *cl, int nbuff
 		return NULL;
 	r->codelet = cl->name + 7; /* without "starfa_" */
 	r->nbuffers = nbuffers;
-	for (int b = 0; b < nbuffers && b < STARFA_TASK_LOG_BUFFERS; b++) {
-		r->data[b] = buffers[b].handle;
-		r->writes[b] = (buffers[b].mode & (STARPU_W | STARPU_REDUX)) != 0;
+	for (int b = 0; b < nbuffers; b++) {
+		const int writes = (buffers[b].mode & (STARPU_W | STARPU_REDUX)) != 0;
+		writes ? r->nwrites++ : r->nreads++;
+		if (b < STARFA_TASK_LOG_BUFFERS) {
+			r->data[b] = buffers[b].handle;
+			r->writes[b] = writes;
+		}
 	}
 	return r;
 }

@@ -698,6 +698,7 @@ typedef struct starfa_task_record {
 	int nbuffers;            /* the first STARFA_TASK_LOG_BUFFERS are recorded */
 	const void *data[STARFA_TASK_LOG_BUFFERS];
 	int writes[STARFA_TASK_LOG_BUFFERS]; /* 1 when the task writes data[b] (W, RW or a reduction) */
+	int nreads, nwrites;     /* of all nbuffers (a band task's tiles past the recorded ones too) */
 } starfa_task_record;
 
 int starfa_task_log_begin(void);

@@ -756,6 +756,46 @@ TEST(spmm, band_tasks_match_tile_tasks)
 	return band_tasks(STARFA_WORKER_CPU);
 }
 
+/* The task log counts every buffer of a band task, the tiles past the recorded STARFA_TASK_LOG_BUFFERS
+ * too: one band of 6 tiles is one spmm_band task reading 2 a tile and writing Y's block. */
+TEST(spmm, task_log_counts_every_buffer_of_a_band_task)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 53;
+	starfa_csr *S = testing_random_csr(40, 600, 2000, 0.0, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {1, 6, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	int64_t tiles = 0;
+	for (int64_t j = 0; j < starfa_tiled_col_tiles(t); j++)
+		tiles += starfa_tiled_tile_nnz(t, 0, j) > 0;
+	CHECK(tiles == 6 && 1 + 2 * tiles > STARFA_TASK_LOG_BUFFERS);
+	float *X = calloc(600 * 4, sizeof(float)), *Y = calloc(40 * 4, sizeof(float));
+	CHECK(X && Y);
+	starfa_dense *dX, *dY;
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, X, 4, &dX));
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Y, 4, &dY));
+	CHECK_OK(starfa_task_log_begin());
+	const int rc = starfa_insert_spmm(t, STARFA_ROWS, dX, dY);
+	starfa_task_record *log = NULL;
+	int64_t n = 0;
+	CHECK_OK(starfa_task_log_end(&log, &n));
+	CHECK_OK(rc);
+	CHECK_MSG(n == 1 && strcmp(log[0].codelet, "spmm_band") == 0 && log[0].nbuffers == 1 + 2 * tiles &&
+			  log[0].nreads == 2 * tiles && log[0].nwrites == 1,
+		  "%lld records, the first %s with %d buffers, %d read and %d written", (long long)n,
+		  n ? log[0].codelet : "-", n ? log[0].nbuffers : 0, n ? log[0].nreads : 0, n ? log[0].nwrites : 0);
+	free(log);
+	starfa_dense_free(dX);
+	starfa_dense_free(dY);
+	free(X);
+	free(Y);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	return 0;
+}
+
 TEST(spmm, insert_rejects_mismatched_operands)
 {
 	CHECK_OK(testing_runtime());
