@@ -46,32 +46,45 @@ static void pass_buffers(void *buffers[], const struct ccd_pass_args *args, stru
 #undef NEXT_VEC
 }
 
+/* One pass over a tile (its CSR buffer and residual values) on the CPU, or enqueued on a CUDA worker's
+ * stream (`stream` non-NULL): what ccd_pass runs once and ccd_band for each of its tiles. */
+static void pass_run(const char *codelet, void *tile, float *R, int write, const struct starfa_ccd_vecs *v, float *acc,
+		     int64_t ld_acc, int accumulate, void *stream)
+{
+#ifdef STARFA_USE_CUDA
+	if (stream) {
+		STARFA_CUDA_CHECK(codelet, starfa_cuda_ccd_pass(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_NNZ(tile),
+								STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile), R, write,
+								v, acc, ld_acc, accumulate, (cudaStream_t)stream));
+		return;
+	}
+#endif
+	(void)codelet, (void)stream;
+	starfa_cpu_ccd_pass(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile), R, write, v,
+			    acc, ld_acc, accumulate);
+}
+
 /* Buffers: 0 the tile (CSR: the pattern), 1 its residual values (R or RW), then sub_x, sub_y (with
  * CCD_SUB), add_x, add_y (CCD_ADD), y and the accumulator (CCD_Y). */
-static void ccd_pass_cpu(void *buffers[], void *cl_arg)
+static void ccd_pass_run(void *buffers[], const struct ccd_pass_args *args, void *stream)
 {
-	const struct ccd_pass_args *args = cl_arg;
 	struct starfa_ccd_vecs v;
 	float *acc;
 	int64_t ld_acc;
 	pass_buffers(buffers, args, &v, &acc, &ld_acc);
-	starfa_cpu_ccd_pass(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]),
-			    STARPU_CSR_GET_COLIND(buffers[0]), (float *)STARPU_VECTOR_GET_PTR(buffers[1]), args->write, &v,
-			    acc, ld_acc, args->accumulate);
+	pass_run("ccd_pass", buffers[0], (float *)STARPU_VECTOR_GET_PTR(buffers[1]), args->write, &v, acc, ld_acc,
+		 args->accumulate, stream);
+}
+
+static void ccd_pass_cpu(void *buffers[], void *cl_arg)
+{
+	ccd_pass_run(buffers, cl_arg, NULL);
 }
 
 #ifdef STARFA_USE_CUDA
 static void ccd_pass_cuda(void *buffers[], void *cl_arg)
 {
-	const struct ccd_pass_args *args = cl_arg;
-	struct starfa_ccd_vecs v;
-	float *acc;
-	int64_t ld_acc;
-	pass_buffers(buffers, args, &v, &acc, &ld_acc);
-	STARFA_CUDA_CHECK("ccd_pass", starfa_cuda_ccd_pass(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_NNZ(buffers[0]),
-							   STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
-							   (float *)STARPU_VECTOR_GET_PTR(buffers[1]), args->write, &v, acc,
-							   ld_acc, args->accumulate, starpu_cuda_get_local_stream()));
+	ccd_pass_run(buffers, cl_arg, starpu_cuda_get_local_stream());
 }
 #endif
 
@@ -167,26 +180,40 @@ struct ccd_solve_args {
 	int nonneg;
 };
 
+/* The update of nrows rows of x from their sums and counts, on the CPU or enqueued on a CUDA worker's
+ * stream (`stream` non-NULL): ccd_solve's and ccd_band's. */
+static void solve_run(const char *codelet, int64_t nrows, const float *acc, int64_t ld_acc, const float *counts,
+		      int64_t ld_counts, float lambda, int nonneg, float *x, int64_t ld_x, void *stream)
+{
+#ifdef STARFA_USE_CUDA
+	if (stream) {
+		STARFA_CUDA_CHECK(codelet, starfa_cuda_ccd_solve(nrows, acc, ld_acc, counts, ld_counts, lambda, nonneg, x, ld_x,
+								 (cudaStream_t)stream));
+		return;
+	}
+#endif
+	(void)codelet, (void)stream;
+	starfa_cpu_ccd_solve(nrows, acc, ld_acc, counts, ld_counts, lambda, nonneg, x, ld_x);
+}
+
 /* Buffers: 0 x's block (W), 1 acc's block (R), 2 the counts' block (R). */
+static void ccd_solve_run(void *buffers[], const struct ccd_solve_args *args, void *stream)
+{
+	solve_run("ccd_solve", STARPU_MATRIX_GET_NY(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+		  STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),
+		  STARPU_MATRIX_GET_LD(buffers[2]), args->lambda, args->nonneg, (float *)STARPU_MATRIX_GET_PTR(buffers[0]),
+		  STARPU_MATRIX_GET_LD(buffers[0]), stream);
+}
+
 static void ccd_solve_cpu(void *buffers[], void *cl_arg)
 {
-	const struct ccd_solve_args *args = cl_arg;
-	starfa_cpu_ccd_solve(STARPU_MATRIX_GET_NY(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
-			     STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),
-			     STARPU_MATRIX_GET_LD(buffers[2]), args->lambda, args->nonneg,
-			     (float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]));
+	ccd_solve_run(buffers, cl_arg, NULL);
 }
 
 #ifdef STARFA_USE_CUDA
 static void ccd_solve_cuda(void *buffers[], void *cl_arg)
 {
-	const struct ccd_solve_args *args = cl_arg;
-	STARFA_CUDA_CHECK("ccd_solve",
-			  starfa_cuda_ccd_solve(STARPU_MATRIX_GET_NY(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
-						STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),
-						STARPU_MATRIX_GET_LD(buffers[2]), args->lambda, args->nonneg,
-						(float *)STARPU_MATRIX_GET_PTR(buffers[0]), STARPU_MATRIX_GET_LD(buffers[0]),
-						starpu_cuda_get_local_stream()));
+	ccd_solve_run(buffers, cl_arg, starpu_cuda_get_local_stream());
 }
 #endif
 
@@ -279,36 +306,21 @@ static void ccd_band_run(void *buffers[], const struct ccd_band_args *a, void *s
 			MATRIX(v.add_y, v.ld_add_y, const float);
 		if (a->which & CCD_Y)
 			MATRIX(v.y, v.ld_y, const float);
-#ifdef STARFA_USE_CUDA
-		if (stream) {
-			STARFA_CUDA_CHECK("ccd_band",
-					  starfa_cuda_ccd_pass(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_NNZ(tile),
-							       STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile), R,
-							       a->write, &v, acc, ld_acc, t > 0, (cudaStream_t)stream));
-			continue;
-		}
-#endif
-		starfa_cpu_ccd_pass(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile), R,
-				    a->write, &v, acc, ld_acc, t > 0);
+		pass_run("ccd_band", tile, R, a->write, &v, acc, ld_acc, t > 0, stream);
 	}
 #undef MATRIX
+	if (acc && a->ntiles == 0 && nacc > 0) { /* as a pass over an empty tile */
 #ifdef STARFA_USE_CUDA
-	if (stream) {
-		if (acc && a->ntiles == 0 && nacc > 0) /* as a pass over an empty tile */
+		if (stream)
 			STARFA_CUDA_CHECK("ccd_band", cudaMemset2DAsync(acc, (size_t)ld_acc * sizeof *acc, 0, 2 * sizeof *acc,
 									(size_t)nacc, (cudaStream_t)stream));
-		if (a->solve)
-			STARFA_CUDA_CHECK("ccd_band", starfa_cuda_ccd_solve(nx, acc, ld_acc, counts, ld_counts, a->lambda,
-									    a->nonneg, x, ld_x, (cudaStream_t)stream));
-		return;
-	}
+		else
 #endif
-	(void)stream;
-	if (acc && a->ntiles == 0) /* as a pass over an empty tile */
-		for (int64_t r = 0; r < nacc; r++)
-			acc[r * ld_acc] = acc[r * ld_acc + 1] = 0.0f;
+			for (int64_t r = 0; r < nacc; r++)
+				acc[r * ld_acc] = acc[r * ld_acc + 1] = 0.0f;
+	}
 	if (a->solve)
-		starfa_cpu_ccd_solve(nx, acc, ld_acc, counts, ld_counts, a->lambda, a->nonneg, x, ld_x);
+		solve_run("ccd_band", nx, acc, ld_acc, counts, ld_counts, a->lambda, a->nonneg, x, ld_x, stream);
 }
 
 static void ccd_band_cpu(void *buffers[], void *cl_arg)

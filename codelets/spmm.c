@@ -30,37 +30,51 @@ static const float *spmm_values(void *buffers[], const struct spmm_args *args)
 			    : (const float *)STARPU_CSR_GET_NZVAL(buffers[0]);
 }
 
+/* Y (+)= tile · X for one tile (its CSR buffer, values val, X's block buffer x) on the CPU, or on a CUDA
+ * worker's stream (`stream` non-NULL) by the tuned choice kept under the tile's serial: what spmm runs once
+ * and spmm_band for each of its tiles. */
+static void spmm_tile_run(const char *codelet, void *tile, const float *val, void *x, int beta, float *Y, int64_t ldy,
+			  uint64_t serial, void *stream)
+{
+#ifdef STARFA_USE_CUDA
+	if (stream) {
+		/* StarPU's per-worker handle, already bound to the worker's stream. */
+		starfa_gpu_status st = starfa_cuda_spmm(
+			STARFA_SPMM_TUNED, starpu_cusparse_get_local_handle(), serial, STARPU_CSR_GET_NROW(tile),
+			STARPU_MATRIX_GET_NY(x), STARPU_CSR_GET_NNZ(tile), STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile),
+			val, (const float *)STARPU_MATRIX_GET_PTR(x), STARPU_MATRIX_GET_LD(x), STARPU_MATRIX_GET_NX(x), beta, Y, ldy,
+			(cudaStream_t)stream);
+		/* Like STARFA_CUDA_CHECK, for a failure that may be cuSPARSE's: no wrong answer goes on. */
+		if (st.call) {
+			fprintf(stderr, "starfa: codelet %s failed on worker %d: %s\n", codelet, starpu_worker_get_id(),
+				starfa_gpu_status_string(st));
+			abort();
+		}
+		return;
+	}
+#endif
+	(void)codelet, (void)serial, (void)stream;
+	starfa_cpu_spmm(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile), val,
+			(const float *)STARPU_MATRIX_GET_PTR(x), STARPU_MATRIX_GET_LD(x), STARPU_MATRIX_GET_NX(x), beta, Y, ldy, 1);
+}
+
 /* Buffers: 0 S tile (CSR), 1 X row block (the tile's columns), 2 Y row block (its rows), 3 the tile's
  * values when they are not S's. */
+static void spmm_run(void *buffers[], const struct spmm_args *args, void *stream)
+{
+	spmm_tile_run("spmm", buffers[0], spmm_values(buffers, args), buffers[1], args->beta,
+		      (float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]), args->serial, stream);
+}
+
 static void spmm_cpu(void *buffers[], void *cl_arg)
 {
-	const struct spmm_args *args = cl_arg;
-	starfa_cpu_spmm(STARPU_CSR_GET_NROW(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]),
-			STARPU_CSR_GET_COLIND(buffers[0]), spmm_values(buffers, args),
-			(const float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]),
-			STARPU_MATRIX_GET_NX(buffers[1]), args->beta, (float *)STARPU_MATRIX_GET_PTR(buffers[2]),
-			STARPU_MATRIX_GET_LD(buffers[2]), 1);
+	spmm_run(buffers, cl_arg, NULL);
 }
 
 #ifdef STARFA_USE_CUDA
 static void spmm_cuda(void *buffers[], void *cl_arg)
 {
-	const struct spmm_args *args = cl_arg;
-	/* StarPU's per-worker handle, already bound to the worker's stream. */
-	cusparseHandle_t handle = starpu_cusparse_get_local_handle();
-	starfa_gpu_status st = starfa_cuda_spmm(
-		STARFA_SPMM_TUNED, handle, args->serial, STARPU_CSR_GET_NROW(buffers[0]), STARPU_MATRIX_GET_NY(buffers[1]),
-		STARPU_CSR_GET_NNZ(buffers[0]), STARPU_CSR_GET_ROWPTR(buffers[0]), STARPU_CSR_GET_COLIND(buffers[0]),
-		spmm_values(buffers, args), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
-		STARPU_MATRIX_GET_LD(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1]), args->beta,
-		(float *)STARPU_MATRIX_GET_PTR(buffers[2]), STARPU_MATRIX_GET_LD(buffers[2]),
-		starpu_cuda_get_local_stream());
-	/* Like STARFA_CUDA_CHECK, for a failure that may be cuSPARSE's: no wrong answer goes on. */
-	if (st.call) {
-		fprintf(stderr, "starfa: codelet spmm failed on worker %d: %s\n", starpu_worker_get_id(),
-			starfa_gpu_status_string(st));
-		abort();
-	}
+	spmm_run(buffers, cl_arg, starpu_cuda_get_local_stream());
 }
 #endif
 
@@ -155,33 +169,50 @@ struct fused_args {
 	float eps;
 };
 
+/* Y (+)= f(tile, A·Bᵀ)·B for one tile (its CSR buffer, B's block buffer bb; A's block, k columns) on the
+ * CPU, or on a CUDA worker's stream (`stream` non-NULL): what sddmm_spmm runs once and sddmm_spmm_band
+ * for each of its tiles. */
+static void fused_tile_run(const char *codelet, void *tile, const float *A, int64_t lda, int64_t k, void *bb, int mode,
+			   float eps, int beta, float *Y, int64_t ldy, const float *active, int64_t ldact, void *stream)
+{
+	const float *B = (const float *)STARPU_MATRIX_GET_PTR(bb);
+	const int64_t ldb = STARPU_MATRIX_GET_LD(bb);
+#ifdef STARFA_USE_CUDA
+	if (stream) {
+		STARFA_CUDA_CHECK(codelet, starfa_cuda_sddmm_spmm(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_NNZ(tile),
+								  STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile),
+								  (const float *)STARPU_CSR_GET_NZVAL(tile), A, lda, B, ldb, k,
+								  mode, eps, beta, Y, ldy, active, ldact, (cudaStream_t)stream));
+		return;
+	}
+#endif
+	(void)codelet, (void)stream;
+	starfa_cpu_sddmm_spmm(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile),
+			      (const float *)STARPU_CSR_GET_NZVAL(tile), A, lda, B, ldb, k, mode, eps, beta, Y, ldy, active,
+			      ldact);
+}
+
 /* Buffers: 0 S tile (CSR), 1 A row block (the tile's rows), 2 B row block (its columns), 3 Y row block,
  * 4 (masked) the rows' active values. */
-#define FUSED_ARGS(buffers, args)                                                                             \
-	STARPU_CSR_GET_NROW(buffers[0]), NNZ_ARG(buffers) STARPU_CSR_GET_ROWPTR(buffers[0]),                        \
-		STARPU_CSR_GET_COLIND(buffers[0]),                                                                 \
-		(const float *)STARPU_CSR_GET_NZVAL(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),     \
-		STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),                    \
-		STARPU_MATRIX_GET_LD(buffers[2]), STARPU_MATRIX_GET_NX(buffers[1]), (args)->mode, (args)->eps,          \
-		(args)->beta, (float *)STARPU_MATRIX_GET_PTR(buffers[3]), STARPU_MATRIX_GET_LD(buffers[3]),             \
-		(args)->masked ? (const float *)STARPU_MATRIX_GET_PTR(buffers[4]) : NULL,                              \
-		(args)->masked ? STARPU_MATRIX_GET_LD(buffers[4]) : 0
+static void fused_run(void *buffers[], const struct fused_args *args, void *stream)
+{
+	fused_tile_run("sddmm_spmm", buffers[0], (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+		       STARPU_MATRIX_GET_LD(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1]), buffers[2], args->mode, args->eps,
+		       args->beta, (float *)STARPU_MATRIX_GET_PTR(buffers[3]), STARPU_MATRIX_GET_LD(buffers[3]),
+		       args->masked ? (const float *)STARPU_MATRIX_GET_PTR(buffers[4]) : NULL,
+		       args->masked ? STARPU_MATRIX_GET_LD(buffers[4]) : 0, stream);
+}
 
-#define NNZ_ARG(buffers)
 static void fused_cpu(void *buffers[], void *cl_arg)
 {
-	starfa_cpu_sddmm_spmm(FUSED_ARGS(buffers, (const struct fused_args *)cl_arg));
+	fused_run(buffers, cl_arg, NULL);
 }
-#undef NNZ_ARG
 
 #ifdef STARFA_USE_CUDA
-#define NNZ_ARG(buffers) STARPU_CSR_GET_NNZ(buffers[0]),
 static void fused_cuda(void *buffers[], void *cl_arg)
 {
-	STARFA_CUDA_CHECK("sddmm_spmm", starfa_cuda_sddmm_spmm(FUSED_ARGS(buffers, (const struct fused_args *)cl_arg),
-							      starpu_cuda_get_local_stream()));
+	fused_run(buffers, cl_arg, starpu_cuda_get_local_stream());
 }
-#undef NNZ_ARG
 #endif
 
 static uint32_t fused_variant(const struct starpu_task *task)
@@ -278,25 +309,9 @@ static void fused_band_run(void *buffers[], const struct fused_band_args *a, voi
 	const float *active = a->masked ? (const float *)STARPU_MATRIX_GET_PTR(buffers[2]) : NULL;
 	const int64_t ldact = a->masked ? STARPU_MATRIX_GET_LD(buffers[2]) : 0;
 	int b = 2 + !!a->masked;
-	for (int t = 0; t < a->ntiles; t++, b += 2) {
-		const float *B = (const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]);
-		const int64_t ldb = STARPU_MATRIX_GET_LD(buffers[b + 1]);
-#ifdef STARFA_USE_CUDA
-		if (stream) {
-			STARFA_CUDA_CHECK("sddmm_spmm_band",
-					  starfa_cuda_sddmm_spmm(STARPU_CSR_GET_NROW(buffers[b]), STARPU_CSR_GET_NNZ(buffers[b]),
-								 STARPU_CSR_GET_ROWPTR(buffers[b]), STARPU_CSR_GET_COLIND(buffers[b]),
-								 (const float *)STARPU_CSR_GET_NZVAL(buffers[b]), A, lda, B, ldb, k,
-								 a->mode, a->eps, t > 0, Y, ldy, active, ldact,
-								 (cudaStream_t)stream));
-			continue;
-		}
-#endif
-		starfa_cpu_sddmm_spmm(STARPU_CSR_GET_NROW(buffers[b]), STARPU_CSR_GET_ROWPTR(buffers[b]),
-				      STARPU_CSR_GET_COLIND(buffers[b]), (const float *)STARPU_CSR_GET_NZVAL(buffers[b]), A, lda,
-				      B, ldb, k, a->mode, a->eps, t > 0, Y, ldy, active, ldact);
-	}
-	(void)stream;
+	for (int t = 0; t < a->ntiles; t++, b += 2)
+		fused_tile_run("sddmm_spmm_band", buffers[b], A, lda, k, buffers[b + 1], a->mode, a->eps, t > 0, Y, ldy, active,
+			       ldact, stream);
 }
 
 static void fused_band_cpu(void *buffers[], void *cl_arg)
@@ -370,45 +385,27 @@ struct spmm_band_args {
  * an all-empty band is the zero codelet's) in order the tile (CSR), X's row block of its columns and
  * (values) the tile's values. The tiles run as spmm's tasks would, the first overwriting Y and the others
  * adding to it. */
-static void spmm_band_cpu(void *buffers[], void *cl_arg)
+static void spmm_band_run(void *buffers[], const struct spmm_band_args *a, void *stream)
 {
-	const struct spmm_band_args *a = cl_arg;
 	float *Y = (float *)STARPU_MATRIX_GET_PTR(buffers[0]);
-	const int64_t ldy = STARPU_MATRIX_GET_LD(buffers[0]), k = STARPU_MATRIX_GET_NX(buffers[0]);
+	const int64_t ldy = STARPU_MATRIX_GET_LD(buffers[0]);
 	const int per_tile = 2 + !!a->values;
 	for (int t = 0, b = 1; t < a->ntiles; t++, b += per_tile)
-		starfa_cpu_spmm(STARPU_CSR_GET_NROW(buffers[b]), STARPU_CSR_GET_ROWPTR(buffers[b]),
-				STARPU_CSR_GET_COLIND(buffers[b]),
-				a->values ? (const float *)STARPU_VECTOR_GET_PTR(buffers[b + 2])
-					  : (const float *)STARPU_CSR_GET_NZVAL(buffers[b]),
-				(const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]), STARPU_MATRIX_GET_LD(buffers[b + 1]), k, t > 0,
-				Y, ldy, 1);
+		spmm_tile_run("spmm_band", buffers[b],
+			      a->values ? (const float *)STARPU_VECTOR_GET_PTR(buffers[b + 2])
+					: (const float *)STARPU_CSR_GET_NZVAL(buffers[b]),
+			      buffers[b + 1], t > 0, Y, ldy, a->serial[t], stream);
+}
+
+static void spmm_band_cpu(void *buffers[], void *cl_arg)
+{
+	spmm_band_run(buffers, cl_arg, NULL);
 }
 
 #ifdef STARFA_USE_CUDA
-/* Each tile spmm's tuned choice of kernel, in turn on the worker's stream. */
 static void spmm_band_cuda(void *buffers[], void *cl_arg)
 {
-	const struct spmm_band_args *a = cl_arg;
-	float *Y = (float *)STARPU_MATRIX_GET_PTR(buffers[0]);
-	const int64_t ldy = STARPU_MATRIX_GET_LD(buffers[0]), k = STARPU_MATRIX_GET_NX(buffers[0]);
-	const int per_tile = 2 + !!a->values;
-	cusparseHandle_t handle = starpu_cusparse_get_local_handle();
-	for (int t = 0, b = 1; t < a->ntiles; t++, b += per_tile) {
-		starfa_gpu_status st = starfa_cuda_spmm(
-			STARFA_SPMM_TUNED, handle, a->serial[t], STARPU_CSR_GET_NROW(buffers[b]),
-			STARPU_MATRIX_GET_NY(buffers[b + 1]), STARPU_CSR_GET_NNZ(buffers[b]), STARPU_CSR_GET_ROWPTR(buffers[b]),
-			STARPU_CSR_GET_COLIND(buffers[b]),
-			a->values ? (const float *)STARPU_VECTOR_GET_PTR(buffers[b + 2])
-				  : (const float *)STARPU_CSR_GET_NZVAL(buffers[b]),
-			(const float *)STARPU_MATRIX_GET_PTR(buffers[b + 1]), STARPU_MATRIX_GET_LD(buffers[b + 1]), k, t > 0, Y,
-			ldy, starpu_cuda_get_local_stream());
-		if (st.call) {
-			fprintf(stderr, "starfa: codelet spmm_band failed on worker %d: %s\n", starpu_worker_get_id(),
-				starfa_gpu_status_string(st));
-			abort();
-		}
-	}
+	spmm_band_run(buffers, cl_arg, starpu_cuda_get_local_stream());
 }
 #endif
 
