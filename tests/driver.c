@@ -180,17 +180,29 @@ int64_t testing_band_order(const starfa_tiled *t, starfa_side side, int64_t band
 	return n;
 }
 
-void testing_band_shapes(const starfa_tiled *t, int *leading_empty, int *empty_band)
+starfa_tiled *testing_band_grid(const starfa_csr *A, int64_t P)
 {
-	*leading_empty = *empty_band = 0;
+	starfa_tiling_options tiling = {P, P, 1, 1e6, 1e6};
+	starfa_tiled *t = NULL;
+	if (starfa_tiled_create(A, &tiling, &t) != 0) {
+		testing_fail(__FILE__, __LINE__, "a %lldx%lld grid: %s", (long long)P, (long long)P, starfa_last_error());
+		return NULL;
+	}
+	int leading_empty = 0, empty_band = 0;
 	const int64_t nr = starfa_tiled_row_tiles(t), nc = starfa_tiled_col_tiles(t);
 	for (int64_t i = 0; i < nr; i++) {
 		int64_t band_nnz = 0;
 		for (int64_t j = 0; j < nc; j++)
 			band_nnz += starfa_tiled_tile_nnz(t, i, j);
-		*leading_empty |= band_nnz > 0 && starfa_tiled_tile_nnz(t, i, 0) == 0;
-		*empty_band |= band_nnz == 0;
+		leading_empty |= band_nnz > 0 && starfa_tiled_tile_nnz(t, i, 0) == 0;
+		empty_band |= band_nnz == 0;
 	}
+	if ((P == 2 && !leading_empty) || (P == 3 && !empty_band)) {
+		testing_fail(__FILE__, __LINE__, "the %lldx%lld grid lacks the band shape it is for", (long long)P, (long long)P);
+		starfa_tiled_free(t);
+		return NULL;
+	}
+	return t;
 }
 
 starfa_coo *testing_coo_of(const starfa_csr *S)

@@ -691,13 +691,8 @@ static int band_tasks(starfa_worker_kind kind)
 	float *Y[2] = {malloc(sizeof(float) * (size_t)(most * k)), malloc(sizeof(float) * (size_t)(most * k))};
 	CHECK(Y[0] && Y[1]);
 	for (int64_t P = 1; P <= 3; P++) {
-		starfa_tiling_options tiling = {P, P, 1, 1e6, 1e6};
-		starfa_tiled *t = NULL;
-		CHECK_OK(starfa_tiled_create(S, &tiling, &t));
-		int leading_empty, empty_band; /* the shapes the band tasks must handle */
-		testing_band_shapes(t, &leading_empty, &empty_band);
-		CHECK(P != 2 || leading_empty);
-		CHECK(P != 3 || empty_band);
+		starfa_tiled *t = testing_band_grid(S, P);
+		CHECK(t);
 		for (int side = 0; side < 2; side++)
 			for (int mode = 0; mode < 3; mode++)
 				for (int masked = 0; masked < 2; masked++) {

@@ -94,9 +94,10 @@ int64_t testing_band_order(const starfa_tiled *t, starfa_side side, int64_t band
  * with NaN in neither: a band task against the per-tile tasks on one kind of worker, the same kernels,
  * on a CUDA worker in a summation order of their own (atomics, SpMM's kernel chosen by timing). */
 int testing_band_same(const float *a, const float *b, int64_t n, int exact);
-/* Whether the forward grid of t has a band whose first tile is empty but not all its tiles, and whether
- * it has a band with no entries: testing_band_csr's shapes. */
-void testing_band_shapes(const starfa_tiled *t, int *leading_empty, int *empty_band);
+/* A's P x P grid (with the transposed one) for the band-task tests, or NULL (the reason printed): on
+ * testing_band_csr's matrix, 2 bands a side must give a band whose first tile is empty but not all its
+ * tiles, and 3 a band with no entries, the shapes the band tasks must handle. */
+starfa_tiled *testing_band_grid(const starfa_csr *A, int64_t P);
 /* The same entries as a coordinate list (row by row), for starfa_train; NULL when out of memory. */
 starfa_coo *testing_coo_of(const starfa_csr *S);
 /* A bag-of-words corpus: testing_random_csr's pattern, counts 1..4, and document 2 with no words (real
