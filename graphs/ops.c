@@ -57,19 +57,10 @@ int starfa_insert_sddmm(const starfa_tiled *S, const starfa_dense *A, const star
 	return starfa_insert_sddmm_ab(S, A, B, mode, 1.0f, 0.0f, P);
 }
 
+/* One band task; starfa_task_spmm_band checks the operands and the band. */
 int starfa_insert_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_sparse_values *V,
 			    const starfa_dense *X, starfa_dense *Y)
 {
-	if (!S)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm: missing operand");
-	if (side == STARFA_COLS && !starfa_tiled_has_transpose(S))
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm: Y = S^T*X needs S's transposed grid "
-						       "(starfa_tiling_options.transposed = 1)");
-	int64_t nr, nc;
-	side_grid(S, side, &nr, &nc);
-	if (band < 0 || band >= nr)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_spmm_band: band %lld outside [0, %lld)",
-					(long long)band, (long long)nr);
 	return starfa_task_spmm_band(S, side, band, V, X, Y, NULL);
 }
 
@@ -93,20 +84,11 @@ int starfa_insert_spmm(const starfa_tiled *S, starfa_side side, const starfa_den
 	return starfa_insert_spmm_values(S, side, NULL, X, Y);
 }
 
+/* One band task; starfa_task_sddmm_spmm_band checks the operands and the band. */
 int starfa_insert_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
 				  const starfa_dense *B, starfa_fused_mode mode, float eps, const starfa_dense *active,
 				  starfa_dense *Y)
 {
-	if (!S)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm: missing operand");
-	if (side == STARFA_COLS && !starfa_tiled_has_transpose(S))
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm: the column side needs S's transposed "
-						       "grid (starfa_tiling_options.transposed = 1)");
-	int64_t nr, nc;
-	side_grid(S, side, &nr, &nc);
-	if (band < 0 || band >= nr)
-		return starfa_set_error(STARFA_EINVAL, "starfa_insert_sddmm_spmm_band: band %lld outside [0, %lld)",
-					(long long)band, (long long)nr);
 	return starfa_task_sddmm_spmm_band(S, side, band, A, B, mode, eps, active, Y, NULL);
 }
 
