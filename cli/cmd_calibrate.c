@@ -52,8 +52,8 @@ static void usage(FILE *out)
 		     "                            conversions (even ranks), on a grid with empty tiles\n"
 		     "                            (the zero codelet)\n"
 		     "                     sgd    SGD passes over tiles, FP32 and FP16 rows, at the ALS ranks\n"
-		     "                     ccd    CCD++ passes (open, inner, close), updates and band tasks\n"
-		     "                            (passes and update in one task)\n"
+		     "                     ccd    CCD++ passes (open, inner, close), updates, band tasks\n"
+		     "                            (passes and update in one task) and one-task features\n"
 		     "  --ranks LIST     comma-separated ranks of sddmm and spmm (default 32,128,512)\n"
 		     "  --als-ranks LIST ranks of the ALS operations (default 16,64,128)\n"
 		     "  --min-nnz N      smallest tile (default 64)\n"
@@ -735,16 +735,17 @@ enum {
 	CCD_BAND_OPEN,
 	CCD_BAND_INNER,
 	CCD_BAND_CLOSE,
+	CCD_FEATURE,
 	CCD_NOPS
 };
 static const char *const ccd_names[CCD_NOPS] = {"ccd pass (open, rows)", "ccd pass (open, cols)", "ccd pass (inner)",
 						"ccd pass (close)", "ccd solve", "ccd band (open)", "ccd band (inner)",
-						"ccd band (close)"};
+						"ccd band (close)", "ccd feature"};
 
 struct ccd_ctx {
 	starfa_tiled *S;
 	starfa_sparse_values *R, *RT;
-	starfa_dense *w, *h, *acc_w, *acc_h, *count_w;
+	starfa_dense *w, *h, *acc_w, *acc_h, *count_w, *count_h, *prev_w, *prev_h, *held;
 };
 
 static int insert_ccd_op(void *ctx, int op)
@@ -763,11 +764,17 @@ static int insert_ccd_op(void *ctx, int op)
 		return starfa_task_ccd_band(g->S, STARFA_ROWS, 0, g->R, 0, &inner, g->acc_w, g->w, g->count_w, 0.05f, 0, NULL);
 	case CCD_BAND_CLOSE: /* the graphs' residual-only sweeps (a fixed side, the close) */
 		return starfa_task_ccd_band(g->S, STARFA_ROWS, 0, g->R, 1, &close, NULL, NULL, NULL, 0.0f, 0, NULL);
+	case CCD_FEATURE: { /* a factor's whole update on a matrix of one band a side, libpmf's 5 inner rounds */
+		starfa_ccd_feature f = {g->R,	    g->RT,	  g->prev_w, g->prev_h, g->w, g->h, g->held, g->acc_w,
+					g->acc_h, g->count_w, g->count_h, 0.05f,     0,		1,    1,    5};
+		return starfa_task_ccd_feature(g->S, &f, NULL);
+	}
 	default: return starfa_task_ccd_solve(g->w, 0, g->acc_w, g->count_w, 0.05f, 0, NULL);
 	}
 }
 
-/* Calibrates CCD++'s passes (the four kinds a feature makes) and its update on one tile; their cost
+/* Calibrates CCD++'s passes (the four kinds a feature makes), its update, its band tasks and the
+ * one-task feature on one tile; their cost
  * does not depend on the rank, so the first rank asked for only. */
 static int calibrate_ccd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
 {
@@ -777,20 +784,30 @@ static int calibrate_ccd(const struct calibrate_cli *c, const starfa_csr *csr, i
 	struct ccd_ctx g = {0};
 	size_t m = (size_t)csr->nrows, n = (size_t)csr->ncols;
 	float *w = malloc(m * sizeof *w), *h = malloc(n * sizeof *h), *acc_w = malloc(2 * m * sizeof *acc_w),
-	      *acc_h = malloc(2 * n * sizeof *acc_h), *count_w = malloc(m * sizeof *count_w);
-	if (!w || !h || !acc_w || !acc_h || !count_w) {
+	      *acc_h = malloc(2 * n * sizeof *acc_h), *count_w = malloc(m * sizeof *count_w),
+	      *count_h = calloc(n, sizeof *count_h), *prev_w = malloc(m * sizeof *prev_w),
+	      *prev_h = malloc(n * sizeof *prev_h), *held = malloc(n * sizeof *held);
+	if (!w || !h || !acc_w || !acc_h || !count_w || !count_h || !prev_w || !prev_h || !held) {
 		cli_error("out of memory for the CCD++ vectors");
 		goto out;
 	}
 	fill(w, m, 10);
 	fill(h, n, 11);
+	fill(prev_w, m, 12);
+	fill(prev_h, n, 13);
 	for (size_t r = 0; r < m; r++)
 		count_w[r] = (float)(csr->rowptr[r + 1] - csr->rowptr[r]);
+	for (int64_t e = 0; e < csr->nnz; e++)
+		count_h[csr->colind[e]] += 1.0f;
 	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, 1, 1, 0, 0});
 	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_dense_create(g.S, STARFA_ROWS, w, 1, &g.w) ||
 	    starfa_dense_create(g.S, STARFA_COLS, h, 1, &g.h) || starfa_dense_create(g.S, STARFA_ROWS, acc_w, 2, &g.acc_w) ||
 	    starfa_dense_create(g.S, STARFA_COLS, acc_h, 2, &g.acc_h) ||
 	    starfa_dense_create(g.S, STARFA_ROWS, count_w, 1, &g.count_w) ||
+	    starfa_dense_create(g.S, STARFA_COLS, count_h, 1, &g.count_h) ||
+	    starfa_dense_create(g.S, STARFA_ROWS, prev_w, 1, &g.prev_w) ||
+	    starfa_dense_create(g.S, STARFA_COLS, prev_h, 1, &g.prev_h) ||
+	    starfa_dense_create(g.S, STARFA_COLS, held, 1, &g.held) ||
 	    starfa_sparse_values_create(g.S, STARFA_ROWS, &g.R) || starfa_sparse_values_create(g.S, STARFA_COLS, &g.RT) ||
 	    starfa_insert_values_map(g.R, STARFA_VALUES_COPY, 0, 0, NULL) ||
 	    starfa_insert_values_map(g.RT, STARFA_VALUES_COPY, 0, 0, NULL)) {
@@ -808,12 +825,20 @@ out:
 	starfa_dense_free(g.acc_w);
 	starfa_dense_free(g.acc_h);
 	starfa_dense_free(g.count_w);
+	starfa_dense_free(g.count_h);
+	starfa_dense_free(g.prev_w);
+	starfa_dense_free(g.prev_h);
+	starfa_dense_free(g.held);
 	starfa_tiled_free(g.S);
 	free(w);
 	free(h);
 	free(acc_w);
 	free(acc_h);
 	free(count_w);
+	free(count_h);
+	free(prev_w);
+	free(prev_h);
+	free(held);
 	return rc;
 }
 

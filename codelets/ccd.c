@@ -1,6 +1,7 @@
 /* The CCD++ codelets: ccd_pass (one fused pass over a tile of the residual: the previous feature out,
- * the current one in, the rank-one update's sums per row), ccd_solve (the update of one block) and
- * ccd_band (a band's passes and its update in one task). */
+ * the current one in, the rank-one update's sums per row), ccd_solve (the update of one block),
+ * ccd_band (a band's passes and its update in one task) and ccd_feature (a whole feature's passes and
+ * updates on a matrix of one band a side, in one task). */
 #include "codelets/codelet.h"
 #include "codelets/zero.h"
 #include "cpu/ccd.h"
@@ -423,4 +424,181 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 	const double rows_n = x ? (double)(xb[band + 1] - xb[band]) : 0.0;
 	double flops = ((double)nnz + rows_n) * (2.0 * !!terms->sub_x + 2.0 * !!terms->add_x + 4.0 * !!terms->y);
 	return starfa_band_task_submit(&ccd_band_cl, &args, sizeof args, flops, S, side, band, attr, n, buffers);
+}
+
+/* ------------------------------------------------------------------ ccd_feature */
+
+struct ccd_feature_args {
+	int prev, update_w, update_h, inner, nonneg;
+	float lambda;
+};
+
+/* Buffers: the forward tile (CSR) and its residual values (RW), the transposed tile and its values (RW),
+ * w and h (RW where updated, else R), then prev_w and prev_h (prev), held, acc_h and count_h (update_h),
+ * acc_w and count_w (update_w). */
+enum { FEAT_TILE, FEAT_R, FEAT_TILE_T, FEAT_RT, FEAT_W, FEAT_H, FEAT_FIXED };
+
+struct feat_vec {
+	float *p;
+	int64_t ld, n;
+};
+
+static struct feat_vec feat_vec(void *buffer)
+{
+	return (struct feat_vec){(float *)STARPU_MATRIX_GET_PTR(buffer), (int64_t)STARPU_MATRIX_GET_LD(buffer),
+				 (int64_t)STARPU_MATRIX_GET_NY(buffer)};
+}
+
+/* One feature as starfa_insert_ccd_feature's band tasks make it over a grid of one tile a side, in the
+ * same order: held = h; the column side's pass over R^T (R^ written) and h's update (or the pass alone);
+ * the row side's with the held h and w's update (or the pass alone); inner - 1 more updates of h and w
+ * over R^ as it stands. On the CPU, or as kernels in turn on the CUDA worker's stream (`stream`). */
+static void ccd_feature_run(void *buffers[], const struct ccd_feature_args *a, void *stream)
+{
+	const char *what = "ccd_feature";
+	int b = FEAT_FIXED;
+	struct feat_vec w = feat_vec(buffers[FEAT_W]), h = feat_vec(buffers[FEAT_H]), pw = {0}, ph = {0}, held = {0},
+			acc_h = {0}, count_h = {0}, acc_w = {0}, count_w = {0};
+	if (a->prev) {
+		pw = feat_vec(buffers[b++]);
+		ph = feat_vec(buffers[b++]);
+	}
+	if (a->update_h) {
+		held = feat_vec(buffers[b++]);
+		acc_h = feat_vec(buffers[b++]);
+		count_h = feat_vec(buffers[b++]);
+	}
+	if (a->update_w) {
+		acc_w = feat_vec(buffers[b++]);
+		count_w = feat_vec(buffers[b++]);
+	}
+	void *tile = buffers[FEAT_TILE], *tile_t = buffers[FEAT_TILE_T];
+	float *R = (float *)STARPU_VECTOR_GET_PTR(buffers[FEAT_R]), *RT = (float *)STARPU_VECTOR_GET_PTR(buffers[FEAT_RT]);
+	if (a->update_h) {
+#ifdef STARFA_USE_CUDA
+		if (stream)
+			STARFA_CUDA_CHECK(what, cudaMemcpy2DAsync(held.p, (size_t)held.ld * sizeof *held.p, h.p,
+								  (size_t)h.ld * sizeof *h.p, sizeof *h.p, (size_t)h.n,
+								  cudaMemcpyDeviceToDevice, (cudaStream_t)stream));
+		else
+#endif
+			for (int64_t r = 0; r < h.n; r++)
+				held.p[r * held.ld] = h.p[r * h.ld];
+	}
+	/* the column side: x = h, y = w */
+	const struct starfa_ccd_vecs cols = {ph.p, pw.p, h.p, w.p, a->update_h ? w.p : NULL,
+					     ph.ld, pw.ld, h.ld, w.ld, w.ld};
+	pass_run(what, tile_t, RT, 1, &cols, acc_h.p, acc_h.ld, 0, stream);
+	if (a->update_h)
+		solve_run(what, h.n, acc_h.p, acc_h.ld, count_h.p, count_h.ld, a->lambda, a->nonneg, h.p, h.ld, stream);
+	/* the row side: x = w, y = h, the feature put back with the h it had before its update */
+	const struct feat_vec put = a->update_h ? held : h;
+	const struct starfa_ccd_vecs rows = {pw.p, ph.p, w.p, put.p, a->update_w ? h.p : NULL,
+					     pw.ld, ph.ld, w.ld, put.ld, h.ld};
+	pass_run(what, tile, R, 1, &rows, acc_w.p, acc_w.ld, 0, stream);
+	if (a->update_w)
+		solve_run(what, w.n, acc_w.p, acc_w.ld, count_w.p, count_w.ld, a->lambda, a->nonneg, w.p, w.ld, stream);
+	const struct starfa_ccd_vecs by_w = {.y = w.p, .ld_y = w.ld}, by_h = {.y = h.p, .ld_y = h.ld};
+	for (int s = 1; s < a->inner && a->update_w && a->update_h; s++) {
+		pass_run(what, tile_t, RT, 0, &by_w, acc_h.p, acc_h.ld, 0, stream);
+		solve_run(what, h.n, acc_h.p, acc_h.ld, count_h.p, count_h.ld, a->lambda, a->nonneg, h.p, h.ld, stream);
+		pass_run(what, tile, R, 0, &by_h, acc_w.p, acc_w.ld, 0, stream);
+		solve_run(what, w.n, acc_w.p, acc_w.ld, count_w.p, count_w.ld, a->lambda, a->nonneg, w.p, w.ld, stream);
+	}
+}
+
+static void ccd_feature_cpu(void *buffers[], void *cl_arg)
+{
+	ccd_feature_run(buffers, cl_arg, NULL);
+}
+
+#ifdef STARFA_USE_CUDA
+static void ccd_feature_cuda(void *buffers[], void *cl_arg)
+{
+	ccd_feature_run(buffers, cl_arg, starpu_cuda_get_local_stream());
+}
+#endif
+
+/* The rounds of updates a feature makes (inner with both sides updated, else one). */
+static int feature_rounds(const struct ccd_feature_args *a)
+{
+	return a->update_w && a->update_h ? a->inner : 1;
+}
+
+/* The entries its passes visit and the rows its updates write: what its time follows. */
+static uint64_t ccd_feature_cost(const struct starpu_task *task)
+{
+	const struct ccd_feature_args *a = task->cl_arg;
+	const uint64_t nnz = (uint64_t)starpu_csr_get_nnz(STARPU_TASK_GET_HANDLE(task, FEAT_TILE));
+	const uint64_t rounds = (uint64_t)feature_rounds(a);
+	const uint64_t m = starpu_matrix_get_ny(STARPU_TASK_GET_HANDLE(task, FEAT_W)),
+		       n = starpu_matrix_get_ny(STARPU_TASK_GET_HANDLE(task, FEAT_H));
+	return 2 * nnz * rounds + (a->update_w ? m * rounds : 0) + (a->update_h ? n * rounds : 0);
+}
+
+static uint32_t ccd_feature_variant(const struct starpu_task *task)
+{
+	const struct ccd_feature_args *a = task->cl_arg;
+	return (uint32_t)(a->prev | a->update_w << 1 | a->update_h << 2 | a->nonneg << 3 | (a->inner & 0xffff) << 4);
+}
+
+STARFA_CODELET(ccd_feature, ccd_feature_cost, ccd_feature_variant, ccd_feature_cpu,
+	       STARFA_CUDA_FUNC(ccd_feature_cuda));
+
+int starfa_task_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_ccd_feature";
+	if (!S || !f || !f->R || !f->RT || !f->w || !f->h || (f->update_h && (!f->held || !f->acc_h || !f->count_h)) ||
+	    (f->update_w && (!f->acc_w || !f->count_w)) || (!f->prev_w) != (!f->prev_h))
+		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
+	if (f->inner < 1 || f->inner > 0xffff || (!f->update_w && !f->update_h))
+		return starfa_set_error(STARFA_EINVAL, "%s: inner must be in 1..65535 and a side updated", what);
+	if (!starfa_tiled_has_transpose(S) || S->grid.nr != 1 || S->grid.nc != 1 || S->grid.tiles[0].nnz == 0)
+		return starfa_set_error(STARFA_EINVAL, "%s: S must be one tile with entries, with its transposed grid "
+						       "(starfa_insert_ccd_feature takes any grid)", what);
+	const starfa_ccd_terms cols = {f->prev_h, f->prev_w, f->h, f->w, f->update_h ? f->w : NULL},
+			       rows = {f->prev_w, f->prev_h, f->w, f->update_h ? f->held : f->h, f->update_w ? f->h : NULL};
+	int rc = check_pass(what, S, STARFA_COLS, f->RT, &cols, f->update_h ? f->acc_h : NULL);
+	if (!rc)
+		rc = check_pass(what, S, STARFA_ROWS, f->R, &rows, f->update_w ? f->acc_w : NULL);
+	if (rc)
+		return rc;
+	if ((f->update_h && !vector_ok(f->count_h, S->col_bounds, 1, S->ncols)) ||
+	    (f->update_w && !vector_ok(f->count_w, S->row_bounds, 1, S->nrows)))
+		return starfa_set_error(STARFA_EINVAL, "%s: the counts must have one column, blocked like their side", what);
+	if (f->update_h && (f->held == f->h || f->held == f->w))
+		return starfa_set_error(STARFA_EINVAL, "%s: held must be a vector of its own", what);
+	if (!(f->lambda >= 0))
+		return starfa_set_error(STARFA_EINVAL, "%s: lambda must be >= 0", what);
+	struct ccd_feature_args args = {f->prev_w != NULL, f->update_w != 0, f->update_h != 0, (int)f->inner,
+					f->nonneg != 0, f->lambda};
+	struct starpu_data_descr buffers[FEAT_FIXED + 7];
+	int n = 0;
+	buffers[n++] = (struct starpu_data_descr){S->grid.tiles[0].handle, STARPU_R};
+	buffers[n++] = (struct starpu_data_descr){f->R->handles[0], STARPU_RW};
+	buffers[n++] = (struct starpu_data_descr){S->transposed.tiles[0].handle, STARPU_R};
+	buffers[n++] = (struct starpu_data_descr){f->RT->handles[0], STARPU_RW};
+	buffers[n++] = (struct starpu_data_descr){f->w->blocks[0], f->update_w ? STARPU_RW : STARPU_R};
+	buffers[n++] = (struct starpu_data_descr){f->h->blocks[0], f->update_h ? STARPU_RW : STARPU_R};
+	if (f->prev_w) {
+		buffers[n++] = (struct starpu_data_descr){f->prev_w->blocks[0], STARPU_R};
+		buffers[n++] = (struct starpu_data_descr){f->prev_h->blocks[0], STARPU_R};
+	}
+	if (f->update_h) {
+		buffers[n++] = (struct starpu_data_descr){f->held->blocks[0], STARPU_W};
+		buffers[n++] = (struct starpu_data_descr){f->acc_h->blocks[0], STARPU_W};
+		buffers[n++] = (struct starpu_data_descr){f->count_h->blocks[0], STARPU_R};
+	}
+	if (f->update_w) {
+		buffers[n++] = (struct starpu_data_descr){f->acc_w->blocks[0], STARPU_W};
+		buffers[n++] = (struct starpu_data_descr){f->count_w->blocks[0], STARPU_R};
+	}
+	/* per entry of a pass: 2 flops a term taken out or put back, 4 for the sums; 3 per row updated */
+	const double nnz = (double)S->grid.tiles[0].nnz, rounds = (double)feature_rounds(&args);
+	const double open = 2.0 * !!f->prev_w + 2.0, sums = 4.0;
+	double flops = nnz * (2 * open + sums * (f->update_h + f->update_w)) + nnz * sums * 2 * (rounds - 1) +
+		       3.0 * rounds * ((f->update_w ? (double)S->nrows : 0) + (f->update_h ? (double)S->ncols : 0));
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, STARFA_ROWS, 0));
+	return starfa_submit(&ccd_feature_cl, &args, sizeof args, flops, attr, n, buffers);
 }

@@ -10,8 +10,9 @@
  *   - T - 1 more inner iterations of the two updates over R^ as it stands (`inner`, default 5 as libpmf);
  * (starfa_insert_ccd_feature, graphs/ops.c) and after the last feature a pass over both grids takes it
  * out again (starfa_insert_ccd_close): R is A less the whole model. Every pass and update is a task on a
- * band (a band's passes and its update one starfa_task_ccd_band task, on whichever kind runs the band):
- * nothing passes through the host per feature.
+ * band (a band's passes and its update one starfa_task_ccd_band task, on whichever kind runs the band;
+ * with one band a side, the whole feature one starfa_task_ccd_feature task): nothing passes through the
+ * host per feature.
  * The global mean and the biases are features with a fixed side: the user bias is a w whose h is all
  * ones, the item bias an h whose w is all ones, so the model is the explicit model ALS fits. With
  * nonneg the factor features (not the biases) stay >= 0 (libpmf's do_nmf). The objective

@@ -78,108 +78,172 @@ static int close_to(double got, double want, double tol)
 	return fabs(got - want) <= tol * (1 + fabs(want));
 }
 
-/* Four features (a user bias with h all ones, an item bias with w all ones, two factors, the last
- * non-negative) through starfa_insert_ccd_feature and starfa_insert_ccd_close on a grid with a few
- * bands, against the reference: features, and the residual on both grids. */
-static int feature_graph(starfa_worker_kind kind, uint64_t seed)
+/* A few features and their scratch on a grid, as host arrays and dense handles: w and h drawn in
+ * [-0.3, 0.7) (feature 0's h and feature 1's w all ones: the biases' fixed sides), the counts of each row
+ * and column, the scratch poisoned, and the residual on both grids a copy of A's values. */
+#define MAX_FEATURES 5
+struct feats {
+	int64_t nf, m, n;
+	float *W, *H, *held, *acc_w, *acc_h, *cw, *ch; /* features by feature-major arrays */
+	starfa_dense *w[MAX_FEATURES], *h[MAX_FEATURES], *dheld, *daw, *dah, *dcw, *dch;
+	starfa_sparse_values *R, *RT;
+};
+
+static int feats_create(const starfa_csr *A, const starfa_tiled *S, int64_t nf, uint64_t *rng, struct feats *f)
 {
-	CHECK_OK(testing_runtime_only(kind));
+	const int64_t m = A->nrows, n = A->ncols;
+	*f = (struct feats){nf, m, n};
+	CHECK(nf <= MAX_FEATURES);
+	f->W = malloc(sizeof(float) * (size_t)(nf * m));
+	f->H = malloc(sizeof(float) * (size_t)(nf * n));
+	f->held = malloc(sizeof(float) * (size_t)n);
+	f->acc_w = malloc(sizeof(float) * (size_t)(2 * m));
+	f->acc_h = malloc(sizeof(float) * (size_t)(2 * n));
+	f->cw = calloc((size_t)m, sizeof(float));
+	f->ch = calloc((size_t)n, sizeof(float));
+	CHECK(f->W && f->H && f->held && f->acc_w && f->acc_h && f->cw && f->ch);
+	for (int64_t e = 0; e < nf * m; e++)
+		f->W[e] = (float)(testing_uniform(rng) - 0.3);
+	for (int64_t e = 0; e < nf * n; e++)
+		f->H[e] = (float)(testing_uniform(rng) - 0.3);
+	for (int64_t j = 0; j < n; j++)
+		f->H[j] = 1.0f;
+	for (int64_t i = 0; i < m; i++)
+		f->W[m + i] = 1.0f;
+	for (int64_t i = 0; i < m; i++)
+		f->cw[i] = (float)(A->rowptr[i + 1] - A->rowptr[i]);
+	for (int64_t e = 0; e < A->nnz; e++)
+		f->ch[A->colind[e]] += 1.0f;
+	testing_poison(f->held, (size_t)n);
+	testing_poison(f->acc_w, (size_t)(2 * m));
+	testing_poison(f->acc_h, (size_t)(2 * n));
+	for (int64_t t = 0; t < nf; t++) {
+		CHECK_OK(starfa_dense_create(S, STARFA_ROWS, f->W + t * m, 1, &f->w[t]));
+		CHECK_OK(starfa_dense_create(S, STARFA_COLS, f->H + t * n, 1, &f->h[t]));
+	}
+	CHECK_OK(starfa_dense_create(S, STARFA_COLS, f->held, 1, &f->dheld));
+	CHECK_OK(starfa_dense_create(S, STARFA_ROWS, f->acc_w, 2, &f->daw));
+	CHECK_OK(starfa_dense_create(S, STARFA_COLS, f->acc_h, 2, &f->dah));
+	CHECK_OK(starfa_dense_create(S, STARFA_ROWS, f->cw, 1, &f->dcw));
+	CHECK_OK(starfa_dense_create(S, STARFA_COLS, f->ch, 1, &f->dch));
+	CHECK_OK(starfa_sparse_values_create(S, STARFA_ROWS, &f->R));
+	CHECK_OK(starfa_sparse_values_create(S, STARFA_COLS, &f->RT));
+	for (int s = 0; s < 2; s++)
+		CHECK_OK(starfa_insert_values_map(s ? f->RT : f->R, STARFA_VALUES_COPY, 0, 0, NULL));
+	return 0;
+}
+
+/* Feature t's update, t - 1 the previous one: the biases (0, 1) with their fixed side, the last
+ * non-negative. */
+static starfa_ccd_feature feats_feature(const struct feats *f, int64_t t, float lambda, int64_t inner)
+{
+	return (starfa_ccd_feature){f->R,	    f->RT,	   t > 0 ? f->w[t - 1] : NULL, t > 0 ? f->h[t - 1] : NULL,
+				    f->w[t],	    f->h[t],	   f->dheld,		       f->daw,
+				    f->dah,	    f->dcw,	   f->dch,		       lambda,
+				    t == f->nf - 1, t != 1,	   t != 0,		       inner};
+}
+
+/* Frees the handles (the features come home into W and H), then with arrays the arrays too. */
+static void feats_free(struct feats *f, int arrays)
+{
+	starfa_sparse_values_free(f->R);
+	starfa_sparse_values_free(f->RT);
+	for (int64_t t = 0; t < f->nf; t++) {
+		starfa_dense_free(f->w[t]);
+		starfa_dense_free(f->h[t]);
+		f->w[t] = f->h[t] = NULL;
+	}
+	starfa_dense_free(f->dheld);
+	starfa_dense_free(f->daw);
+	starfa_dense_free(f->dah);
+	starfa_dense_free(f->dcw);
+	starfa_dense_free(f->dch);
+	f->R = f->RT = NULL;
+	f->dheld = f->daw = f->dah = f->dcw = f->dch = NULL;
+	if (!arrays)
+		return;
+	free(f->W);
+	free(f->H);
+	free(f->held);
+	free(f->acc_w);
+	free(f->acc_h);
+	free(f->cw);
+	free(f->ch);
+}
+
+/* Four features (a user bias with h all ones, an item bias with w all ones, two factors, the last
+ * non-negative) through starfa_insert_ccd_feature and starfa_insert_ccd_close on a grid of P bands a
+ * side, against the reference: features, and the residual on both grids. With one band a side, each
+ * feature is one task. */
+static int feature_graph_on(starfa_worker_kind kind, uint64_t seed, int64_t P)
+{
 	uint64_t rng = seed;
 	starfa_csr *A = testing_random_csr(120, 90, 1500, 0.5, &rng);
 	CHECK(A);
-	const int64_t m = A->nrows, n = A->ncols, nf = 4, P = 1 + (int64_t)testing_below(&rng, 3), inner = 3;
+	const int64_t m = A->nrows, n = A->ncols, nf = 4, inner = 3;
 	const double lambda = 0.1 + testing_uniform(&rng), mu = 0.25;
 	starfa_tiling_options tiling = {P, P, 1, 0, 0};
 	starfa_tiled *S = NULL;
 	CHECK_OK(starfa_tiled_create(A, &tiling, &S));
-	float *W = malloc(sizeof(float) * (size_t)(nf * m)), *H = malloc(sizeof(float) * (size_t)(nf * n));
-	float *held = malloc(sizeof(float) * (size_t)n), *acc_w = malloc(sizeof(float) * (size_t)(2 * m)),
-	      *acc_h = malloc(sizeof(float) * (size_t)(2 * n)), *cw = calloc((size_t)m, sizeof(float)),
-	      *ch = calloc((size_t)n, sizeof(float)), *got = malloc(sizeof(float) * (size_t)A->nnz);
+	struct feats F;
+	CHECK_OK(feats_create(A, S, nf, &rng, &F));
+	float *got = malloc(sizeof(float) * (size_t)A->nnz);
 	struct ref f = {A, m, n, nf, malloc(sizeof(double) * (size_t)(nf * m)), malloc(sizeof(double) * (size_t)(nf * n)),
 			malloc(sizeof(double) * (size_t)A->nnz), malloc(sizeof(double) * (size_t)A->nnz),
 			malloc(sizeof(double) * (size_t)m), malloc(sizeof(double) * (size_t)n)};
-	CHECK(W && H && held && acc_w && acc_h && cw && ch && got && f.W && f.H && f.R && f.Rhat && f.cw && f.ch);
+	CHECK(got && f.W && f.H && f.R && f.Rhat && f.cw && f.ch);
 	for (int64_t e = 0; e < nf * m; e++)
-		W[e] = (float)(testing_uniform(&rng) - 0.3);
+		f.W[e] = F.W[e];
 	for (int64_t e = 0; e < nf * n; e++)
-		H[e] = (float)(testing_uniform(&rng) - 0.3);
+		f.H[e] = F.H[e];
+	for (int64_t i = 0; i < m; i++)
+		f.cw[i] = F.cw[i];
 	for (int64_t j = 0; j < n; j++)
-		H[j] = 1.0f; /* the fixed sides: feature 0's h, feature 1's w */
-	for (int64_t i = 0; i < m; i++)
-		W[m + i] = 1.0f;
-	for (int64_t i = 0; i < m; i++)
-		cw[i] = (float)(A->rowptr[i + 1] - A->rowptr[i]);
-	for (int64_t e = 0; e < A->nnz; e++)
-		ch[A->colind[e]] += 1.0f;
-	for (int64_t e = 0; e < nf * m; e++)
-		f.W[e] = W[e];
-	for (int64_t e = 0; e < nf * n; e++)
-		f.H[e] = H[e];
-	for (int64_t i = 0; i < m; i++)
-		f.cw[i] = cw[i];
-	for (int64_t j = 0; j < n; j++)
-		f.ch[j] = ch[j];
-	testing_poison(held, (size_t)n);
-	testing_poison(acc_w, (size_t)(2 * m));
-	testing_poison(acc_h, (size_t)(2 * n));
-	starfa_dense *w[4], *h[4], *dheld, *daw, *dah, *dcw, *dch;
-	for (int64_t t = 0; t < nf; t++) {
-		CHECK_OK(starfa_dense_create(S, STARFA_ROWS, W + t * m, 1, &w[t]));
-		CHECK_OK(starfa_dense_create(S, STARFA_COLS, H + t * n, 1, &h[t]));
-	}
-	CHECK_OK(starfa_dense_create(S, STARFA_COLS, held, 1, &dheld));
-	CHECK_OK(starfa_dense_create(S, STARFA_ROWS, acc_w, 2, &daw));
-	CHECK_OK(starfa_dense_create(S, STARFA_COLS, acc_h, 2, &dah));
-	CHECK_OK(starfa_dense_create(S, STARFA_ROWS, cw, 1, &dcw));
-	CHECK_OK(starfa_dense_create(S, STARFA_COLS, ch, 1, &dch));
-	starfa_sparse_values *R = NULL, *RT = NULL;
-	CHECK_OK(starfa_sparse_values_create(S, STARFA_ROWS, &R));
-	CHECK_OK(starfa_sparse_values_create(S, STARFA_COLS, &RT));
+		f.ch[j] = F.ch[j];
 	/* R = A - mu - sum_t w_t h_t^T on both grids, by closing passes */
-	for (int s = 0; s < 2; s++) {
-		CHECK_OK(starfa_insert_values_map(s ? RT : R, STARFA_VALUES_COPY, 0, 0, NULL));
-		CHECK_OK(starfa_insert_values_map(s ? RT : R, STARFA_VALUES_SCALE, 1.0f, (float)-mu, NULL));
-	}
+	for (int s = 0; s < 2; s++)
+		CHECK_OK(starfa_insert_values_map(s ? F.RT : F.R, STARFA_VALUES_SCALE, 1.0f, (float)-mu, NULL));
 	for (int64_t e = 0; e < A->nnz; e++)
 		f.R[e] = A->val[e] - mu;
 	for (int64_t t = 0; t < nf; t++) {
-		CHECK_OK(starfa_insert_ccd_close(S, R, RT, w[t], h[t]));
+		CHECK_OK(starfa_insert_ccd_close(S, F.R, F.RT, F.w[t], F.h[t]));
 		ref_close(&f, t);
 	}
+	CHECK_OK(starfa_wait()); /* the tasks counted below are the features' */
 	starfa_stats_reset();
 	for (int64_t t = 0; t < nf; t++) {
-		int uw = t != 1, uh = t != 0, nonneg = t == 3;
-		starfa_ccd_feature feat = {R,	  RT,  t > 0 ? w[t - 1] : NULL, t > 0 ? h[t - 1] : NULL, w[t], h[t], dheld, daw, dah,
-					   dcw,	  dch, (float)lambda,	       nonneg,			uw,   uh,   inner};
+		starfa_ccd_feature feat = feats_feature(&F, t, (float)lambda, inner);
 		CHECK_OK(starfa_insert_ccd_feature(S, &feat));
-		ref_feature(&f, t - 1, t, uw, uh, inner, lambda, nonneg);
+		ref_feature(&f, t - 1, t, feat.update_w, feat.update_h, inner, lambda, feat.nonneg);
 	}
-	CHECK_OK(starfa_insert_ccd_close(S, R, RT, w[nf - 1], h[nf - 1]));
+	CHECK_OK(starfa_insert_ccd_close(S, F.R, F.RT, F.w[nf - 1], F.h[nf - 1]));
 	ref_close(&f, nf - 1);
 	for (int64_t t = 0; t < nf; t++) {
-		CHECK_OK(starfa_dense_sync(w[t]));
-		CHECK_OK(starfa_dense_sync(h[t]));
+		CHECK_OK(starfa_dense_sync(F.w[t]));
+		CHECK_OK(starfa_dense_sync(F.h[t]));
 	}
+	CHECK_OK(starfa_wait()); /* the close too */
 	starfa_worker_stats st;
 	starfa_stats_get(&st);
 	CHECK(st.tasks[kind] > 0 && st.tasks[1 - kind] == 0);
+	CHECK_MSG(P > 1 || st.tasks[kind] == nf + 2, "one band a side: %lld tasks for %lld features and the close",
+		  (long long)st.tasks[kind], (long long)nf);
 	const double tol = 2e-4;
 	for (int64_t e = 0; e < nf * m; e++)
-		CHECK_MSG(close_to(W[e], f.W[e], tol), "w[%lld][%lld] = %.7g, reference %.7g", (long long)(e / m),
-			  (long long)(e % m), W[e], f.W[e]);
+		CHECK_MSG(close_to(F.W[e], f.W[e], tol), "w[%lld][%lld] = %.7g, reference %.7g", (long long)(e / m),
+			  (long long)(e % m), F.W[e], f.W[e]);
 	for (int64_t e = 0; e < nf * n; e++)
-		CHECK_MSG(close_to(H[e], f.H[e], tol), "h[%lld][%lld] = %.7g, reference %.7g", (long long)(e / n),
-			  (long long)(e % n), H[e], f.H[e]);
+		CHECK_MSG(close_to(F.H[e], f.H[e], tol), "h[%lld][%lld] = %.7g, reference %.7g", (long long)(e / n),
+			  (long long)(e % n), F.H[e], f.H[e]);
 	for (int64_t e = 0; e < n; e++)
-		CHECK(H[3 * n + e] >= 0.0f);
+		CHECK(F.H[3 * n + e] >= 0.0f);
 	/* the residual on the forward grid, and on the transposed one (column by column) */
-	CHECK_OK(starfa_sparse_values_gather(R, got));
+	CHECK_OK(starfa_sparse_values_gather(F.R, got));
 	for (int64_t e = 0; e < A->nnz; e++)
 		CHECK_MSG(close_to(got[e], f.R[e], tol), "R[%lld] = %.7g, reference %.7g", (long long)e, got[e], f.R[e]);
 	starfa_csr *AT = NULL;
 	CHECK_OK(starfa_csr_transpose(A, &AT));
-	CHECK_OK(starfa_sparse_values_gather(RT, got));
+	CHECK_OK(starfa_sparse_values_gather(F.RT, got));
 	for (int64_t j = 0; j < n; j++)
 		for (int64_t e = AT->rowptr[j]; e < AT->rowptr[j + 1]; e++) {
 			int64_t i = AT->colind[e], fe = A->rowptr[i];
@@ -190,36 +254,28 @@ static int feature_graph(starfa_worker_kind kind, uint64_t seed)
 				  (long long)j, got[e], f.R[fe]);
 		}
 	/* bad operands */
-	starfa_ccd_feature bad = {R, RT, NULL, NULL, w[2], h[2], dheld, daw, dah, dcw, dch, 0.1f, 0, 1, 1, 0};
+	starfa_ccd_feature bad = feats_feature(&F, 2, 0.1f, 0);
+	bad.prev_w = bad.prev_h = NULL;
 	CHECK(starfa_insert_ccd_feature(S, &bad) == STARFA_EINVAL);
-	starfa_ccd_terms mismatched = {w[0], NULL, NULL, NULL, NULL};
-	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, 0, 0, R, 1, &mismatched, NULL, 0, NULL) == STARFA_EINVAL);
-	starfa_ccd_terms wrong_side = {NULL, NULL, NULL, NULL, w[0]};
-	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, 0, 0, R, 0, &wrong_side, daw, 0, NULL) == STARFA_EINVAL);
-	CHECK(starfa_task_ccd_pass(S, STARFA_COLS, 0, 0, R, 0, &wrong_side, dah, 0, NULL) == STARFA_EINVAL);
-	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, P, 0, R, 0, &wrong_side, daw, 0, NULL) == STARFA_EINVAL);
-	CHECK(starfa_task_ccd_solve(w[2], 0, dah, dcw, 0.1f, 0, NULL) == STARFA_EINVAL);
+	starfa_ccd_terms mismatched = {F.w[0], NULL, NULL, NULL, NULL};
+	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, 0, 0, F.R, 1, &mismatched, NULL, 0, NULL) == STARFA_EINVAL);
+	starfa_ccd_terms wrong_side = {NULL, NULL, NULL, NULL, F.w[0]};
+	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, 0, 0, F.R, 0, &wrong_side, F.daw, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_ccd_pass(S, STARFA_COLS, 0, 0, F.R, 0, &wrong_side, F.dah, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, P, 0, F.R, 0, &wrong_side, F.daw, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_ccd_solve(F.w[2], 0, F.dah, F.dcw, 0.1f, 0, NULL) == STARFA_EINVAL);
+	/* the one-task feature: only on one tile a side, with a held vector of its own */
+	starfa_ccd_feature one = feats_feature(&F, 2, 0.1f, 2);
+	if (P > 1)
+		CHECK(starfa_task_ccd_feature(S, &one, NULL) == STARFA_EINVAL);
+	one.held = F.h[2];
+	CHECK(starfa_task_ccd_feature(S, &one, NULL) == STARFA_EINVAL);
+	one.held = NULL;
+	CHECK(starfa_task_ccd_feature(S, &one, NULL) == STARFA_EINVAL);
 	starfa_csr_free(AT);
-	starfa_sparse_values_free(R);
-	starfa_sparse_values_free(RT);
-	for (int64_t t = 0; t < nf; t++) {
-		starfa_dense_free(w[t]);
-		starfa_dense_free(h[t]);
-	}
-	starfa_dense_free(dheld);
-	starfa_dense_free(daw);
-	starfa_dense_free(dah);
-	starfa_dense_free(dcw);
-	starfa_dense_free(dch);
+	feats_free(&F, 1);
 	starfa_tiled_free(S);
 	starfa_csr_free(A);
-	free(W);
-	free(H);
-	free(held);
-	free(acc_w);
-	free(acc_h);
-	free(cw);
-	free(ch);
 	free(got);
 	free(f.W);
 	free(f.H);
@@ -227,6 +283,102 @@ static int feature_graph(starfa_worker_kind kind, uint64_t seed)
 	free(f.Rhat);
 	free(f.cw);
 	free(f.ch);
+	return 0;
+}
+
+static int feature_graph(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	CHECK_OK(feature_graph_on(kind, seed, 1));
+	return feature_graph_on(kind, seed + 1, 2 + (int64_t)testing_below(&rng, 2));
+}
+
+/* starfa_insert_ccd_feature's band tasks by hand (its graph for more than one band a side) on band 0. */
+static int feature_by_band_tasks(const starfa_tiled *S, const starfa_ccd_feature *f)
+{
+	if (f->update_h)
+		CHECK_OK(starfa_insert_dense_map(f->held, STARFA_DENSE_COPY, 0, 0, f->h, NULL));
+	starfa_ccd_terms cols = {f->prev_h, f->prev_w, f->h, f->w, f->update_h ? f->w : NULL};
+	CHECK_OK(starfa_task_ccd_band(S, STARFA_COLS, 0, f->RT, 1, &cols, f->update_h ? f->acc_h : NULL,
+				      f->update_h ? f->h : NULL, f->count_h, f->lambda, f->nonneg, NULL));
+	starfa_ccd_terms rows = {f->prev_w, f->prev_h, f->w, f->update_h ? f->held : f->h, f->update_w ? f->h : NULL};
+	CHECK_OK(starfa_task_ccd_band(S, STARFA_ROWS, 0, f->R, 1, &rows, f->update_w ? f->acc_w : NULL,
+				      f->update_w ? f->w : NULL, f->count_w, f->lambda, f->nonneg, NULL));
+	for (int64_t s = 1; s < f->inner && f->update_w && f->update_h; s++) {
+		starfa_ccd_terms hc = {NULL, NULL, NULL, NULL, f->w}, wr = {NULL, NULL, NULL, NULL, f->h};
+		CHECK_OK(starfa_task_ccd_band(S, STARFA_COLS, 0, f->RT, 0, &hc, f->acc_h, f->h, f->count_h, f->lambda,
+					      f->nonneg, NULL));
+		CHECK_OK(starfa_task_ccd_band(S, STARFA_ROWS, 0, f->R, 0, &wr, f->acc_w, f->w, f->count_w, f->lambda,
+					      f->nonneg, NULL));
+	}
+	return 0;
+}
+
+/* One run of five features (a user bias, an item bias, three factors, the last non-negative) on a grid
+ * of one tile a side, by starfa_task_ccd_feature (one_task) or by the band tasks it stands for, from
+ * factors drawn from seed; the features and the residual on both grids come back in F (its arrays) and
+ * vals, vals_t. */
+static int feature_run(const starfa_csr *A, const starfa_tiled *S, uint64_t seed, int one_task, struct feats *F,
+		       float *vals, float *vals_t)
+{
+	const int64_t nf = 5, inner = 4;
+	CHECK_OK(feats_create(A, S, nf, &seed, F));
+	const float lambda = (float)(0.05 + testing_uniform(&seed));
+	CHECK_OK(starfa_wait()); /* the tasks counted below are the features' */
+	starfa_stats_reset();
+	for (int64_t t = 0; t < nf; t++) {
+		starfa_ccd_feature f = feats_feature(F, t, lambda, inner);
+		if (one_task)
+			CHECK_OK(starfa_task_ccd_feature(S, &f, NULL));
+		else
+			CHECK_OK(feature_by_band_tasks(S, &f));
+	}
+	CHECK_OK(starfa_wait());
+	starfa_worker_stats st;
+	starfa_stats_get(&st);
+	CHECK_MSG(!one_task || st.tasks[STARFA_WORKER_CPU] + st.tasks[STARFA_WORKER_CUDA] == nf,
+		  "%lld tasks for %lld one-task features", (long long)(st.tasks[0] + st.tasks[1]), (long long)nf);
+	CHECK_OK(starfa_sparse_values_gather(F->R, vals));
+	CHECK_OK(starfa_sparse_values_gather(F->RT, vals_t));
+	feats_free(F, 0); /* brings the features home */
+	return 0;
+}
+
+/* starfa_task_ccd_feature against the band tasks it stands for, on one kind of worker: on the CPU the
+ * same bits in the features and the residual on both grids, on CUDA workers the same to rounding. */
+static int feature_task(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	const int exact = kind == STARFA_WORKER_CPU;
+	uint64_t rng = seed;
+	starfa_csr *A = testing_random_csr(150 + (int64_t)testing_below(&rng, 50), 80 + (int64_t)testing_below(&rng, 50),
+					   2500, 0.6, &rng);
+	CHECK(A);
+	starfa_tiled *S = testing_band_grid(A, 1);
+	CHECK(S);
+	const int64_t m = A->nrows, n = A->ncols, nf = 5;
+	struct feats F[2];
+	float *vals[2], *vals_t[2];
+	const uint64_t draw = rng++;
+	for (int r = 0; r < 2; r++) {
+		vals[r] = malloc(sizeof(float) * (size_t)A->nnz);
+		vals_t[r] = malloc(sizeof(float) * (size_t)A->nnz);
+		CHECK(vals[r] && vals_t[r]);
+		CHECK_OK(feature_run(A, S, draw, r, &F[r], vals[r], vals_t[r]));
+	}
+	CHECK_MSG(testing_band_same(F[0].W, F[1].W, nf * m, exact), "w differs from the band tasks'");
+	CHECK_MSG(testing_band_same(F[0].H, F[1].H, nf * n, exact), "h differs from the band tasks'");
+	CHECK_MSG(testing_band_same(vals[0], vals[1], A->nnz, exact), "the residual differs from the band tasks'");
+	CHECK_MSG(testing_band_same(vals_t[0], vals_t[1], A->nnz, exact),
+		  "the transposed residual differs from the band tasks'");
+	for (int r = 0; r < 2; r++) {
+		feats_free(&F[r], 1);
+		free(vals[r]);
+		free(vals_t[r]);
+	}
+	starfa_tiled_free(S);
+	starfa_csr_free(A);
 	return 0;
 }
 
@@ -490,6 +642,11 @@ TEST(ccd, feature_graph_matches_sequential_reference_cpu)
 	return feature_graph(STARFA_WORKER_CPU, testing_seed() + 41);
 }
 
+TEST(ccd, feature_task_matches_band_tasks)
+{
+	return feature_task(STARFA_WORKER_CPU, testing_seed() + 44);
+}
+
 TEST(ccd, band_task_matches_tile_tasks)
 {
 	return band_task(STARFA_WORKER_CPU, testing_seed() + 43);
@@ -507,6 +664,13 @@ TEST(ccd_cuda, feature_graph_matches_sequential_reference_cuda)
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	return feature_graph(STARFA_WORKER_CUDA, testing_seed() + 41);
+}
+
+TEST(ccd_cuda, feature_task_matches_band_tasks_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return feature_task(STARFA_WORKER_CUDA, testing_seed() + 44);
 }
 
 TEST(ccd_cuda, band_task_matches_tile_tasks_cuda)
