@@ -1,7 +1,7 @@
 /* CCD++ passes and updates on CUDA. A pass is balanced by entries, not rows: each warp takes segments
- * of kSegment consecutive entries of the tile (its lanes 32 consecutive entries at a time, coalesced),
- * finds the segment's first row by one binary search and each entry's row by walking the row offsets
- * forward from there, and keeps per-lane partial sums of the
+ * of `segment` consecutive entries of the tile (its lanes 32 consecutive entries at a time, coalesced),
+ * finds the segment's first row by a 32-way search across the warp and each entry's row by walking the
+ * row offsets forward from there, and keeps per-lane partial sums of the
  * row's numerator and denominator, added into the row's accumulator with an atomic when the lane moves
  * to another row. A row of 200,000 entries (a popular item) is then spread over hundreds of warps
  * instead of holding one warp for its whole length. */
@@ -9,36 +9,53 @@
 
 namespace {
 
-constexpr int kThreads = 256, kWarp = 32, kSegment = 32 * 64, kUnroll = 4;
+constexpr int kThreads = 256, kWarp = 32, kUnroll = 4;
+/* Segments of kMaxSegment entries on a large tile; on a small one shorter segments, down to one round of
+ * kUnroll entries a lane, so that about kWarpsWanted warps share the tile: a 100,000-entry pass in
+ * 2,048-entry segments kept 49 warps busy for 16 dependent rounds of loads (about 25 us on an H200). */
+constexpr int64_t kMaxSegment = 32 * 64, kMinSegment = kUnroll * kWarp, kWarpsWanted = 8192;
+
+int64_t segment_for(int64_t nnz)
+{
+	int64_t seg = (nnz + kWarpsWanted - 1) / kWarpsWanted;
+	seg = (seg + kMinSegment - 1) / kMinSegment * kMinSegment;
+	return seg < kMinSegment ? kMinSegment : seg > kMaxSegment ? kMaxSegment : seg;
+}
+
+/* The last row r of [0, nrows) with rowptr[r] <= start (the row of entry `start`), by the whole warp: each
+ * round the lanes probe 32 evenly spaced rows of the range left and keep the last probe at or before
+ * start (the probes that are form a prefix), so a tile of n rows takes log32(n) rounds of loads instead
+ * of log2(n) dependent ones. Every lane returns it. */
+__device__ int64_t warp_row_of(const uint32_t *__restrict__ rowptr, int64_t nrows, uint32_t start, int lane)
+{
+	int64_t lo = 0, hi = nrows - 1; /* rowptr[lo] <= start always (rowptr[0] = 0) */
+	while (lo < hi) {
+		const int64_t step = (hi - lo + kWarp) / kWarp, probe = lo + lane * step;
+		const bool at_or_before = probe <= hi && __ldg(rowptr + probe) <= start;
+		const unsigned mask = __ballot_sync(0xffffffffu, at_or_before);
+		lo += (int64_t)(31 - __clz(mask)) * step;
+		hi = min(hi, lo + step - 1);
+	}
+	return lo;
+}
 
 template <bool kWrite, bool kSub, bool kAdd, bool kSums>
 __global__ void __launch_bounds__(kThreads)
 	ccd_pass_kernel(int64_t nrows, uint32_t nnz, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
-			float *__restrict__ R, const starfa_ccd_vecs v, float *__restrict__ acc, int64_t ld_acc)
+			float *__restrict__ R, const starfa_ccd_vecs v, float *__restrict__ acc, int64_t ld_acc,
+			uint32_t segment)
 {
 	const int lane = threadIdx.x % kWarp;
 	const int64_t warps = (int64_t)gridDim.x * (kThreads / kWarp);
 	/* the opening pass of a column sweep sums with the vector it puts back: one gather for both */
 	const bool same_y = kAdd && kSums && v.y == v.add_y && v.ld_y == v.ld_add_y;
-	const uint32_t nsegments = (nnz + kSegment - 1) / kSegment;
+	const uint32_t nsegments = (uint32_t)(((uint64_t)nnz + segment - 1) / segment);
 	for (int64_t s = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; s < nsegments; s += warps) {
-		const uint32_t start = (uint32_t)s * kSegment, e0 = start + lane,
-			       e1 = min(nnz, (uint32_t)(s + 1) * kSegment);
-		/* the row of the segment's first entry (the last r with rowptr[r] <= start), found by lane 0
-		 * and shared; each lane then walks forward to the row of its own first entry */
-		int64_t row = 0;
-		if (lane == 0) {
-			int64_t lo = 0, hi = nrows - 1;
-			while (lo < hi) {
-				const int64_t mid = (lo + hi + 1) / 2;
-				if (__ldg(rowptr + mid) <= start)
-					lo = mid;
-				else
-					hi = mid - 1;
-			}
-			row = lo;
-		}
-		row = __shfl_sync(0xffffffffu, row, 0);
+		const uint32_t start = (uint32_t)s * segment, e0 = start + lane,
+			       e1 = (uint32_t)min((uint64_t)nnz, (uint64_t)(s + 1) * segment);
+		/* the row of the segment's first entry; each lane then walks forward to the row of its own
+		 * first entry */
+		int64_t row = warp_row_of(rowptr, nrows, start, lane);
 		if (e0 >= e1)
 			continue;
 		uint32_t next = __ldg(rowptr + row + 1);
@@ -131,9 +148,9 @@ template <bool kWrite, bool kSub, bool kAdd, bool kSums>
 void launch_pass(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, float *R,
 		 const starfa_ccd_vecs &v, float *acc, int64_t ld_acc, cudaStream_t stream)
 {
-	const int64_t segments = (nnz + kSegment - 1) / kSegment;
+	const int64_t segment = segment_for(nnz), segments = (nnz + segment - 1) / segment;
 	ccd_pass_kernel<kWrite, kSub, kAdd, kSums><<<blocks_for(segments * kWarp), kThreads, 0, stream>>>(
-		nrows, (uint32_t)nnz, rowptr, colind, R, v, acc, ld_acc);
+		nrows, (uint32_t)nnz, rowptr, colind, R, v, acc, ld_acc, (uint32_t)segment);
 }
 
 } // namespace
