@@ -33,8 +33,11 @@ struct ccd_options {
 	int nonneg, biases;
 };
 
-/* The smallest automatic tile, in entries on average. */
-#define MIN_TILE_NNZ 4096
+/* The smallest automatic band, in entries on average: a band task of 65,536 entries is about 80 us of
+ * one core's passes; below that StarPU's per-task cost and each sweep's wait outweigh what more bands
+ * win (MovieLens, 100,000 entries: 4 bands on 16 cores took 1.5x one core's time, 2 on 2 cores the same
+ * as one; bench/CCD.md). */
+#define MIN_BAND_NNZ 65536
 
 struct ccd {
 	struct ccd_options o;
@@ -171,7 +174,7 @@ static int ccd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	}
 	g->mu = sum / (double)c->nnz;
 	/* P bands a side: one a worker (the bands of a side update at once; a band's tiles add up in turn),
-	 * no tile under MIN_TILE_NNZ entries on average. */
+	 * no band under MIN_BAND_NNZ entries on average. */
 	int64_t P = g->o.tiles;
 	/* With GPUs the measured speeds decide (starfa_plan_tiling): one band a GPU, and one a core when the
 	 * cores' share of a feature's passes pays. */
@@ -187,7 +190,7 @@ static int ccd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	if (P == 0) {
 		int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
 		P = workers > 0 ? workers : 1;
-		while (P > 1 && c->nnz / (P * P) < MIN_TILE_NNZ)
+		while (P > 1 && c->nnz / P < MIN_BAND_NNZ)
 			P--;
 	}
 	if (P > m || P > n)
@@ -395,7 +398,7 @@ static const starfa_param ccd_params[] = {
 	{"inner", STARFA_PARAM_INT64, CCD_FIELD(inner), 1, 1000, NULL, "inner iterations a feature (libpmf's -T)"},
 	{"nonneg", STARFA_PARAM_FLAG, CCD_FIELD(nonneg), 0, 1, NULL, "non-negative factors (libpmf's NMF; biases free)"},
 	{"tiles", STARFA_PARAM_INT64, CCD_FIELD(tiles), 0, 1 << 16, NULL,
-	 "bands a side (0: one a worker, tiles of 4096+ entries)"},
+	 "bands a side (0: one a worker, bands of 65536+ entries)"},
 	{"tol", STARFA_PARAM_DOUBLE, CCD_FIELD(tol), 0, 1, NULL, "stop when the objective's relative change is under this"},
 	{"eval-every", STARFA_PARAM_INT64, CCD_FIELD(eval_every), 1, 1 << 30, NULL, STARFA_EVAL_EVERY_HELP},
 	{"no-biases", STARFA_PARAM_FLAG, CCD_FIELD(biases), 0, 0, NULL, "no user and item biases (the mean stays)"},
