@@ -39,6 +39,9 @@ struct sgd_options {
 
 /* The smallest automatic tile, in entries on average. */
 #define MIN_TILE_NNZ 4096
+/* The entries one wave of the CUDA kernel's updaters takes at once: 8,192 groups (an H100's or H200's
+ * occupancy) of a chunk of 256 entries each (cpu/sgd.h's STARFA_SGD_CHUNK). */
+#define GPU_WAVE_ENTRIES (8192 * 256)
 
 /* A bold driver that keeps halving without an epoch that lowers the loss has diverged. */
 #define MAX_HALVINGS 30
@@ -201,11 +204,16 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	int workers = starfa_worker_count(STARFA_WORKER_CPU) + starfa_worker_count(STARFA_WORKER_CUDA);
 	int64_t P = g->o.strata;
 	/* With GPUs the measured speeds decide (starfa_plan_tiling): two bands a GPU, and one a core when
-	 * the cores' share of an epoch pays; a stratum then holds tiles of both kinds. */
+	 * the cores' share of an epoch pays; a stratum then holds tiles of both kinds. One band a GPU where
+	 * the GPUs' tiles could not fill one wave of the kernel's updaters (GPU_WAVE_ENTRIES each): a small
+	 * tile's time is its updaters' chain of updates whatever its size, so a second band a GPU only
+	 * doubles the chains an epoch runs one after the other. */
 	starfa_tiling_options tiling = {P, P, 0, 0, 0};
 	if (P == 0) {
 		double epoch = (double)c->nnz * (double)g->o.rank;
-		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, 2, &tiling, g->split)))
+		const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+		const int64_t per_gpu = ngpu > 0 && c->nnz < (int64_t)ngpu * GPU_WAVE_ENTRIES ? 1 : 2;
+		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 			return rc;
 		P = tiling.placed ? tiling.row_tiles : 2 * (workers > 0 ? workers : 1);
 		while (!tiling.placed && P > 1 && c->nnz / (P * P) < MIN_TILE_NNZ)
