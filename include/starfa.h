@@ -299,6 +299,9 @@ int64_t starfa_dense_rows(const starfa_dense *d);
 int64_t starfa_dense_cols(const starfa_dense *d);
 /* Waits for pending tasks and makes the data in main memory up to date. */
 int starfa_dense_sync(starfa_dense *d);
+/* starfa_dense_sync on n matrices at once: their blocks' transfers home overlap (one acquisition each,
+ * all issued before the first is waited for). */
+int starfa_dense_sync_all(starfa_dense *const *list, int64_t n);
 /* The identity of block b's data, as the task log records it (NULL when b is out of range). */
 const void *starfa_dense_block_id(const starfa_dense *d, int64_t b);
 

@@ -86,12 +86,36 @@ int starfa_dense_blocked_along(const starfa_dense *d, const int64_t *bounds, int
 
 int starfa_dense_sync(starfa_dense *d)
 {
-	/* Every block at once: each comes home as soon as its task is done, while others still run. */
-	if (starfa_acquire_all(d->blocks, d->nblocks, STARPU_R) != 0)
-		return starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on the dense blocks");
-	for (int64_t b = 0; b < d->nblocks; b++)
-		starpu_data_release(d->blocks[b]);
-	return 0;
+	return starfa_dense_sync_all(&d, 1);
+}
+
+int starfa_dense_sync_all(starfa_dense *const *list, int64_t n)
+{
+	if (n < 0 || (n > 0 && !list))
+		return starfa_set_error(STARFA_EINVAL, "starfa_dense_sync_all: no list of %lld matrices", (long long)n);
+	int64_t nh = 0;
+	for (int64_t i = 0; i < n; i++) {
+		if (!list[i])
+			return starfa_set_error(STARFA_EINVAL, "starfa_dense_sync_all: matrix %lld is NULL", (long long)i);
+		nh += list[i]->nblocks;
+	}
+	starpu_data_handle_t *handles = starfa_malloc((size_t)(nh > 0 ? nh : 1), sizeof *handles);
+	if (!handles)
+		return STARFA_ENOMEM;
+	int64_t k = 0;
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t b = 0; b < list[i]->nblocks; b++)
+			handles[k++] = list[i]->blocks[b];
+	/* Every block of every matrix at once: each comes home as soon as its task is done, its transfer
+	 * beside the others' instead of one after another. */
+	int rc = 0;
+	if (starfa_acquire_all(handles, nh, STARPU_R) != 0)
+		rc = starfa_set_error(STARFA_ERUNTIME, "starpu_data_acquire failed on the dense blocks");
+	else
+		for (int64_t h = 0; h < nh; h++)
+			starpu_data_release(handles[h]);
+	free(handles);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ small vectors */

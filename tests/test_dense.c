@@ -706,6 +706,51 @@ static int dirichlet_step(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
+/* starfa_dense_sync_all: several matrices written by tasks (on a grid of a few bands) come home at once,
+ * each with its own values; a NULL in the list or a negative count is an error, an empty list none. */
+static int sync_all(starfa_worker_kind kind, uint64_t seed)
+{
+	CHECK_OK(testing_runtime_only(kind));
+	uint64_t rng = seed;
+	starfa_csr *S = testing_random_csr(300, 200, 2000, 0.5, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {(int64_t)(1 + testing_below(&rng, 4)), 2, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	enum { N = 5 };
+	const int64_t m = S->nrows;
+	float *Y[N];
+	starfa_dense *d[N];
+	for (int i = 0; i < N; i++) {
+		const int64_t k = 1 + i;
+		Y[i] = malloc(sizeof(float) * (size_t)(m * k));
+		CHECK(Y[i]);
+		testing_poison(Y[i], (size_t)(m * k));
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Y[i], k, &d[i]));
+		CHECK_OK(starfa_insert_dense_map(d[i], STARFA_DENSE_SET, 0.5f + (float)i, 0.0f, NULL, NULL));
+	}
+	CHECK_OK(starfa_dense_sync_all(d, N));
+	for (int i = 0; i < N; i++)
+		for (int64_t e = 0; e < m * (1 + i); e++)
+			CHECK_MSG(Y[i][e] == 0.5f + (float)i, "matrix %d, value %lld: %g", i, (long long)e, Y[i][e]);
+	CHECK_OK(starfa_dense_sync_all(d, 0));
+	starfa_dense *with_null[2] = {d[0], NULL};
+	CHECK(starfa_dense_sync_all(with_null, 2) == STARFA_EINVAL);
+	CHECK(starfa_dense_sync_all(d, -1) == STARFA_EINVAL);
+	for (int i = 0; i < N; i++) {
+		starfa_dense_free(d[i]);
+		free(Y[i]);
+	}
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	return 0;
+}
+
+TEST(dense, sync_all_brings_every_matrix_home_cpu)
+{
+	return sync_all(STARFA_WORKER_CPU, testing_seed() + 27);
+}
+
 TEST(dense, dirichlet_step_cpu)
 {
 	return dirichlet_step(STARFA_WORKER_CPU, testing_seed() + 24);
@@ -737,6 +782,13 @@ TEST(dense, row_cg_cpu)
 }
 
 #ifdef STARFA_USE_CUDA
+
+TEST(dense_cuda, sync_all_brings_every_matrix_home_cuda)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	return sync_all(STARFA_WORKER_CUDA, testing_seed() + 27);
+}
 
 TEST(dense_cuda, maps_sums_and_reductions_cuda)
 {
