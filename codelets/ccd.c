@@ -568,6 +568,10 @@ int starfa_task_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f, 
 		return starfa_set_error(STARFA_EINVAL, "%s: the counts must have one column, blocked like their side", what);
 	if (f->update_h && (f->held == f->h || f->held == f->w))
 		return starfa_set_error(STARFA_EINVAL, "%s: held must be a vector of its own", what);
+	/* an updated side is no vector of the other side's (as the band tasks check it) */
+	if (f->w == f->h || (f->update_h && f->h == f->prev_w) || (f->update_w && f->w == f->prev_h))
+		return starfa_set_error(STARFA_EINVAL, "%s: w, h and the previous feature's other side must be distinct",
+					what);
 	if (!(f->lambda >= 0))
 		return starfa_set_error(STARFA_EINVAL, "%s: lambda must be >= 0", what);
 	struct ccd_feature_args args = {f->prev_w != NULL, f->update_w != 0, f->update_h != 0, (int)f->inner,
@@ -596,8 +600,8 @@ int starfa_task_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f, 
 	/* per entry of a pass: 2 flops a term taken out or put back, 4 for the sums; 3 per row updated */
 	const double nnz = (double)S->grid.tiles[0].nnz, rounds = (double)feature_rounds(&args);
 	const double open = 2.0 * !!f->prev_w + 2.0, sums = 4.0;
-	double flops = nnz * (2 * open + sums * (f->update_h + f->update_w)) + nnz * sums * 2 * (rounds - 1) +
-		       3.0 * rounds * ((f->update_w ? (double)S->nrows : 0) + (f->update_h ? (double)S->ncols : 0));
+	double flops = nnz * (2 * open + sums * (args.update_h + args.update_w)) + nnz * sums * 2 * (rounds - 1) +
+		       3.0 * rounds * ((args.update_w ? (double)S->nrows : 0) + (args.update_h ? (double)S->ncols : 0));
 	starfa_task_attr placed;
 	attr = starfa_placed(&placed, attr, starfa_band_where(S, STARFA_ROWS, 0));
 	return starfa_submit(&ccd_feature_cl, &args, sizeof args, flops, attr, n, buffers);

@@ -291,8 +291,16 @@ static int ccd_iterate(void *state, int64_t iteration)
  * that would otherwise go one after another). */
 static int sync_features(struct ccd *g)
 {
-	int rc = starfa_dense_sync_all(g->w, g->nf);
-	return rc ? rc : starfa_dense_sync_all(g->h, g->nf);
+	starfa_dense **all = starfa_malloc((size_t)(2 * g->nf), sizeof *all);
+	if (!all)
+		return STARFA_ENOMEM;
+	for (int64_t t = 0; t < g->nf; t++) {
+		all[t] = g->w[t];
+		all[g->nf + t] = g->h[t];
+	}
+	int rc = starfa_dense_sync_all(all, 2 * g->nf);
+	free(all);
+	return rc;
 }
 
 /* The model's rows from the synced features (sync_features): users [w (k), b_u, 1], items [h (k), 1, c_i]. */

@@ -205,14 +205,15 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	int64_t P = g->o.strata;
 	/* With GPUs the measured speeds decide (starfa_plan_tiling): two bands a GPU, and one a core when
 	 * the cores' share of an epoch pays; a stratum then holds tiles of both kinds. One band a GPU where
-	 * the GPUs' tiles could not fill one wave of the kernel's updaters (GPU_WAVE_ENTRIES each): a small
-	 * tile's time is its updaters' chain of updates whatever its size, so a second band a GPU only
-	 * doubles the chains an epoch runs one after the other. */
+	 * a GPU's tile at one band a GPU (nnz / ngpu^2 entries) could not fill one wave of the kernel's
+	 * updaters (GPU_WAVE_ENTRIES): a small tile's time is its updaters' chain of updates whatever its
+	 * size, so a second band a GPU only doubles the chains an epoch runs one after the other (measured
+	 * on one GPU: bench/SGD.md). */
 	starfa_tiling_options tiling = {P, P, 0, 0, 0};
 	if (P == 0) {
 		double epoch = (double)c->nnz * (double)g->o.rank;
 		const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
-		const int64_t per_gpu = ngpu > 0 && c->nnz < (int64_t)ngpu * GPU_WAVE_ENTRIES ? 1 : 2;
+		const int64_t per_gpu = ngpu > 0 && c->nnz / ((int64_t)ngpu * ngpu) < GPU_WAVE_ENTRIES ? 1 : 2;
 		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 			return rc;
 		P = tiling.placed ? tiling.row_tiles : 2 * (workers > 0 ? workers : 1);

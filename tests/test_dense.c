@@ -706,8 +706,10 @@ static int dirichlet_step(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
-/* starfa_dense_sync_all: several matrices written by tasks (on a grid of a few bands) come home at once,
- * each with its own values; a NULL in the list or a negative count is an error, an empty list none. */
+/* starfa_dense_sync_all: several matrices written by chains of tasks (on a grid of a few bands) come home
+ * at once, each with its own values after its whole chain (on CPU workers too, where the data lives in
+ * main memory, so the sync must wait for the chain); a NULL in the list or a negative count is an error,
+ * an empty list none. */
 static int sync_all(starfa_worker_kind kind, uint64_t seed)
 {
 	CHECK_OK(testing_runtime_only(kind));
@@ -729,10 +731,17 @@ static int sync_all(starfa_worker_kind kind, uint64_t seed)
 		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, Y[i], k, &d[i]));
 		CHECK_OK(starfa_insert_dense_map(d[i], STARFA_DENSE_SET, 0.5f + (float)i, 0.0f, NULL, NULL));
 	}
+	/* then y += 1 i x STEPS times: the later matrices' chains are longer, so they are still running when
+	 * the first ones are done */
+	enum { STEPS = 50 };
+	for (int i = 0; i < N; i++)
+		for (int s = 0; s < i * STEPS; s++)
+			CHECK_OK(starfa_insert_dense_map(d[i], STARFA_DENSE_SCALE, 1.0f, 1.0f, NULL, NULL));
 	CHECK_OK(starfa_dense_sync_all(d, N));
 	for (int i = 0; i < N; i++)
 		for (int64_t e = 0; e < m * (1 + i); e++)
-			CHECK_MSG(Y[i][e] == 0.5f + (float)i, "matrix %d, value %lld: %g", i, (long long)e, Y[i][e]);
+			CHECK_MSG(Y[i][e] == 0.5f + (float)(i + i * STEPS), "matrix %d, value %lld: %g", i, (long long)e,
+				  Y[i][e]);
 	CHECK_OK(starfa_dense_sync_all(d, 0));
 	starfa_dense *with_null[2] = {d[0], NULL};
 	CHECK(starfa_dense_sync_all(with_null, 2) == STARFA_EINVAL);
