@@ -429,7 +429,8 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 /* ------------------------------------------------------------------ ccd_feature */
 
 struct ccd_feature_args {
-	int prev, update_w, update_h, inner, nonneg;
+	int prev, update_w, update_h, nonneg;
+	int64_t inner;
 	float lambda;
 };
 
@@ -499,7 +500,7 @@ static void ccd_feature_run(void *buffers[], const struct ccd_feature_args *a, v
 	if (a->update_w)
 		solve_run(what, w.n, acc_w.p, acc_w.ld, count_w.p, count_w.ld, a->lambda, a->nonneg, w.p, w.ld, stream);
 	const struct starfa_ccd_vecs by_w = {.y = w.p, .ld_y = w.ld}, by_h = {.y = h.p, .ld_y = h.ld};
-	for (int s = 1; s < a->inner && a->update_w && a->update_h; s++) {
+	for (int64_t s = 1; s < a->inner && a->update_w && a->update_h; s++) {
 		pass_run(what, tile_t, RT, 0, &by_w, acc_h.p, acc_h.ld, 0, stream);
 		solve_run(what, h.n, acc_h.p, acc_h.ld, count_h.p, count_h.ld, a->lambda, a->nonneg, h.p, h.ld, stream);
 		pass_run(what, tile, R, 0, &by_h, acc_w.p, acc_w.ld, 0, stream);
@@ -520,7 +521,7 @@ static void ccd_feature_cuda(void *buffers[], void *cl_arg)
 #endif
 
 /* The rounds of updates a feature makes (inner with both sides updated, else one). */
-static int feature_rounds(const struct ccd_feature_args *a)
+static int64_t feature_rounds(const struct ccd_feature_args *a)
 {
 	return a->update_w && a->update_h ? a->inner : 1;
 }
@@ -539,7 +540,9 @@ static uint64_t ccd_feature_cost(const struct starpu_task *task)
 static uint32_t ccd_feature_variant(const struct starpu_task *task)
 {
 	const struct ccd_feature_args *a = task->cl_arg;
-	return (uint32_t)(a->prev | a->update_w << 1 | a->update_h << 2 | a->nonneg << 3 | (a->inner & 0xffff) << 4);
+	/* inner's low 16 bits: its rounds are in the cost too, so inners that share them differ in footprint */
+	return (uint32_t)(a->prev | a->update_w << 1 | a->update_h << 2 | a->nonneg << 3) |
+	       (uint32_t)(a->inner & 0xffff) << 4;
 }
 
 STARFA_CODELET(ccd_feature, ccd_feature_cost, ccd_feature_variant, ccd_feature_cpu,
@@ -551,8 +554,8 @@ int starfa_task_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f, 
 	if (!S || !f || !f->R || !f->RT || !f->w || !f->h || (f->update_h && (!f->held || !f->acc_h || !f->count_h)) ||
 	    (f->update_w && (!f->acc_w || !f->count_w)) || (!f->prev_w) != (!f->prev_h))
 		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
-	if (f->inner < 1 || f->inner > 0xffff || (!f->update_w && !f->update_h))
-		return starfa_set_error(STARFA_EINVAL, "%s: inner must be in 1..65535 and a side updated", what);
+	if (f->inner < 1 || (!f->update_w && !f->update_h))
+		return starfa_set_error(STARFA_EINVAL, "%s: inner must be >= 1 and a side updated", what);
 	if (!starfa_tiled_has_transpose(S) || S->grid.nr != 1 || S->grid.nc != 1 || S->grid.tiles[0].nnz == 0)
 		return starfa_set_error(STARFA_EINVAL, "%s: S must be one tile with entries, with its transposed grid "
 						       "(starfa_insert_ccd_feature takes any grid)", what);
@@ -574,8 +577,8 @@ int starfa_task_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f, 
 					what);
 	if (!(f->lambda >= 0))
 		return starfa_set_error(STARFA_EINVAL, "%s: lambda must be >= 0", what);
-	struct ccd_feature_args args = {f->prev_w != NULL, f->update_w != 0, f->update_h != 0, (int)f->inner,
-					f->nonneg != 0, f->lambda};
+	struct ccd_feature_args args = {f->prev_w != NULL, f->update_w != 0, f->update_h != 0, f->nonneg != 0, f->inner,
+					f->lambda};
 	struct starpu_data_descr buffers[FEAT_FIXED + 7];
 	int n = 0;
 	buffers[n++] = (struct starpu_data_descr){S->grid.tiles[0].handle, STARPU_R};

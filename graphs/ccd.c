@@ -47,7 +47,7 @@ struct ccd {
 	int64_t k, nf, P; /* rank, features (rank + 2 with biases), bands a side */
 	starfa_split split[2];
 	float *W, *H;     /* by feature: nf x users, nf x items */
-	starfa_dense **w, **h;
+	starfa_dense **w, **h; /* one array of 2 nf: w the first nf, h = w + nf (synced together) */
 	float *held, *acc_w, *acc_h, *count_w, *count_h;
 	starfa_dense *dheld, *dacc_w, *dacc_h, *dcount_w, *dcount_h;
 	starfa_sparse_values *R, *RT; /* the residual on the forward and the transposed tiles */
@@ -120,14 +120,9 @@ static int is_factor(const struct ccd *g, int64_t t)
 static void ccd_free(void *state)
 {
 	struct ccd *g = state;
-	for (int64_t t = 0; t < g->nf; t++) {
-		if (g->w)
-			starfa_dense_free(g->w[t]);
-		if (g->h)
-			starfa_dense_free(g->h[t]);
-	}
+	for (int64_t t = 0; g->w && t < 2 * g->nf; t++)
+		starfa_dense_free(g->w[t]);
 	free(g->w);
-	free(g->h);
 	starfa_dense_free(g->dheld);
 	starfa_dense_free(g->dacc_w);
 	starfa_dense_free(g->dacc_h);
@@ -209,8 +204,8 @@ static int ccd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	g->count_h = starfa_calloc((size_t)n, sizeof *g->count_h);
 	g->U = starfa_malloc((size_t)(m * (g->k + 2)), sizeof *g->U);
 	g->V = starfa_malloc((size_t)(n * (g->k + 2)), sizeof *g->V);
-	g->w = starfa_calloc((size_t)g->nf, sizeof *g->w);
-	g->h = starfa_calloc((size_t)g->nf, sizeof *g->h);
+	g->w = starfa_calloc((size_t)(2 * g->nf), sizeof *g->w);
+	g->h = g->w ? g->w + g->nf : NULL;
 	if (!g->W || !g->H || !g->held || !g->acc_w || !g->acc_h || !g->count_w || !g->count_h || !g->U || !g->V ||
 	    !g->w || !g->h)
 		return STARFA_ENOMEM;
@@ -287,20 +282,11 @@ static int ccd_iterate(void *state, int64_t iteration)
 	return rc ? rc : wrc;
 }
 
-/* Waits for the features and brings them to main memory, all at once (on a GPU, 2 nf small transfers
- * that would otherwise go one after another). */
+/* Waits for the features and brings them to main memory, w's and h's all at once (on a GPU, 2 nf small
+ * transfers that would otherwise go one after another). */
 static int sync_features(struct ccd *g)
 {
-	starfa_dense **all = starfa_malloc((size_t)(2 * g->nf), sizeof *all);
-	if (!all)
-		return STARFA_ENOMEM;
-	for (int64_t t = 0; t < g->nf; t++) {
-		all[t] = g->w[t];
-		all[g->nf + t] = g->h[t];
-	}
-	int rc = starfa_dense_sync_all(all, 2 * g->nf);
-	free(all);
-	return rc;
+	return starfa_dense_sync_all(g->w, 2 * g->nf);
 }
 
 /* The model's rows from the synced features (sync_features): users [w (k), b_u, 1], items [h (k), 1, c_i]. */

@@ -340,7 +340,7 @@ int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f
 	/* a matrix of one band a side: the whole feature in one task (the same kernels, one task's overhead) */
 	int64_t nr, nc;
 	side_grid(S, STARFA_ROWS, &nr, &nc);
-	if (nr == 1 && nc == 1 && starfa_tiled_nnz(S) > 0 && f->inner <= 0xffff)
+	if (nr == 1 && nc == 1 && starfa_tiled_nnz(S) > 0)
 		return starfa_task_ccd_feature(S, f, NULL);
 	int rc = 0;
 	/* the column side: x = h, y = w; R^ = R - prev + w h^T written there */

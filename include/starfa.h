@@ -617,9 +617,8 @@ typedef struct starfa_ccd_feature {
 } starfa_ccd_feature;
 int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f);
 /* The whole of starfa_insert_ccd_feature's graph in one task, for a matrix of one band a side (S's grid
- * and its transposed grid one tile each, with entries) and inner <= 65535: the held copy of h, both
- * sides' passes and updates and the inner iterations, the same kernels in the same order as that graph's
- * band tasks (on
+ * and its transposed grid one tile each, with entries): the held copy of h, both sides' passes and
+ * updates and the inner iterations, the same kernels in the same order as that graph's band tasks (on
  * the CPU their bits, on a CUDA worker the same to rounding), for one task's overhead instead of
  * 3 + 2 (inner - 1). starfa_insert_ccd_feature makes this task where it applies. It runs where the
  * band runs (its placement, or attr's worker or kind). */

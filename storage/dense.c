@@ -99,11 +99,12 @@ int starfa_dense_sync_all(starfa_dense *const *list, int64_t n)
 			return starfa_set_error(STARFA_EINVAL, "starfa_dense_sync_all: matrix %lld is NULL", (long long)i);
 		nh += list[i]->nblocks;
 	}
-	starpu_data_handle_t *handles = starfa_malloc((size_t)(nh > 0 ? nh : 1), sizeof *handles);
-	if (!handles)
+	/* one matrix: its own block handles; several: theirs in one list */
+	starpu_data_handle_t *handles =
+		n == 1 ? list[0]->blocks : starfa_malloc((size_t)(nh > 0 ? nh : 1), sizeof *handles);
+	if (!handles && n != 1)
 		return STARFA_ENOMEM;
-	int64_t k = 0;
-	for (int64_t i = 0; i < n; i++)
+	for (int64_t i = 0, k = 0; n > 1 && i < n; i++)
 		for (int64_t b = 0; b < list[i]->nblocks; b++)
 			handles[k++] = list[i]->blocks[b];
 	/* Every block of every matrix at once: each comes home as soon as its task is done, its transfer
@@ -114,7 +115,8 @@ int starfa_dense_sync_all(starfa_dense *const *list, int64_t n)
 	else
 		for (int64_t h = 0; h < nh; h++)
 			starpu_data_release(handles[h]);
-	free(handles);
+	if (n > 1)
+		free(handles);
 	return rc;
 }
 
