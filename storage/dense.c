@@ -115,7 +115,7 @@ int starfa_dense_sync_all(starfa_dense *const *list, int64_t n)
 	else
 		for (int64_t h = 0; h < nh; h++)
 			starpu_data_release(handles[h]);
-	if (n > 1)
+	if (n != 1)
 		free(handles);
 	return rc;
 }
