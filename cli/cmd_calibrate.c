@@ -746,6 +746,7 @@ struct ccd_ctx {
 	starfa_tiled *S;
 	starfa_sparse_values *R, *RT;
 	starfa_dense *w, *h, *acc_w, *acc_h, *count_w, *count_h, *prev_w, *prev_h, *held;
+	starfa_sums *reg;
 };
 
 static int insert_ccd_op(void *ctx, int op)
@@ -764,9 +765,11 @@ static int insert_ccd_op(void *ctx, int op)
 		return starfa_task_ccd_band(g->S, STARFA_ROWS, 0, g->R, 0, &inner, g->acc_w, g->w, g->count_w, 0.05f, 0, NULL);
 	case CCD_BAND_CLOSE: /* the graphs' residual-only sweeps (a fixed side, the close) */
 		return starfa_task_ccd_band(g->S, STARFA_ROWS, 0, g->R, 1, &close, NULL, NULL, NULL, 0.0f, 0, NULL);
-	case CCD_FEATURE: { /* a factor's whole update on a matrix of one band a side, libpmf's 5 inner rounds */
+	case CCD_FEATURE: { /* a factor's whole update on a matrix of one band a side, libpmf's 5 inner rounds,
+			     * adding its regularization to a slot as CCD++'s training does */
 		starfa_ccd_feature f = {g->R,	    g->RT,	  g->prev_w, g->prev_h, g->w, g->h, g->held, g->acc_w,
-					g->acc_h, g->count_w, g->count_h, 0.05f,     0,		1,    1,    5};
+					g->acc_h, g->count_w, g->count_h, 0.05f,     0,		1,    1,    5,
+					g->reg,   0,	      1};
 		return starfa_task_ccd_feature(g->S, &f, NULL);
 	}
 	default: return starfa_task_ccd_solve(g->w, 0, g->acc_w, g->count_w, 0.05f, 0, NULL);
@@ -809,7 +812,7 @@ static int calibrate_ccd(const struct calibrate_cli *c, const starfa_csr *csr, i
 	    starfa_dense_create(g.S, STARFA_COLS, prev_h, 1, &g.prev_h) ||
 	    starfa_dense_create(g.S, STARFA_COLS, held, 1, &g.held) ||
 	    starfa_sparse_values_create(g.S, STARFA_ROWS, &g.R) || starfa_sparse_values_create(g.S, STARFA_COLS, &g.RT) ||
-	    starfa_insert_values_map(g.R, STARFA_VALUES_COPY, 0, 0, NULL) ||
+	    starfa_sums_create(1, &g.reg) || starfa_insert_values_map(g.R, STARFA_VALUES_COPY, 0, 0, NULL) ||
 	    starfa_insert_values_map(g.RT, STARFA_VALUES_COPY, 0, 0, NULL)) {
 		cli_library_error();
 		goto out;
@@ -820,6 +823,7 @@ static int calibrate_ccd(const struct calibrate_cli *c, const starfa_csr *csr, i
 out:
 	starfa_sparse_values_free(g.R);
 	starfa_sparse_values_free(g.RT);
+	starfa_sums_free(g.reg);
 	starfa_dense_free(g.w);
 	starfa_dense_free(g.h);
 	starfa_dense_free(g.acc_w);

@@ -182,28 +182,33 @@ struct ccd_solve_args {
 };
 
 /* The update of nrows rows of x from their sums and counts, on the CPU or enqueued on a CUDA worker's
- * stream (`stream` non-NULL): ccd_solve's and ccd_band's. */
-static void solve_run(const char *codelet, int64_t nrows, const float *acc, int64_t ld_acc, const float *counts,
-		      int64_t ld_counts, float lambda, int nonneg, float *x, int64_t ld_x, void *stream)
+ * stream (`stream` non-NULL): ccd_solve's, ccd_band's and ccd_feature's. On a CUDA worker, clear leaves
+ * acc's columns at 0 for the next pass to add into (the CPU's passes overwrite them); reg (non-NULL)
+ * gets sum counts x^2 of the new x added. */
+static void solve_run(const char *codelet, int64_t nrows, float *acc, int64_t ld_acc, const float *counts,
+		      int64_t ld_counts, float lambda, int nonneg, float *x, int64_t ld_x, int clear, double *reg,
+		      void *stream)
 {
 #ifdef STARFA_USE_CUDA
 	if (stream) {
 		STARFA_CUDA_CHECK(codelet, starfa_cuda_ccd_solve(nrows, acc, ld_acc, counts, ld_counts, lambda, nonneg, x, ld_x,
-								 (cudaStream_t)stream));
+								 clear, reg, (cudaStream_t)stream));
 		return;
 	}
 #endif
-	(void)codelet, (void)stream;
+	(void)codelet, (void)stream, (void)clear;
 	starfa_cpu_ccd_solve(nrows, acc, ld_acc, counts, ld_counts, lambda, nonneg, x, ld_x);
+	if (reg)
+		*reg += starfa_cpu_ccd_regularizer(nrows, x, ld_x, counts, ld_counts);
 }
 
 /* Buffers: 0 x's block (W), 1 acc's block (R), 2 the counts' block (R). */
 static void ccd_solve_run(void *buffers[], const struct ccd_solve_args *args, void *stream)
 {
-	solve_run("ccd_solve", STARPU_MATRIX_GET_NY(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+	solve_run("ccd_solve", STARPU_MATRIX_GET_NY(buffers[0]), (float *)STARPU_MATRIX_GET_PTR(buffers[1]),
 		  STARPU_MATRIX_GET_LD(buffers[1]), (const float *)STARPU_MATRIX_GET_PTR(buffers[2]),
 		  STARPU_MATRIX_GET_LD(buffers[2]), args->lambda, args->nonneg, (float *)STARPU_MATRIX_GET_PTR(buffers[0]),
-		  STARPU_MATRIX_GET_LD(buffers[0]), stream);
+		  STARPU_MATRIX_GET_LD(buffers[0]), 0, NULL, stream);
 }
 
 static void ccd_solve_cpu(void *buffers[], void *cl_arg)
@@ -251,6 +256,75 @@ int starfa_task_ccd_solve(starfa_dense *x, int64_t block, const starfa_dense *ac
 	return starfa_submit(&ccd_solve_cl, &args, sizeof args, 3.0 * n, attr,
 			     STARFA_BUFFERS({x->blocks[block], STARPU_W}, {acc->blocks[block], STARPU_R},
 					    {counts->blocks[block], STARPU_R}));
+}
+
+/* ------------------------------------------------------------------ ccd_regularizer */
+
+struct ccd_regularizer_args {
+	int add;
+};
+
+/* Buffers: 0 x's block (R), 1 the counts' block (R), 2 the slot (W, or RW with add). */
+static void ccd_regularizer_cpu(void *buffers[], void *cl_arg)
+{
+	const struct ccd_regularizer_args *a = cl_arg;
+	double *slot = (double *)STARPU_VARIABLE_GET_PTR(buffers[2]);
+	const double sum = starfa_cpu_ccd_regularizer(
+		(int64_t)STARPU_MATRIX_GET_NY(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[0]),
+		(int64_t)STARPU_MATRIX_GET_LD(buffers[0]), (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+		(int64_t)STARPU_MATRIX_GET_LD(buffers[1]));
+	*slot = a->add ? *slot + sum : sum;
+}
+
+#ifdef STARFA_USE_CUDA
+static void ccd_regularizer_cuda(void *buffers[], void *cl_arg)
+{
+	const struct ccd_regularizer_args *a = cl_arg;
+	STARFA_CUDA_CHECK("ccd_regularizer",
+			  starfa_cuda_ccd_regularizer((int64_t)STARPU_MATRIX_GET_NY(buffers[0]),
+						      (const float *)STARPU_MATRIX_GET_PTR(buffers[0]),
+						      (int64_t)STARPU_MATRIX_GET_LD(buffers[0]),
+						      (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
+						      (int64_t)STARPU_MATRIX_GET_LD(buffers[1]),
+						      (double *)STARPU_VARIABLE_GET_PTR(buffers[2]), a->add,
+						      starpu_cuda_get_local_stream()));
+}
+#endif
+
+static uint64_t ccd_regularizer_cost(const struct starpu_task *task)
+{
+	return (uint64_t)starpu_matrix_get_ny(task->handles[0]);
+}
+
+static uint32_t ccd_regularizer_variant(const struct starpu_task *task)
+{
+	return (uint32_t)((const struct ccd_regularizer_args *)task->cl_arg)->add;
+}
+
+STARFA_CODELET(ccd_regularizer, ccd_regularizer_cost, ccd_regularizer_variant, ccd_regularizer_cpu,
+	       STARFA_CUDA_FUNC(ccd_regularizer_cuda));
+
+int starfa_task_ccd_regularizer(const starfa_dense *x, int64_t block, const starfa_dense *counts, starfa_sums *sums,
+				int64_t slot, int add, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_ccd_regularizer";
+	if (!x || !counts)
+		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
+	int rc = starfa_check_slot(what, sums, slot);
+	if (rc)
+		return rc;
+	if (block < 0 || block >= x->nblocks)
+		return starfa_index_error(what, "block", block, -1, x->nblocks, -1);
+	if (x->cols != 1 || counts->cols != 1 || counts->rows != x->rows ||
+	    !starfa_dense_blocked_along(counts, x->bounds, x->nblocks))
+		return starfa_set_error(STARFA_EINVAL, "%s: x and counts need one column, blocked alike", what);
+	struct ccd_regularizer_args args = {add != 0};
+	starfa_task_attr placed;
+	attr = starfa_placed(&placed, attr, starfa_block_where(x, block));
+	double n = (double)(x->bounds[block + 1] - x->bounds[block]);
+	return starfa_submit(&ccd_regularizer_cl, &args, sizeof args, 3.0 * n, attr,
+			     STARFA_BUFFERS({x->blocks[block], STARPU_R}, {counts->blocks[block], STARPU_R},
+					    {sums->handles[slot], add ? STARPU_RW : STARPU_W}));
 }
 
 /* ------------------------------------------------------------------ ccd_band */
@@ -321,7 +395,7 @@ static void ccd_band_run(void *buffers[], const struct ccd_band_args *a, void *s
 				acc[r * ld_acc] = acc[r * ld_acc + 1] = 0.0f;
 	}
 	if (a->solve)
-		solve_run("ccd_band", nx, acc, ld_acc, counts, ld_counts, a->lambda, a->nonneg, x, ld_x, stream);
+		solve_run("ccd_band", nx, acc, ld_acc, counts, ld_counts, a->lambda, a->nonneg, x, ld_x, 0, NULL, stream);
 }
 
 static void ccd_band_cpu(void *buffers[], void *cl_arg)
@@ -432,11 +506,12 @@ struct ccd_feature_args {
 	int prev, update_w, update_h, nonneg;
 	int64_t inner;
 	float lambda;
+	int reg, reg_add; /* the regularization into a slot (reg), added to it (reg_add) */
 };
 
 /* Buffers: the forward tile (CSR) and its residual values (RW), the transposed tile and its values (RW),
  * w and h (RW where updated, else R), then prev_w and prev_h (prev), held, acc_h and count_h (update_h),
- * acc_w and count_w (update_w). */
+ * acc_w and count_w (update_w), the regularization's slot (reg: W, or RW with reg_add). */
 enum { FEAT_TILE, FEAT_R, FEAT_TILE_T, FEAT_RT, FEAT_W, FEAT_H, FEAT_FIXED };
 
 struct feat_vec {
@@ -450,10 +525,19 @@ static struct feat_vec feat_vec(void *buffer)
 				 (int64_t)STARPU_MATRIX_GET_NY(buffer)};
 }
 
+/* The rounds of updates a feature makes (inner with both sides updated, else one). */
+static int64_t feature_rounds(const struct ccd_feature_args *a)
+{
+	return a->update_w && a->update_h ? a->inner : 1;
+}
+
 /* One feature as starfa_insert_ccd_feature's band tasks make it over a grid of one tile a side, in the
  * same order: held = h; the column side's pass over R^T (R^ written) and h's update (or the pass alone);
  * the row side's with the held h and w's update (or the pass alone); inner - 1 more updates of h and w
- * over R^ as it stands. On the CPU, or as kernels in turn on the CUDA worker's stream (`stream`). */
+ * over R^ as it stands; with reg, sum counts x^2 of each updated side's final x into the slot. On the
+ * CPU, or as kernels in turn on the CUDA worker's stream (`stream`): there one kernel opens the feature
+ * (held, both accumulators zeroed, the slot zeroed), each update leaves its accumulator at zero for the
+ * next pass to add into, and the last update of a side adds its regularization: no memsets. */
 static void ccd_feature_run(void *buffers[], const struct ccd_feature_args *a, void *stream)
 {
 	const char *what = "ccd_feature";
@@ -473,38 +557,47 @@ static void ccd_feature_run(void *buffers[], const struct ccd_feature_args *a, v
 		acc_w = feat_vec(buffers[b++]);
 		count_w = feat_vec(buffers[b++]);
 	}
+	double *reg = a->reg ? (double *)STARPU_VARIABLE_GET_PTR(buffers[b++]) : NULL;
 	void *tile = buffers[FEAT_TILE], *tile_t = buffers[FEAT_TILE_T];
 	float *R = (float *)STARPU_VECTOR_GET_PTR(buffers[FEAT_R]), *RT = (float *)STARPU_VECTOR_GET_PTR(buffers[FEAT_RT]);
-	if (a->update_h) {
+	const int gpu = stream != NULL; /* the accumulators start and stay at zero: the passes add into them */
+	const int64_t rounds = feature_rounds(a);
 #ifdef STARFA_USE_CUDA
-		if (stream)
-			STARFA_CUDA_CHECK(what, cudaMemcpy2DAsync(held.p, (size_t)held.ld * sizeof *held.p, h.p,
-								  (size_t)h.ld * sizeof *h.p, sizeof *h.p, (size_t)h.n,
-								  cudaMemcpyDeviceToDevice, (cudaStream_t)stream));
-		else
+	if (gpu)
+		STARFA_CUDA_CHECK(what, starfa_cuda_ccd_open(a->update_h ? h.n : 0, h.p, h.ld, held.p, held.ld, acc_h.p,
+							     acc_h.ld, a->update_w ? w.n : 0, acc_w.p, acc_w.ld,
+							     a->reg_add ? NULL : reg, (cudaStream_t)stream));
 #endif
-			for (int64_t r = 0; r < h.n; r++)
-				held.p[r * held.ld] = h.p[r * h.ld];
+	if (!gpu) {
+		for (int64_t r = 0; a->update_h && r < h.n; r++)
+			held.p[r * held.ld] = h.p[r * h.ld];
+		if (reg && !a->reg_add)
+			*reg = 0.0;
 	}
 	/* the column side: x = h, y = w */
 	const struct starfa_ccd_vecs cols = {ph.p, pw.p, h.p, w.p, a->update_h ? w.p : NULL,
 					     ph.ld, pw.ld, h.ld, w.ld, w.ld};
-	pass_run(what, tile_t, RT, 1, &cols, acc_h.p, acc_h.ld, 0, stream);
+	pass_run(what, tile_t, RT, 1, &cols, acc_h.p, acc_h.ld, gpu, stream);
 	if (a->update_h)
-		solve_run(what, h.n, acc_h.p, acc_h.ld, count_h.p, count_h.ld, a->lambda, a->nonneg, h.p, h.ld, stream);
+		solve_run(what, h.n, acc_h.p, acc_h.ld, count_h.p, count_h.ld, a->lambda, a->nonneg, h.p, h.ld, gpu,
+			  rounds == 1 ? reg : NULL, stream);
 	/* the row side: x = w, y = h, the feature put back with the h it had before its update */
 	const struct feat_vec put = a->update_h ? held : h;
 	const struct starfa_ccd_vecs rows = {pw.p, ph.p, w.p, put.p, a->update_w ? h.p : NULL,
 					     pw.ld, ph.ld, w.ld, put.ld, h.ld};
-	pass_run(what, tile, R, 1, &rows, acc_w.p, acc_w.ld, 0, stream);
+	pass_run(what, tile, R, 1, &rows, acc_w.p, acc_w.ld, gpu, stream);
 	if (a->update_w)
-		solve_run(what, w.n, acc_w.p, acc_w.ld, count_w.p, count_w.ld, a->lambda, a->nonneg, w.p, w.ld, stream);
+		solve_run(what, w.n, acc_w.p, acc_w.ld, count_w.p, count_w.ld, a->lambda, a->nonneg, w.p, w.ld, gpu,
+			  rounds == 1 ? reg : NULL, stream);
 	const struct starfa_ccd_vecs by_w = {.y = w.p, .ld_y = w.ld}, by_h = {.y = h.p, .ld_y = h.ld};
-	for (int64_t s = 1; s < a->inner && a->update_w && a->update_h; s++) {
-		pass_run(what, tile_t, RT, 0, &by_w, acc_h.p, acc_h.ld, 0, stream);
-		solve_run(what, h.n, acc_h.p, acc_h.ld, count_h.p, count_h.ld, a->lambda, a->nonneg, h.p, h.ld, stream);
-		pass_run(what, tile, R, 0, &by_h, acc_w.p, acc_w.ld, 0, stream);
-		solve_run(what, w.n, acc_w.p, acc_w.ld, count_w.p, count_w.ld, a->lambda, a->nonneg, w.p, w.ld, stream);
+	for (int64_t s = 1; s < rounds; s++) {
+		double *last = s == rounds - 1 ? reg : NULL;
+		pass_run(what, tile_t, RT, 0, &by_w, acc_h.p, acc_h.ld, gpu, stream);
+		solve_run(what, h.n, acc_h.p, acc_h.ld, count_h.p, count_h.ld, a->lambda, a->nonneg, h.p, h.ld, gpu, last,
+			  stream);
+		pass_run(what, tile, R, 0, &by_h, acc_w.p, acc_w.ld, gpu, stream);
+		solve_run(what, w.n, acc_w.p, acc_w.ld, count_w.p, count_w.ld, a->lambda, a->nonneg, w.p, w.ld, gpu, last,
+			  stream);
 	}
 }
 
@@ -519,12 +612,6 @@ static void ccd_feature_cuda(void *buffers[], void *cl_arg)
 	ccd_feature_run(buffers, cl_arg, starpu_cuda_get_local_stream());
 }
 #endif
-
-/* The rounds of updates a feature makes (inner with both sides updated, else one). */
-static int64_t feature_rounds(const struct ccd_feature_args *a)
-{
-	return a->update_w && a->update_h ? a->inner : 1;
-}
 
 /* The entries its passes visit and the rows its updates write: what its time follows. */
 static uint64_t ccd_feature_cost(const struct starpu_task *task)
@@ -541,8 +628,8 @@ static uint32_t ccd_feature_variant(const struct starpu_task *task)
 {
 	const struct ccd_feature_args *a = task->cl_arg;
 	/* inner's low 16 bits: its rounds are in the cost too, so inners that share them differ in footprint */
-	return (uint32_t)(a->prev | a->update_w << 1 | a->update_h << 2 | a->nonneg << 3) |
-	       (uint32_t)(a->inner & 0xffff) << 4;
+	return (uint32_t)(a->prev | a->update_w << 1 | a->update_h << 2 | a->nonneg << 3 | a->reg << 4) |
+	       (uint32_t)(a->inner & 0xffff) << 5;
 }
 
 STARFA_CODELET(ccd_feature, ccd_feature_cost, ccd_feature_variant, ccd_feature_cpu,
@@ -577,9 +664,11 @@ int starfa_task_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f, 
 					what);
 	if (!(f->lambda >= 0))
 		return starfa_set_error(STARFA_EINVAL, "%s: lambda must be >= 0", what);
+	if (f->reg && (rc = starfa_check_slot(what, f->reg, f->reg_slot)))
+		return rc;
 	struct ccd_feature_args args = {f->prev_w != NULL, f->update_w != 0, f->update_h != 0, f->nonneg != 0, f->inner,
-					f->lambda};
-	struct starpu_data_descr buffers[FEAT_FIXED + 7];
+					f->lambda, f->reg != NULL, f->reg_add != 0};
+	struct starpu_data_descr buffers[FEAT_FIXED + 8];
 	int n = 0;
 	buffers[n++] = (struct starpu_data_descr){S->grid.tiles[0].handle, STARPU_R};
 	buffers[n++] = (struct starpu_data_descr){f->R->handles[0], STARPU_RW};
@@ -600,6 +689,8 @@ int starfa_task_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f, 
 		buffers[n++] = (struct starpu_data_descr){f->acc_w->blocks[0], STARPU_W};
 		buffers[n++] = (struct starpu_data_descr){f->count_w->blocks[0], STARPU_R};
 	}
+	if (f->reg)
+		buffers[n++] = (struct starpu_data_descr){f->reg->handles[f->reg_slot], f->reg_add ? STARPU_RW : STARPU_W};
 	/* per entry of a pass: 2 flops a term taken out or put back, 4 for the sums; 3 per row updated */
 	const double nnz = (double)S->grid.tiles[0].nnz, rounds = (double)feature_rounds(&args);
 	const double open = 2.0 * !!f->prev_w + 2.0, sums = 4.0;

@@ -80,3 +80,13 @@ void starfa_cpu_ccd_solve(int64_t nrows, const float *acc, int64_t ld_acc, const
 		x[r * ld_x] = nonneg && !(v > 0.0f) ? 0.0f : v;
 	}
 }
+
+double starfa_cpu_ccd_regularizer(int64_t nrows, const float *x, int64_t ld_x, const float *n, int64_t ld_n)
+{
+	double sum = 0.0;
+	for (int64_t r = 0; r < nrows; r++) {
+		const double v = x[r * ld_x];
+		sum += (double)n[r * ld_n] * v * v;
+	}
+	return sum;
+}

@@ -26,4 +26,7 @@ void starfa_cpu_ccd_pass(int64_t nrows, const uint32_t *rowptr, const uint32_t *
 void starfa_cpu_ccd_solve(int64_t nrows, const float *acc, int64_t ld_acc, const float *n, int64_t ld_n, float lambda,
 			  int nonneg, float *x, int64_t ld_x);
 
+/* sum over the rows of n[r] x[r]^2, in double: a feature's share of CCD++'s regularization. */
+double starfa_cpu_ccd_regularizer(int64_t nrows, const float *x, int64_t ld_x, const float *n, int64_t ld_n);
+
 #endif

@@ -12,7 +12,9 @@
  * out again (starfa_insert_ccd_close): R is A less the whole model. Every pass and update is a task on a
  * band (a band's passes and its update one starfa_task_ccd_band task, on whichever kind runs the band;
  * with one band a side, the whole feature one starfa_task_ccd_feature task): nothing passes through the
- * host per feature.
+ * host per feature. With one band a side the features' tasks also sum the regularization into one slot
+ * (starfa_ccd_feature's reg), so that the objective needs no feature brought home; with bands it is
+ * summed on the host from the synced features.
  * The global mean and the biases are features with a fixed side: the user bias is a w whose h is all
  * ones, the item bias an h whose w is all ones, so the model is the explicit model ALS fits. With
  * nonneg the factor features (not the biases) stay >= 0 (libpmf's do_nmf). The objective
@@ -51,6 +53,7 @@ struct ccd {
 	float *held, *acc_w, *acc_h, *count_w, *count_h;
 	starfa_dense *dheld, *dacc_w, *dacc_h, *dcount_w, *dcount_h;
 	starfa_sparse_values *R, *RT; /* the residual on the forward and the transposed tiles */
+	starfa_sums *reg; /* with one band a side: the features' regularization, summed where they run */
 	float *U, *V;                 /* the model's rows, for metrics and the model */
 	double mu, prev_loss; /* prev_loss: NAN before the first evaluation */
 	struct starfa_matched test;
@@ -130,6 +133,7 @@ static void ccd_free(void *state)
 	starfa_dense_free(g->dcount_h);
 	starfa_sparse_values_free(g->R);
 	starfa_sparse_values_free(g->RT);
+	starfa_sums_free(g->reg);
 	starfa_tiled_free(g->S);
 	starfa_csr_free(g->csr);
 	free(g->W);
@@ -234,7 +238,8 @@ static int ccd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	    (rc = starfa_dense_create(g->S, STARFA_ROWS, g->count_w, 1, &g->dcount_w)) ||
 	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->count_h, 1, &g->dcount_h)) ||
 	    (rc = starfa_sparse_values_create(g->S, STARFA_ROWS, &g->R)) ||
-	    (rc = starfa_sparse_values_create(g->S, STARFA_COLS, &g->RT)))
+	    (rc = starfa_sparse_values_create(g->S, STARFA_COLS, &g->RT)) ||
+	    (P == 1 && (rc = starfa_sums_create(1, &g->reg))))
 		return rc;
 	/* R = A - mu on both grids (h = 0 and zero biases contribute nothing). */
 	for (int s = 0; s < 2 && !rc; s++) {
@@ -272,7 +277,10 @@ static int ccd_iterate(void *state, int64_t iteration)
 					g->o.nonneg && is_factor(g, t),
 					updates_w(g, t),
 					updates_h(g, t),
-					g->o.inner};
+					g->o.inner,
+					g->reg,
+					0,
+					t > 0};
 		rc = starfa_insert_ccd_feature(g->S, &f);
 	}
 	/* the last feature out again, on both grids: R = A - mu - W H^T */
@@ -331,20 +339,21 @@ static int ccd_evaluate(void *state, starfa_train_progress *p)
 	const int64_t m = c->nrows, n = c->ncols;
 	p->row_tiles = p->col_tiles = g->P;
 	p->split = g->split;
-	double sse = NAN;
+	double sse = NAN, reg = 0;
 	int rc = starfa_reduce_values(g->R, STARFA_REDUCE_SQUARES, 0.0f, NULL, &sse);
-	if (!rc)
-		rc = sync_features(g); /* the regularization is summed here */
 	if (rc)
 		return rc;
-	/* the features each side updates (with biases, w's bias row 1 and h's row 0 are ones) */
-	double reg_w = 0, reg_h = 0;
-	rc = starfa_column_norms(g->W, g->nf, m, fixed_w(g), g->count_w, &reg_w);
-	if (!rc)
-		rc = starfa_column_norms(g->H, g->nf, n, fixed_h(g), g->count_h, &reg_h);
-	if (rc)
-		return rc;
-	const double reg = reg_w + reg_h;
+	if (g->reg) { /* summed by the features' tasks: the features stay where they are */
+		if ((rc = starfa_sums_read_slots(g->reg, 0, 1, &reg)))
+			return rc;
+	} else {
+		/* the features each side updates (with biases, w's bias row 1 and h's row 0 are ones) */
+		double reg_w = 0, reg_h = 0;
+		if ((rc = sync_features(g)) || (rc = starfa_column_norms(g->W, g->nf, m, fixed_w(g), g->count_w, &reg_w)) ||
+		    (rc = starfa_column_norms(g->H, g->nf, n, fixed_h(g), g->count_h, &reg_h)))
+			return rc;
+		reg = reg_w + reg_h;
+	}
 	const double loss = (sse + g->o.lambda * reg) / (double)c->nnz;
 	if (!isfinite(loss))
 		return starfa_set_error(STARFA_ERUNTIME, "CCD++ produced a non-finite objective in iteration %lld",
@@ -355,6 +364,8 @@ static int ccd_evaluate(void *state, starfa_train_progress *p)
 	p->train_loss = loss;
 	if (g->has_test && starfa_test_due(p, g->o.iters, g->o.eval_every)) {
 		struct starfa_factors f;
+		if (g->reg && (rc = sync_features(g)))
+			return rc;
 		gather_rows(g, &f); /* the model's rows only when the test metrics need them */
 		rc = starfa_factors_metrics(&f, &g->test, g->csr, g->o.eval_k, &p->test);
 		p->has_test = rc == 0;

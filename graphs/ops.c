@@ -337,6 +337,9 @@ int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_ccd_feature: missing operand");
 	if (f->inner < 1 || (!f->update_w && !f->update_h))
 		return starfa_set_error(STARFA_EINVAL, "starfa_insert_ccd_feature: inner must be >= 1 and a side updated");
+	if (f->reg && (f->reg_slot < 0 || f->reg_slot >= starfa_sums_count(f->reg)))
+		return starfa_set_error(STARFA_EINVAL, "starfa_insert_ccd_feature: slot %lld of %lld sums", (long long)f->reg_slot,
+					(long long)starfa_sums_count(f->reg));
 	/* a matrix of one band a side: the whole feature in one task (the same kernels, one task's overhead) */
 	int64_t nr, nc;
 	side_grid(S, STARFA_ROWS, &nr, &nc);
@@ -360,6 +363,15 @@ int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f
 		starfa_ccd_terms hc = {NULL, NULL, NULL, NULL, f->w}, wr = {NULL, NULL, NULL, NULL, f->h};
 		if (!(rc = ccd_update(S, STARFA_COLS, f->RT, 0, &hc, f->acc_h, f->h, f->count_h, f->lambda, f->nonneg)))
 			rc = ccd_update(S, STARFA_ROWS, f->R, 0, &wr, f->acc_w, f->w, f->count_w, f->lambda, f->nonneg);
+	}
+	/* the regularization, h's blocks then w's, as the one-task feature adds them */
+	int added = f->reg_add;
+	for (int side = 0; f->reg && side < 2 && !rc; side++) {
+		const starfa_dense *x = side ? f->w : f->h, *counts = side ? f->count_w : f->count_h;
+		if (!(side ? f->update_w : f->update_h))
+			continue;
+		for (int64_t b = 0; b < starfa_dense_blocks(x) && !rc; b++, added = 1)
+			rc = starfa_task_ccd_regularizer(x, b, counts, f->reg, f->reg_slot, added, NULL);
 	}
 	return rc;
 }

@@ -614,6 +614,13 @@ typedef struct starfa_ccd_feature {
 	float lambda;
 	int nonneg, update_w, update_h;
 	int64_t inner;
+	/* NULL, or where the feature's regularization goes once its updates are done: sum count_w w^2 (when
+	 * update_w) + sum count_h h^2 (when update_h) of the new w and h, in double, written into slot
+	 * reg_slot of reg (added to it with reg_add), where the feature ran: an objective without bringing
+	 * the features home. */
+	starfa_sums *reg;
+	int64_t reg_slot;
+	int reg_add;
 } starfa_ccd_feature;
 int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f);
 /* The whole of starfa_insert_ccd_feature's graph in one task, for a matrix of one band a side (S's grid
@@ -623,6 +630,10 @@ int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f
  * 3 + 2 (inner - 1). starfa_insert_ccd_feature makes this task where it applies. It runs where the
  * band runs (its placement, or attr's worker or kind). */
 int starfa_task_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f, const starfa_task_attr *attr);
+/* Writes (add: adds to) slot `slot` of sums sum counts[r] x[r]^2 over block `block` of x (one column,
+ * counts blocked alike), in double: a block's share of CCD++'s regularization. */
+int starfa_task_ccd_regularizer(const starfa_dense *x, int64_t block, const starfa_dense *counts, starfa_sums *sums,
+				int64_t slot, int add, const starfa_task_attr *attr);
 /* R = R - w h^T on both grids: the last feature taken out again. */
 int starfa_insert_ccd_close(const starfa_tiled *S, starfa_sparse_values *R, starfa_sparse_values *RT,
 			    const starfa_dense *w, const starfa_dense *h);

@@ -209,10 +209,18 @@ static int feature_graph_on(starfa_worker_kind kind, uint64_t seed, int64_t P)
 		CHECK_OK(starfa_insert_ccd_close(S, F.R, F.RT, F.w[t], F.h[t]));
 		ref_close(&f, t);
 	}
+	/* the features' regularization goes to slot 1, which holds a sum already: the first feature must
+	 * overwrite it, the others add to it */
+	starfa_sums *reg = NULL;
+	CHECK_OK(starfa_sums_create(2, &reg));
+	CHECK_OK(starfa_task_dense_reduce(F.dcw, 0, STARFA_REDUCE_SUM, reg, 1, NULL));
 	CHECK_OK(starfa_wait()); /* the tasks counted below are the features' */
 	starfa_stats_reset();
 	for (int64_t t = 0; t < nf; t++) {
 		starfa_ccd_feature feat = feats_feature(&F, t, (float)lambda, inner);
+		feat.reg = reg;
+		feat.reg_slot = 1;
+		feat.reg_add = t > 0;
 		CHECK_OK(starfa_insert_ccd_feature(S, &feat));
 		ref_feature(&f, t - 1, t, feat.update_w, feat.update_h, inner, lambda, feat.nonneg);
 	}
@@ -237,6 +245,17 @@ static int feature_graph_on(starfa_worker_kind kind, uint64_t seed, int64_t P)
 			  (long long)(e % n), F.H[e], f.H[e]);
 	for (int64_t e = 0; e < n; e++)
 		CHECK(F.H[3 * n + e] >= 0.0f);
+	/* the regularization of each feature's updated sides (feature 0 updates w only, feature 1 h only) */
+	double want_reg = 0, got_reg[2] = {NAN, NAN};
+	for (int64_t t = 0; t < nf; t++) {
+		for (int64_t i = 0; t != 1 && i < m; i++)
+			want_reg += f.cw[i] * f.W[t * m + i] * f.W[t * m + i];
+		for (int64_t j = 0; t != 0 && j < n; j++)
+			want_reg += f.ch[j] * f.H[t * n + j] * f.H[t * n + j];
+	}
+	CHECK_OK(starfa_sums_read(reg, got_reg));
+	CHECK_MSG(close_to(got_reg[1], want_reg, tol), "regularization %.9g, reference %.9g", got_reg[1], want_reg);
+	CHECK(got_reg[0] == 0.0);
 	/* the residual on the forward grid, and on the transposed one (column by column) */
 	CHECK_OK(starfa_sparse_values_gather(F.R, got));
 	for (int64_t e = 0; e < A->nnz; e++)
@@ -264,6 +283,15 @@ static int feature_graph_on(starfa_worker_kind kind, uint64_t seed, int64_t P)
 	CHECK(starfa_task_ccd_pass(S, STARFA_COLS, 0, 0, F.R, 0, &wrong_side, F.dah, 0, NULL) == STARFA_EINVAL);
 	CHECK(starfa_task_ccd_pass(S, STARFA_ROWS, P, 0, F.R, 0, &wrong_side, F.daw, 0, NULL) == STARFA_EINVAL);
 	CHECK(starfa_task_ccd_solve(F.w[2], 0, F.dah, F.dcw, 0.1f, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_ccd_regularizer(F.w[2], 0, F.dch, reg, 0, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_ccd_regularizer(F.w[2], 0, F.dcw, reg, 2, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_ccd_regularizer(F.w[2], P, F.dcw, reg, 0, 0, NULL) == STARFA_EINVAL);
+	starfa_ccd_feature bad_slot = feats_feature(&F, 2, 0.1f, 2);
+	bad_slot.reg = reg;
+	bad_slot.reg_slot = 2;
+	CHECK(starfa_insert_ccd_feature(S, &bad_slot) == STARFA_EINVAL);
+	if (P == 1)
+		CHECK(starfa_task_ccd_feature(S, &bad_slot, NULL) == STARFA_EINVAL);
 	/* the one-task feature: only on one tile a side, with a held vector of its own */
 	starfa_ccd_feature one = feats_feature(&F, 2, 0.1f, 2);
 	if (P > 1)
@@ -273,6 +301,7 @@ static int feature_graph_on(starfa_worker_kind kind, uint64_t seed, int64_t P)
 	one.held = NULL;
 	CHECK(starfa_task_ccd_feature(S, &one, NULL) == STARFA_EINVAL);
 	starfa_csr_free(AT);
+	starfa_sums_free(reg);
 	feats_free(&F, 1);
 	starfa_tiled_free(S);
 	starfa_csr_free(A);
