@@ -347,10 +347,12 @@ static int feature_by_band_tasks(const starfa_tiled *S, const starfa_ccd_feature
 /* One run of five features (a user bias, an item bias, three factors, the last non-negative) on a grid
  * of one tile a side, by starfa_task_ccd_feature (one_task) or by the band tasks it stands for, from
  * factors drawn from seed; the features and the residual on both grids come back in F (its arrays) and
- * vals, vals_t. */
+ * vals, vals_t, and with one_task the features' regularization summed by their tasks in *reg. */
 static int feature_run(const starfa_csr *A, const starfa_tiled *S, uint64_t seed, int one_task, struct feats *F,
-		       float *vals, float *vals_t)
+		       float *vals, float *vals_t, double *reg)
 {
+	starfa_sums *sums = NULL;
+	CHECK_OK(starfa_sums_create(1, &sums));
 	const int64_t nf = 5, inner = 4;
 	CHECK_OK(feats_create(A, S, nf, &seed, F));
 	const float lambda = (float)(0.05 + testing_uniform(&seed));
@@ -358,6 +360,8 @@ static int feature_run(const starfa_csr *A, const starfa_tiled *S, uint64_t seed
 	starfa_stats_reset();
 	for (int64_t t = 0; t < nf; t++) {
 		starfa_ccd_feature f = feats_feature(F, t, lambda, inner);
+		f.reg = sums;
+		f.reg_add = t > 0;
 		if (one_task)
 			CHECK_OK(starfa_task_ccd_feature(S, &f, NULL));
 		else
@@ -370,12 +374,16 @@ static int feature_run(const starfa_csr *A, const starfa_tiled *S, uint64_t seed
 		  "%lld tasks for %lld one-task features", (long long)(st.tasks[0] + st.tasks[1]), (long long)nf);
 	CHECK_OK(starfa_sparse_values_gather(F->R, vals));
 	CHECK_OK(starfa_sparse_values_gather(F->RT, vals_t));
+	if (one_task)
+		CHECK_OK(starfa_sums_read(sums, reg));
+	starfa_sums_free(sums);
 	feats_free(F, 0); /* brings the features home */
 	return 0;
 }
 
 /* starfa_task_ccd_feature against the band tasks it stands for, on one kind of worker: on the CPU the
- * same bits in the features and the residual on both grids, on CUDA workers the same to rounding. */
+ * same bits in the features and the residual on both grids, on CUDA workers the same to rounding; and
+ * the regularization its tasks summed against the features' own. */
 static int feature_task(starfa_worker_kind kind, uint64_t seed)
 {
 	CHECK_OK(testing_runtime_only(kind));
@@ -389,18 +397,28 @@ static int feature_task(starfa_worker_kind kind, uint64_t seed)
 	const int64_t m = A->nrows, n = A->ncols, nf = 5;
 	struct feats F[2];
 	float *vals[2], *vals_t[2];
+	double reg[2] = {NAN, NAN};
 	const uint64_t draw = rng++;
-	for (int r = 0; r < 2; r++) {
+	for (int r = 0; r < 2; r++) { /* the band tasks, then the one-task feature */
 		vals[r] = malloc(sizeof(float) * (size_t)A->nnz);
 		vals_t[r] = malloc(sizeof(float) * (size_t)A->nnz);
 		CHECK(vals[r] && vals_t[r]);
-		CHECK_OK(feature_run(A, S, draw, r, &F[r], vals[r], vals_t[r]));
+		CHECK_OK(feature_run(A, S, draw, r, &F[r], vals[r], vals_t[r], &reg[r]));
 	}
 	CHECK_MSG(testing_band_same(F[0].W, F[1].W, nf * m, exact), "w differs from the band tasks'");
 	CHECK_MSG(testing_band_same(F[0].H, F[1].H, nf * n, exact), "h differs from the band tasks'");
 	CHECK_MSG(testing_band_same(vals[0], vals[1], A->nnz, exact), "the residual differs from the band tasks'");
 	CHECK_MSG(testing_band_same(vals_t[0], vals_t[1], A->nnz, exact),
 		  "the transposed residual differs from the band tasks'");
+	/* feature 0 updates w only, feature 1 h only */
+	double want = 0;
+	for (int64_t t = 0; t < nf; t++) {
+		for (int64_t i = 0; t != 1 && i < m; i++)
+			want += (double)F[1].cw[i] * F[1].W[t * m + i] * F[1].W[t * m + i];
+		for (int64_t j = 0; t != 0 && j < n; j++)
+			want += (double)F[1].ch[j] * F[1].H[t * n + j] * F[1].H[t * n + j];
+	}
+	CHECK_MSG(close_to(reg[1], want, 1e-9), "regularization %.12g, from the features %.12g", reg[1], want);
 	for (int r = 0; r < 2; r++) {
 		feats_free(&F[r], 1);
 		free(vals[r]);
