@@ -736,11 +736,12 @@ enum {
 	CCD_BAND_INNER,
 	CCD_BAND_CLOSE,
 	CCD_FEATURE,
+	CCD_REGULARIZER,
 	CCD_NOPS
 };
 static const char *const ccd_names[CCD_NOPS] = {"ccd pass (open, rows)", "ccd pass (open, cols)", "ccd pass (inner)",
 						"ccd pass (close)", "ccd solve", "ccd band (open)", "ccd band (inner)",
-						"ccd band (close)", "ccd feature"};
+						"ccd band (close)", "ccd feature", "ccd regularizer"};
 
 struct ccd_ctx {
 	starfa_tiled *S;
@@ -772,12 +773,13 @@ static int insert_ccd_op(void *ctx, int op)
 					g->reg,   0,	      1};
 		return starfa_task_ccd_feature(g->S, &f, NULL);
 	}
+	case CCD_REGULARIZER: return starfa_task_ccd_regularizer(g->w, 0, g->count_w, g->reg, 0, 0, NULL);
 	default: return starfa_task_ccd_solve(g->w, 0, g->acc_w, g->count_w, 0.05f, 0, NULL);
 	}
 }
 
-/* Calibrates CCD++'s passes (the four kinds a feature makes), its update, its band tasks and the
- * one-task feature on one tile; their cost
+/* Calibrates CCD++'s passes (the four kinds a feature makes), its update, its band tasks, the
+ * one-task feature and a block's regularization on one tile; their cost
  * does not depend on the rank, so the first rank asked for only. */
 static int calibrate_ccd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
 {
