@@ -196,7 +196,7 @@ static void solve_run(const char *codelet, int64_t nrows, float *acc, int64_t ld
 		return;
 	}
 #endif
-	(void)codelet, (void)stream, (void)clear;
+	(void)codelet, (void)stream, (void)clear; /* (on a CUDA worker clear writes acc: only where its buffer is writable) */
 	starfa_cpu_ccd_solve(nrows, acc, ld_acc, counts, ld_counts, lambda, nonneg, x, ld_x);
 	if (reg)
 		*reg += starfa_cpu_ccd_regularizer(nrows, x, ld_x, counts, ld_counts);
@@ -536,7 +536,7 @@ static int64_t feature_rounds(const struct ccd_feature_args *a)
  * the row side's with the held h and w's update (or the pass alone); inner - 1 more updates of h and w
  * over R^ as it stands; with reg, sum counts x^2 of each updated side's final x into the slot. On the
  * CPU, or as kernels in turn on the CUDA worker's stream (`stream`): there one kernel opens the feature
- * (held, both accumulators zeroed, the slot zeroed), each update leaves its accumulator at zero for the
+ * (held, both accumulators zeroed, the slot zeroed unless reg_add), each update leaves its accumulator at zero for the
  * next pass to add into, and the last update of a side adds its regularization: no memsets. */
 static void ccd_feature_run(void *buffers[], const struct ccd_feature_args *a, void *stream)
 {

@@ -69,10 +69,13 @@ STARFA_HD float starfa_uniform_at(uint64_t seed, uint64_t index)
 	return (float)(z >> 40) * 0x1p-24f;
 }
 
-/* lo + (hi - lo) u for that draw, with one rounding (fmaf): the same bits on the host and the device. */
+/* lo + (hi - lo) u for that draw, with one rounding (fmaf): the same bits on the host and the device.
+ * That rounding can reach hi for u near 1; such a draw is the largest float below hi, so that every
+ * draw lies in [lo, hi) when lo < hi. */
 STARFA_HD float starfa_uniform_between(float lo, float hi, uint64_t seed, uint64_t index)
 {
-	return fmaf(hi - lo, starfa_uniform_at(seed, index), lo);
+	const float v = fmaf(hi - lo, starfa_uniform_at(seed, index), lo);
+	return v < hi || !(lo < hi) ? v : nextafterf(hi, lo);
 }
 
 /* y = op(a, b, z, y) of a dense map. */

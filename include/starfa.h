@@ -515,7 +515,8 @@ int starfa_task_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, cons
 			 const starfa_dense *lam, int64_t block, int start, const starfa_task_attr *attr);
 
 /* Fills block `block` of Y with uniform draws in [lo, hi) (finite, lo <= hi): the element in row r of Y
- * (counted from Y's first row, not the block's) and column c gets lo + (hi − lo)·u, u the top 24 bits
+ * (counted from Y's first row, not the block's) and column c gets lo + (hi − lo)·u (in one rounding; the
+ * float just below hi where that rounds to hi), u the top 24 bits
  * of SplitMix64 (Steele, Lea & Flood 2014) at counter r·cols + c + 1 from `seed`, over 2^24. The values
  * depend on the seed and the element only: the same on CPU and CUDA workers, with any blocking. */
 int starfa_task_dense_uniform(starfa_dense *Y, int64_t block, float lo, float hi, uint64_t seed,
@@ -625,10 +626,11 @@ typedef struct starfa_ccd_feature {
 int starfa_insert_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f);
 /* The whole of starfa_insert_ccd_feature's graph in one task, for a matrix of one band a side (S's grid
  * and its transposed grid one tile each, with entries): the held copy of h, both sides' passes and
- * updates and the inner iterations, the same kernels in the same order as that graph's band tasks (on
- * the CPU their bits, on a CUDA worker the same to rounding), for one task's overhead instead of
- * 3 + 2 (inner - 1). starfa_insert_ccd_feature makes this task where it applies. It runs where the
- * band runs (its placement, or attr's worker or kind). */
+ * updates and the inner iterations, the same passes and updates in the same order as that graph's
+ * band tasks (on the CPU their bits; on a CUDA worker the same to rounding, with one opening kernel and
+ * no memsets), for one task's overhead instead of 3 + 2 (inner - 1) (and, with reg, one a block of each
+ * updated side). starfa_insert_ccd_feature makes this task where it applies. It runs where the band
+ * runs (its placement, or attr's worker or kind). */
 int starfa_task_ccd_feature(const starfa_tiled *S, const starfa_ccd_feature *f, const starfa_task_attr *attr);
 /* Writes (add: adds to) slot `slot` of sums sum counts[r] x[r]^2 over block `block` of x (one column,
  * counts blocked alike), in double: a block's share of CCD++'s regularization. */

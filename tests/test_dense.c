@@ -223,7 +223,8 @@ static int special_functions(starfa_worker_kind kind, uint64_t seed)
 	return 0;
 }
 
-/* Uniform draws: every value on a poisoned output is exactly lo + (hi - lo) u (one rounding) with u
+/* Uniform draws: every value on a poisoned output is exactly lo + (hi - lo) u (one rounding; the float
+ * below hi where that rounds to hi) with u
  * from the element's place in the whole matrix, whatever the blocking; they lie in [lo, hi) with the
  * mean and variance of the uniform; another seed gives other values; bad bounds are refused. */
 static int uniform_draws(starfa_worker_kind kind, uint64_t seed)
@@ -247,7 +248,8 @@ static int uniform_draws(starfa_worker_kind kind, uint64_t seed)
 	CHECK_OK(starfa_dense_sync(dY));
 	double sum = 0, squares = 0;
 	for (int64_t e = 0; e < n; e++) {
-		const float u = (float)(testing_splitmix64(s1, (uint64_t)e) >> 40) * 0x1p-24f, want = fmaf(hi - lo, u, lo);
+		const float u = (float)(testing_splitmix64(s1, (uint64_t)e) >> 40) * 0x1p-24f, v = fmaf(hi - lo, u, lo),
+			    want = v < hi || lo == hi ? v : nextafterf(hi, lo); /* a rounding up to hi: just below */
 		CHECK_MSG(Y[e] == want, "value %lld: %.9g, want %.9g", (long long)e, Y[e], want);
 		CHECK(Y[e] >= lo && (Y[e] < hi || lo == hi));
 		sum += u;
