@@ -7,15 +7,22 @@
 
 #include <stddef.h>
 
-/* One update; gu and gv: the rows' AdaGrad accumulators (NULL without). */
-STARFA_CPU_CLONES
-static float update(float *restrict u, float *restrict v, int64_t k, float r, const struct starfa_sgd_pass *s,
+/* One update; gu and gv: the rows' AdaGrad accumulators (NULL without). Inlined into the kernel's
+ * clones, so that each is vectorized for its architecture with no call an update. */
+static inline __attribute__((always_inline)) float update(float *restrict u, float *restrict v, int64_t k, float r, const struct starfa_sgd_pass *s,
 		    float *gu, float *gv)
 {
-	float dot = u[k] + v[k + 1];
-#pragma omp simd reduction(+ : dot)
-	for (int64_t d = 0; d < k; d++)
-		dot += u[d] * v[d];
+	/* The dot product in 8 partial sums and a tree: a reduction clause's epilogue adds a whole
+	 * vector's lanes one after the other, the longest chain of an update at small k. */
+	float acc[8] = {0};
+	int64_t d0 = 0;
+	for (; d0 + 8 <= k; d0 += 8)
+		for (int j = 0; j < 8; j++)
+			acc[j] += u[d0 + j] * v[d0 + j];
+	for (int j = 0; d0 + j < k; j++)
+		acc[j] += u[d0 + j] * v[d0 + j];
+	float dot = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+	dot += u[k] + v[k + 1];
 	const float e = r - s->mu - dot, lambda = s->lambda;
 	float lr_u = s->lr, lr_v = s->lr;
 	if (gu) {
@@ -44,24 +51,40 @@ static float update(float *restrict u, float *restrict v, int64_t k, float r, co
 	return e;
 }
 
-double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
+/* The kernel, built for each architecture (cpu/clones.h) behind the exported entry below. */
+STARFA_CPU_CLONES
+static double sgd_tile(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
 		      int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
 		      const struct starfa_sgd_pass *s)
 {
 	float u[STARFA_SGD_MAX_RANK + 2], v[STARFA_SGD_MAX_RANK + 2]; /* FP16 rows, widened */
+	uint32_t rows[STARFA_SGD_CHUNK], order[STARFA_SGD_CHUNK];   /* a chunk's rows and its visiting order */
 	const int64_t w = s->k + 2;
 	const int ada = s->adagrad && Gu && Gv;
+	const size_t esize = s->half ? sizeof(uint16_t) : sizeof(float);
 	const uint32_t nnz = rowptr[nrows];
 	double sse = 0.0;
 	int64_t row = 0;
 	for (uint32_t c0 = 0, chunk = 0; c0 < nnz; c0 += STARFA_SGD_CHUNK, chunk++) {
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
 		const uint32_t key = starfa_sgd_key(s->seed, s->epoch, s->tile, chunk);
+		/* The chunk's rows by one walk along rowptr (no search an entry), and its order. */
 		row = starfa_sgd_row_of(rowptr, nrows, row, c0);
 		for (uint32_t q = 0; q < n; q++) {
-			const uint32_t p = c0 + starfa_sgd_order(q, n, key);
-			const int64_t r = starfa_sgd_row_of(rowptr, nrows, row, p);
+			while (rowptr[row + 1] <= c0 + q)
+				row++;
+			rows[q] = (uint32_t)row;
+			order[q] = starfa_sgd_order(q, n, key);
+		}
+		for (uint32_t q = 0; q < n; q++) {
+			const uint32_t i = order[q], p = c0 + i;
+			const int64_t r = rows[i];
 			const int64_t c = colind[p];
+			if (q + 1 < n) { /* the next update's rows are random reads: start them now */
+				const uint32_t i1 = order[q + 1];
+				__builtin_prefetch((const char *)U + (size_t)rows[i1] * (size_t)ldu * esize, 1);
+				__builtin_prefetch((const char *)V + (size_t)colind[c0 + i1] * (size_t)ldv * esize, 1);
+			}
 			float *gu = ada ? Gu + r * ldgu : NULL, *gv = ada ? Gv + c * ldgv : NULL;
 			float e;
 			if (s->half) {
@@ -78,4 +101,11 @@ double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *col
 		}
 	}
 	return sse;
+}
+
+double starfa_cpu_sgd(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
+		      int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
+		      const struct starfa_sgd_pass *s)
+{
+	return sgd_tile(nrows, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, s);
 }
