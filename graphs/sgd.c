@@ -51,7 +51,9 @@ struct sgd {
 	const starfa_coo *coo;
 	starfa_csr *csr;
 	starfa_tiled *S;
-	int64_t k, w, P;          /* rank, row width (k + 2, padded to a multiple of 4), strata */
+	int64_t k, w;             /* rank, row width (k + 2, padded to a multiple of 4) */
+	int64_t P, Q;             /* row bands, and column bands = strata (Q = P, or P + 1 where the cores
+				   * have row bands: see sgd_iterate) */
 	starfa_split split[2];    /* where the strata's tiles run (row bands; the columns follow) */
 	float *U, *V, *saved_U, *saved_V, *GU, *GV;
 	starfa_dense *dU, *dV, *dsU, *dsV, *dGU, *dGV; /* factors, the bold driver's copies, AdaGrad's accumulators */
@@ -213,9 +215,16 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	if (P == 0) {
 		double epoch = (double)c->nnz * (double)g->o.rank;
 		const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
-		const int64_t per_gpu = ngpu > 0 && c->nnz / ((int64_t)ngpu * ngpu) < GPU_WAVE_ENTRIES ? 1 : 2;
+		int64_t per_gpu = ngpu > 0 && c->nnz / ((int64_t)ngpu * ngpu) < GPU_WAVE_ENTRIES ? 1 : 2;
 		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 			return rc;
+		if (tiling.placed && tiling.cpu_bands > 0 && per_gpu > 1) {
+			/* A split: the GPUs' tiles become 1 / (P + 1) of their band (below), so one band a
+			 * GPU keeps them large. */
+			per_gpu = 1;
+			if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
+				return rc;
+		}
 		P = tiling.placed ? tiling.row_tiles : 2 * (workers > 0 ? workers : 1);
 		while (!tiling.placed && P > 1 && c->nnz / (P * P) < MIN_TILE_NNZ)
 			P--;
@@ -229,7 +238,16 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	}
 	if (P > c->nrows || P > c->ncols)
 		tiling.placed = 0; /* a tiny matrix: no bands to place */
-	g->P = tiling.row_tiles = tiling.col_tiles = P;
+	g->P = g->Q = tiling.row_tiles = tiling.col_tiles = P;
+	if (tiling.placed && tiling.cpu_bands > 0 && P + 1 <= c->ncols) {
+		/* The cores' share: thin row bands of their own (one a core), and the columns cut evenly into
+		 * P + 1 bands, so that a stratum gives every band a tile of the same share of its entries:
+		 * a core's tile is then as short as a GPU's where the share matches their speeds. Cutting the
+		 * columns as the rows (the cores' bands thin on both sides) made a core's thin row band meet a
+		 * GPU's wide column band in every stratum, the critical path of each (bench/PLACEMENT.md). */
+		tiling.cpu_rows_only = 1;
+		g->Q = tiling.col_tiles = P + 1;
+	}
 	if ((rc = starfa_tiled_create(c, &tiling, &g->S)))
 		return rc;
 	size_t nu = (size_t)(c->nrows * g->w), ni = (size_t)(c->ncols * g->w);
@@ -237,7 +255,7 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	g->V = starfa_malloc(ni, sizeof *g->V);
 	g->saved_U = starfa_malloc(nu, sizeof *g->U);
 	g->saved_V = starfa_malloc(ni, sizeof *g->V);
-	g->slots = starfa_malloc((size_t)(P * P), sizeof *g->slots);
+	g->slots = starfa_malloc((size_t)(P * g->Q), sizeof *g->slots);
 	if (!g->U || !g->V || !g->saved_U || !g->saved_V || !g->slots)
 		return STARFA_ENOMEM;
 	init_rows(g->U, c->nrows, g->k, g->w, 1, (uint64_t)g->o.seed);
@@ -259,7 +277,7 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->V, g->w, &g->dV)) ||
 	    (rc = starfa_dense_create(g->S, STARFA_ROWS, g->saved_U, g->w, &g->dsU)) ||
 	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->saved_V, g->w, &g->dsV)) ||
-	    (rc = starfa_sparse_values_create(g->S, STARFA_ROWS, &g->pred)) || (rc = starfa_sums_create(P * P, &g->sse)))
+	    (rc = starfa_sparse_values_create(g->S, STARFA_ROWS, &g->pred)) || (rc = starfa_sums_create(P * g->Q, &g->sse)))
 		return rc;
 	if (g->o.schedule == SCHEDULE_ADAGRAD) {
 		g->GU = starfa_malloc((size_t)c->nrows, sizeof *g->GU);
@@ -302,17 +320,26 @@ static void shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
 	}
 }
 
+/* An epoch is Q strata. Stratum s holds tiles (i, (i + shift_s) mod Q) for every row band i: they share no
+ * row and no column band, and over the Q strata each row band meets every column band once. With Q = P
+ * the shifts are a random permutation. With Q = P + 1 (the cores' row bands, the GPUs' first) one column
+ * band sits out each stratum, (shift_s - 1) mod Q; the shifts then go down by one a stratum from a random
+ * start, so the band that sits out stratum s is GPU band 0's in stratum s + 1: it was last written by the
+ * cores' last band in stratum s - 1, and has a whole stratum to reach the GPU before it is needed. */
 static int sgd_iterate(void *state, int64_t iteration)
 {
 	struct sgd *g = state;
-	const int64_t P = g->P;
+	const int64_t P = g->P, Q = g->Q;
 	if (g->o.schedule == SCHEDULE_INVTIME)
 		g->lr = g->o.lr / (1.0 + g->o.decay * pow((double)g->epoch, 1.5));
-	int64_t *shifts = starfa_malloc((size_t)P, sizeof *shifts);
+	int64_t *shifts = starfa_malloc((size_t)Q, sizeof *shifts);
 	if (!shifts)
 		return STARFA_ENOMEM;
 	/* Every attempt draws its own orders, a redone epoch too. */
-	shuffle(shifts, P, (uint64_t)g->o.seed, iteration);
+	shuffle(shifts, Q, (uint64_t)g->o.seed, iteration);
+	if (Q > P)
+		for (int64_t s = 1; s < Q; s++)
+			shifts[s] = (shifts[0] + Q - s) % Q;
 	starfa_sgd_step step = {g->k,
 				(float)g->lr,
 				(float)g->o.lambda,
@@ -325,10 +352,10 @@ static int sgd_iterate(void *state, int64_t iteration)
 				g->o.fp16};
 	starfa_dense *U = g->o.fp16 ? g->dhU : g->dU, *V = g->o.fp16 ? g->dhV : g->dV;
 	int rc = 0;
-	for (int64_t s = 0; s < P && !rc; s++)
+	for (int64_t s = 0; s < Q && !rc; s++)
 		for (int64_t i = 0; i < P && !rc; i++) {
-			int64_t j = (i + shifts[s]) % P;
-			rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * P + j, NULL);
+			int64_t j = (i + shifts[s]) % Q;
+			rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j, NULL);
 		}
 	free(shifts);
 	int wrc = starfa_wait();
@@ -341,10 +368,10 @@ static void first_bad_tile(struct sgd *g, int64_t *ti, int64_t *tj)
 	*ti = *tj = -1;
 	if (starfa_sums_read(g->sse, g->slots) != 0)
 		return;
-	for (int64_t t = 0; t < g->P * g->P; t++)
+	for (int64_t t = 0; t < g->P * g->Q; t++)
 		if (!isfinite(g->slots[t])) {
-			*ti = t / g->P;
-			*tj = t % g->P;
+			*ti = t / g->Q;
+			*tj = t % g->Q;
 			return;
 		}
 }
@@ -399,7 +426,8 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 {
 	struct sgd *g = state;
 	const starfa_csr *c = g->csr;
-	p->row_tiles = p->col_tiles = g->P;
+	p->row_tiles = g->P;
+	p->col_tiles = g->Q;
 	p->split = g->split;
 	double sse, loss;
 	int rc = objective(g, &sse, &loss);

@@ -7,6 +7,7 @@
 #ifdef STARFA_USE_CUDA
 #include "gpu/sgd.h"
 #include "testing_cuda.h"
+#include <starpu.h>
 #endif
 
 #include <float.h>
@@ -334,6 +335,35 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	return 0;
 }
 
+/* The sgd tasks of a task log: each wrote its two blocks and its slot, and no two that overlapped in time
+ * ran on one worker or shared data one of them wrote. Counts them, and the overlapping pairs. */
+static int sgd_tasks_share_nothing(const starfa_task_record *log, int64_t n, int64_t *nsgd, int64_t *overlapping)
+{
+	*nsgd = *overlapping = 0;
+	for (int64_t a = 0; a < n; a++) {
+		if (strcmp(log[a].codelet, "sgd") != 0)
+			continue;
+		++*nsgd;
+		int written = 0;
+		for (int b = 0; b < log[a].nbuffers; b++)
+			written += log[a].writes[b];
+		CHECK_MSG(written == 3 && log[a].worker >= 1 && log[a].end_us >= log[a].start_us,
+			  "sgd task %lld: %d written buffers, worker %d", (long long)a, written, log[a].worker);
+		for (int64_t c = a + 1; c < n; c++) {
+			if (strcmp(log[c].codelet, "sgd") != 0 || log[a].end_us <= log[c].start_us ||
+			    log[c].end_us <= log[a].start_us)
+				continue;
+			++*overlapping;
+			CHECK(log[a].worker != log[c].worker);
+			for (int x = 0; x < log[a].nbuffers; x++)
+				for (int y = 0; y < log[c].nbuffers; y++)
+					CHECK_MSG(!(log[a].data[x] == log[c].data[y] && (log[a].writes[x] || log[c].writes[y])),
+						  "concurrent sgd tasks %lld and %lld share data", (long long)a, (long long)c);
+		}
+	}
+	return 0;
+}
+
 /* The task log of a training run on 4 CPU workers: every epoch's P x P tile tasks ran, and no two sgd
  * tasks that overlapped in time wrote the same data (a user block, an item block or a loss slot). */
 TEST(sgd, concurrent_tasks_share_no_block)
@@ -363,27 +393,8 @@ TEST(sgd, concurrent_tasks_share_no_block)
 	CHECK_OK(starfa_task_log_end(&log, &n));
 	CHECK_OK(trained);
 	int64_t nsgd = 0, overlapping = 0;
-	for (int64_t a = 0; a < n; a++) {
-		if (strcmp(log[a].codelet, "sgd") != 0)
-			continue;
-		nsgd++;
-		int written = 0;
-		for (int b = 0; b < log[a].nbuffers; b++)
-			written += log[a].writes[b];
-		CHECK_MSG(written == 3 && log[a].worker >= 1 && log[a].end_us >= log[a].start_us,
-			  "sgd task %lld: %d written buffers, worker %d", (long long)a, written, log[a].worker);
-		for (int64_t c = a + 1; c < n; c++) {
-			if (strcmp(log[c].codelet, "sgd") != 0 || log[a].end_us <= log[c].start_us ||
-			    log[c].end_us <= log[a].start_us)
-				continue;
-			overlapping++;
-			CHECK(log[a].worker != log[c].worker);
-			for (int x = 0; x < log[a].nbuffers; x++)
-				for (int y = 0; y < log[c].nbuffers; y++)
-					CHECK_MSG(!(log[a].data[x] == log[c].data[y] && (log[a].writes[x] || log[c].writes[y])),
-						  "concurrent sgd tasks %lld and %lld share data", (long long)a, (long long)c);
-		}
-	}
+	if (sgd_tasks_share_nothing(log, n, &nsgd, &overlapping))
+		return 1;
 	CHECK_MSG(nsgd == epochs * P * P, "%lld sgd tasks logged, %lld expected", (long long)nsgd,
 		  (long long)(epochs * P * P));
 	/* Four workers on a 4 x 4 grid run strata's tiles side by side. */
@@ -519,6 +530,120 @@ static int one_warp_case(int64_t k, int padded, int adagrad, int half, uint64_t 
 	free(GV);
 	free(SU);
 	free(SV);
+	starfa_csr_free(S);
+	return 0;
+}
+
+/* The cores' share of an epoch by hand (STARFA_PLACEMENT=split, STARFA_CPU_SHARE): a row band a GPU and a
+ * core, the columns in one band more, every row band meeting every column band once an epoch, the GPUs'
+ * row bands on the CUDA workers and the cores' on the CPU workers, no two concurrent tasks sharing a
+ * block; and the training as good as the GPUs' alone. */
+struct split_run {
+	int64_t P, Q;
+	double first, last;
+};
+
+static int split_record(const starfa_train_progress *p, void *user_data)
+{
+	struct split_run *r = user_data;
+	r->P = p->row_tiles;
+	r->Q = p->col_tiles;
+	if (p->iteration == 1)
+		r->first = p->train_rmse;
+	r->last = p->train_rmse;
+	return 0;
+}
+
+TEST(sgd_cuda, split_epoch_covers_the_grid)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	starfa_options all;
+	starfa_options_default(&all);
+	CHECK_OK(testing_runtime_with(&all));
+	const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU), ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+	if (ncpu == 0 || ngpu == 0)
+		SKIP("needs CPU and CUDA workers");
+	uint64_t rng = testing_seed() + 78;
+	starfa_csr *S = ratings(3000, 2000, 120000, &rng);
+	CHECK(S);
+	starfa_coo *coo = testing_coo_of(S);
+	CHECK(coo);
+	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
+	CHECK(sgd);
+	void *params = calloc(1, sgd->params_size);
+	CHECK(params);
+	sgd->defaults(params);
+	const int64_t epochs = 5;
+	CHECK_OK(starfa_param_set(sgd, params, "iters", "5"));
+	CHECK_OK(starfa_param_set(sgd, params, "schedule", "invtime")); /* no redone epochs: a fixed count */
+	CHECK_OK(starfa_param_set(sgd, params, "tol", "0"));
+	CHECK_OK(starfa_param_set(sgd, params, "rank", "16"));
+	CHECK_OK(starfa_param_set(sgd, params, "lr", "0.02"));
+	struct split_run alone = {0}, split = {0};
+	starfa_model *m = NULL;
+	CHECK_OK(starfa_train(sgd, params, coo, NULL, split_record, &alone, &m));
+	starfa_model_free(m);
+	m = NULL;
+	setenv("STARFA_PLACEMENT", "split", 1);
+	setenv("STARFA_CPU_SHARE", "0.2", 1);
+	int rc = starfa_task_log_begin();
+	int trained = rc ? rc : starfa_train(sgd, params, coo, NULL, split_record, &split, &m);
+	starfa_task_record *log = NULL;
+	int64_t n = 0;
+	if (!rc)
+		rc = starfa_task_log_end(&log, &n);
+	unsetenv("STARFA_CPU_SHARE");
+	unsetenv("STARFA_PLACEMENT");
+	CHECK_OK(rc);
+	CHECK_OK(trained);
+	starfa_model_free(m);
+	CHECK_MSG(split.P == ngpu + ncpu && split.Q == split.P + 1, "a %lld x %lld grid for %lld GPUs and %lld cores",
+		  (long long)split.P, (long long)split.Q, (long long)ngpu, (long long)ncpu);
+	int64_t nsgd = 0, overlapping = 0;
+	if (sgd_tasks_share_nothing(log, n, &nsgd, &overlapping))
+		return 1;
+	/* Every tile once an epoch: its (user block, item block) pair `epochs` times; P user blocks, the
+	 * GPUs' on CUDA workers only, the cores' on CPU workers only; Q item blocks. */
+	const void *ublock[64], *vblock[64];
+	int64_t nu = 0, nv = 0, pairs[64][64] = {{0}};
+	int ukind[64];
+	for (int64_t a = 0; a < n; a++) {
+		if (strcmp(log[a].codelet, "sgd") != 0)
+			continue;
+		int64_t u = 0, v = 0;
+		while (u < nu && ublock[u] != log[a].data[1])
+			u++;
+		while (v < nv && vblock[v] != log[a].data[2])
+			v++;
+		CHECK(u < 64 && v < 64);
+		const int kind = starpu_worker_get_type(log[a].worker - 1) == STARPU_CUDA_WORKER;
+		if (u == nu) {
+			ublock[nu++] = log[a].data[1];
+			ukind[u] = kind;
+		}
+		if (v == nv)
+			vblock[nv++] = log[a].data[2];
+		CHECK_MSG(ukind[u] == kind, "user block %lld ran on both kinds of worker", (long long)u);
+		pairs[u][v]++;
+	}
+	CHECK_MSG(nu == split.P && nv == split.Q, "%lld user and %lld item blocks", (long long)nu, (long long)nv);
+	int64_t on_gpus = 0, tiles = 0;
+	for (int64_t u = 0; u < nu; u++) {
+		on_gpus += ukind[u];
+		for (int64_t v = 0; v < nv; v++) {
+			CHECK_MSG(pairs[u][v] == 0 || pairs[u][v] == epochs, "blocks %lld, %lld met %lld times",
+				  (long long)u, (long long)v, (long long)pairs[u][v]);
+			tiles += pairs[u][v] > 0;
+		}
+	}
+	CHECK_MSG(on_gpus == ngpu && nsgd == epochs * tiles && tiles >= split.P * split.Q - split.P,
+		  "%lld user blocks on GPUs, %lld tasks, %lld tiles", (long long)on_gpus, (long long)nsgd, (long long)tiles);
+	CHECK_MSG(split.last < split.first && split.last <= 1.05 * alone.last + 0.01,
+		  "training RMSE %g -> %g split, %g on the GPUs alone", split.first, split.last, alone.last);
+	free(log);
+	free(params);
+	starfa_coo_free(coo);
 	starfa_csr_free(S);
 	return 0;
 }
