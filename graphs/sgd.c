@@ -1,5 +1,6 @@
-/* SGD matrix factorization as a task graph: the ratings in a P x P grid of tiles; an epoch is P strata,
- * stratum s the P tiles (i, (i + shift_s) mod P), which share no row band and no column band. A task on
+/* SGD matrix factorization as a task graph: the ratings in a P x Q grid of tiles (Q = P, or P + 1 where the
+ * cores have row bands of their own: sgd_iterate); an epoch is Q strata, stratum s the P tiles
+ * (i, (i + shift_s) mod Q), which share no row band and no column band. A task on
  * tile (i, j) reads and writes user block i and item block j, so StarPU runs a stratum's tiles at once
  * and the tiles of different strata that share a block in order: no locks. The strata's order is drawn
  * afresh every epoch from the seed, and so is the order of the entries inside each tile's chunks
