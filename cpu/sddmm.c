@@ -5,6 +5,7 @@
  * run time. */
 #include "cpu/sddmm.h"
 
+#include "cpu/dot.h"
 #include "cpu/partition.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
@@ -35,26 +36,16 @@ static void sddmm_rows(int64_t r0, int64_t r1, const uint32_t *restrict rowptr, 
 			const float *restrict b1 = B + (int64_t)colind[p + 1] * ldb;
 			const float *restrict b2 = B + (int64_t)colind[p + 2] * ldb;
 			const float *restrict b3 = B + (int64_t)colind[p + 3] * ldb;
-			float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-			for (int64_t d = 0; d < k; d++) {
-				s0 += a[d] * b0[d];
-				s1 += a[d] * b1[d];
-				s2 += a[d] * b2[d];
-				s3 += a[d] * b3[d];
-			}
-			out[p] = epilogue(s0, p, scaled, sval, alpha, beta, out);
-			out[p + 1] = epilogue(s1, p + 1, scaled, sval, alpha, beta, out);
-			out[p + 2] = epilogue(s2, p + 2, scaled, sval, alpha, beta, out);
-			out[p + 3] = epilogue(s3, p + 3, scaled, sval, alpha, beta, out);
+			float s[4];
+			starfa_dot4(a, b0, b1, b2, b3, k, s);
+			out[p] = epilogue(s[0], p, scaled, sval, alpha, beta, out);
+			out[p + 1] = epilogue(s[1], p + 1, scaled, sval, alpha, beta, out);
+			out[p + 2] = epilogue(s[2], p + 2, scaled, sval, alpha, beta, out);
+			out[p + 3] = epilogue(s[3], p + 3, scaled, sval, alpha, beta, out);
 		}
 		for (; p < end; p++) {
 			const float *restrict b = B + (int64_t)colind[p] * ldb;
-			float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-			for (int64_t d = 0; d < k; d++)
-				s += a[d] * b[d];
-			out[p] = epilogue(s, p, scaled, sval, alpha, beta, out);
+			out[p] = epilogue(starfa_dot(a, b, k), p, scaled, sval, alpha, beta, out);
 		}
 	}
 }

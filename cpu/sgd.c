@@ -3,6 +3,7 @@
 #include "cpu/sgd.h"
 
 #include "cpu/clones.h"
+#include "cpu/dot.h"
 #include "cpu/half.h"
 
 #include <stddef.h>
@@ -12,17 +13,7 @@
 static inline __attribute__((always_inline)) float update(float *restrict u, float *restrict v, int64_t k, float r, const struct starfa_sgd_pass *s,
 		    float *gu, float *gv)
 {
-	/* The dot product in 8 partial sums and a tree: a reduction clause's epilogue adds a whole
-	 * vector's lanes one after the other, the longest chain of an update at small k. */
-	float acc[8] = {0};
-	int64_t d0 = 0;
-	for (; d0 + 8 <= k; d0 += 8)
-		for (int j = 0; j < 8; j++)
-			acc[j] += u[d0 + j] * v[d0 + j];
-	for (int j = 0; d0 + j < k; j++)
-		acc[j] += u[d0 + j] * v[d0 + j];
-	float dot = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-	dot += u[k] + v[k + 1];
+	const float dot = starfa_dot(u, v, k) + u[k] + v[k + 1];
 	const float e = r - s->mu - dot, lambda = s->lambda;
 	float lr_u = s->lr, lr_v = s->lr;
 	if (gu) {
