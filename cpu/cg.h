@@ -3,17 +3,15 @@
 #ifndef STARFA_CPU_CG_H
 #define STARFA_CPU_CG_H
 
+#include "cpu/dot.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 
 static inline float starfa_cpu_dot(const float *restrict x, const float *restrict y, int64_t n)
 {
-	float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-	for (int64_t d = 0; d < n; d++)
-		s += x[d] * y[d];
-	return s;
+	return starfa_dot(x, y, n);
 }
 
 /* y += a x over n floats: the loop the compiler vectorizes across the rank. */

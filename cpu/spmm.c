@@ -82,27 +82,17 @@ static void fused_portable(int64_t nrows, const uint32_t *restrict rowptr, const
 			const float *restrict b1 = B + (int64_t)colind[p + 1] * ldb;
 			const float *restrict b2 = B + (int64_t)colind[p + 2] * ldb;
 			const float *restrict b3 = B + (int64_t)colind[p + 3] * ldb;
-			float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-			for (int64_t c = 0; c < k; c++) {
-				s0 += a[c] * b0[c];
-				s1 += a[c] * b1[c];
-				s2 += a[c] * b2[c];
-				s3 += a[c] * b3[c];
-			}
-			const float f0 = fused_value(mode, sval[p], s0, eps), f1 = fused_value(mode, sval[p + 1], s1, eps);
-			const float f2 = fused_value(mode, sval[p + 2], s2, eps), f3 = fused_value(mode, sval[p + 3], s3, eps);
+			float s[4];
+			starfa_dot4(a, b0, b1, b2, b3, k, s);
+			const float f0 = fused_value(mode, sval[p], s[0], eps), f1 = fused_value(mode, sval[p + 1], s[1], eps);
+			const float f2 = fused_value(mode, sval[p + 2], s[2], eps), f3 = fused_value(mode, sval[p + 3], s[3], eps);
 #pragma omp simd
 			for (int64_t c = 0; c < k; c++)
 				y[c] = (((y[c] + f0 * b0[c]) + f1 * b1[c]) + f2 * b2[c]) + f3 * b3[c];
 		}
 		for (; p < end; p++) {
 			const float *restrict b = B + (int64_t)colind[p] * ldb;
-			float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-			for (int64_t c = 0; c < k; c++)
-				d += a[c] * b[c];
-			starfa_cpu_axpy(fused_value(mode, sval[p], d, eps), b, y, k);
+			starfa_cpu_axpy(fused_value(mode, sval[p], starfa_dot(a, b, k), eps), b, y, k);
 		}
 	}
 }
