@@ -10,8 +10,8 @@
 
 /* One update; gu and gv: the rows' AdaGrad accumulators (NULL without). Inlined into the kernel's
  * clones, so that each is vectorized for its architecture with no call an update. */
-static inline __attribute__((always_inline)) float update(float *restrict u, float *restrict v, int64_t k, float r, const struct starfa_sgd_pass *s,
-		    float *gu, float *gv)
+static inline __attribute__((always_inline)) float update(float *restrict u, float *restrict v, int64_t k, float r,
+							  const struct starfa_sgd_pass *s, float *gu, float *gv)
 {
 	const float dot = starfa_dot(u, v, k) + u[k] + v[k + 1];
 	const float e = r - s->mu - dot, lambda = s->lambda;
@@ -59,8 +59,8 @@ static double sgd_tile(int64_t nrows, const uint32_t *rowptr, const uint32_t *co
 	for (uint32_t c0 = 0, chunk = 0; c0 < nnz; c0 += STARFA_SGD_CHUNK, chunk++) {
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
 		const uint32_t key = starfa_sgd_key(s->seed, s->epoch, s->tile, chunk);
-		/* The chunk's rows by one walk along rowptr (no search an entry), and its order. */
-		row = starfa_sgd_row_of(rowptr, nrows, row, c0);
+		/* The chunk's rows by one walk along rowptr, on from the last chunk's (no search an entry), and
+		 * its order. */
 		for (uint32_t q = 0; q < n; q++) {
 			while (rowptr[row + 1] <= c0 + q)
 				row++;

@@ -356,18 +356,6 @@ TEST(placement, heteroprio_buckets)
 }
 
 #ifdef STARFA_USE_CUDA
-/* Every worker of the machine, CPU and CUDA, or the test is skipped. */
-#define SKIP_UNLESS_BOTH_KINDS()                                                                                \
-	do {                                                                                                    \
-		if (!gpu_available())                                                                           \
-			SKIP("no CUDA device");                                                                 \
-		starfa_options all_;                                                                            \
-		starfa_options_default(&all_);                                                                  \
-		CHECK_OK(testing_runtime_with(&all_));                                                          \
-		if (starfa_worker_count(STARFA_WORKER_CPU) == 0 || starfa_worker_count(STARFA_WORKER_CUDA) == 0) \
-			SKIP("needs CPU and CUDA workers");                                                     \
-	} while (0)
-
 /* Two GPU bands and two CPU bands holding 30% of the nonzeros: the cut lands there (within the heaviest
  * rows), each band's tasks run on its kind only, and SDDMM matches the reference. With cpu_bands 0 every
  * task, band or not, runs on the GPUs. */

@@ -108,6 +108,36 @@ static starfa_csr *ratings(int64_t m, int64_t n, int64_t nnz, uint64_t *rng)
 	return S;
 }
 
+/* A training case: random ratings (ratings() above), their COO, and SGD's default parameters. */
+struct sgd_case {
+	starfa_csr *S;
+	starfa_coo *coo;
+	const starfa_algorithm *sgd;
+	void *params;
+};
+
+static int sgd_case_open(struct sgd_case *c, int64_t m, int64_t n, int64_t nnz, uint64_t *rng)
+{
+	*c = (struct sgd_case){0};
+	c->S = ratings(m, n, nnz, rng);
+	CHECK(c->S);
+	c->coo = testing_coo_of(c->S);
+	CHECK(c->coo);
+	c->sgd = starfa_algorithm_find("sgd");
+	CHECK(c->sgd);
+	c->params = calloc(1, c->sgd->params_size);
+	CHECK(c->params);
+	c->sgd->defaults(c->params);
+	return 0;
+}
+
+static void sgd_case_close(struct sgd_case *c)
+{
+	free(c->params);
+	starfa_coo_free(c->coo);
+	starfa_csr_free(c->S);
+}
+
 TEST(sgd, tile_kernel_matches_sequential_reference)
 {
 	uint64_t rng = testing_seed() + 31;
@@ -290,15 +320,12 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 {
 	CHECK_OK(testing_runtime());
 	uint64_t rng = testing_seed() + 33;
-	starfa_csr *S = ratings(200, 150, 4000, &rng);
-	CHECK(S);
-	starfa_coo *coo = testing_coo_of(S);
-	CHECK(coo);
-	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
-	CHECK(sgd);
-	void *params = calloc(1, sgd->params_size);
-	CHECK(params);
-	sgd->defaults(params);
+	struct sgd_case tc;
+	if (sgd_case_open(&tc, 200, 150, 4000, &rng))
+		return 1;
+	const starfa_algorithm *sgd = tc.sgd;
+	void *params = tc.params;
+	starfa_coo *coo = tc.coo;
 	CHECK_OK(starfa_param_set(sgd, params, "lr", "20"));
 	CHECK_OK(starfa_param_set(sgd, params, "iters", "15"));
 	CHECK_OK(starfa_param_set(sgd, params, "rank", "6"));
@@ -329,9 +356,7 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	CHECK_OK(starfa_param_set(sgd, params, "strata", "1000"));
 	CHECK(starfa_train(sgd, params, coo, NULL, NULL, NULL, &m) == STARFA_EINVAL && m == NULL);
 	CHECK(strstr(starfa_last_error(), "strata") != NULL);
-	free(params);
-	starfa_coo_free(coo);
-	starfa_csr_free(S);
+	sgd_case_close(&tc);
 	return 0;
 }
 
@@ -370,15 +395,12 @@ TEST(sgd, concurrent_tasks_share_no_block)
 {
 	CHECK_OK(testing_runtime_cpus(4));
 	uint64_t rng = testing_seed() + 77;
-	starfa_csr *S = ratings(400, 300, 40000, &rng);
-	CHECK(S);
-	starfa_coo *coo = testing_coo_of(S);
-	CHECK(coo);
-	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
-	CHECK(sgd);
-	void *params = calloc(1, sgd->params_size);
-	CHECK(params);
-	sgd->defaults(params);
+	struct sgd_case tc;
+	if (sgd_case_open(&tc, 400, 300, 40000, &rng))
+		return 1;
+	const starfa_algorithm *sgd = tc.sgd;
+	void *params = tc.params;
+	starfa_coo *coo = tc.coo;
 	const int64_t P = 4, epochs = 6;
 	CHECK_OK(starfa_param_set(sgd, params, "strata", "4"));
 	CHECK_OK(starfa_param_set(sgd, params, "iters", "6"));
@@ -401,9 +423,7 @@ TEST(sgd, concurrent_tasks_share_no_block)
 	CHECK_MSG(overlapping > 0, "no two sgd tasks ran at once");
 	free(log);
 	starfa_model_free(m);
-	free(params);
-	starfa_coo_free(coo);
-	starfa_csr_free(S);
+	sgd_case_close(&tc);
 	return 0;
 }
 
@@ -556,24 +576,15 @@ static int split_record(const starfa_train_progress *p, void *user_data)
 
 TEST(sgd_cuda, split_epoch_covers_the_grid)
 {
-	if (!gpu_available())
-		SKIP("no CUDA device");
-	starfa_options all;
-	starfa_options_default(&all);
-	CHECK_OK(testing_runtime_with(&all));
+	SKIP_UNLESS_BOTH_KINDS();
 	const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU), ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
-	if (ncpu == 0 || ngpu == 0)
-		SKIP("needs CPU and CUDA workers");
 	uint64_t rng = testing_seed() + 78;
-	starfa_csr *S = ratings(3000, 2000, 120000, &rng);
-	CHECK(S);
-	starfa_coo *coo = testing_coo_of(S);
-	CHECK(coo);
-	const starfa_algorithm *sgd = starfa_algorithm_find("sgd");
-	CHECK(sgd);
-	void *params = calloc(1, sgd->params_size);
-	CHECK(params);
-	sgd->defaults(params);
+	struct sgd_case tc;
+	if (sgd_case_open(&tc, 3000, 2000, 120000, &rng))
+		return 1;
+	const starfa_algorithm *sgd = tc.sgd;
+	void *params = tc.params;
+	starfa_coo *coo = tc.coo;
 	const int64_t epochs = 5;
 	CHECK_OK(starfa_param_set(sgd, params, "iters", "5"));
 	CHECK_OK(starfa_param_set(sgd, params, "schedule", "invtime")); /* no redone epochs: a fixed count */
@@ -642,9 +653,7 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	CHECK_MSG(split.last < split.first && split.last <= 1.05 * alone.last + 0.01,
 		  "training RMSE %g -> %g split, %g on the GPUs alone", split.first, split.last, alone.last);
 	free(log);
-	free(params);
-	starfa_coo_free(coo);
-	starfa_csr_free(S);
+	sgd_case_close(&tc);
 	return 0;
 }
 

@@ -13,6 +13,18 @@ static inline int gpu_available(void)
 	return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
+/* Every worker of the machine, CPU and CUDA, or the test is skipped. */
+#define SKIP_UNLESS_BOTH_KINDS()                                                                                \
+	do {                                                                                                    \
+		if (!gpu_available())                                                                           \
+			SKIP("no CUDA device");                                                                 \
+		starfa_options all_;                                                                            \
+		starfa_options_default(&all_);                                                                  \
+		CHECK_OK(testing_runtime_with(&all_));                                                          \
+		if (starfa_worker_count(STARFA_WORKER_CPU) == 0 || starfa_worker_count(STARFA_WORKER_CUDA) == 0) \
+			SKIP("needs CPU and CUDA workers");                                                     \
+	} while (0)
+
 /* A CUDA call that must succeed, inside a test. */
 #define CUDA_OK(call)                                                                            \
 	do {                                                                                     \
