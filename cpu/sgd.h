@@ -80,6 +80,25 @@ struct starfa_sgd_pass {
 	int half;              /* the factor rows are FP16 (cpu/half.h), read into FP32 for each update */
 };
 
+/* One tile of a row band's pass: its entries (CSR, rows local to the band, columns local to the tile's
+ * column band), its item rows V (and AdaGrad accumulators Gv, leading dimension ldgv; else NULL) and its
+ * key in the visiting order (id: pass->tile for a tile alone). */
+struct starfa_sgd_tile {
+	int64_t nrows;
+	uint32_t nnz;
+	const uint32_t *rowptr, *colind;
+	const float *val;
+	void *V;
+	int64_t ldv;
+	float *Gv;
+	int64_t ldgv;
+	uint64_t id;
+};
+
+/* The most tiles one CUDA launch takes (its arguments hold their descriptions): more run in launches of
+ * this many, one after the other. */
+#define STARFA_SGD_SPAN_MAX 32
+
 /* One pass over the tile's entries. U: the tile's user rows (nrows), V: its item rows, floats or, with
  * pass->half, FP16 words (leading dimensions in elements); with adagrad, Gu and Gv their accumulators
  * (one float per row, leading dimensions ldgu, ldgv; else NULL). Returns the sum of squared errors met

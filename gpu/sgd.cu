@@ -1,4 +1,4 @@
-/* SGD matrix-factorization updates on one CSR tile on CUDA. An update is run by a group of kLanes lanes
+/* SGD matrix-factorization updates on CSR tiles of one row band on CUDA. An update is run by a group of kLanes lanes
  * (8, 16 or 32: as many as the rank needs for one 16-byte load each), so a warp runs 32 / kLanes updates
  * at once; the tile's chunks are dealt round-robin to the groups in flight, and each group runs its
  * chunk's updates in the chunk's order. Factor rows are FP32 or FP16 (converted to FP32 in registers). */
@@ -11,6 +11,28 @@
 namespace {
 
 constexpr int kThreads = 256;
+
+/* The tiles of one launch and their updaters: tile m's are [first[m], first[m + 1]), in proportion to its
+ * chunks, so that a span's concurrent updaters spread over all its item blocks as over one wide tile's. */
+struct Span {
+	int n;
+	int64_t first[STARFA_SGD_SPAN_MAX + 1];
+	starfa_sgd_tile t[STARFA_SGD_SPAN_MAX];
+};
+
+/* The updater's tile in the span (NULL past the last updater) and its place among the tile's updaters. */
+__device__ __forceinline__ const starfa_sgd_tile *tile_of(const Span &span, int64_t updater, int64_t *local,
+							  int64_t *count)
+{
+	if (updater >= span.first[span.n])
+		return nullptr;
+	int m = 0;
+	while (updater >= span.first[m + 1])
+		m++;
+	*local = updater - span.first[m];
+	*count = span.first[m + 1] - span.first[m];
+	return &span.t[m];
+}
 
 /* 16 bytes of a factor row: 4 floats or 8 halves. Raw is the 16 bytes as stored (kept in registers
  * between updates); unpack and pack convert them to and from floats; load and store below do both. */
@@ -176,23 +198,28 @@ __device__ __forceinline__ float update(T *u, T *v, float r, const starfa_sgd_pa
  * group's lanes), then runs its updates in the chunk's order. */
 template <typename T, int kLanes, bool kVec>
 __global__ void __launch_bounds__(kThreads)
-	sgd_kernel(int64_t nrows, uint32_t nnz, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
-		   const float *__restrict__ val, T *U, int64_t ldu, T *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv,
-		   int64_t ldgv, const starfa_sgd_pass s, int64_t nupdaters, double *sse)
+	sgd_kernel(const __grid_constant__ Span span, T *U, int64_t ldu, float *Gu, int64_t ldgu, const starfa_sgd_pass s,
+		   double *sse)
 {
 	constexpr int kGroups = kThreads / kLanes;
 	__shared__ uint32_t s_row[kGroups][STARFA_SGD_CHUNK];
 	const int lane = threadIdx.x % kLanes, gib = threadIdx.x / kLanes;
 	const unsigned mask = group_mask<kLanes>();
-	const int64_t updater = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes;
-	if (updater >= nupdaters)
+	int64_t mine, nupdaters;
+	const starfa_sgd_tile *t = tile_of(span, ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes, &mine, &nupdaters);
+	if (!t)
 		return; /* a whole group */
+	const int64_t nrows = t->nrows, ldv = t->ldv, ldgv = t->ldgv;
+	const uint32_t nnz = t->nnz, *__restrict__ rowptr = t->rowptr, *__restrict__ colind = t->colind;
+	const float *__restrict__ val = t->val;
+	T *V = static_cast<T *>(t->V);
+	float *Gv = Gu ? t->Gv : nullptr;
 	double local = 0.0;
 	const uint32_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
-	for (uint32_t chunk = (uint32_t)updater; chunk < nchunks; chunk += (uint32_t)nupdaters) {
+	for (uint32_t chunk = (uint32_t)mine; chunk < nchunks; chunk += (uint32_t)nupdaters) {
 		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
-		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, s.tile, chunk);
+		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, t->id, chunk);
 		stage_rows<kLanes>(rowptr, nrows, c0, n, lane, mask, s_row[gib]);
 		for (uint32_t q = 0; q < n; q++) {
 			const uint32_t i = starfa_sgd_order(q, n, key);
@@ -216,27 +243,30 @@ __global__ void __launch_bounds__(kThreads)
  * 0 of the group keeps the biases. */
 template <typename T, int kLanes>
 __global__ void __launch_bounds__(kThreads)
-	sgd_pipelined_kernel(int64_t nrows, uint32_t nnz, const uint32_t *__restrict__ rowptr,
-			     const uint32_t *__restrict__ colind, const float *__restrict__ val, T *U, int64_t ldu, T *V,
-			     int64_t ldv, const starfa_sgd_pass s, int64_t nupdaters, double *sse)
+	sgd_pipelined_kernel(const __grid_constant__ Span span, T *U, int64_t ldu, const starfa_sgd_pass s, double *sse)
 {
 	using P = Pack<T>;
 	constexpr int N = P::N, kGroups = kThreads / kLanes;
 	__shared__ uint32_t s_row[kGroups][STARFA_SGD_CHUNK];
 	const int lane = threadIdx.x % kLanes, gib = threadIdx.x / kLanes, base = threadIdx.x % 32 / kLanes * kLanes;
 	const unsigned mask = group_mask<kLanes>();
-	const int64_t updater = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes;
-	if (updater >= nupdaters)
+	int64_t mine, nupdaters;
+	const starfa_sgd_tile *t = tile_of(span, ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes, &mine, &nupdaters);
+	if (!t)
 		return; /* a whole group */
+	const int64_t nrows = t->nrows, ldv = t->ldv;
+	const uint32_t nnz = t->nnz, *__restrict__ rowptr = t->rowptr, *__restrict__ colind = t->colind;
+	const float *__restrict__ val = t->val;
+	T *V = static_cast<T *>(t->V);
 	const int64_t k = s.k;
 	const bool active = lane < k / N; /* the lane's 16 bytes of the factors */
 	const float lr = s.lr, lambda = s.lambda, lambda_b = s.lambda_bias;
 	double local = 0.0;
 	const uint32_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
-	for (uint32_t chunk = (uint32_t)updater; chunk < nchunks; chunk += (uint32_t)nupdaters) {
+	for (uint32_t chunk = (uint32_t)mine; chunk < nchunks; chunk += (uint32_t)nupdaters) {
 		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
-		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, s.tile, chunk);
+		const uint32_t key = starfa_sgd_key(s.seed, s.epoch, t->id, chunk);
 		stage_rows<kLanes>(rowptr, nrows, c0, n, lane, mask, s_row[gib]);
 		/* the indices of an update: its row, column and rating */
 		auto entry = [&](uint32_t q, int64_t &r, int64_t &c, float &x) {
@@ -342,10 +372,11 @@ cudaError_t one_wave(Kernel kernel, int64_t *blocks)
 	return err;
 }
 
-/* updaters 0: as many groups as one wave of blocks holds (more would wait for a second wave). */
+/* One launch over span.n tiles of `chunks` chunks each: updaters 0 is as many groups as one wave of blocks
+ * holds (more would wait for a second wave), dealt to the tiles in proportion to their chunks; fewer
+ * updaters than tiles run the tiles one launch after the other. */
 template <typename T, int kLanes, bool kVec>
-cudaError_t launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *val, void *U,
-		   int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
+cudaError_t launch(Span &span, const uint32_t *chunks, void *U, int64_t ldu, float *Gu, int64_t ldgu,
 		   const starfa_sgd_pass &s, int64_t nupdaters, double *sse, cudaStream_t stream)
 {
 	const bool pipelined = kVec && !Gu && s.k <= (int64_t)kLanes * Pack<T>::N;
@@ -357,28 +388,41 @@ cudaError_t launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uin
 			return err;
 		nupdaters = wave * (kThreads / kLanes);
 	}
-	const int64_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
-	if (nupdaters > nchunks)
-		nupdaters = nchunks;
-	const unsigned blocks = (unsigned)((nupdaters * kLanes + kThreads - 1) / kThreads);
+	int64_t total = 0;
+	for (int m = 0; m < span.n; m++)
+		total += chunks[m];
+	if (nupdaters > total)
+		nupdaters = total;
+	if (nupdaters < span.n) {
+		Span one = {};
+		one.n = 1;
+		for (int m = 0; m < span.n; m++) {
+			one.t[0] = span.t[m];
+			cudaError_t err = launch<T, kLanes, kVec>(one, chunks + m, U, ldu, Gu, ldgu, s, nupdaters, sse, stream);
+			if (err != cudaSuccess)
+				return err;
+		}
+		return cudaSuccess;
+	}
+	span.first[0] = 0;
+	for (int m = 0; m < span.n; m++) {
+		int64_t share = nupdaters * (int64_t)chunks[m] / total;
+		share = share < 1 ? 1 : share > (int64_t)chunks[m] ? (int64_t)chunks[m] : share;
+		span.first[m + 1] = span.first[m] + share;
+	}
+	const unsigned blocks = (unsigned)((span.first[span.n] * kLanes + kThreads - 1) / kThreads);
 	if (pipelined)
-		sgd_pipelined_kernel<T, kLanes><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val,
-										 static_cast<T *>(U), ldu, static_cast<T *>(V),
-										 ldv, s, nupdaters, sse);
+		sgd_pipelined_kernel<T, kLanes><<<blocks, kThreads, 0, stream>>>(span, static_cast<T *>(U), ldu, s, sse);
 	else
-		sgd_kernel<T, kLanes, kVec><<<blocks, kThreads, 0, stream>>>(nrows, (uint32_t)nnz, rowptr, colind, val,
-									      static_cast<T *>(U), ldu, static_cast<T *>(V), ldv,
-									      Gu, ldgu, Gv, ldgv, s, nupdaters, sse);
+		sgd_kernel<T, kLanes, kVec><<<blocks, kThreads, 0, stream>>>(span, static_cast<T *>(U), ldu, Gu, ldgu, s, sse);
 	return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t dispatch(int lanes, bool vec, int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
-	      const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu, float *Gv, int64_t ldgv,
-	      const starfa_sgd_pass &s, int64_t nupdaters, double *sse, cudaStream_t stream)
+cudaError_t dispatch(int lanes, bool vec, Span &span, const uint32_t *chunks, void *U, int64_t ldu, float *Gu,
+		     int64_t ldgu, const starfa_sgd_pass &s, int64_t nupdaters, double *sse, cudaStream_t stream)
 {
-#define STARFA_SGD_LAUNCH(L, VEC)                                                                                   \
-	launch<T, L, VEC>(nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, s, nupdaters, sse, stream)
+#define STARFA_SGD_LAUNCH(L, VEC) launch<T, L, VEC>(span, chunks, U, ldu, Gu, ldgu, s, nupdaters, sse, stream)
 	if (vec)
 		return lanes == 8 ? STARFA_SGD_LAUNCH(8, true) : lanes == 16 ? STARFA_SGD_LAUNCH(16, true) : STARFA_SGD_LAUNCH(32, true);
 	return lanes == 8 ? STARFA_SGD_LAUNCH(8, false) : lanes == 16 ? STARFA_SGD_LAUNCH(16, false) : STARFA_SGD_LAUNCH(32, false);
@@ -393,30 +437,55 @@ extern "C" int starfa_cuda_sgd_lanes(int64_t k, int half, int vec)
 	return need <= 8 ? 8 : need <= 16 ? 16 : 32;
 }
 
-extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
-				       const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu,
-				       int64_t ldgu, float *Gv, int64_t ldgv, const struct starfa_sgd_pass *pass,
-				       int updaters, double *sse, cudaStream_t stream)
+extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_tile *tiles, void *U, int64_t ldu,
+					    float *Gu, int64_t ldgu, const struct starfa_sgd_pass *pass, int updaters,
+					    double *sse, cudaStream_t stream)
 {
 	if (!pass->adagrad)
-		Gu = Gv = nullptr;
+		Gu = nullptr;
 	if (sse) {
 		cudaError_t err = cudaMemsetAsync(sse, 0, sizeof *sse, stream);
 		if (err != cudaSuccess)
 			return err;
 	}
-	if (nrows <= 0 || nnz <= 0)
-		return cudaSuccess;
-	if (nnz > (int64_t)UINT32_MAX || pass->k < 1 || updaters < 0)
+	if (ntiles < 0 || pass->k < 1 || updaters < 0 || (ntiles > 0 && !tiles))
 		return cudaErrorInvalidValue;
-	/* 16-byte loads when the rows allow them */
+	/* 16-byte loads when every row allows them */
 	const int64_t per16 = pass->half ? 8 : 4;
-	const bool vec = pass->k % per16 == 0 && ldu % per16 == 0 && ldv % per16 == 0 &&
-			 ((uintptr_t)U | (uintptr_t)V) % 16 == 0;
+	bool vec = pass->k % per16 == 0 && ldu % per16 == 0 && (uintptr_t)U % 16 == 0;
+	for (int m = 0; m < ntiles; m++)
+		vec = vec && tiles[m].ldv % per16 == 0 && (uintptr_t)tiles[m].V % 16 == 0;
 	const int lanes = starfa_cuda_sgd_lanes(pass->k, pass->half, vec);
-	if (pass->half)
-		return dispatch<uint16_t>(lanes, vec, nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, *pass,
-					  updaters, sse, stream);
-	return dispatch<float>(lanes, vec, nrows, nnz, rowptr, colind, val, U, ldu, V, ldv, Gu, ldgu, Gv, ldgv, *pass,
-			       updaters, sse, stream);
+	/* the non-empty tiles, STARFA_SGD_SPAN_MAX a launch */
+	Span span = {};
+	uint32_t chunks[STARFA_SGD_SPAN_MAX];
+	for (int m = 0; m <= ntiles; m++) {
+		if (m < ntiles && (tiles[m].nrows <= 0 || tiles[m].nnz == 0))
+			continue;
+		if (span.n == STARFA_SGD_SPAN_MAX || (m == ntiles && span.n > 0)) {
+			cudaError_t err = pass->half ? dispatch<uint16_t>(lanes, vec, span, chunks, U, ldu, Gu, ldgu, *pass,
+									  updaters, sse, stream)
+						     : dispatch<float>(lanes, vec, span, chunks, U, ldu, Gu, ldgu, *pass, updaters,
+								       sse, stream);
+			if (err != cudaSuccess)
+				return err;
+			span.n = 0;
+		}
+		if (m < ntiles) {
+			chunks[span.n] = (tiles[m].nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
+			span.t[span.n++] = tiles[m];
+		}
+	}
+	return cudaSuccess;
+}
+
+extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+				       const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu,
+				       int64_t ldgu, float *Gv, int64_t ldgv, const struct starfa_sgd_pass *pass,
+				       int updaters, double *sse, cudaStream_t stream)
+{
+	if (nnz < 0 || nnz > (int64_t)UINT32_MAX)
+		return cudaErrorInvalidValue;
+	const starfa_sgd_tile tile = {nrows, (uint32_t)nnz, rowptr, colind, val, V, ldv, Gv, ldgv, pass->tile};
+	return starfa_cuda_sgd_span(1, &tile, U, ldu, Gu, ldgu, pass, updaters, sse, stream);
 }

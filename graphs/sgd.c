@@ -1,8 +1,8 @@
-/* SGD matrix factorization as a task graph: the ratings in a P x Q grid of tiles (Q = P, or P + 1 where the
- * cores have row bands of their own: sgd_iterate); an epoch is Q strata, stratum s the P tiles
- * (i, (i + shift_s) mod Q), which share no row band and no column band. A task on
+/* SGD matrix factorization as a task graph: the ratings in a P x P grid of tiles; an epoch is P strata,
+ * stratum s the P tiles (i, (i + shift_s) mod P), which share no row band and no column band. A task on
  * tile (i, j) reads and writes user block i and item block j, so StarPU runs a stratum's tiles at once
- * and the tiles of different strata that share a block in order: no locks. The strata's order is drawn
+ * and the tiles of different strata that share a block in order: no locks. Where the cores have row
+ * bands of their own (a split) the grid is nested instead: see sgd_iterate. The strata's order is drawn
  * afresh every epoch from the seed, and so is the order of the entries inside each tile's chunks
  * (partial randomization, cpu/sgd.h).
  *
@@ -53,8 +53,8 @@ struct sgd {
 	starfa_csr *csr;
 	starfa_tiled *S;
 	int64_t k, w;             /* rank, row width (k + 2, padded to a multiple of 4) */
-	int64_t P, Q;             /* row bands, and column bands = strata (Q = P, or P + 1 where the cores
-				   * have row bands: see sgd_iterate) */
+	int64_t P, Q;             /* row bands and column bands (Q = P, or (G + 1) C in a split) */
+	int64_t G, C;             /* a split (sgd_iterate): the GPUs' row bands and the cores' (0, 0: none) */
 	starfa_split split[2];    /* where the strata's tiles run (row bands; the columns follow) */
 	float *U, *V, *saved_U, *saved_V, *GU, *GV;
 	starfa_dense *dU, *dV, *dsU, *dsV, *dGU, *dGV; /* factors, the bold driver's copies, AdaGrad's accumulators */
@@ -220,8 +220,7 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 			return rc;
 		if (tiling.placed && tiling.cpu_bands > 0 && per_gpu > 1) {
-			/* A split: the GPUs' tiles become 1 / (P + 1) of their band (below), so one band a
-			 * GPU keeps them large. */
+			/* A split (sgd_iterate): one row band a GPU, whose task takes a whole column block. */
 			per_gpu = 1;
 			if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 				return rc;
@@ -240,14 +239,16 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	if (P > c->nrows || P > c->ncols)
 		tiling.placed = 0; /* a tiny matrix: no bands to place */
 	g->P = g->Q = tiling.row_tiles = tiling.col_tiles = P;
-	if (tiling.placed && tiling.cpu_bands > 0 && P + 1 <= c->ncols) {
-		/* The cores' share: thin row bands of their own (one a core), and the columns cut evenly into
-		 * P + 1 bands, so that a stratum gives every band a tile of the same share of its entries:
-		 * a core's tile is then as short as a GPU's where the share matches their speeds. Cutting the
-		 * columns as the rows (the cores' bands thin on both sides) made a core's thin row band meet a
-		 * GPU's wide column band in every stratum, the critical path of each (bench/PLACEMENT.md). */
+	const int64_t C = tiling.cpu_bands, G = P - C;
+	if (tiling.placed && C > 0 && G > 0 && (G + 1) * C <= c->ncols) {
+		/* A split: the cores' share in thin row bands of their own (one a core); the columns cut
+		 * evenly into G + 1 blocks of C bands each (sgd_iterate). A GPU's task takes a whole block,
+		 * as wide as a tile of the GPUs alone: on tiles as narrow as the cores' the GPU's kernel ran
+		 * at half its speed (bench/SGD.md). */
 		tiling.cpu_rows_only = 1;
-		g->Q = tiling.col_tiles = P + 1;
+		g->Q = tiling.col_tiles = (G + 1) * C;
+		g->G = G;
+		g->C = C;
 	}
 	if ((rc = starfa_tiled_create(c, &tiling, &g->S)))
 		return rc;
@@ -306,14 +307,13 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	return rc;
 }
 
-/* A random permutation of [0, n) from (seed, epoch): the order of the strata's shifts. */
-static void shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
+/* A random permutation of [0, n) drawn from *state: the order of the strata's shifts. */
+static void shuffle(int64_t *perm, int64_t n, uint64_t *state)
 {
-	uint64_t state = starfa_seed_stream(seed, (uint64_t)epoch << 8 | 3);
 	for (int64_t i = 0; i < n; i++)
 		perm[i] = i;
 	for (int64_t i = n - 1; i > 0; i--) {
-		int64_t j = (int64_t)((starfa_uniform_pm1(&state) + 1.0f) * 0.5f * (float)(i + 1));
+		int64_t j = (int64_t)((starfa_uniform_pm1(state) + 1.0f) * 0.5f * (float)(i + 1));
 		j = j > i ? i : j;
 		int64_t t = perm[i];
 		perm[i] = perm[j];
@@ -321,26 +321,29 @@ static void shuffle(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
 	}
 }
 
-/* An epoch is Q strata. Stratum s holds tiles (i, (i + shift_s) mod Q) for every row band i: they share no
- * row and no column band, and over the Q strata each row band meets every column band once. With Q = P
- * the shifts are a random permutation. With Q = P + 1 (the cores' row bands, the GPUs' first) one column
- * band sits out each stratum, (shift_s - 1) mod Q; the shifts then go down by one a stratum from a random
- * start, so the band that sits out stratum s is GPU band 0's in stratum s + 1: it was last written by the
- * cores' last band in stratum s - 1, and has a whole stratum to reach the GPU before it is needed. */
+/* An epoch is P strata. Stratum s holds tiles (i, (i + shift_s) mod P) for every row band i: they share no
+ * row and no column band, and over the P strata each row band meets every column band once; the shifts
+ * are a random permutation.
+ *
+ * A split (G GPU row bands, then C thin ones for the cores; the columns in G + 1 blocks of C bands) nests
+ * two such schedules. An epoch is G + 1 strata of blocks: in stratum s GPU band i takes block
+ * (i + shift_s) mod (G + 1) whole, in one task (starfa_task_sgd_span), and the cores the block left
+ * over, (G + shift_s) mod (G + 1), as a C x C grid of their own: C sub-strata of C tiles, the shifts
+ * another permutation. So a GPU's tiles are as wide as without the cores (1 / (G + 1) of the columns),
+ * while each core meets thin tiles; StarPU starts a block on the GPU once the cores' last sub-stratum on
+ * it is done, and the cores' first on a block once the GPU's task is. */
 static int sgd_iterate(void *state, int64_t iteration)
 {
 	struct sgd *g = state;
-	const int64_t P = g->P, Q = g->Q;
+	const int64_t P = g->P, Q = g->Q, G = g->G, C = g->C, blocks = G + 1;
 	if (g->o.schedule == SCHEDULE_INVTIME)
 		g->lr = g->o.lr / (1.0 + g->o.decay * pow((double)g->epoch, 1.5));
-	int64_t *shifts = starfa_malloc((size_t)Q, sizeof *shifts);
+	int64_t *shifts = starfa_malloc((size_t)(P + C), sizeof *shifts);
 	if (!shifts)
 		return STARFA_ENOMEM;
 	/* Every attempt draws its own orders, a redone epoch too. */
-	shuffle(shifts, Q, (uint64_t)g->o.seed, iteration);
-	if (Q > P)
-		for (int64_t s = 1; s < Q; s++)
-			shifts[s] = (shifts[0] + Q - s) % Q;
+	uint64_t rng = starfa_seed_stream((uint64_t)g->o.seed, (uint64_t)iteration << 8 | 3);
+	shuffle(shifts, C > 0 ? blocks : P, &rng);
 	starfa_sgd_step step = {g->k,
 				(float)g->lr,
 				(float)g->o.lambda,
@@ -353,11 +356,33 @@ static int sgd_iterate(void *state, int64_t iteration)
 				g->o.fp16};
 	starfa_dense *U = g->o.fp16 ? g->dhU : g->dU, *V = g->o.fp16 ? g->dhV : g->dV;
 	int rc = 0;
-	for (int64_t s = 0; s < Q && !rc; s++)
-		for (int64_t i = 0; i < P && !rc; i++) {
-			int64_t j = (i + shifts[s]) % Q;
-			rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j, NULL);
+	if (C == 0) {
+		for (int64_t s = 0; s < P && !rc; s++)
+			for (int64_t i = 0; i < P && !rc; i++) {
+				int64_t j = (i + shifts[s]) % P;
+				rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j, NULL);
+			}
+	}
+	/* In a split each band keeps to one worker: its tasks are a chain anyway, and a scheduler that
+	 * queues a ready task behind a busy core (dmda, before its models know these tasks) left half the
+	 * cores idle. */
+	const int ncpu = starfa_worker_count(STARFA_WORKER_CPU), ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+	int64_t *sub = shifts + P;
+	for (int64_t s = 0; C > 0 && s < blocks && !rc; s++) {
+		for (int64_t i = 0; i < G && !rc; i++) {
+			const int64_t j = (i + shifts[s]) % blocks * C;
+			const starfa_task_attr on = {0, starfa_worker_of(STARFA_WORKER_CUDA, ngpu > 0 ? (int)(i % ngpu) : 0), 0};
+			rc = starfa_task_sgd_span(g->S, i, j, C, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j, &on);
 		}
+		const int64_t first = (G + shifts[s]) % blocks * C; /* the cores' block */
+		shuffle(sub, C, &rng);
+		for (int64_t t = 0; t < C && !rc; t++)
+			for (int64_t c = 0; c < C && !rc; c++) {
+				const int64_t i = G + c, j = first + (c + sub[t]) % C;
+				const starfa_task_attr on = {0, starfa_worker_of(STARFA_WORKER_CPU, ncpu > 0 ? (int)(c % ncpu) : 0), 0};
+				rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j, &on);
+			}
+	}
 	free(shifts);
 	int wrc = starfa_wait();
 	return rc ? rc : wrc;

@@ -168,6 +168,11 @@ starfa_worker_kind starfa_worker_kind_of(int worker);
 /* Number of workers of a kind (after starfa_init). */
 int starfa_worker_count(starfa_worker_kind kind);
 
+/* The index-th worker of a kind (0-based, below starfa_worker_count) as StarPU's worker number + 1, the
+ * numbering of starfa_task_attr.worker: for a graph that keeps each band on one worker; 0 when there is
+ * no such worker. */
+int starfa_worker_of(starfa_worker_kind kind, int index);
+
 /* Prints the StarPU version, the scheduler and every worker (CPU cores; GPUs with
  * name and memory). */
 void starfa_print_info(FILE *out);
@@ -569,6 +574,15 @@ typedef struct starfa_sgd_step {
 int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U, starfa_dense *V, starfa_dense *Gu,
 		    starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
 		    const starfa_task_attr *attr);
+/* The same pass over the ntiles tiles (i, j) .. (i, j + ntiles - 1) of one row band as one task (tile
+ * after tile on a CPU; on a GPU, in one launch as one wide tile: its updaters dealt to the tiles in
+ * proportion to their entries, so they spread over every tile's item rows), reading and writing U's
+ * block i and V's blocks j .. j + ntiles - 1; each tile keeps its own visiting order, and sse's slot gets
+ * the sum over the tiles. A GPU updates a wide tile faster than its parts one at a time: the same
+ * updaters on fewer item rows collide more (bench/SGD.md). starfa_task_sgd is the span of one tile. */
+int starfa_task_sgd_span(const starfa_tiled *S, int64_t i, int64_t j, int64_t ntiles, starfa_dense *U, starfa_dense *V,
+			 starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
+			 const starfa_task_attr *attr);
 
 /* CCD++ (Yu, Hsieh, Si, Dhillon, ICDM 2012) in the fused form of cuMF's cumf_ccd: one pass over tile
  * (i, j) of `side`'s grid of the residual R (S's values on that side), x the side whose rank-one feature

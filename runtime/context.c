@@ -554,6 +554,14 @@ int starfa_worker_count(starfa_worker_kind kind)
 					  : (int)starpu_cpu_worker_get_count();
 }
 
+int starfa_worker_of(starfa_worker_kind kind, int index)
+{
+	if (!starfa_runtime_started() || index < 0 || index >= starfa_worker_count(kind))
+		return 0;
+	int id = starpu_worker_get_by_type(kind == STARFA_WORKER_CUDA ? STARPU_CUDA_WORKER : STARPU_CPU_WORKER, index);
+	return id >= 0 ? id + 1 : 0;
+}
+
 static double seconds_of(struct timespec t)
 {
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;

@@ -222,6 +222,24 @@ TEST(sgd, tile_kernel_matches_sequential_reference)
 	return 0;
 }
 
+/* The reference over tile (i, j) of t with step's pass, its rows and columns offset into the whole
+ * factors RU, RV (and accumulators RGU, RGV with AdaGrad). */
+static void reference_tile(const starfa_tiled *t, int64_t i, int64_t j, const starfa_sgd_step *st, double *RU, double *RV,
+			   int64_t w, double *RGU, double *RGV)
+{
+	int64_t nr, nc, nz;
+	const uint32_t *rp, *ci;
+	const float *val;
+	starfa_tiled_tile_csr(t, i, j, &nr, &nc, &nz, &rp, &ci, &val);
+	if (nz == 0)
+		return;
+	const int64_t r0 = starfa_tiled_row_bounds(t)[i], c0 = starfa_tiled_col_bounds(t)[j];
+	const struct starfa_sgd_pass pass = {st->rank, st->lr, st->lambda, st->lambda_bias, st->mu, st->biases, st->adagrad,
+					     st->seed, st->epoch, (uint64_t)(i * starfa_tiled_col_tiles(t) + j), 0};
+	reference_pass(nr, rp, ci, val, RU + r0 * w, RV + c0 * w, w, st->adagrad ? RGU + r0 : NULL,
+		       st->adagrad ? RGV + c0 : NULL, &pass);
+}
+
 /* One epoch through the task graph on one CPU worker, strata in a fixed order, against the reference
  * run tile by tile in the same order on the whole factors. */
 TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
@@ -250,21 +268,11 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	CHECK_OK(starfa_sums_create(P * P, &sse));
 	starfa_sgd_step step = {k, 0.02f, 0.05f, 0.05f, 3.0f, 1, 0, testing_seed(), 4};
 	const int64_t shifts[3] = {2, 0, 1};
-	const int64_t *rb = starfa_tiled_row_bounds(t), *cb = starfa_tiled_col_bounds(t);
 	for (int64_t s = 0; s < P; s++)
 		for (int64_t i = 0; i < P; i++) {
 			int64_t j = (i + shifts[s]) % P;
 			CHECK_OK(starfa_task_sgd(t, i, j, dU, dV, NULL, NULL, &step, sse, i * P + j, NULL));
-			/* the reference on the same tile, its rows and columns offset into the whole factors */
-			int64_t nr, nc, nz;
-			const uint32_t *rp, *ci;
-			const float *val;
-			starfa_tiled_tile_csr(t, i, j, &nr, &nc, &nz, &rp, &ci, &val);
-			if (nz == 0)
-				continue;
-			struct starfa_sgd_pass pass = {k, step.lr, step.lambda, step.lambda_bias, step.mu, 1, 0, step.seed,
-						       step.epoch, (uint64_t)(i * P + j)};
-			reference_pass(nr, rp, ci, val, RU + rb[i] * w, RV + cb[j] * w, w, NULL, NULL, &pass);
+			reference_tile(t, i, j, &step, RU, RV, w, NULL, NULL);
 		}
 	CHECK_OK(starfa_dense_sync(dU));
 	CHECK_OK(starfa_dense_sync(dV));
@@ -273,11 +281,49 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	double total = 0;
 	CHECK_OK(starfa_sums_total(sse, &total));
 	CHECK(isfinite(total) && total > 0);
+	/* A span task a row band, over its last P - i tiles, with AdaGrad: the reference tile after tile. */
+	float *GU = malloc(sizeof(float) * (size_t)m), *GV = malloc(sizeof(float) * (size_t)n);
+	double *RGU = malloc(sizeof(double) * (size_t)m), *RGV = malloc(sizeof(double) * (size_t)n);
+	CHECK(GU && GV && RGU && RGV);
+	for (int64_t r = 0; r < m; r++)
+		RGU[r] = GU[r] = 1.0f + (float)testing_uniform(&rng);
+	for (int64_t r = 0; r < n; r++)
+		RGV[r] = GV[r] = 1.0f + (float)testing_uniform(&rng);
+	starfa_dense *dGU = NULL, *dGV = NULL;
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, GU, 1, &dGU));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, GV, 1, &dGV));
+	starfa_sgd_step ada = step;
+	ada.adagrad = 1;
+	ada.epoch = 5;
+	ada.lr = 0.1f;
+	for (int64_t i = 0; i < P; i++) {
+		CHECK_OK(starfa_task_sgd_span(t, i, i, P - i, dU, dV, dGU, dGV, &ada, sse, i, NULL));
+		double span_sse = NAN;
+		CHECK_OK(starfa_sums_read_slots(sse, i, 1, &span_sse));
+		CHECK(isfinite(span_sse) && span_sse > 0);
+		for (int64_t j = i; j < P; j++)
+			reference_tile(t, i, j, &ada, RU, RV, w, RGU, RGV);
+	}
+	CHECK_OK(starfa_dense_sync(dU));
+	CHECK_OK(starfa_dense_sync(dV));
+	CHECK_OK(starfa_dense_sync(dGU));
+	CHECK_OK(starfa_dense_sync(dGV));
+	if (close_arrays(U, RU, (size_t)(m * w), 1e-4, "U after spans") ||
+	    close_arrays(V, RV, (size_t)(n * w), 1e-4, "V after spans") ||
+	    close_arrays(GU, RGU, (size_t)m, 1e-4, "Gu after spans") || close_arrays(GV, RGV, (size_t)n, 1e-4, "Gv after spans"))
+		return 1;
 	/* operands checked */
+	CHECK(starfa_task_sgd_span(t, 0, 1, P, dU, dV, dGU, dGV, &ada, sse, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_sgd_span(t, 0, 0, 0, dU, dV, dGU, dGV, &ada, sse, 0, NULL) == STARFA_EINVAL);
+	starfa_dense_free(dGU);
+	starfa_dense_free(dGV);
+	free(GU);
+	free(GV);
+	free(RGU);
+	free(RGV);
 	CHECK(starfa_task_sgd(t, P, 0, dU, dV, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
 	CHECK(starfa_task_sgd(t, 0, 0, dV, dU, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
-	starfa_sgd_step ada = step;
-	ada.adagrad = 1; /* without its accumulators */
+	/* AdaGrad without its accumulators */
 	CHECK(starfa_task_sgd(t, 0, 0, dU, dV, NULL, NULL, &ada, sse, 0, NULL) == STARFA_EINVAL);
 	starfa_sgd_step bad = step;
 	bad.lr = 0;
@@ -372,7 +418,9 @@ static int sgd_tasks_share_nothing(const starfa_task_record *log, int64_t n, int
 		int written = 0;
 		for (int b = 0; b < log[a].nbuffers; b++)
 			written += log[a].writes[b];
-		CHECK_MSG(written == 3 && log[a].worker >= 1 && log[a].end_us >= log[a].start_us,
+		/* the user block, the loss slot and the item block of each tile (buffers: U, slot, then tile
+		 * and item block pairs) */
+		CHECK_MSG(written == 2 + (log[a].nbuffers - 2) / 2 && log[a].worker >= 1 && log[a].end_us >= log[a].start_us,
 			  "sgd task %lld: %d written buffers, worker %d", (long long)a, written, log[a].worker);
 		for (int64_t c = a + 1; c < n; c++) {
 			if (strcmp(log[c].codelet, "sgd") != 0 || log[a].end_us <= log[c].start_us ||
@@ -380,8 +428,8 @@ static int sgd_tasks_share_nothing(const starfa_task_record *log, int64_t n, int
 				continue;
 			++*overlapping;
 			CHECK(log[a].worker != log[c].worker);
-			for (int x = 0; x < log[a].nbuffers; x++)
-				for (int y = 0; y < log[c].nbuffers; y++)
+			for (int x = 0; x < log[a].nbuffers && x < STARFA_TASK_LOG_BUFFERS; x++)
+				for (int y = 0; y < log[c].nbuffers && y < STARFA_TASK_LOG_BUFFERS; y++)
 					CHECK_MSG(!(log[a].data[x] == log[c].data[y] && (log[a].writes[x] || log[c].writes[y])),
 						  "concurrent sgd tasks %lld and %lld share data", (long long)a, (long long)c);
 		}
@@ -554,10 +602,104 @@ static int one_warp_case(int64_t k, int padded, int adagrad, int half, uint64_t 
 	return 0;
 }
 
+/* A span of tiles in one launch: with one updater it is the CPU kernel's pass tile after tile, to
+ * rounding (FP32, with and without AdaGrad); with the device's updaters, and with fewer updaters than
+ * tiles (one launch a tile), every update lands: finite, and the error falls. */
+TEST(sgd_cuda, span_matches_cpu_tiles)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	CHECK_OK(testing_runtime()); /* the tiles' handles */
+	uint64_t rng = testing_seed() + 35;
+	const int64_t m = 400, n = 330, k = 16, w = (k + 2 + 3) / 4 * 4, band = 1, j0 = 1, span = 3;
+	starfa_csr *S = ratings(m, n, 24000, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {2, 4, 0, 0, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	const int64_t *rb = starfa_tiled_row_bounds(t), *cb = starfa_tiled_col_bounds(t);
+	float *U = malloc(sizeof(float) * (size_t)(m * w)), *V = malloc(sizeof(float) * (size_t)(n * w));
+	float *GotU = malloc(sizeof(float) * (size_t)(m * w)), *GotV = malloc(sizeof(float) * (size_t)(n * w));
+	float *Gu = malloc(sizeof(float) * (size_t)m), *Gv = malloc(sizeof(float) * (size_t)n);
+	CHECK(U && V && GotU && GotV && Gu && Gv);
+	for (int adagrad = 0; adagrad < 2; adagrad++) {
+		fill_rows(U, m, k, w, 1, &rng);
+		fill_rows(V, n, k, w, 0, &rng);
+		for (int64_t r = 0; r < m; r++)
+			Gu[r] = 1.0f;
+		for (int64_t r = 0; r < n; r++)
+			Gv[r] = 1.0f;
+		float *d_U = to_device(U, sizeof(float) * (size_t)(m * w)), *d_V = to_device(V, sizeof(float) * (size_t)(n * w));
+		float *d_Gu = to_device(Gu, sizeof(float) * (size_t)m), *d_Gv = to_device(Gv, sizeof(float) * (size_t)n);
+		double *d_sse = to_device(NULL, sizeof(double));
+		CHECK(d_U && d_V && d_Gu && d_Gv && d_sse);
+		struct starfa_sgd_tile tiles[3];
+		void *owned[9] = {NULL};
+		struct starfa_sgd_pass pass = {k, adagrad ? 0.1f : 0.02f, 0.05f, 0.02f, 3.0f, 1, adagrad, testing_seed(), 3, 0, 0};
+		double sse_cpu = 0;
+		for (int64_t q = 0; q < span; q++) {
+			const int64_t j = j0 + q;
+			int64_t nr, nc, nz;
+			const uint32_t *rp, *ci;
+			const float *val;
+			starfa_tiled_tile_csr(t, band, j, &nr, &nc, &nz, &rp, &ci, &val);
+			CHECK(nz > 0);
+			owned[3 * q] = to_device(rp, sizeof(uint32_t) * (size_t)(nr + 1));
+			owned[3 * q + 1] = to_device(ci, sizeof(uint32_t) * (size_t)nz);
+			owned[3 * q + 2] = to_device(val, sizeof(float) * (size_t)nz);
+			CHECK(owned[3 * q] && owned[3 * q + 1] && owned[3 * q + 2]);
+			const uint64_t id = (uint64_t)(band * 4 + j);
+			tiles[q] = (struct starfa_sgd_tile){nr, (uint32_t)nz, owned[3 * q], owned[3 * q + 1], owned[3 * q + 2],
+							    d_V + cb[j] * w, w, d_Gv + cb[j], 1, id};
+			pass.tile = id; /* the CPU kernel: the tiles one after the other */
+			sse_cpu += starfa_cpu_sgd(nr, rp, ci, val, U + rb[band] * w, w, V + cb[j] * w, w, Gu + rb[band], 1,
+						  Gv + cb[j], 1, &pass);
+		}
+		CUDA_OK(starfa_cuda_sgd_span((int)span, tiles, d_U + rb[band] * w, w, d_Gu + rb[band], 1, &pass, 1, d_sse, 0));
+		double sse_gpu = NAN;
+		CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
+		CUDA_OK(cudaMemcpy(GotU, d_U, sizeof(float) * (size_t)(m * w), cudaMemcpyDeviceToHost));
+		CUDA_OK(cudaMemcpy(GotV, d_V, sizeof(float) * (size_t)(n * w), cudaMemcpyDeviceToHost));
+		for (int64_t i = 0; i < m * w; i++)
+			CHECK_MSG(fabs(GotU[i] - U[i]) <= 1e-4 * (1 + fabs(U[i])), "adagrad %d: U[%lld]: gpu %g cpu %g", adagrad,
+				  (long long)i, GotU[i], U[i]);
+		for (int64_t i = 0; i < n * w; i++)
+			CHECK_MSG(fabs(GotV[i] - V[i]) <= 1e-4 * (1 + fabs(V[i])), "adagrad %d: V[%lld]: gpu %g cpu %g", adagrad,
+				  (long long)i, GotV[i], V[i]);
+		CHECK_MSG(fabs(sse_gpu - sse_cpu) <= 1e-4 * sse_cpu, "sse gpu %g cpu %g", sse_gpu, sse_cpu);
+		/* the device's updaters, then 2 (fewer than the tiles): every pass lowers the error */
+		double last = sse_cpu;
+		for (int updaters = 0; updaters <= 2; updaters += 2) {
+			CUDA_OK(starfa_cuda_sgd_span((int)span, tiles, d_U + rb[band] * w, w, d_Gu + rb[band], 1, &pass,
+						     updaters, d_sse, 0));
+			CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
+			CHECK_MSG(isfinite(sse_gpu) && sse_gpu < last, "updaters %d: sse %g after %g", updaters, sse_gpu, last);
+			last = sse_gpu;
+		}
+		for (int q = 0; q < 9; q++)
+			cudaFree(owned[q]);
+		cudaFree(d_U);
+		cudaFree(d_V);
+		cudaFree(d_Gu);
+		cudaFree(d_Gv);
+		cudaFree(d_sse);
+	}
+	free(U);
+	free(V);
+	free(GotU);
+	free(GotV);
+	free(Gu);
+	free(Gv);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	return 0;
+}
+
 /* The cores' share of an epoch by hand (STARFA_PLACEMENT=split, STARFA_CPU_SHARE): a row band a GPU and a
- * core, the columns in one band more, every row band meeting every column band once an epoch, the GPUs'
- * row bands on the CUDA workers and the cores' on the CPU workers, no two concurrent tasks sharing a
- * block; and the training as good as the GPUs' alone. */
+ * core, the columns in (GPUs + 1) x cores bands, every row band meeting every column band once an epoch
+ * (a GPU's in span tasks of one block of `cores` bands each, a core's tile by tile), the GPUs' row bands
+ * on the CUDA workers and the cores' on the CPU workers, no two concurrent tasks sharing a block; and the
+ * training as good as the GPUs' alone. */
 struct split_run {
 	int64_t P, Q;
 	double first, last;
@@ -577,7 +719,13 @@ static int split_record(const starfa_train_progress *p, void *user_data)
 TEST(sgd_cuda, split_epoch_covers_the_grid)
 {
 	SKIP_UNLESS_BOTH_KINDS();
+	/* 3 cores: a GPU's span task (its block of 3 tiles) then fits the task log's recorded buffers */
+	starfa_options three;
+	starfa_options_default(&three);
+	three.ncpus = 3;
+	CHECK_OK(testing_runtime_with(&three));
 	const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU), ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+	CHECK(ncpu == 3 && 2 + 2 * ncpu <= STARFA_TASK_LOG_BUFFERS);
 	uint64_t rng = testing_seed() + 78;
 	struct sgd_case tc;
 	if (sgd_case_open(&tc, 3000, 2000, 120000, &rng))
@@ -609,47 +757,60 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	CHECK_OK(rc);
 	CHECK_OK(trained);
 	starfa_model_free(m);
-	CHECK_MSG(split.P == ngpu + ncpu && split.Q == split.P + 1, "a %lld x %lld grid for %lld GPUs and %lld cores",
+	CHECK_MSG(split.P == ngpu + ncpu && split.Q == (ngpu + 1) * ncpu, "a %lld x %lld grid for %lld GPUs and %lld cores",
 		  (long long)split.P, (long long)split.Q, (long long)ngpu, (long long)ncpu);
 	int64_t nsgd = 0, overlapping = 0;
 	if (sgd_tasks_share_nothing(log, n, &nsgd, &overlapping))
 		return 1;
 	/* Every tile once an epoch: its (user block, item block) pair `epochs` times; P user blocks, the
-	 * GPUs' on CUDA workers only, the cores' on CPU workers only; Q item blocks. */
-	const void *ublock[64], *vblock[64];
-	int64_t nu = 0, nv = 0, pairs[64][64] = {{0}};
-	int ukind[64];
+	 * GPUs' on CUDA workers only, the cores' on CPU workers only; Q item blocks; a GPU's task over a
+	 * whole block of ncpu item blocks, a core's over one. */
+	enum { MAXB = 160 };
+	CHECK(split.P <= MAXB && split.Q <= MAXB);
+	const void *ublock[MAXB], *vblock[MAXB];
+	int64_t nu = 0, nv = 0, (*pairs)[MAXB] = calloc(MAXB, sizeof *pairs);
+	int ukind[MAXB];
+	CHECK(pairs);
 	for (int64_t a = 0; a < n; a++) {
 		if (strcmp(log[a].codelet, "sgd") != 0)
 			continue;
-		int64_t u = 0, v = 0;
-		while (u < nu && ublock[u] != log[a].data[1])
+		int64_t u = 0;
+		while (u < nu && ublock[u] != log[a].data[0])
 			u++;
-		while (v < nv && vblock[v] != log[a].data[2])
-			v++;
-		CHECK(u < 64 && v < 64);
 		const int kind = starpu_worker_get_type(log[a].worker - 1) == STARPU_CUDA_WORKER;
 		if (u == nu) {
-			ublock[nu++] = log[a].data[1];
+			ublock[nu++] = log[a].data[0];
 			ukind[u] = kind;
 		}
-		if (v == nv)
-			vblock[nv++] = log[a].data[2];
 		CHECK_MSG(ukind[u] == kind, "user block %lld ran on both kinds of worker", (long long)u);
-		pairs[u][v]++;
+		const int span = (log[a].nbuffers - 2) / 2;
+		CHECK_MSG(kind ? span >= 1 && span <= ncpu : span == 1, "an sgd task on %s over %d tiles",
+			  kind ? "a GPU" : "a core", span);
+		for (int b = 0; b < span; b++) {
+			int64_t v = 0;
+			while (v < nv && vblock[v] != log[a].data[3 + 2 * b])
+				v++;
+			CHECK(u < MAXB && v < MAXB);
+			if (v == nv)
+				vblock[nv++] = log[a].data[3 + 2 * b];
+			pairs[u][v]++;
+		}
 	}
 	CHECK_MSG(nu == split.P && nv == split.Q, "%lld user and %lld item blocks", (long long)nu, (long long)nv);
-	int64_t on_gpus = 0, tiles = 0;
+	int64_t on_gpus = 0, tiles = 0, core_tiles = 0;
 	for (int64_t u = 0; u < nu; u++) {
 		on_gpus += ukind[u];
 		for (int64_t v = 0; v < nv; v++) {
 			CHECK_MSG(pairs[u][v] == 0 || pairs[u][v] == epochs, "blocks %lld, %lld met %lld times",
 				  (long long)u, (long long)v, (long long)pairs[u][v]);
 			tiles += pairs[u][v] > 0;
+			core_tiles += pairs[u][v] > 0 && !ukind[u];
 		}
 	}
-	CHECK_MSG(on_gpus == ngpu && nsgd == epochs * tiles && tiles >= split.P * split.Q - split.P,
+	/* an epoch: GPUs + 1 strata of one span a GPU, and every non-empty tile of the cores' bands */
+	CHECK_MSG(on_gpus == ngpu && nsgd == epochs * ((ngpu + 1) * ngpu + core_tiles) && tiles >= split.P * split.Q - split.P,
 		  "%lld user blocks on GPUs, %lld tasks, %lld tiles", (long long)on_gpus, (long long)nsgd, (long long)tiles);
+	free(pairs);
 	CHECK_MSG(split.last < split.first && split.last <= 1.05 * alone.last + 0.01,
 		  "training RMSE %g -> %g split, %g on the GPUs alone", split.first, split.last, alone.last);
 	free(log);
