@@ -41,7 +41,7 @@ static void usage(FILE *out)
 		     "type, with StarPU's calibration on, so that later runs schedule from calibrated\n"
 		     "performance models.\n"
 		     "  --ops LIST       comma-separated groups (default sddmm,spmm,als,elementwise,sgd,ccd):\n"
-		     "                     sddmm  SDDMM plain and scaled\n"
+		     "                     sddmm  SDDMM plain and scaled, the squared error of a band\n"
 		     "                     spmm   SpMM S*X and S^T*X, SDDMM+SpMM fused; a tile a task, and\n"
 		     "                            a band a task\n"
 		     "                     als    gram, hermitian and bias (explicit and implicit), solve\n"
@@ -291,6 +291,7 @@ static int run_rounds(const struct calibrate_cli *c, const char *name, int64_t k
 enum {
 	OP_SDDMM,
 	OP_SDDMM_SCALED,
+	OP_SQERR_BAND,
 	OP_SPMM_ROWS,
 	OP_SPMM_COLS,
 	OP_FUSED_ROWS,
@@ -299,7 +300,7 @@ enum {
 	OP_SPMM_BAND,
 	NOPS,
 };
-static const char *const op_names[NOPS] = {"sddmm", "sddmm (scaled)", "spmm S*X", "spmm S^T*X",
+static const char *const op_names[NOPS] = {"sddmm", "sddmm (scaled)", "squared error band", "spmm S*X", "spmm S^T*X",
 					   "sddmm+spmm fused (quotient)", "sddmm+spmm fused S^T (pattern)",
 					   "sddmm+spmm band (quotient)", "spmm band S*X"};
 
@@ -307,6 +308,7 @@ struct tiles_ctx {
 	starfa_tiled *S;
 	starfa_dense *rows, *cols, *rows_out, *cols_out;
 	starfa_sparse_values *P;
+	starfa_sums *sums;
 };
 
 static int insert_tiles_op(void *ctx, int op)
@@ -315,6 +317,7 @@ static int insert_tiles_op(void *ctx, int op)
 	switch (op) {
 	case OP_SDDMM: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_PATTERN, t->P);
 	case OP_SDDMM_SCALED: return starfa_insert_sddmm(t->S, t->rows, t->cols, STARFA_SDDMM_SCALED, t->P);
+	case OP_SQERR_BAND: return starfa_task_sqerr_band(t->S, STARFA_ROWS, 0, t->rows, t->cols, 0.5f, t->sums, 0, NULL);
 	/* the one tile's tasks by the per-tile functions: the whole-matrix helpers run a band a task (the
 	 * band ops below) */
 	case OP_SPMM_ROWS: return starfa_task_spmm(t->S, STARFA_ROWS, 0, 0, NULL, t->cols, t->rows_out, 0, NULL);
@@ -350,17 +353,19 @@ static int calibrate_tiles(const struct calibrate_cli *c, const starfa_csr *csr,
 	if (starfa_tiled_create(csr, &one_tile, &t.S) || starfa_dense_create(t.S, STARFA_ROWS, a, k, &t.rows) ||
 	    starfa_dense_create(t.S, STARFA_COLS, b, k, &t.cols) ||
 	    starfa_dense_create(t.S, STARFA_ROWS, ya, k, &t.rows_out) ||
-	    starfa_dense_create(t.S, STARFA_COLS, yb, k, &t.cols_out) || starfa_sparse_values_create(t.S, STARFA_ROWS, &t.P)) {
+	    starfa_dense_create(t.S, STARFA_COLS, yb, k, &t.cols_out) || starfa_sparse_values_create(t.S, STARFA_ROWS, &t.P) ||
+	    starfa_sums_create(1, &t.sums)) {
 		cli_library_error();
 		goto out;
 	}
 	rc = 0;
 	for (int op = 0; op < NOPS && rc == 0; op++) {
-		int group = op <= OP_SDDMM_SCALED ? GROUP_SDDMM : GROUP_SPMM;
+		int group = op <= OP_SQERR_BAND ? GROUP_SDDMM : GROUP_SPMM;
 		if (c->groups & group)
 			rc = run_rounds(c, op_names[op], k, csr->nnz, insert_tiles_op, &t, op);
 	}
 out:
+	starfa_sums_free(t.sums);
 	starfa_sparse_values_free(t.P);
 	starfa_dense_free(t.rows);
 	starfa_dense_free(t.cols);

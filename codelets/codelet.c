@@ -268,6 +268,20 @@ int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side 
 	return *buffers ? 0 : STARFA_ENOMEM;
 }
 
+int starfa_band_task_tile_pairs(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *B,
+				struct starpu_data_descr *buffers, int n)
+{
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
+	for (int64_t j = 0; j < grid->nc; j++) {
+		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
+		if (tile->nnz == 0)
+			continue;
+		buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
+		buffers[n++] = (struct starpu_data_descr){B->blocks[j], STARPU_R};
+	}
+	return n;
+}
+
 int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,
 			    const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
 			    int nbuffers, struct starpu_data_descr *buffers)

@@ -102,6 +102,10 @@ const starfa_task_attr *starfa_placed(starfa_task_attr *buf, const starfa_task_a
  * tile_buffers descriptions (freed by starfa_band_task_submit). 0, or an error. */
 int starfa_band_task_begin(const char *what, const starfa_tiled *S, starfa_side side, int64_t band, int64_t *ntiles,
 			   int64_t *nnz, struct starpu_data_descr **buffers, size_t band_buffers, size_t tile_buffers);
+/* Appends to buffers[n..] each of the band's non-empty tiles (R) followed by B's block of its columns (R),
+ * in order; returns the new count. */
+int starfa_band_task_tile_pairs(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *B,
+				struct starpu_data_descr *buffers, int n);
 /* Submits a band task where the band's tiles run (its placement, as for their per-tile tasks; attr's
  * own worker or kind first) and frees the buffers starfa_band_task_begin allocated. */
 int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t args_size, double flops,

@@ -1,6 +1,10 @@
-/* The SDDMM codelet: P = alpha (A·Bᵀ) ∘ pattern(S) + beta P on one tile, on CPU or CUDA workers. */
+/* The SDDMM codelet: P = alpha (A·Bᵀ) ∘ pattern(S) + beta P on one tile, on CPU or CUDA workers; and the
+ * squared residuals of a band against A·Bᵀ, in one task (sqerr_band). */
 #include "codelets/codelet.h"
+#include "codelets/zero.h"
 #include "cpu/sddmm.h"
+
+#include <stdlib.h>
 #ifdef STARFA_USE_CUDA
 #include "gpu/sddmm.h"
 #include <starpu_cublas_v2.h>
@@ -97,4 +101,99 @@ int starfa_task_sddmm(const starfa_tiled *S, int64_t i, int64_t j, const starfa_
 	return starfa_submit(&sddmm_cl, &args, sizeof args, flops, attr,
 			     STARFA_BUFFERS({tile->handle, STARPU_R}, {A->blocks[i], STARPU_R}, {B->blocks[j], STARPU_R},
 					    {P->handles[i * grid->nc + j], beta != 0.0f ? STARPU_RW : STARPU_W}));
+}
+
+/* ------------------------------------------------------------------ sqerr_band */
+
+struct sqerr_args {
+	float shift;
+	int ntiles;
+};
+
+/* Buffers: 0 the sums slot (W), 1 A's block of the band's rows, then for each of the band's non-empty tiles
+ * (at least one) its CSR and B's block of its columns. */
+static void sqerr_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sqerr_args *a = cl_arg;
+	const float *A = (const float *)STARPU_MATRIX_GET_PTR(buffers[1]);
+	const int64_t lda = STARPU_MATRIX_GET_LD(buffers[1]), k = STARPU_MATRIX_GET_NX(buffers[1]);
+	double sum = 0.0;
+	for (int t = 0; t < a->ntiles; t++) {
+		void *tile = buffers[2 + 2 * t], *B = buffers[3 + 2 * t];
+		sum += starfa_cpu_sqerr(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile),
+					(const float *)STARPU_CSR_GET_NZVAL(tile), A, lda,
+					(const float *)STARPU_MATRIX_GET_PTR(B), STARPU_MATRIX_GET_LD(B), k, a->shift);
+	}
+	*(double *)STARPU_VARIABLE_GET_PTR(buffers[0]) = sum;
+}
+
+#ifdef STARFA_USE_CUDA
+static void sqerr_cuda(void *buffers[], void *cl_arg)
+{
+	const struct sqerr_args *a = cl_arg;
+	const float *A = (const float *)STARPU_MATRIX_GET_PTR(buffers[1]);
+	const int64_t lda = STARPU_MATRIX_GET_LD(buffers[1]), k = STARPU_MATRIX_GET_NX(buffers[1]);
+	double *sum = (double *)STARPU_VARIABLE_GET_PTR(buffers[0]);
+	cudaStream_t stream = starpu_cuda_get_local_stream();
+	STARFA_CUDA_CHECK("sqerr_band", cudaMemsetAsync(sum, 0, sizeof *sum, stream));
+	for (int t = 0; t < a->ntiles; t++) {
+		void *tile = buffers[2 + 2 * t], *B = buffers[3 + 2 * t];
+		STARFA_CUDA_CHECK("sqerr_band",
+				  starfa_cuda_sqerr(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_NNZ(tile), STARPU_CSR_GET_ROWPTR(tile),
+						    STARPU_CSR_GET_COLIND(tile), (const float *)STARPU_CSR_GET_NZVAL(tile), A,
+						    lda, (const float *)STARPU_MATRIX_GET_PTR(B), STARPU_MATRIX_GET_LD(B), k,
+						    a->shift, sum, stream));
+	}
+}
+#endif
+
+/* The band's nonzeros times K. */
+static uint64_t sqerr_cost(const struct starpu_task *task)
+{
+	const struct sqerr_args *a = task->cl_arg;
+	return starfa_band_task_nnz(task, 2, 2, a->ntiles) * starpu_matrix_get_nx(STARPU_TASK_GET_HANDLE(task, 1));
+}
+
+STARFA_CODELET(sqerr_band, sqerr_cost, starfa_no_variant, sqerr_cpu, STARFA_CUDA_FUNC(sqerr_cuda));
+
+int starfa_task_sqerr_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
+			   const starfa_dense *B, float shift, starfa_sums *sums, int64_t slot, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_sqerr_band";
+	if (!S || !A || !B)
+		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
+	if (side != STARFA_ROWS && side != STARFA_COLS)
+		return starfa_set_error(STARFA_EINVAL, "%s: unknown side %d", what, (int)side);
+	int rc = starfa_check_slot(what, sums, slot);
+	if (rc)
+		return rc;
+	if (side == STARFA_COLS && !starfa_tiled_has_transpose(S))
+		return starfa_set_error(STARFA_EINVAL, "%s: S has no transposed grid (starfa_tiling_options.transposed)",
+					what);
+	const starfa_side other = side == STARFA_ROWS ? STARFA_COLS : STARFA_ROWS;
+	const struct starfa_grid *grid = starfa_side_grid(S, side);
+	const int64_t a_rows = side == STARFA_ROWS ? S->nrows : S->ncols, b_rows = side == STARFA_ROWS ? S->ncols : S->nrows;
+	if (A->rows != a_rows || B->rows != b_rows || A->cols != B->cols ||
+	    !starfa_dense_blocked_along(A, starfa_side_bounds(S, side), grid->nr) ||
+	    !starfa_dense_blocked_along(B, starfa_side_bounds(S, other), grid->nc))
+		return starfa_set_error(STARFA_EINVAL, "%s: A and B must be the side's row and column factors (%lld and %lld "
+						       "rows, the same columns), blocked along its grid", what,
+					(long long)a_rows, (long long)b_rows);
+	int64_t ntiles, nnz;
+	struct starpu_data_descr *buffers;
+	if ((rc = starfa_band_task_begin(what, S, side, band, &ntiles, &nnz, &buffers, 2, 2)))
+		return rc;
+	if (ntiles == 0) {
+		free(buffers);
+		starfa_task_attr placed;
+		return starfa_submit_zero(sums->handles[slot], STARFA_ZERO_VARIABLE,
+					  starfa_placed(&placed, attr, starfa_band_where(S, side, band)));
+	}
+	int n = 0;
+	buffers[n++] = (struct starpu_data_descr){sums->handles[slot], STARPU_W};
+	buffers[n++] = (struct starpu_data_descr){A->blocks[band], STARPU_R};
+	n = starfa_band_task_tile_pairs(S, side, band, B, buffers, n);
+	struct sqerr_args args = {shift, (int)ntiles};
+	return starfa_band_task_submit(&sqerr_band_cl, &args, sizeof args, (2.0 * (double)A->cols + 3.0) * (double)nnz, S,
+				       side, band, attr, n, buffers);
 }

@@ -355,20 +355,13 @@ int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t
 		return rc;
 	if (ntiles == 0)
 		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], buffers);
-	const struct starfa_grid *grid = starfa_side_grid(S, side);
 	int n = 0;
 	buffers[n++] = (struct starpu_data_descr){A->blocks[band], STARPU_R};
 	/* Y's skipped rows keep their values: RW where rows are masked */
 	buffers[n++] = (struct starpu_data_descr){Y->blocks[band], active ? STARPU_RW : STARPU_W};
 	if (active)
 		buffers[n++] = (struct starpu_data_descr){active->blocks[band], STARPU_R};
-	for (int64_t j = 0; j < grid->nc; j++) {
-		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
-		if (tile->nnz == 0)
-			continue;
-		buffers[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
-		buffers[n++] = (struct starpu_data_descr){B->blocks[j], STARPU_R};
-	}
+	n = starfa_band_task_tile_pairs(S, side, band, B, buffers, n);
 	struct fused_band_args args = {(int)mode, active != NULL, (int)ntiles, eps};
 	return starfa_band_task_submit(&sddmm_spmm_band_cl, &args, sizeof args, 4.0 * (double)A->cols * (double)nnz, S,
 				       side, band, attr, n, buffers);

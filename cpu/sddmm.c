@@ -65,3 +65,36 @@ void starfa_cpu_sddmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *col
 		sddmm_rows(r0, r1, rowptr, colind, sval, A, lda, B, ldb, k, scaled, alpha, beta, out);
 	}
 }
+
+STARFA_CPU_CLONES
+static double sqerr_rows(int64_t nrows, const uint32_t *restrict rowptr, const uint32_t *restrict colind,
+			 const float *restrict sval, const float *restrict A, int64_t lda, const float *restrict B,
+			 int64_t ldb, int64_t k, float shift)
+{
+	double sum = 0.0;
+	for (int64_t r = 0; r < nrows; r++) {
+		const float *restrict a = A + r * lda;
+		uint32_t p = rowptr[r];
+		const uint32_t end = rowptr[r + 1];
+		for (; p + 4 <= end; p += 4) {
+			float s[4];
+			starfa_dot4(a, B + (int64_t)colind[p] * ldb, B + (int64_t)colind[p + 1] * ldb,
+				    B + (int64_t)colind[p + 2] * ldb, B + (int64_t)colind[p + 3] * ldb, k, s);
+			for (int q = 0; q < 4; q++) {
+				const float e = sval[p + q] - shift - s[q];
+				sum += (double)e * e;
+			}
+		}
+		for (; p < end; p++) {
+			const float e = sval[p] - shift - starfa_dot(a, B + (int64_t)colind[p] * ldb, k);
+			sum += (double)e * e;
+		}
+	}
+	return sum;
+}
+
+double starfa_cpu_sqerr(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+			const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, float shift)
+{
+	return sqerr_rows(nrows, rowptr, colind, sval, A, lda, B, ldb, k, shift);
+}

@@ -13,4 +13,10 @@ void starfa_cpu_sddmm(int64_t nrows, const uint32_t *rowptr, const uint32_t *col
 		      const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, int scaled, float alpha,
 		      float beta, float *out, int nthreads);
 
+/* The sum over the tile's nonzeros p (row r, column c) of (sval[p] - shift - <A[r, 0:k], B[c, 0:k]>)^2, in
+ * double, on the calling thread: a model's squared error at the entries without writing its predictions
+ * out. */
+double starfa_cpu_sqerr(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+			const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, float shift);
+
 #endif

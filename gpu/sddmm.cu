@@ -31,6 +31,7 @@
 #include "gpu/sddmm.h"
 
 #include "gpu/lru.h"
+#include "gpu/reduce.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -1889,4 +1890,94 @@ extern "C" starfa_gpu_status starfa_cuda_sddmm_release(void)
 	tuned.start = tuned.stop = nullptr;
 	tuned.event_device = -1;
 	return st;
+}
+
+/* ------------------------------------------------------------------ squared residuals */
+
+namespace {
+
+constexpr int64_t kSqerrSpan = 64; /* nonzeros a group takes at once */
+
+/* Groups of kLanes lanes, each over spans of kSqerrSpan nonzeros (the span's first row by a search of
+ * rowptr, then a walk), the dot products split across the group's lanes (16 bytes at a time when kVec),
+ * the squares summed in double on lane 0 and over the block into *sum. */
+template <int kLanes, bool kVec>
+__global__ void __launch_bounds__(starfa_gpu::kReduceThreads)
+	sqerr_kernel(int64_t nrows, int64_t nnz, const uint32_t *__restrict__ rowptr, const uint32_t *__restrict__ colind,
+		     const float *__restrict__ sval, const float *__restrict__ A, int64_t lda, const float *__restrict__ B,
+		     int64_t ldb, int64_t k, float shift, double *sum)
+{
+	const int lane = threadIdx.x % kLanes;
+	const unsigned mask = kLanes == 32 ? 0xffffffffu : ((1u << kLanes) - 1u) << (threadIdx.x % 32 / kLanes * kLanes);
+	const int64_t groups = (int64_t)gridDim.x * blockDim.x / kLanes;
+	const int64_t nspans = (nnz + kSqerrSpan - 1) / kSqerrSpan;
+	double local = 0.0;
+	for (int64_t g = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / kLanes; g < nspans; g += groups) {
+		const int64_t p0 = g * kSqerrSpan, p1 = p0 + kSqerrSpan < nnz ? p0 + kSqerrSpan : nnz;
+		int64_t lo = 0, hi = nrows - 1; /* the last row starting at or before p0 */
+		while (lo < hi) {
+			const int64_t mid = (lo + hi + 1) / 2;
+			if ((int64_t)__ldg(rowptr + mid) <= p0)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		int64_t r = lo;
+		for (int64_t p = p0; p < p1; p++) {
+			while ((int64_t)__ldg(rowptr + r + 1) <= p)
+				r++;
+			const float *a = A + r * lda, *b = B + (int64_t)__ldg(colind + p) * ldb;
+			float dot = 0.0f;
+			if (kVec) {
+				for (int64_t d = lane; d < k / 4; d += kLanes) {
+					const float4 x = __ldg(reinterpret_cast<const float4 *>(a) + d);
+					const float4 y = __ldg(reinterpret_cast<const float4 *>(b) + d);
+					dot += x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
+				}
+			} else {
+				for (int64_t d = lane; d < k; d += kLanes)
+					dot += __ldg(a + d) * __ldg(b + d);
+			}
+			for (int offset = kLanes / 2; offset > 0; offset /= 2)
+				dot += __shfl_xor_sync(mask, dot, offset);
+			if (lane == 0) {
+				const float e = __ldg(sval + p) - shift - dot;
+				local += (double)e * e;
+			}
+		}
+	}
+	starfa_gpu::block_add(local, sum);
+}
+
+template <int kLanes, bool kVec>
+cudaError_t sqerr_launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
+			 const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, float shift, double *sum,
+			 cudaStream_t stream)
+{
+	const int64_t nspans = (nnz + kSqerrSpan - 1) / kSqerrSpan;
+	const unsigned blocks = starfa_gpu::reduce_blocks(nspans * kLanes);
+	sqerr_kernel<kLanes, kVec><<<blocks, starfa_gpu::kReduceThreads, 0, stream>>>(nrows, nnz, rowptr, colind, sval, A,
+											lda, B, ldb, k, shift, sum);
+	return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" cudaError_t starfa_cuda_sqerr(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+					 const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
+					 float shift, double *sum, cudaStream_t stream)
+{
+	if (nrows < 0 || nnz < 0 || k < 0 || !sum)
+		return cudaErrorInvalidValue;
+	if (nrows == 0 || nnz == 0)
+		return cudaSuccess;
+	const bool vec = k % 4 == 0 && lda % 4 == 0 && ldb % 4 == 0 && ((uintptr_t)A | (uintptr_t)B) % 16 == 0;
+	const int64_t per_lane = vec ? (k + 3) / 4 : k;
+	if (vec)
+		return per_lane <= 8    ? sqerr_launch<8, true>(nrows, nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum, stream)
+		       : per_lane <= 16 ? sqerr_launch<16, true>(nrows, nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum, stream)
+				       : sqerr_launch<32, true>(nrows, nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum, stream);
+	return per_lane <= 8    ? sqerr_launch<8, false>(nrows, nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum, stream)
+	       : per_lane <= 16 ? sqerr_launch<16, false>(nrows, nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum, stream)
+			       : sqerr_launch<32, false>(nrows, nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum, stream);
 }

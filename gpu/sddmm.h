@@ -112,6 +112,14 @@ double starfa_cuda_sddmm_dense_rows_density(int64_t k);
  * "smem", "panel", "vwarp+dense rows", "by column"), NULL when it keeps none. */
 const char *starfa_cuda_sddmm_tuned_kept(uint64_t pattern, int64_t k);
 
+/* Adds to *sum (one double in device memory, not zeroed here) the tile's squared residuals, the sum over
+ * its nonzeros p (row r, column c) of (sval[p] - shift - <A[r, 0:k], B[c, 0:k]>)^2: cpu/sddmm.h's
+ * starfa_cpu_sqerr on device pointers. Groups of lanes take spans of 64 nonzeros, so a heavy row is
+ * shared; 16-byte loads where k, the leading dimensions and the pointers allow. */
+cudaError_t starfa_cuda_sqerr(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+			      const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
+			      float shift, double *sum, cudaStream_t stream);
+
 /* Frees (stream-ordered) what the calling thread kept for starfa_cuda_sddmm_tuned. */
 starfa_gpu_status starfa_cuda_sddmm_release(void);
 

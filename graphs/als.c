@@ -240,14 +240,13 @@ static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 static int train_metrics(struct als *a, starfa_train_progress *p)
 {
 	double sum = 0;
-	int rc = starfa_insert_sddmm(a->S, a->dX, a->dY, STARFA_SDDMM_PATTERN, a->P);
+	int rc = 0;
 	if (!a->implicit) {
-		/* The prediction is mu + (c_v + x_u·y_v + b_u): the augmented product plus the mean. */
-		if (!rc)
-			rc = starfa_insert_values_map(a->P, STARFA_VALUES_SCALE, 1.0f, (float)a->mu, NULL);
-		if (!rc)
-			rc = starfa_reduce_values(a->P, STARFA_REDUCE_SQDIFF, 0.0f, NULL, &sum);
+		/* The prediction is mu + (c_v + x_u·y_v + b_u), the augmented product plus the mean: its squared
+		 * error in one pass a row band, no prediction written. */
+		rc = starfa_reduce_sqerr(a->S, STARFA_ROWS, a->dX, a->dY, (float)a->mu, &sum);
 	} else {
+		rc = starfa_insert_sddmm(a->S, a->dX, a->dY, STARFA_SDDMM_PATTERN, a->P);
 		if (!rc)
 			rc = starfa_insert_gram(a->dY, 0, a->k, a->G2);
 		a->g2_current = rc == 0; /* the same sum the next user sweep would form (run_sweep) */
@@ -505,7 +504,7 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	    (rc = starfa_dense_create(a->S, STARFA_COLS, a->items.info_data, 2, &a->items.info)) ||
 	    (rc = starfa_systems_create(a->S, STARFA_ROWS, a->k, o->fp16, slots, &a->users.sys)) ||
 	    (rc = starfa_systems_create(a->S, STARFA_COLS, a->k, o->fp16, slots, &a->items.sys)) ||
-	    (rc = starfa_sparse_values_create(a->S, STARFA_ROWS, &a->P)))
+	    (a->implicit && (rc = starfa_sparse_values_create(a->S, STARFA_ROWS, &a->P))))
 		return rc;
 	if (a->implicit && ((rc = starfa_gram_create(a->k, &a->G)) || (rc = starfa_gram_create(a->k, &a->G2))))
 		return rc;

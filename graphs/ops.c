@@ -242,6 +242,22 @@ int starfa_reduce_values(const starfa_sparse_values *Y, starfa_reduce_op op, flo
 	return total_of(sums, rc, total);
 }
 
+int starfa_reduce_sqerr(const starfa_tiled *S, starfa_side side, const starfa_dense *A, const starfa_dense *B, float shift,
+			double *total)
+{
+	if (!S || !A || !B || !total)
+		return starfa_set_error(STARFA_EINVAL, "starfa_reduce_sqerr: missing operand");
+	int64_t nr, nc;
+	side_grid(S, side, &nr, &nc);
+	starfa_sums *sums = NULL;
+	int rc = starfa_sums_create(nr, &sums);
+	if (rc)
+		return rc;
+	for (int64_t b = 0; b < nr && !rc; b++)
+		rc = starfa_task_sqerr_band(S, side, b, A, B, shift, sums, b, NULL);
+	return total_of(sums, rc, total);
+}
+
 int starfa_reduce_dense(const starfa_dense *D, starfa_reduce_op op, double *total)
 {
 	if (!D || !total)

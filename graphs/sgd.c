@@ -8,7 +8,8 @@
  *
  * The model is the explicit model ALS fits: r ~ mu + b_u + c_i + p_u·q_i, with L2 regularization on the
  * factors (lambda) and the biases (lambda_bias). Rows are augmented as ALS's: users [p_u, b_u, 1], items
- * [q_i, 1, c_i], so that SDDMM of the two gives the prediction less mu for the loss, reduced in the graph.
+ * [q_i, 1, c_i], so that their dot product is the prediction less mu: the loss is one pass a row band in
+ * the graph (starfa_reduce_sqerr), no prediction written out.
  *
  * Learning rates: the bold driver (default) grows the rate 5% after an epoch whose training loss fell,
  * and halves it and redoes the epoch from the factors saved before it when the loss rose or stopped being
@@ -60,7 +61,6 @@ struct sgd {
 	starfa_dense *dU, *dV, *dsU, *dsV, *dGU, *dGV; /* factors, the bold driver's copies, AdaGrad's accumulators */
 	uint16_t *hU, *hV;        /* fp16: the rows the tasks update, as FP16 (w halves a row) */
 	starfa_dense *dhU, *dhV;  /* their blocks, w / 2 floats wide */
-	starfa_sparse_values *pred;
 	starfa_sums *sse;         /* per tile: the squared errors its last pass met */
 	double *slots;
 	double mu, lr, prev_loss;
@@ -152,7 +152,6 @@ static void sgd_free(void *state)
 {
 	struct sgd *g = state;
 	starfa_sums_free(g->sse);
-	starfa_sparse_values_free(g->pred);
 	starfa_dense_free(g->dU);
 	starfa_dense_free(g->dV);
 	starfa_dense_free(g->dsU);
@@ -279,7 +278,7 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->V, g->w, &g->dV)) ||
 	    (rc = starfa_dense_create(g->S, STARFA_ROWS, g->saved_U, g->w, &g->dsU)) ||
 	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->saved_V, g->w, &g->dsV)) ||
-	    (rc = starfa_sparse_values_create(g->S, STARFA_ROWS, &g->pred)) || (rc = starfa_sums_create(P * g->Q, &g->sse)))
+	    (rc = starfa_sums_create(P * g->Q, &g->sse)))
 		return rc;
 	if (g->o.schedule == SCHEDULE_ADAGRAD) {
 		g->GU = starfa_malloc((size_t)c->nrows, sizeof *g->GU);
@@ -411,7 +410,8 @@ static int copy_factors(starfa_dense *dst_u, starfa_dense *dst_v, const starfa_d
 
 
 /* The training objective of the current factors: the squared error at the training entries, in the
- * graph (predictions less mu by SDDMM, plus mu), and the regularization from the factors (synced). */
+ * graph (a task a row band: starfa_reduce_sqerr, with mu as the shift), and the regularization from the
+ * factors (synced). */
 static int objective(struct sgd *g, double *sse_out, double *loss_out)
 {
 	const starfa_csr *c = g->csr;
@@ -420,11 +420,7 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
 	if (g->o.fp16 && !(rc = starfa_insert_dense_convert(g->dU, STARFA_FROM_HALF, g->dhU)))
 		rc = starfa_insert_dense_convert(g->dV, STARFA_FROM_HALF, g->dhV);
 	if (!rc)
-		rc = starfa_insert_sddmm(g->S, g->dU, g->dV, STARFA_SDDMM_PATTERN, g->pred);
-	if (!rc)
-		rc = starfa_insert_values_map(g->pred, STARFA_VALUES_SCALE, 1.0f, (float)g->mu, NULL);
-	if (!rc)
-		rc = starfa_reduce_values(g->pred, STARFA_REDUCE_SQDIFF, 0.0f, NULL, &sse);
+		rc = starfa_reduce_sqerr(g->S, STARFA_ROWS, g->dU, g->dV, (float)g->mu, &sse);
 	if (!rc)
 		rc = starfa_dense_sync(g->dU);
 	if (!rc)

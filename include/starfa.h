@@ -370,6 +370,13 @@ int starfa_task_sddmm(const starfa_tiled *S, int64_t i, int64_t j, const starfa_
 		      starfa_sddmm_mode mode, float alpha, float beta, starfa_sparse_values *P,
 		      const starfa_task_attr *attr);
 
+/* A model's squared error over one band of side's grid, in one task that writes no predictions:
+ *   slot `slot` of sums = sum over the band's entries (r, c) of (S_rc - shift - <A_r, B_c>)^2   (double)
+ * with A blocked along the side's rows (block `band`) and B along the other side's, as SDDMM's. A training
+ * loss in one pass over the band instead of an SDDMM, a map and a reduction a tile. */
+int starfa_task_sqerr_band(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_dense *A,
+			   const starfa_dense *B, float shift, starfa_sums *sums, int64_t slot, const starfa_task_attr *attr);
+
 /* SpMM of one tile into one output block, on the grid of `side`:
  *   STARFA_ROWS: Y_i (+)= S_ij · X_j   (X blocked along S's columns, Y along its rows)
  *   STARFA_COLS: Y_i (+)= (Sᵀ)_ij · X_j (the transposed grid: X along S's rows, Y along its columns)
@@ -706,6 +713,10 @@ int starfa_insert_dense_cg(starfa_dense *X, starfa_dense *R, starfa_dense *P, co
 /* A reduction of every tile (block), one slot each, and its total (this waits for the tasks). */
 int starfa_reduce_values(const starfa_sparse_values *Y, starfa_reduce_op op, float a, const starfa_sparse_values *X,
 			 double *total);
+/* The squared error of the model A·Bᵀ + shift at S's entries, one starfa_task_sqerr_band a band of side's
+ * grid, added up in band order (this waits for the tasks). */
+int starfa_reduce_sqerr(const starfa_tiled *S, starfa_side side, const starfa_dense *A, const starfa_dense *B, float shift,
+			double *total);
 int starfa_reduce_dense(const starfa_dense *D, starfa_reduce_op op, double *total);
 
 /* The leading k singular triplets of S, S ≈ U diag(s) Vᵀ, by randomized subspace iteration (Halko,

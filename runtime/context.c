@@ -360,10 +360,13 @@ int starfa_init(const starfa_options *opts)
 	if (opts->ncuda >= 0)
 		conf.ncuda = opts->ncuda;
 	/* The default scheduler where there will be GPUs: heteroprio while starfa places every band (the
-	 * default placement: the GPUs'), as nothing is left to choose and its dispatch is the cheapest
-	 * (1-4% on 0.2-0.7 ms SDDMM graphs, 5-30% on MovieLens-sized ones against dmda: bench/PLACEMENT.md);
-	 * dmda where StarPU places tasks (STARFA_PLACEMENT=split or any), as its calibrated models choose
-	 * between a core and a GPU (and calibrate themselves where a model lacks a size). With cores alone
+	 * default placement, the GPUs', and STARFA_PLACEMENT=split, each band on its kind), as nothing but
+	 * the worker within a kind is left to choose and its dispatch is the cheapest (1-4% on 0.2-0.7 ms
+	 * SDDMM graphs, 5-30% on MovieLens-sized ones against dmda; under a split, ALS iterations 1.1-1.9x
+	 * and their loss 3-5x faster, as its idle workers take ready tasks where dmda queues them behind
+	 * busy ones: bench/PLACEMENT.md); dmda where StarPU places tasks (STARFA_PLACEMENT=any), as its
+	 * calibrated models choose between a core and a GPU (and calibrate themselves where a model lacks
+	 * a size). With cores alone
 	 * they have nothing to choose between, and dmda's placement at submission, from predictions that
 	 * are off for ALS's unequal bands, lost to work stealing: lws was 3-10% faster on SDDMM and 0-15% on
 	 * ALS on two cores (bench/ALS.md). */
@@ -371,7 +374,7 @@ int starfa_init(const starfa_options *opts)
 	if (opts->scheduler)
 		conf.sched_policy_name = opts->scheduler;
 	else if (!getenv("STARPU_SCHED"))
-		conf.sched_policy_name = !gpus ? "lws" : placement == STARFA_PLACE_GPU ? "heteroprio" : "dmda";
+		conf.sched_policy_name = !gpus ? "lws" : placement == STARFA_PLACE_ANY ? "dmda" : "heteroprio";
 	if (opts->calibrate >= 0)
 		conf.calibrate = opts->calibrate;
 	/* heteroprio needs its buckets (heteroprio_buckets); the name is what starpu_init will take: the

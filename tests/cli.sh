@@ -71,7 +71,7 @@ expect 2 '--ncpus expects' -- info --ncpus -3
 STARPU_NCPU=2 expect 0 'workers: 1 \(1 cpu' -- info --ncpus 1 --ncuda 0
 STARPU_SCHED=eager expect 0 'scheduler: lws ' -- info --sched lws
 STARPU_SCHED=eager expect 0 'scheduler: eager ' -- info
-# Without GPU workers the default is lws (heteroprio with them; dmda under STARFA_PLACEMENT=split or any).
+# Without GPU workers the default is lws (heteroprio with them; dmda under STARFA_PLACEMENT=any).
 [ -n "${STARPU_SCHED+set}" ] || expect 0 'scheduler: lws ' -- info --ncuda 0
 # Schedulers of parallel tasks are refused before any task runs (they crashed StarPU 1.3's drivers).
 expect 1 'scheduler pheft runs tasks on combined workers' -- info --sched pheft

@@ -517,8 +517,9 @@ TEST(placement_cuda, unplaced_grids_run_on_gpus)
 	return 0;
 }
 
-/* The default scheduler with GPUs follows the placement: heteroprio while starfa places the bands on the
- * GPUs, dmda where StarPU places them (STARFA_PLACEMENT=any); a bad STARFA_PLACEMENT is refused at start. */
+/* The default scheduler with GPUs follows the placement: heteroprio while starfa places the bands (on the
+ * GPUs, or split between the kinds), dmda where StarPU places them (STARFA_PLACEMENT=any); a bad
+ * STARFA_PLACEMENT is refused at start. */
 TEST(placement_cuda, default_scheduler_follows_the_placement)
 {
 	if (getenv("STARPU_SCHED"))
@@ -528,7 +529,7 @@ TEST(placement_cuda, default_scheduler_follows_the_placement)
 	starfa_options_default(&opts);
 	opts.silent = 1;
 	static const char *const modes[] = {NULL, "gpu", "any", "split"};
-	static const char *const want[] = {"heteroprio", "heteroprio", "dmda", "dmda"};
+	static const char *const want[] = {"heteroprio", "heteroprio", "dmda", "heteroprio"};
 	const char *env = getenv("STARFA_PLACEMENT");
 	char *saved = env ? strdup(env) : NULL;
 	int rc[4];

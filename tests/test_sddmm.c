@@ -380,6 +380,79 @@ TEST(sddmm, worker_profile_accounts_for_every_task)
 	return 0;
 }
 
+/* The double reference of a model's squared error over rows [r0, r1) of S: sum (S - shift - <A_r, B_c>)^2,
+ * A and B with leading dimension ld. */
+static double reference_sqerr(const starfa_csr *S, const float *A, const float *B, int64_t k, int64_t ld, float shift,
+			      int64_t r0, int64_t r1)
+{
+	double sum = 0;
+	for (int64_t r = r0; r < r1; r++)
+		for (int64_t p = S->rowptr[r]; p < S->rowptr[r + 1]; p++) {
+			double dot = 0;
+			for (int64_t d = 0; d < k; d++)
+				dot += (double)A[r * ld + d] * B[(int64_t)S->colind[p] * ld + d];
+			const double e = S->val[p] - shift - dot;
+			sum += e * e;
+		}
+	return sum;
+}
+
+/* A model's squared error by band tasks (one task a band, no predictions written) against the reference,
+ * on both sides' grids, band by band and in all; bad operands refused. */
+TEST(sddmm, sqerr_matches_reference)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 41;
+	static const int64_t grids[][2] = {{1, 1}, {4, 3}, {16, 16}};
+	for (size_t g = 0; g < 3; g++) {
+		const int64_t k = ranks[testing_below(&rng, NRANKS)];
+		struct graph_case c;
+		CHECK_OK(graph_case_make(&c, 500, 400, 6000, 1.5, k, grids[g][0], grids[g][1], &rng));
+		const float shift = (float)(2 * testing_uniform(&rng) - 1);
+		const double want = reference_sqerr(c.S, c.A, c.B, k, k, shift, 0, c.S->nrows);
+		double rows = NAN, cols = NAN;
+		CHECK_OK(starfa_reduce_sqerr(c.t, STARFA_ROWS, c.a, c.b, shift, &rows));
+		CHECK(starfa_reduce_sqerr(c.t, STARFA_COLS, c.b, c.a, shift, &cols) == STARFA_EINVAL); /* no transposed grid */
+		/* the transposed grid's values, on a grid that has one */
+		starfa_tiling_options both = {grids[g][0], grids[g][1], 1};
+		starfa_tiled *tt = NULL;
+		starfa_dense *ta = NULL, *tb = NULL;
+		CHECK_OK(starfa_tiled_create(c.S, &both, &tt));
+		CHECK_OK(starfa_dense_create(tt, STARFA_ROWS, c.A, k, &ta));
+		CHECK_OK(starfa_dense_create(tt, STARFA_COLS, c.B, k, &tb));
+		CHECK_OK(starfa_reduce_sqerr(tt, STARFA_COLS, tb, ta, shift, &cols));
+		double swapped = NAN;
+		CHECK(starfa_reduce_sqerr(tt, STARFA_COLS, ta, tb, shift, &swapped) == STARFA_EINVAL && isnan(swapped));
+		starfa_dense_free(ta);
+		starfa_dense_free(tb);
+		starfa_tiled_free(tt);
+		CHECK_MSG(fabs(rows - want) <= 1e-5 * want && fabs(cols - want) <= 1e-5 * want,
+			  "grid %lldx%lld k %lld: rows %.9g cols %.9g, reference %.9g", (long long)grids[g][0],
+			  (long long)grids[g][1], (long long)k, rows, cols, want);
+		/* band by band, each slot poisoned first */
+		const int64_t nb = starfa_tiled_row_tiles(c.t), *rb = starfa_tiled_row_bounds(c.t);
+		starfa_sums *sums = NULL;
+		CHECK_OK(starfa_sums_create(nb + 1, &sums));
+		double *slots = malloc(sizeof(double) * (size_t)(nb + 1));
+		CHECK(slots);
+		for (int64_t b = 0; b < nb; b++)
+			CHECK_OK(starfa_task_sqerr_band(c.t, STARFA_ROWS, b, c.a, c.b, shift, sums, b + 1, NULL));
+		CHECK_OK(starfa_sums_read(sums, slots));
+		for (int64_t b = 0; b < nb; b++) {
+			const double band = reference_sqerr(c.S, c.A, c.B, k, k, shift, rb[b], rb[b + 1]);
+			CHECK_MSG(fabs(slots[b + 1] - band) <= 1e-5 * band + 1e-12, "band %lld: %.9g, reference %.9g",
+				  (long long)b, slots[b + 1], band);
+		}
+		CHECK(starfa_task_sqerr_band(c.t, STARFA_ROWS, nb, c.a, c.b, shift, sums, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_sqerr_band(c.t, STARFA_ROWS, 0, c.b, c.a, shift, sums, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_sqerr_band(c.t, STARFA_ROWS, 0, c.a, c.b, shift, sums, nb + 1, NULL) == STARFA_EINVAL);
+		starfa_sums_free(sums);
+		free(slots);
+		graph_case_free(&c);
+	}
+	return 0;
+}
+
 TEST(sddmm, insert_rejects_mismatched_operands)
 {
 	CHECK_OK(testing_runtime());
@@ -1209,6 +1282,14 @@ TEST(sddmm_cuda, task_graph_on_cuda_workers)
 		  (long long)st.tasks[STARFA_WORKER_CUDA], (long long)st.tasks[STARFA_WORKER_CPU]);
 	CHECK_OK(starfa_sparse_values_gather(p, P));
 	CHECK_OK(starfa_check_sddmm(S, A, B, k, STARFA_SDDMM_SCALED, P, NULL));
+	/* the squared error by band tasks, one a band on the CUDA workers */
+	starfa_stats_reset();
+	double sq = NAN, want_sq = reference_sqerr(S, A, B, k, k, -0.5f, 0, S->nrows);
+	CHECK_OK(starfa_reduce_sqerr(t, STARFA_ROWS, a, b, -0.5f, &sq));
+	starfa_stats_get(&st);
+	CHECK_MSG(fabs(sq - want_sq) <= 1e-5 * want_sq && st.tasks[STARFA_WORKER_CUDA] == 6 && st.tasks[STARFA_WORKER_CPU] == 0,
+		  "squared error %.9g, reference %.9g; cuda %lld cpu %lld tasks", sq, want_sq,
+		  (long long)st.tasks[STARFA_WORKER_CUDA], (long long)st.tasks[STARFA_WORKER_CPU]);
 	starfa_sparse_values_free(p);
 	starfa_dense_free(a);
 	starfa_dense_free(b);
@@ -1254,6 +1335,55 @@ TEST(sddmm_cuda, task_graph_on_cuda_workers)
 	free(A);
 	free(B);
 	free(P);
+	return 0;
+}
+
+/* The CUDA squared-error kernel against the CPU kernel and the reference: heavy rows (spans of a row
+ * shared by groups), empty rows, ranks across the lane widths, padded and odd leading dimensions, an
+ * unaligned A (element loads); it adds to the sum it is given. */
+TEST(sddmm_cuda, sqerr_matches_cpu)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	uint64_t rng = testing_seed() + 42;
+	struct one_tile t;
+	CHECK(make_dense_rows_tile(&t, 700, 300, 20, 0, &rng) == 0);
+	const starfa_csr *S = t.csr;
+	static const int64_t ks[] = {1, 3, 4, 16, 20, 33, 128, 257};
+	for (size_t q = 0; q < sizeof ks / sizeof ks[0]; q++) {
+		const int64_t k = ks[q], ld = q % 2 ? (k + 3) / 4 * 4 + 4 : k, off = q == 4; /* k 20 from A + 1 */
+		float *A = malloc(sizeof(float) * (size_t)(S->nrows * ld + 1)), *B = malloc(sizeof(float) * (size_t)(S->ncols * ld));
+		CHECK(A && B);
+		testing_fill_random(A, (size_t)(S->nrows * ld + 1), &rng);
+		testing_fill_random(B, (size_t)(S->ncols * ld), &rng);
+		const float shift = 0.25f;
+		const double cpu = starfa_cpu_sqerr(S->nrows, t.rowptr, t.colind, S->val, A + off, ld, B, ld, k, shift);
+		const double want = reference_sqerr(S, A + off, B, k, ld, shift, 0, S->nrows);
+		uint32_t *d_rowptr = to_device(t.rowptr, sizeof(uint32_t) * (size_t)(S->nrows + 1));
+		uint32_t *d_colind = to_device(t.colind, sizeof(uint32_t) * (size_t)S->nnz);
+		float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
+		float *d_A = to_device(A, sizeof(float) * (size_t)(S->nrows * ld + 1));
+		float *d_B = to_device(B, sizeof(float) * (size_t)(S->ncols * ld));
+		const double start = 2.5;
+		double *d_sum = to_device(&start, sizeof start), got = NAN;
+		CHECK(d_rowptr && d_colind && d_val && d_A && d_B && d_sum);
+		CUDA_OK(starfa_cuda_sqerr(S->nrows, S->nnz, d_rowptr, d_colind, d_val, d_A + off, ld, d_B, ld, k, shift, d_sum, 0));
+		CUDA_OK(cudaMemcpy(&got, d_sum, sizeof got, cudaMemcpyDeviceToHost));
+		CHECK_MSG(fabs(got - start - want) <= 1e-5 * want && fabs(cpu - want) <= 1e-5 * want,
+			  "k %lld ld %lld: gpu %.9g cpu %.9g reference %.9g", (long long)k, (long long)ld, got - start, cpu, want);
+		CUDA_OK(starfa_cuda_sqerr(S->nrows, 0, d_rowptr, d_colind, d_val, d_A, ld, d_B, ld, k, shift, d_sum, 0));
+		CHECK(starfa_cuda_sqerr(S->nrows, S->nnz, d_rowptr, d_colind, d_val, d_A, ld, d_B, ld, k, shift, NULL, 0) ==
+		      cudaErrorInvalidValue);
+		cudaFree(d_rowptr);
+		cudaFree(d_colind);
+		cudaFree(d_val);
+		cudaFree(d_A);
+		cudaFree(d_B);
+		cudaFree(d_sum);
+		free(A);
+		free(B);
+	}
+	free_tile(&t);
 	return 0;
 }
 
