@@ -328,7 +328,7 @@ TEST(values, perfmodel_symbols_come_from_the_registry)
 			      "starfa_dense_reduce", "starfa_hermitian", "starfa_bias", "starfa_solve", "starfa_gram",
 			      "starfa_rowsolve", "starfa_zero", "starfa_sgd", "starfa_dense_convert", "starfa_ccd_pass",
 			      "starfa_ccd_solve", "starfa_ccd_band", "starfa_ccd_feature", "starfa_ccd_regularizer", "starfa_dense_cg", "starfa_sddmm_spmm", "starfa_sddmm_spmm_band",
-			      "starfa_dense_dirichlet", "starfa_dense_uniform", "starfa_top_k"};
+			      "starfa_dense_dirichlet", "starfa_dense_uniform", "starfa_top_k", "starfa_sqerr_band"};
 	int n = 0;
 	while (s[n])
 		n++;
