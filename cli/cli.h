@@ -21,7 +21,7 @@ enum { EXIT_USAGE = 2, EXIT_CHECK = 3 };
 	"  --ncuda N        CUDA workers (default: STARPU_NCUDA or every GPU)\n"                   \
 	"  --sched NAME     StarPU scheduler, e.g. dmda, dmdas, lws, not pheft or peager (default:\n"   \
 	"                   STARPU_SCHED, else with GPU workers heteroprio, or dmda under\n"      \
-	"                   STARFA_PLACEMENT=split|any, and lws without GPU workers)\n"            \
+	"                   STARFA_PLACEMENT=any, and lws without GPU workers)\n"                 \
 	"  --calibrate N    0 off, 1 calibrate perfmodels, 2 reset and calibrate\n"                \
 	"  --trace DIR      write StarPU's FxT trace of the run into DIR: paje.trace (ViTE),\n"     \
 	"                   tasks.rec (scripts/gantt.py DIR/tasks.rec OUT.svg draws it per worker)\n"

@@ -1,6 +1,7 @@
 /* SGD matrix-factorization updates on CSR tiles of one row band on CUDA. An update is run by a group of kLanes lanes
  * (8, 16 or 32: as many as the rank needs for one 16-byte load each), so a warp runs 32 / kLanes updates
- * at once; the tile's chunks are dealt round-robin to the groups in flight, and each group runs its
+ * at once. A launch takes up to STARFA_SGD_SPAN_MAX tiles: the groups in flight are dealt to the tiles in
+ * proportion to their chunks, each tile's chunks round-robin to its groups, and each group runs its
  * chunk's updates in the chunk's order. Factor rows are FP32 or FP16 (converted to FP32 in registers). */
 #include "gpu/sgd.h"
 

@@ -235,8 +235,9 @@ static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 				side_id(s->ids, report.first_bad_row, buf, sizeof buf));
 }
 
-/* Training loss and RMSE, reduced in the graph from the predictions at the training entries; the
- * regularization from the factors (in main memory). */
+/* Training loss and RMSE, reduced in the graph (explicit: the squared error a row band, no predictions
+ * written; implicit: from the predictions at the training entries); the regularization from the factors
+ * (in main memory). */
 static int train_metrics(struct als *a, starfa_train_progress *p)
 {
 	double sum = 0;

@@ -61,7 +61,7 @@ struct sgd {
 	starfa_dense *dU, *dV, *dsU, *dsV, *dGU, *dGV; /* factors, the bold driver's copies, AdaGrad's accumulators */
 	uint16_t *hU, *hV;        /* fp16: the rows the tasks update, as FP16 (w halves a row) */
 	starfa_dense *dhU, *dhV;  /* their blocks, w / 2 floats wide */
-	starfa_sums *sse;         /* per tile: the squared errors its last pass met */
+	starfa_sums *sse;         /* per task, in the slot of its first tile: the squared errors its last pass met */
 	double *slots;
 	double mu, lr, prev_loss;
 	int64_t epoch;            /* epochs accepted so far */

@@ -127,8 +127,8 @@ typedef struct starfa_options {
 	int ncpus;                 /* CPU workers; -1: StarPU's default (STARPU_NCPU or all cores) */
 	int ncuda;                 /* CUDA workers; -1: StarPU's default (STARPU_NCUDA or all GPUs) */
 	const char *scheduler;     /* NULL: STARPU_SCHED, else with GPU workers "heteroprio" (starfa places the
-				    * bands), or "dmda" under STARFA_PLACEMENT=split|any, and "lws" without
-				    * GPU workers; e.g. "dmdas" */
+				    * bands, on the GPUs or split), or "dmda" under STARFA_PLACEMENT=any, and
+				    * "lws" without GPU workers; e.g. "dmdas" */
 	int calibrate;             /* -1: leave to STARPU_CALIBRATE; 0 off; 1 calibrate; 2 reset and calibrate */
 	int silent;                /* 1: keep StarPU quiet unless something fails */
 	const char *trace_dir;     /* NULL: no trace; else StarPU's FxT trace of the run, written into this folder
@@ -582,8 +582,8 @@ int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U
 		    starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
 		    const starfa_task_attr *attr);
 /* The same pass over the ntiles tiles (i, j) .. (i, j + ntiles - 1) of one row band as one task (tile
- * after tile on a CPU; on a GPU, in one launch as one wide tile: its updaters dealt to the tiles in
- * proportion to their entries, so they spread over every tile's item rows), reading and writing U's
+ * after tile on a CPU; on a GPU, up to 32 tiles a launch as one wide tile: its updaters dealt to the
+ * tiles in proportion to their chunks of 256 entries, so they spread over every tile's item rows), reading and writing U's
  * block i and V's blocks j .. j + ntiles - 1; each tile keeps its own visiting order, and sse's slot gets
  * the sum over the tiles. A GPU updates a wide tile faster than its parts one at a time: the same
  * updaters on fewer item rows collide more (bench/SGD.md). starfa_task_sgd is the span of one tile. */

@@ -222,6 +222,44 @@ TEST(sgd, tile_kernel_matches_sequential_reference)
 	return 0;
 }
 
+/* Augmented factor rows for t's rows and columns (fill_rows), their double copies for the reference and
+ * their blocks along t. */
+struct factors_case {
+	float *U, *V;
+	double *RU, *RV;
+	starfa_dense *dU, *dV;
+};
+
+static void factors_close(struct factors_case *f)
+{
+	starfa_dense_free(f->dU);
+	starfa_dense_free(f->dV);
+	free(f->U);
+	free(f->V);
+	free(f->RU);
+	free(f->RV);
+}
+
+static int factors_open(struct factors_case *f, const starfa_tiled *t, int64_t m, int64_t n, int64_t k, int64_t w,
+			uint64_t *rng)
+{
+	memset(f, 0, sizeof *f);
+	f->U = malloc(sizeof(float) * (size_t)(m * w));
+	f->V = malloc(sizeof(float) * (size_t)(n * w));
+	f->RU = malloc(sizeof(double) * (size_t)(m * w));
+	f->RV = malloc(sizeof(double) * (size_t)(n * w));
+	CHECK(f->U && f->V && f->RU && f->RV);
+	fill_rows(f->U, m, k, w, 1, rng);
+	fill_rows(f->V, n, k, w, 0, rng);
+	for (int64_t i = 0; i < m * w; i++)
+		f->RU[i] = f->U[i];
+	for (int64_t i = 0; i < n * w; i++)
+		f->RV[i] = f->V[i];
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, f->U, w, &f->dU));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, f->V, w, &f->dV));
+	return 0;
+}
+
 /* The reference over tile (i, j) of t with step's pass, its rows and columns offset into the whole
  * factors RU, RV (and accumulators RGU, RGV with AdaGrad). */
 static void reference_tile(const starfa_tiled *t, int64_t i, int64_t j, const starfa_sgd_step *st, double *RU, double *RV,
@@ -252,18 +290,12 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	starfa_tiling_options tiling = {P, P, 0, 0, 0};
 	starfa_tiled *t = NULL;
 	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
-	float *U = malloc(sizeof(float) * (size_t)(m * w)), *V = malloc(sizeof(float) * (size_t)(n * w));
-	double *RU = malloc(sizeof(double) * (size_t)(m * w)), *RV = malloc(sizeof(double) * (size_t)(n * w));
-	CHECK(U && V && RU && RV);
-	fill_rows(U, m, k, w, 1, &rng);
-	fill_rows(V, n, k, w, 0, &rng);
-	for (int64_t i = 0; i < m * w; i++)
-		RU[i] = U[i];
-	for (int64_t i = 0; i < n * w; i++)
-		RV[i] = V[i];
-	starfa_dense *dU = NULL, *dV = NULL;
-	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, U, w, &dU));
-	CHECK_OK(starfa_dense_create(t, STARFA_COLS, V, w, &dV));
+	struct factors_case fc;
+	if (factors_open(&fc, t, m, n, k, w, &rng))
+		return 1;
+	float *U = fc.U, *V = fc.V;
+	double *RU = fc.RU, *RV = fc.RV;
+	starfa_dense *dU = fc.dU, *dV = fc.dV;
 	starfa_sums *sse = NULL;
 	CHECK_OK(starfa_sums_create(P * P, &sse));
 	starfa_sgd_step step = {k, 0.02f, 0.05f, 0.05f, 3.0f, 1, 0, testing_seed(), 4};
@@ -329,14 +361,64 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	bad.lr = 0;
 	CHECK(starfa_task_sgd(t, 0, 0, dU, dV, NULL, NULL, &bad, sse, 0, NULL) == STARFA_EINVAL);
 	starfa_sums_free(sse);
-	starfa_dense_free(dU);
-	starfa_dense_free(dV);
+	factors_close(&fc);
 	starfa_tiled_free(t);
 	starfa_csr_free(S);
-	free(U);
-	free(V);
-	free(RU);
-	free(RV);
+	return 0;
+}
+
+/* A span with an empty tile in its middle skips it (its item block untouched, the tiles after it still
+ * keyed by their own place), and a span of empty tiles zeroes its slot: against the reference tile by
+ * tile on one CPU worker. Rows 30-59 have entries only in the outer columns, so with row bands of 30 rows
+ * and the columns cut in three by nonzeros, tile (1, 1) is empty. */
+TEST(sgd, span_skips_empty_tiles)
+{
+	CHECK_OK(testing_runtime_cpus(1));
+	uint64_t rng = testing_seed() + 36;
+	const int64_t m = 90, n = 90, k = 8, w = k + 2;
+	starfa_coo *coo = starfa_coo_new(m, n, m * n);
+	CHECK(coo);
+	for (int64_t r = 0; r < m; r++)
+		for (int64_t c = 0; c < n; c++) {
+			const int middle_row = r >= 30 && r < 60, outer_col = c < 15 || c >= 75;
+			if (middle_row ? outer_col : testing_uniform(&rng) < 1.0 / 3.0) {
+				coo->row[coo->nnz] = (int32_t)r;
+				coo->col[coo->nnz] = (int32_t)c;
+				coo->val[coo->nnz++] = (float)(1 + (int)(5 * testing_uniform(&rng)));
+			}
+		}
+	starfa_csr *S = NULL;
+	CHECK_OK(starfa_csr_from_coo(coo, &S));
+	starfa_coo_free(coo);
+	starfa_tiling_options tiling = {.col_tiles = 3, .row_band = 30};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	CHECK(starfa_tiled_row_tiles(t) == 3 && starfa_tiled_col_tiles(t) == 3);
+	CHECK_MSG(starfa_tiled_tile_nnz(t, 1, 1) == 0 && starfa_tiled_tile_nnz(t, 1, 0) > 0 && starfa_tiled_tile_nnz(t, 1, 2) > 0,
+		  "tiles (1, 0..2) hold %lld, %lld, %lld entries", (long long)starfa_tiled_tile_nnz(t, 1, 0),
+		  (long long)starfa_tiled_tile_nnz(t, 1, 1), (long long)starfa_tiled_tile_nnz(t, 1, 2));
+	struct factors_case fc;
+	if (factors_open(&fc, t, m, n, k, w, &rng))
+		return 1;
+	starfa_sums *sse = NULL;
+	CHECK_OK(starfa_sums_create(2, &sse));
+	const starfa_sgd_step step = {k, 0.03f, 0.05f, 0.05f, 3.0f, 1, 0, testing_seed(), 7};
+	CHECK_OK(starfa_task_sgd_span(t, 1, 0, 3, fc.dU, fc.dV, NULL, NULL, &step, sse, 1, NULL));
+	for (int64_t j = 0; j < 3; j++)
+		reference_tile(t, 1, j, &step, fc.RU, fc.RV, w, NULL, NULL);
+	double before = NAN, after = NAN;
+	CHECK_OK(starfa_sums_read_slots(sse, 1, 1, &before));
+	CHECK_OK(starfa_task_sgd_span(t, 1, 1, 1, fc.dU, fc.dV, NULL, NULL, &step, sse, 1, NULL)); /* only the empty tile */
+	CHECK_OK(starfa_sums_read_slots(sse, 1, 1, &after));
+	CHECK_MSG(isfinite(before) && before > 0 && after == 0.0, "the slot: %g, then %g", before, after);
+	CHECK_OK(starfa_dense_sync(fc.dU));
+	CHECK_OK(starfa_dense_sync(fc.dV));
+	if (close_arrays(fc.U, fc.RU, (size_t)(m * w), 1e-4, "U") || close_arrays(fc.V, fc.RV, (size_t)(n * w), 1e-4, "V"))
+		return 1;
+	starfa_sums_free(sse);
+	factors_close(&fc);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
 	return 0;
 }
 
@@ -406,8 +488,9 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	return 0;
 }
 
-/* The sgd tasks of a task log: each wrote its two blocks and its slot, and no two that overlapped in time
- * ran on one worker or shared data one of them wrote. Counts them, and the overlapping pairs. */
+/* The sgd tasks of a task log (without AdaGrad): each wrote its user block, its slot and the item block of
+ * each of its tiles, and no two that overlapped in time ran on one worker or shared data one of them wrote
+ * (among the buffers the log records). Counts them, and the overlapping pairs. */
 static int sgd_tasks_share_nothing(const starfa_task_record *log, int64_t n, int64_t *nsgd, int64_t *overlapping)
 {
 	*nsgd = *overlapping = 0;
@@ -415,11 +498,9 @@ static int sgd_tasks_share_nothing(const starfa_task_record *log, int64_t n, int
 		if (strcmp(log[a].codelet, "sgd") != 0)
 			continue;
 		++*nsgd;
-		int written = 0;
-		for (int b = 0; b < log[a].nbuffers; b++)
-			written += log[a].writes[b];
 		/* the user block, the loss slot and the item block of each tile (buffers: U, slot, then tile
 		 * and item block pairs) */
+		const int written = log[a].nwrites;
 		CHECK_MSG(written == 2 + (log[a].nbuffers - 2) / 2 && log[a].worker >= 1 && log[a].end_us >= log[a].start_us,
 			  "sgd task %lld: %d written buffers, worker %d", (long long)a, written, log[a].worker);
 		for (int64_t c = a + 1; c < n; c++) {
@@ -676,6 +757,29 @@ TEST(sgd_cuda, span_matches_cpu_tiles)
 			CHECK_MSG(isfinite(sse_gpu) && sse_gpu < last, "updaters %d: sse %g after %g", updaters, sse_gpu, last);
 			last = sse_gpu;
 		}
+		/* At a rate of 0 nothing moves: one launch over the three tiles (the device's updaters, then one
+		 * a tile) must meet every entry once, its errors those of the CPU kernel on the same factors. */
+		CUDA_OK(cudaMemcpy(GotU, d_U, sizeof(float) * (size_t)(m * w), cudaMemcpyDeviceToHost));
+		CUDA_OK(cudaMemcpy(GotV, d_V, sizeof(float) * (size_t)(n * w), cudaMemcpyDeviceToHost));
+		struct starfa_sgd_pass still = pass;
+		still.lr = 0.0f;
+		still.adagrad = 0;
+		double want = 0;
+		for (int64_t q = 0; q < span; q++) {
+			int64_t nr, nc, nz;
+			const uint32_t *rp, *ci;
+			const float *val;
+			starfa_tiled_tile_csr(t, band, j0 + q, &nr, &nc, &nz, &rp, &ci, &val);
+			still.tile = tiles[q].id;
+			want += starfa_cpu_sgd(nr, rp, ci, val, GotU + rb[band] * w, w, GotV + cb[j0 + q] * w, w, NULL, 0, NULL, 0,
+					       &still);
+		}
+		for (int updaters = 0; updaters <= (int)span; updaters += (int)span) {
+			CUDA_OK(starfa_cuda_sgd_span((int)span, tiles, d_U + rb[band] * w, w, NULL, 0, &still, updaters, d_sse, 0));
+			CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
+			CHECK_MSG(fabs(sse_gpu - want) <= 1e-5 * want, "rate 0, updaters %d: sse %.9g, the CPU kernel's %.9g",
+				  updaters, sse_gpu, want);
+		}
 		for (int q = 0; q < 9; q++)
 			cudaFree(owned[q]);
 		cudaFree(d_U);
@@ -769,7 +873,7 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	CHECK(split.P <= MAXB && split.Q <= MAXB);
 	const void *ublock[MAXB], *vblock[MAXB];
 	int64_t nu = 0, nv = 0, (*pairs)[MAXB] = calloc(MAXB, sizeof *pairs);
-	int ukind[MAXB];
+	int ukind[MAXB], uworker[MAXB];
 	CHECK(pairs);
 	for (int64_t a = 0; a < n; a++) {
 		if (strcmp(log[a].codelet, "sgd") != 0)
@@ -781,11 +885,12 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 		if (u == nu) {
 			ublock[nu++] = log[a].data[0];
 			ukind[u] = kind;
+			uworker[u] = log[a].worker;
 		}
-		CHECK_MSG(ukind[u] == kind, "user block %lld ran on both kinds of worker", (long long)u);
-		const int span = (log[a].nbuffers - 2) / 2;
-		CHECK_MSG(kind ? span >= 1 && span <= ncpu : span == 1, "an sgd task on %s over %d tiles",
-			  kind ? "a GPU" : "a core", span);
+		CHECK_MSG(ukind[u] == kind && uworker[u] == log[a].worker, "user block %lld ran on workers %d and %d",
+			  (long long)u, uworker[u], log[a].worker);
+		const int span = (log[a].nbuffers - 2) / 2; /* a GPU's whole block: this matrix has no empty tile */
+		CHECK_MSG(span == (kind ? ncpu : 1), "an sgd task on %s over %d tiles", kind ? "a GPU" : "a core", span);
 		for (int b = 0; b < span; b++) {
 			int64_t v = 0;
 			while (v < nv && vblock[v] != log[a].data[3 + 2 * b])
@@ -807,8 +912,8 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 			core_tiles += pairs[u][v] > 0 && !ukind[u];
 		}
 	}
-	/* an epoch: GPUs + 1 strata of one span a GPU, and every non-empty tile of the cores' bands */
-	CHECK_MSG(on_gpus == ngpu && nsgd == epochs * ((ngpu + 1) * ngpu + core_tiles) && tiles >= split.P * split.Q - split.P,
+	/* an epoch: GPUs + 1 strata of one span a GPU, and every tile of the cores' bands */
+	CHECK_MSG(on_gpus == ngpu && nsgd == epochs * ((ngpu + 1) * ngpu + core_tiles) && tiles == split.P * split.Q,
 		  "%lld user blocks on GPUs, %lld tasks, %lld tiles", (long long)on_gpus, (long long)nsgd, (long long)tiles);
 	free(pairs);
 	CHECK_MSG(split.last < split.first && split.last <= 1.05 * alone.last + 0.01,
