@@ -2,8 +2,10 @@
  *
  * Eight partial sums and a tree: a reduction clause's epilogue adds a whole vector's lanes one after the
  * other, which at k = 16-64 is the longest chain of a kernel's step (about a third of the CPU SGD
- * kernel's samples and of the SDDMM kernel's: bench/SGD.md). GCC turns the eight sums into one vector and
- * the tree into three adds. */
+ * kernel's samples and of the SDDMM kernel's: bench/SGD.md). The partial sums are one vector (GCC's
+ * vector extensions) and the tree is three adds on its lanes in registers: as a float array, the sums
+ * were stored to the stack and the tree read them back one by one (`perf annotate`). The adds and their
+ * order are the same either way. */
 #ifndef STARFA_CPU_DOT_H
 #define STARFA_CPU_DOT_H
 
@@ -11,49 +13,69 @@
 
 #define STARFA_DOT_INLINE static inline __attribute__((always_inline))
 
-STARFA_DOT_INLINE float starfa_tree8(const float s[8])
+/* Eight floats as one vector, loaded from any 4-byte alignment; four lanes. */
+typedef float starfa_v8 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float starfa_v4 __attribute__((vector_size(16)));
+typedef int starfa_v4i __attribute__((vector_size(16)));
+
+/* ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7)), in registers. */
+STARFA_DOT_INLINE float starfa_tree8v(starfa_v8 s)
 {
-	return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+	const starfa_v4 lo = {s[0], s[1], s[2], s[3]}, hi = {s[4], s[5], s[6], s[7]};
+	const starfa_v4 t = lo + hi;                                            /* s0+s4, s1+s5, s2+s6, s3+s7 */
+	const starfa_v4 u = t + __builtin_shuffle(t, (starfa_v4i){1, 0, 3, 2}); /* (t0+t1), ., (t2+t3), . */
+	return u[0] + u[2];
 }
 
 /* sum over d < k of a[d] b[d] */
 STARFA_DOT_INLINE float starfa_dot(const float *restrict a, const float *restrict b, int64_t k)
 {
-	float s[8] = {0};
+	starfa_v8 s = {0};
 	int64_t d = 0;
 	for (; d + 8 <= k; d += 8)
-		for (int j = 0; j < 8; j++)
-			s[j] += a[d + j] * b[d + j];
-	for (int j = 0; d + j < k; j++)
-		s[j] += a[d + j] * b[d + j];
-	return starfa_tree8(s);
+		s += *(const starfa_v8 *)(a + d) * *(const starfa_v8 *)(b + d);
+	if (d < k) {
+		starfa_v8 x = {0}, y = {0};
+		for (int j = 0; d + j < k; j++) {
+			x[j] = a[d + j];
+			y[j] = b[d + j];
+		}
+		s += x * y;
+	}
+	return starfa_tree8v(s);
 }
 
 /* Four dot products of one row a with rows b0..b3, which stream together while a stays in L1. */
 STARFA_DOT_INLINE void starfa_dot4(const float *restrict a, const float *restrict b0, const float *restrict b1,
 				   const float *restrict b2, const float *restrict b3, int64_t k, float out[4])
 {
-	float s0[8] = {0}, s1[8] = {0}, s2[8] = {0}, s3[8] = {0};
+	starfa_v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
 	int64_t d = 0;
-	for (; d + 8 <= k; d += 8)
-		for (int j = 0; j < 8; j++) {
-			const float x = a[d + j];
-			s0[j] += x * b0[d + j];
-			s1[j] += x * b1[d + j];
-			s2[j] += x * b2[d + j];
-			s3[j] += x * b3[d + j];
-		}
-	for (int j = 0; d + j < k; j++) {
-		const float x = a[d + j];
-		s0[j] += x * b0[d + j];
-		s1[j] += x * b1[d + j];
-		s2[j] += x * b2[d + j];
-		s3[j] += x * b3[d + j];
+	for (; d + 8 <= k; d += 8) {
+		const starfa_v8 x = *(const starfa_v8 *)(a + d);
+		s0 += x * *(const starfa_v8 *)(b0 + d);
+		s1 += x * *(const starfa_v8 *)(b1 + d);
+		s2 += x * *(const starfa_v8 *)(b2 + d);
+		s3 += x * *(const starfa_v8 *)(b3 + d);
 	}
-	out[0] = starfa_tree8(s0);
-	out[1] = starfa_tree8(s1);
-	out[2] = starfa_tree8(s2);
-	out[3] = starfa_tree8(s3);
+	if (d < k) {
+		starfa_v8 x = {0}, y0 = {0}, y1 = {0}, y2 = {0}, y3 = {0};
+		for (int j = 0; d + j < k; j++) {
+			x[j] = a[d + j];
+			y0[j] = b0[d + j];
+			y1[j] = b1[d + j];
+			y2[j] = b2[d + j];
+			y3[j] = b3[d + j];
+		}
+		s0 += x * y0;
+		s1 += x * y1;
+		s2 += x * y2;
+		s3 += x * y3;
+	}
+	out[0] = starfa_tree8v(s0);
+	out[1] = starfa_tree8v(s1);
+	out[2] = starfa_tree8v(s2);
+	out[3] = starfa_tree8v(s3);
 }
 
 #endif
