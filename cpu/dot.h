@@ -16,15 +16,13 @@
 /* Eight floats as one vector, loaded from any 4-byte alignment; four lanes. */
 typedef float starfa_v8 __attribute__((vector_size(32), aligned(4), may_alias));
 typedef float starfa_v4 __attribute__((vector_size(16)));
-typedef int starfa_v4i __attribute__((vector_size(16)));
 
-/* ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7)), in registers. */
+/* ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7)), in registers (GCC and clang alike). */
 STARFA_DOT_INLINE float starfa_tree8v(starfa_v8 s)
 {
 	const starfa_v4 lo = {s[0], s[1], s[2], s[3]}, hi = {s[4], s[5], s[6], s[7]};
-	const starfa_v4 t = lo + hi;                                            /* s0+s4, s1+s5, s2+s6, s3+s7 */
-	const starfa_v4 u = t + __builtin_shuffle(t, (starfa_v4i){1, 0, 3, 2}); /* (t0+t1), ., (t2+t3), . */
-	return u[0] + u[2];
+	const starfa_v4 t = lo + hi; /* s0+s4, s1+s5, s2+s6, s3+s7 */
+	return (t[0] + t[1]) + (t[2] + t[3]);
 }
 
 /* sum over d < k of a[d] b[d] */
