@@ -460,7 +460,7 @@ int starfa_task_ccd_band(const starfa_tiled *S, starfa_side side, int64_t band, 
 		return 0;
 	}
 	if (ntiles == 0 && !x) /* sums over no entry: zeroes, as a pass over an empty tile writes them */
-		return starfa_band_task_zero(S, side, band, attr, acc->blocks[band], buffers);
+		return starfa_band_task_zero(S, side, band, attr, acc->blocks[band], STARFA_ZERO_MATRIX, buffers);
 	struct ccd_band_args args = {write != 0,
 				     (terms->sub_x ? CCD_SUB : 0) | (terms->add_x ? CCD_ADD : 0) | (terms->y ? CCD_Y : 0),
 				     x != NULL,

@@ -294,12 +294,12 @@ int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t 
 }
 
 int starfa_band_task_zero(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
-			  starpu_data_handle_t block, struct starpu_data_descr *buffers)
+			  starpu_data_handle_t block, int kind, struct starpu_data_descr *buffers)
 {
 	free(buffers);
 	starfa_task_attr placed;
 	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band));
-	return starfa_submit_zero(block, STARFA_ZERO_MATRIX, attr);
+	return starfa_submit_zero(block, kind, attr);
 }
 
 uint64_t starfa_band_task_nnz(const struct starpu_task *task, unsigned first, unsigned stride, int ntiles)

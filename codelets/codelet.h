@@ -112,11 +112,12 @@ int starfa_band_task_submit(struct starpu_codelet *cl, const void *args, size_t 
 			    const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
 			    int nbuffers, struct starpu_data_descr *buffers);
 /* For a band with no entries: frees the buffers starfa_band_task_begin allocated and zeroes `block` (a
- * matrix block) as a per-tile pass over an empty tile does, placed as the band. The band codelets never
+ * matrix block or a sums slot: kind, codelets/zero.h) as a per-tile pass over an empty tile does, placed
+ * as the band. The band codelets never
  * see an empty band, whose cost (0 entries) their regression models could not take, except ccd_band with
  * an update, whose cost counts the band's rows. */
 int starfa_band_task_zero(const starfa_tiled *S, starfa_side side, int64_t band, const starfa_task_attr *attr,
-			  starpu_data_handle_t block, struct starpu_data_descr *buffers);
+			  starpu_data_handle_t block, int kind, struct starpu_data_descr *buffers);
 /* The entries of a band task's tiles, ntiles CSR buffers from buffer `first`, `stride` apart. */
 uint64_t starfa_band_task_nnz(const struct starpu_task *task, unsigned first, unsigned stride, int ntiles);
 /* The placement of block b of a dense matrix (that of the band it is aligned with). */

@@ -183,12 +183,8 @@ int starfa_task_sqerr_band(const starfa_tiled *S, starfa_side side, int64_t band
 	struct starpu_data_descr *buffers;
 	if ((rc = starfa_band_task_begin(what, S, side, band, &ntiles, &nnz, &buffers, 2, 2)))
 		return rc;
-	if (ntiles == 0) {
-		free(buffers);
-		starfa_task_attr placed;
-		return starfa_submit_zero(sums->handles[slot], STARFA_ZERO_VARIABLE,
-					  starfa_placed(&placed, attr, starfa_band_where(S, side, band)));
-	}
+	if (ntiles == 0)
+		return starfa_band_task_zero(S, side, band, attr, sums->handles[slot], STARFA_ZERO_VARIABLE, buffers);
 	int n = 0;
 	buffers[n++] = (struct starpu_data_descr){sums->handles[slot], STARPU_W};
 	buffers[n++] = (struct starpu_data_descr){A->blocks[band], STARPU_R};

@@ -354,7 +354,7 @@ int starfa_task_sddmm_spmm_band(const starfa_tiled *S, starfa_side side, int64_t
 	if ((rc = starfa_band_task_begin(what, S, side, band, &ntiles, &nnz, &buffers, 3, 2)))
 		return rc;
 	if (ntiles == 0)
-		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], buffers);
+		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], STARFA_ZERO_MATRIX, buffers);
 	int n = 0;
 	buffers[n++] = (struct starpu_data_descr){A->blocks[band], STARPU_R};
 	/* Y's skipped rows keep their values: RW where rows are masked */
@@ -423,7 +423,7 @@ int starfa_task_spmm_band(const starfa_tiled *S, starfa_side side, int64_t band,
 	if ((rc = starfa_band_task_begin(what, S, side, band, &ntiles, &nnz, &buffers, 1, 3)))
 		return rc;
 	if (ntiles == 0)
-		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], buffers);
+		return starfa_band_task_zero(S, side, band, attr, Y->blocks[band], STARFA_ZERO_MATRIX, buffers);
 	const struct starfa_grid *grid = starfa_side_grid(S, side);
 	const size_t args_size = sizeof(struct spmm_band_args) + (size_t)ntiles * sizeof(uint64_t);
 	struct spmm_band_args *args = malloc(args_size);
