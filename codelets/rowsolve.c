@@ -278,23 +278,16 @@ int starfa_task_rowsolve(const starfa_tiled *S, starfa_side side, int64_t band, 
 	if (sys->fp16)
 		return starfa_set_error(STARFA_EINVAL, "starfa_task_rowsolve: FP16 systems are stored systems: use "
 						       "hermitian, bias and solve");
-	struct starpu_data_descr *descr = malloc(sizeof *descr * (size_t)(2 * grid->nc + 6));
+	int64_t ntiles, nnz;
+	struct starpu_data_descr *descr;
+	int brc = starfa_band_task_begin("starfa_task_rowsolve", S, side, band, &ntiles, &nnz, &descr, 6, 2);
+	if (brc)
+		return brc == STARFA_ENOMEM ? starfa_set_error(STARFA_ENOMEM, "out of memory inserting rowsolve tasks") : brc;
 	starfa_task_attr placed;
 	attr = starfa_placed(&placed, attr, starfa_band_where(S, side, band));
 	struct rowsolve_args argv, *args = &argv;
-	if (!descr)
-		return starfa_set_error(STARFA_ENOMEM, "out of memory inserting rowsolve tasks");
-	int nt = 0, n = 0;
-	int64_t nnz = 0;
-	for (int64_t j = 0; j < grid->nc; j++) {
-		const struct starfa_tile *tile = starfa_grid_tile(grid, band, j);
-		if (tile->nnz == 0)
-			continue;
-		descr[n++] = (struct starpu_data_descr){tile->handle, STARPU_R};
-		descr[n++] = (struct starpu_data_descr){theta->blocks[j], STARPU_R};
-		nnz += tile->nnz;
-		nt++;
-	}
+	const int nt = (int)ntiles;
+	int n = starfa_band_task_tile_pairs(S, side, band, theta, descr, 0);
 	descr[n++] = (struct starpu_data_descr){info->blocks[band], STARPU_R};
 	descr[n++] = (struct starpu_data_descr){X->blocks[band], STARPU_RW};
 	descr[n++] = (struct starpu_data_descr){sys->status[band], STARPU_W};
