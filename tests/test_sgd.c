@@ -451,19 +451,16 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	struct sgd_case tc;
 	if (sgd_case_open(&tc, 200, 150, 4000, &rng))
 		return 1;
-	const starfa_algorithm *sgd = tc.sgd;
-	void *params = tc.params;
-	starfa_coo *coo = tc.coo;
-	CHECK_OK(starfa_param_set(sgd, params, "lr", "20"));
-	CHECK_OK(starfa_param_set(sgd, params, "iters", "15"));
-	CHECK_OK(starfa_param_set(sgd, params, "rank", "6"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "lr", "20"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "iters", "15"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "rank", "6"));
 	double rmse[2];
 	starfa_model *m = NULL;
 	for (int half = 0; half < 2; half++) {
 		if (half)
-			CHECK_OK(starfa_param_set(sgd, params, "fp16", NULL));
+			CHECK_OK(starfa_param_set(tc.sgd, tc.params, "fp16", NULL));
 		struct history h = {0};
-		CHECK_OK(starfa_train(sgd, params, coo, NULL, record, &h, &m));
+		CHECK_OK(starfa_train(tc.sgd, tc.params, tc.coo, NULL, record, &h, &m));
 		CHECK_MSG(h.redone > 0 && h.finite && h.last_rmse < 1.5, "fp16 %d: redone %lld, rmse %g -> %g", half,
 			  (long long)h.redone, h.first_rmse, h.last_rmse);
 		CHECK(m && m->kind == STARFA_MODEL_EXPLICIT && strcmp(m->algorithm, "sgd") == 0 && m->user_bias);
@@ -479,10 +476,10 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	if (getenv("STARFA_TEST_VERBOSE"))
 		printf("  rmse fp16/fp32 %.4f\n", rmse[1] / rmse[0]);
 	/* Bad parameters. */
-	CHECK(starfa_param_set(sgd, params, "lr", "0") == STARFA_EINVAL);
-	CHECK(starfa_param_set(sgd, params, "schedule", "adam") == STARFA_EINVAL);
-	CHECK_OK(starfa_param_set(sgd, params, "strata", "1000"));
-	CHECK(starfa_train(sgd, params, coo, NULL, NULL, NULL, &m) == STARFA_EINVAL && m == NULL);
+	CHECK(starfa_param_set(tc.sgd, tc.params, "lr", "0") == STARFA_EINVAL);
+	CHECK(starfa_param_set(tc.sgd, tc.params, "schedule", "adam") == STARFA_EINVAL);
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "strata", "1000"));
+	CHECK(starfa_train(tc.sgd, tc.params, tc.coo, NULL, NULL, NULL, &m) == STARFA_EINVAL && m == NULL);
 	CHECK(strstr(starfa_last_error(), "strata") != NULL);
 	sgd_case_close(&tc);
 	return 0;
@@ -527,18 +524,15 @@ TEST(sgd, concurrent_tasks_share_no_block)
 	struct sgd_case tc;
 	if (sgd_case_open(&tc, 400, 300, 40000, &rng))
 		return 1;
-	const starfa_algorithm *sgd = tc.sgd;
-	void *params = tc.params;
-	starfa_coo *coo = tc.coo;
 	const int64_t P = 4, epochs = 6;
-	CHECK_OK(starfa_param_set(sgd, params, "strata", "4"));
-	CHECK_OK(starfa_param_set(sgd, params, "iters", "6"));
-	CHECK_OK(starfa_param_set(sgd, params, "schedule", "invtime")); /* no redone epochs: a fixed count */
-	CHECK_OK(starfa_param_set(sgd, params, "tol", "0"));
-	CHECK_OK(starfa_param_set(sgd, params, "rank", "16"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "strata", "4"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "iters", "6"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "schedule", "invtime")); /* no redone epochs: a fixed count */
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "tol", "0"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "rank", "16"));
 	starfa_model *m = NULL;
 	CHECK_OK(starfa_task_log_begin());
-	int trained = starfa_train(sgd, params, coo, NULL, NULL, NULL, &m);
+	int trained = starfa_train(tc.sgd, tc.params, tc.coo, NULL, NULL, NULL, &m);
 	starfa_task_record *log = NULL;
 	int64_t n = 0;
 	CHECK_OK(starfa_task_log_end(&log, &n));
@@ -546,10 +540,10 @@ TEST(sgd, concurrent_tasks_share_no_block)
 	int64_t nsgd = 0, overlapping = 0;
 	if (sgd_tasks_share_nothing(log, n, &nsgd, &overlapping))
 		return 1;
-	CHECK_MSG(nsgd == epochs * P * P, "%lld sgd tasks logged, %lld expected", (long long)nsgd,
+	CHECK_MSG(nsgd == epochs * P * P, "%lld tc.sgd tasks logged, %lld expected", (long long)nsgd,
 		  (long long)(epochs * P * P));
 	/* Four workers on a 4 x 4 grid run strata's tiles side by side. */
-	CHECK_MSG(overlapping > 0, "no two sgd tasks ran at once");
+	CHECK_MSG(overlapping > 0, "no two tc.sgd tasks ran at once");
 	free(log);
 	starfa_model_free(m);
 	sgd_case_close(&tc);
@@ -834,24 +828,21 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	struct sgd_case tc;
 	if (sgd_case_open(&tc, 3000, 2000, 120000, &rng))
 		return 1;
-	const starfa_algorithm *sgd = tc.sgd;
-	void *params = tc.params;
-	starfa_coo *coo = tc.coo;
 	const int64_t epochs = 5;
-	CHECK_OK(starfa_param_set(sgd, params, "iters", "5"));
-	CHECK_OK(starfa_param_set(sgd, params, "schedule", "invtime")); /* no redone epochs: a fixed count */
-	CHECK_OK(starfa_param_set(sgd, params, "tol", "0"));
-	CHECK_OK(starfa_param_set(sgd, params, "rank", "16"));
-	CHECK_OK(starfa_param_set(sgd, params, "lr", "0.02"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "iters", "5"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "schedule", "invtime")); /* no redone epochs: a fixed count */
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "tol", "0"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "rank", "16"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "lr", "0.02"));
 	struct split_run alone = {0}, split = {0};
 	starfa_model *m = NULL;
-	CHECK_OK(starfa_train(sgd, params, coo, NULL, split_record, &alone, &m));
+	CHECK_OK(starfa_train(tc.sgd, tc.params, tc.coo, NULL, split_record, &alone, &m));
 	starfa_model_free(m);
 	m = NULL;
 	setenv("STARFA_PLACEMENT", "split", 1);
 	setenv("STARFA_CPU_SHARE", "0.2", 1);
 	int rc = starfa_task_log_begin();
-	int trained = rc ? rc : starfa_train(sgd, params, coo, NULL, split_record, &split, &m);
+	int trained = rc ? rc : starfa_train(tc.sgd, tc.params, tc.coo, NULL, split_record, &split, &m);
 	starfa_task_record *log = NULL;
 	int64_t n = 0;
 	if (!rc)
@@ -890,7 +881,7 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 		CHECK_MSG(ukind[u] == kind && uworker[u] == log[a].worker, "user block %lld ran on workers %d and %d",
 			  (long long)u, uworker[u], log[a].worker);
 		const int span = (log[a].nbuffers - 2) / 2; /* a GPU's whole block: this matrix has no empty tile */
-		CHECK_MSG(span == (kind ? ncpu : 1), "an sgd task on %s over %d tiles", kind ? "a GPU" : "a core", span);
+		CHECK_MSG(span == (kind ? ncpu : 1), "an tc.sgd task on %s over %d tiles", kind ? "a GPU" : "a core", span);
 		for (int b = 0; b < span; b++) {
 			int64_t v = 0;
 			while (v < nv && vblock[v] != log[a].data[3 + 2 * b])
