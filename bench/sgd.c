@@ -88,6 +88,8 @@ struct run_log {
 	double start, target, reached_at;
 	double train_total, trained_at; /* the epochs' own seconds (redone ones included, metrics not) */
 	double whole;                   /* starfa_train from call to return */
+	double eval_total;              /* the evaluations after the epochs (loss, bold driver, metrics) */
+	int evals;
 };
 
 static int log_epoch(const starfa_train_progress *p, void *user_data)
@@ -98,6 +100,13 @@ static int log_epoch(const starfa_train_progress *p, void *user_data)
 		if (strcmp(p->columns[c], "redone") == 0)
 			redone = p->values[c] > 0;
 	l->train_total += p->seconds;
+	l->eval_total += p->eval_seconds;
+	l->evals++;
+	if (p->iteration == 1 && p->split)
+		for (int s = 0; s < 2; s++) {
+			printf("%s ", s == 0 ? "rows" : "cols");
+			starfa_split_describe(&p->split[s], stdout);
+		}
 	if (redone || l->n == MAX_EPOCHS)
 		return 0;
 	l->epoch_seconds[l->n] = p->seconds;
@@ -377,8 +386,10 @@ int main(int argc, char **argv)
 			if (md)
 				fputs(text, md);
 			/* The whole call: setting up (tiles, factors, values), every epoch and its metrics, the model out. */
-			printf("rank %lld: starfa_train took %.3f s in all, %.3f s to the end of epoch 1 (of it %.3f s training)\n",
-			       (long long)ranks[r], l->whole, l->n ? l->elapsed[0] : NAN, l->n ? l->trained[0] : NAN);
+			printf("rank %lld: starfa_train took %.3f s in all, %.3f s to the end of epoch 1 (of it %.3f s training); "
+			       "%.4f s an evaluation (loss, learning rate, test metrics; mean of %d)\n",
+			       (long long)ranks[r], l->whole, l->n ? l->elapsed[0] : NAN, l->n ? l->trained[0] : NAN,
+			       l->evals ? l->eval_total / l->evals : NAN, l->evals);
 			fflush(stdout);
 			for (int e = 0; curve && e < l->n; e++)
 				fprintf(curve, "%s,%s,%lld,%d,%.4f,%.3f,%.5f\n", algo->name, matrix, (long long)ranks[r], e + 1,

@@ -497,45 +497,55 @@ int starfa_task_dense_convert(starfa_dense *Y, int64_t block, starfa_convert dir
 
 struct reduce_args {
 	int op;
+	int weighted;        /* a third buffer holds the rows' weights, at column wcol */
+	int64_t col0, ncols; /* the block's columns [col0, col0 + ncols) */
+	int64_t wcol;
 };
 
-/* Buffers: 0 the slot (a double), 1 X's block. */
+/* Buffers: 0 the slot (a double), 1 X's block, [2 the weights' block]. */
 static void dense_reduce_cpu(void *buffers[], void *cl_arg)
 {
 	const struct reduce_args *args = cl_arg;
+	const float *w = args->weighted ? (const float *)STARPU_MATRIX_GET_PTR(buffers[2]) + args->wcol : NULL;
 	*(double *)STARPU_VARIABLE_GET_PTR(buffers[0]) =
-		starfa_cpu_dense_reduce(STARPU_MATRIX_GET_NY(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1]),
-					(const float *)STARPU_MATRIX_GET_PTR(buffers[1]), STARPU_MATRIX_GET_LD(buffers[1]),
-					args->op);
+		starfa_cpu_dense_reduce(STARPU_MATRIX_GET_NY(buffers[1]), args->ncols,
+					(const float *)STARPU_MATRIX_GET_PTR(buffers[1]) + args->col0,
+					STARPU_MATRIX_GET_LD(buffers[1]), w,
+					args->weighted ? STARPU_MATRIX_GET_LD(buffers[2]) : 0, args->op);
 }
 
 #ifdef STARFA_USE_CUDA
 static void dense_reduce_cuda(void *buffers[], void *cl_arg)
 {
 	const struct reduce_args *args = cl_arg;
+	const float *w = args->weighted ? (const float *)STARPU_MATRIX_GET_PTR(buffers[2]) + args->wcol : NULL;
 	STARFA_CUDA_CHECK("dense_reduce",
-			  starfa_cuda_dense_reduce(STARPU_MATRIX_GET_NY(buffers[1]), STARPU_MATRIX_GET_NX(buffers[1]),
-						   (const float *)STARPU_MATRIX_GET_PTR(buffers[1]),
-						   STARPU_MATRIX_GET_LD(buffers[1]), args->op,
+			  starfa_cuda_dense_reduce(STARPU_MATRIX_GET_NY(buffers[1]), args->ncols,
+						   (const float *)STARPU_MATRIX_GET_PTR(buffers[1]) + args->col0,
+						   STARPU_MATRIX_GET_LD(buffers[1]), w,
+						   args->weighted ? STARPU_MATRIX_GET_LD(buffers[2]) : 0, args->op,
 						   (double *)STARPU_VARIABLE_GET_PTR(buffers[0]), starpu_cuda_get_local_stream()));
 }
 #endif
 
 static uint64_t dense_reduce_cost(const struct starpu_task *task)
 {
-	return (uint64_t)starpu_matrix_get_nx(task->handles[1]) * starpu_matrix_get_ny(task->handles[1]);
+	const struct reduce_args *args = task->cl_arg;
+	return (uint64_t)args->ncols * starpu_matrix_get_ny(task->handles[1]);
 }
 
 static uint32_t dense_reduce_variant(const struct starpu_task *task)
 {
-	return (uint32_t)((const struct reduce_args *)task->cl_arg)->op;
+	const struct reduce_args *args = task->cl_arg;
+	return (uint32_t)args->op + (args->weighted ? (uint32_t)STARFA_REDUCE_OPS : 0);
 }
 
 STARFA_CODELET(dense_reduce, dense_reduce_cost, dense_reduce_variant, dense_reduce_cpu,
 	       STARFA_CUDA_FUNC(dense_reduce_cuda));
 
-int starfa_task_dense_reduce(const starfa_dense *D, int64_t block, starfa_reduce_op op, starfa_sums *sums,
-			     int64_t slot, const starfa_task_attr *attr)
+int starfa_task_dense_reduce_cols(const starfa_dense *D, int64_t block, int64_t col0, int64_t ncols,
+				  starfa_reduce_op op, const starfa_dense *W, int64_t wcol, starfa_sums *sums,
+				  int64_t slot, const starfa_task_attr *attr)
 {
 	const char *what = "starfa_task_dense_reduce";
 	int rc = check_block(what, D, block);
@@ -545,10 +555,26 @@ int starfa_task_dense_reduce(const starfa_dense *D, int64_t block, starfa_reduce
 		return rc;
 	if (op != STARFA_REDUCE_SUM && op != STARFA_REDUCE_SQUARES && op != STARFA_REDUCE_ABS)
 		return starfa_set_error(STARFA_EINVAL, "%s: dense blocks take SUM, SQUARES or ABS, not op %d", what, (int)op);
-	struct reduce_args args = {(int)op};
-	double n = (double)(D->bounds[block + 1] - D->bounds[block]) * (double)D->cols;
+	if (col0 < 0 || ncols < 1 || col0 > D->cols - ncols)
+		return starfa_set_error(STARFA_EINVAL, "%s: columns [%lld, %lld) are not inside the matrix's %lld", what,
+					(long long)col0, (long long)(col0 + ncols), (long long)D->cols);
+	if (W && (!starfa_dense_blocked_along(W, D->bounds, D->nblocks) || wcol < 0 || wcol >= W->cols))
+		return starfa_set_error(STARFA_EINVAL, "%s: the weights must be blocked like the matrix, their column "
+						       "%lld one of their %lld", what, (long long)wcol, (long long)W->cols);
+	struct reduce_args args = {(int)op, W != NULL, col0, ncols, W ? wcol : 0};
+	double n = (double)(D->bounds[block + 1] - D->bounds[block]) * (double)ncols;
 	starfa_task_attr placed;
 	attr = starfa_placed(&placed, attr, starfa_block_where(D, block));
-	return starfa_submit(&dense_reduce_cl, &args, sizeof args, 2.0 * n, attr,
-			     STARFA_BUFFERS({sums->handles[slot], STARPU_W}, {D->blocks[block], STARPU_R}));
+	struct starpu_data_descr buffers[3] = {{sums->handles[slot], STARPU_W}, {D->blocks[block], STARPU_R},
+					       {W ? W->blocks[block] : NULL, STARPU_R}};
+	return starfa_submit(&dense_reduce_cl, &args, sizeof args, 2.0 * n, attr, W ? 3 : 2, buffers);
 }
+
+int starfa_task_dense_reduce(const starfa_dense *D, int64_t block, starfa_reduce_op op, starfa_sums *sums,
+			     int64_t slot, const starfa_task_attr *attr)
+{
+	if (!D)
+		return check_block("starfa_task_dense_reduce", D, block);
+	return starfa_task_dense_reduce_cols(D, block, 0, D->cols, op, NULL, 0, sums, slot, attr);
+}
+

@@ -22,6 +22,14 @@
  * MovieLens ALS split 2 + 15 bands ran 0.02-0.05 s an iteration against 0.002-0.006 s on the GPU alone,
  * where the models predicted sub-millisecond sweeps either way. */
 #define BAND_OVERHEAD_US 300.0
+
+/* What a CPU band costs beyond its predicted tasks, per core and sweep, for the operation (perfmodel
+ * symbol without its prefix). BAND_OVERHEAD_US unless measured otherwise for the operation. */
+static double band_overhead_us(const char *operation)
+{
+	(void)operation;
+	return BAND_OVERHEAD_US;
+}
 #define MAX_POINTS 256
 
 /* Measured (cost, microseconds) points of one worker kind, one per cost (the fastest variant). */
@@ -107,32 +115,32 @@ static void load_curves(const char *symbol, struct curve *cpu, struct curve *cud
 }
 
 /* The sweep in microseconds with share s on the cores: the GPUs run their bands one after the other,
- * each core its one band. */
+ * each core its one band as cpu_tasks tasks one after the other. */
 static double sweep_us(const struct curve *cpu, const struct curve *cuda, double cost, double s, int ngpu, int ncpu,
-		       int64_t per_gpu, double *gpu_us, double *cpu_us)
+		       int64_t per_gpu, int64_t cpu_tasks, double *gpu_us, double *cpu_us)
 {
 	*gpu_us = s < 1 ? (double)per_gpu * predict(cuda, (1 - s) * cost / (double)(ngpu * per_gpu)) : 0;
-	*cpu_us = s > 0 ? predict(cpu, s * cost / (double)ncpu) : 0;
+	*cpu_us = s > 0 ? (double)cpu_tasks * predict(cpu, s * cost / (double)(ncpu * cpu_tasks)) : 0;
 	return fmax(*gpu_us, *cpu_us);
 }
 
 /* The split of one sweep: computed under STARFA_PLACE_SPLIT, the GPUs alone otherwise (the prediction is
  * still made). */
-static void plan_side(const struct curve *cpu, const struct curve *cuda, double cost, int64_t per_gpu, starfa_placement mode,
-		      double forced, starfa_split *out)
+static void plan_side(const struct curve *cpu, const struct curve *cuda, double cost, int64_t per_gpu, int64_t cpu_tasks,
+		      double overhead_us, starfa_placement mode, double forced, starfa_split *out)
 {
 	int ngpu = starpu_cuda_worker_get_count(), ncpu = starpu_cpu_worker_get_count();
 	*out = (starfa_split){.cuda_bands = ngpu * per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN};
 	out->calibrated = cpu->n > 0 && cuda->n > 0;
 	double g, c;
 	if (cuda->n > 0)
-		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, ngpu, ncpu, per_gpu, &g, &c) * 1e-3;
+		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c) * 1e-3;
 	if (cpu->n > 0 && ncpu > 0)
 		out->cpu_ms = predict(cpu, cost / ncpu) * 1e-3;
 	if (mode == STARFA_PLACE_SPLIT && forced > 0 && ncpu > 0) { /* STARFA_CPU_SHARE: the share given */
 		out->cpu_share = forced;
 		out->cpu_bands = ncpu;
-		out->split_ms = out->calibrated ? sweep_us(cpu, cuda, cost, forced, ngpu, ncpu, per_gpu, &g, &c) * 1e-3 : NAN;
+		out->split_ms = out->calibrated ? sweep_us(cpu, cuda, cost, forced, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c) * 1e-3 : NAN;
 		return;
 	}
 	if (mode != STARFA_PLACE_SPLIT || !out->calibrated || ncpu == 0 || !(cost > 0))
@@ -141,14 +149,14 @@ static void plan_side(const struct curve *cpu, const struct curve *cuda, double 
 	double lo = 0, hi = 1;
 	for (int it = 0; it < 50; it++) {
 		double mid = 0.5 * (lo + hi);
-		sweep_us(cpu, cuda, cost, mid, ngpu, ncpu, per_gpu, &g, &c);
+		sweep_us(cpu, cuda, cost, mid, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c);
 		if (c < g)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	double best = sweep_us(cpu, cuda, cost, lo, ngpu, ncpu, per_gpu, &g, &c) * 1e-3;
-	if (best <= (1 - MIN_GAIN) * out->cuda_ms && out->cuda_ms - best >= ncpu * BAND_OVERHEAD_US * 1e-3) {
+	double best = sweep_us(cpu, cuda, cost, lo, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c) * 1e-3;
+	if (best <= (1 - MIN_GAIN) * out->cuda_ms && out->cuda_ms - best >= ncpu * overhead_us * 1e-3) {
 		out->cpu_share = lo;
 		out->cpu_bands = ncpu;
 		out->split_ms = best;
@@ -206,8 +214,10 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 		return starfa_set_error(STARFA_ENOMEM, "out of memory planning a sweep");
 	}
 	load_curves(symbol, cpu, cuda);
-	plan_side(cpu, cuda, row_sweep_cost, bands_per_gpu, mode, forced, &split[0]);
-	plan_side(cpu, cuda, col_sweep_cost, bands_per_gpu, mode, forced, &split[1]);
+	const int64_t cpu_tasks = tiling && tiling->cpu_band_tasks > 0 ? tiling->cpu_band_tasks : 1;
+	const double overhead_us = band_overhead_us(operation);
+	plan_side(cpu, cuda, row_sweep_cost, bands_per_gpu, cpu_tasks, overhead_us, mode, forced, &split[0]);
+	plan_side(cpu, cuda, col_sweep_cost, bands_per_gpu, cpu_tasks, overhead_us, mode, forced, &split[1]);
 	free(cpu);
 	free(cuda);
 	if (tiling) {

@@ -152,14 +152,18 @@ void starfa_cpu_dense_cg(int64_t rows, int64_t cols, int start, float *X, int64_
 	}
 }
 
-double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op)
+double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, const float *w, int64_t ldw,
+			       int op)
 {
 	double s = 0.0;
-	for (int64_t r = 0; r < rows; r++)
+	for (int64_t r = 0; r < rows; r++) {
+		double row = 0.0;
 		for (int64_t c = 0; c < cols; c++) {
 			double y = X[r * ldx + c];
-			s += op == STARFA_REDUCE_SQUARES ? y * y : op == STARFA_REDUCE_ABS ? fabs(y) : y;
+			row += op == STARFA_REDUCE_SQUARES ? y * y : op == STARFA_REDUCE_ABS ? fabs(y) : y;
 		}
+		s += w ? (double)w[r * ldw] * row : row;
+	}
 	return s;
 }
 

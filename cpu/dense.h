@@ -43,7 +43,9 @@ double starfa_cpu_dense_dirichlet(int64_t rows, int64_t cols, float prior, float
 /* FP32 to FP16 (cpu/half.h) and back: rows x cols values, leading dimensions in elements of each. */
 void starfa_cpu_dense_to_half(int64_t rows, int64_t cols, const float *X, int64_t ldx, uint16_t *Y, int64_t ldy);
 void starfa_cpu_dense_from_half(int64_t rows, int64_t cols, const uint16_t *X, int64_t ldx, float *Y, int64_t ldy);
-/* The sum of op's term (SUM or SQUARES) over the block, in double. */
-double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op);
+/* The sum of op's term (SUM, SQUARES or ABS) over the block, in double; with w, each row's terms times
+ * its weight w[r * ldw]. */
+double starfa_cpu_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, const float *w, int64_t ldw,
+			       int op);
 
 #endif

@@ -215,14 +215,16 @@ __global__ void rowsum_kernel(int64_t rows, int64_t cols, const float *__restric
 }
 
 __global__ void __launch_bounds__(kReduceThreads)
-	reduce_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx, int op, double *sum)
+	reduce_kernel(int64_t rows, int64_t cols, const float *__restrict__ X, int64_t ldx, const float *__restrict__ w,
+		      int64_t ldw, int op, double *sum)
 {
 	const int64_t n = rows * cols;
 	double v = 0.0;
 	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
 		const int64_t r = e / cols, c = e - r * cols;
 		double y = X[r * ldx + c];
-		v += op == STARFA_REDUCE_SQUARES ? y * y : op == STARFA_REDUCE_ABS ? fabs(y) : y;
+		y = op == STARFA_REDUCE_SQUARES ? y * y : op == STARFA_REDUCE_ABS ? fabs(y) : y;
+		v += w ? (double)w[r * ldw] * y : y;
 	}
 	starfa_gpu::block_add(v, sum);
 }
@@ -317,13 +319,14 @@ extern "C" cudaError_t starfa_cuda_dense_dirichlet(int64_t rows, int64_t cols, f
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t starfa_cuda_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op,
-						double *sum, cudaStream_t stream)
+extern "C" cudaError_t starfa_cuda_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx,
+						const float *w, int64_t ldw, int op, double *sum, cudaStream_t stream)
 {
 	cudaError_t err = cudaMemsetAsync(sum, 0, sizeof *sum, stream);
 	if (err != cudaSuccess || rows <= 0 || cols <= 0)
 		return err;
-	reduce_kernel<<<starfa_gpu::reduce_blocks(rows * cols), kReduceThreads, 0, stream>>>(rows, cols, X, ldx, op, sum);
+	reduce_kernel<<<starfa_gpu::reduce_blocks(rows * cols), kReduceThreads, 0, stream>>>(rows, cols, X, ldx, w, ldw, op,
+											      sum);
 	return cudaGetLastError();
 }
 

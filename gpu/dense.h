@@ -33,9 +33,10 @@ cudaError_t starfa_cuda_dense_to_half(int64_t rows, int64_t cols, const float *X
 				      cudaStream_t stream);
 cudaError_t starfa_cuda_dense_from_half(int64_t rows, int64_t cols, const uint16_t *X, int64_t ldx, float *Y,
 					int64_t ldy, cudaStream_t stream);
-/* *sum (one double in device memory) = the reduction (overwritten). */
-cudaError_t starfa_cuda_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, int op, double *sum,
-				     cudaStream_t stream);
+/* *sum (one double in device memory) = the reduction (overwritten); with w, each row's terms times its
+ * weight w[r * ldw] (cpu/dense.h). */
+cudaError_t starfa_cuda_dense_reduce(int64_t rows, int64_t cols, const float *X, int64_t ldx, const float *w,
+				     int64_t ldw, int op, double *sum, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1898,7 +1898,8 @@ namespace {
 
 constexpr int64_t kSqerrSpan = 64; /* nonzeros a group takes at once */
 
-/* Groups of kLanes lanes, each over spans of kSqerrSpan nonzeros (the span's first row by a search of
+/* The loss where sqerr_vwarp does not apply (no 16-byte loads, or k past its shapes): groups of kLanes
+ * lanes, each over spans of kSqerrSpan nonzeros (the span's first row by a search of
  * rowptr, then a walk), the dot products split across the group's lanes (16 bytes at a time when kVec),
  * the squares summed in double on lane 0 and over the block into *sum. */
 template <int kLanes, bool kVec>
@@ -1949,6 +1950,80 @@ __global__ void __launch_bounds__(starfa_gpu::kReduceThreads)
 	starfa_gpu::block_add(local, sum);
 }
 
+/* The loss where 16-byte loads apply: VWARP's walk (V-lane groups, each holding its A row in registers
+ * and reloading it only when it meets a later row; the warp's gpw groups interleaved over its span, so
+ * that the column-index loads of a step are consecutive), with the squared residual added in double on
+ * each group's lane 0 instead of stored. The steps past the span repeat its last nonzero and add
+ * nothing, so the shuffles stay whole-warp ones, as in sddmm_vwarp. */
+template <int V, int J>
+__global__ void __launch_bounds__(kThreads)
+	sqerr_vwarp(int64_t nrows, uint32_t nnz, int chunk, const uint32_t *__restrict__ rowptr,
+		    const uint32_t *__restrict__ colind, const float *__restrict__ sval, const float4 *__restrict__ A,
+		    int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4, float shift, double *sum)
+{
+	static_assert(kThreads == starfa_gpu::kReduceThreads, "block_add sums over kReduceThreads threads");
+	constexpr int gpw = kWarp / V;
+	const int lane = threadIdx.x % V;
+	const int group_in_warp = threadIdx.x % kWarp / V;
+	const int64_t span = (int64_t)gpw * chunk; /* nonzeros per warp */
+	const int64_t warps = (int64_t)gridDim.x * (kThreads / kWarp);
+	double local = 0.0;
+	for (int64_t w = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; w * span < nnz; w += warps) {
+		const uint32_t begin = (uint32_t)(w * span), end = (uint32_t)min((int64_t)nnz, (w + 1) * span);
+		const uint32_t last = end - 1;
+		uint32_t q = min(begin + (uint32_t)group_in_warp, last);
+		int64_t row = row_of(rowptr, nrows, q);
+		uint32_t row_end = __ldg(rowptr + row + 1);
+		float4 a[J];
+		load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
+		for (uint32_t base = begin; base < end; base += gpw) {
+			const uint32_t p = base + (uint32_t)group_in_warp;
+			q = min(p, last);
+			if (q >= row_end) {
+				row = next_row_of(rowptr, nrows, row, q);
+				row_end = __ldg(rowptr + row + 1);
+				load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
+			}
+			const float dot = group_dot<V, J, false>(a, B, (int64_t)__ldg(colind + q) * ldb4, lane, k4,
+								 0xffffffffu);
+			const float e = __ldg(sval + q) - shift - dot;
+			if (lane == 0 && p < end)
+				local += (double)e * e;
+		}
+	}
+	starfa_gpu::block_add(local, sum);
+}
+
+/* sqerr_vwarp's grid, sized as the VWARP variant's: chunks short enough that every SM gets a full
+ * complement of groups, at most kChunk nonzeros so that the row search is amortized. */
+cudaError_t sqerr_vwarp_launch(Shape s, int64_t nrows, uint32_t nnz, const uint32_t *rowptr, const uint32_t *colind,
+			       const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
+			       float shift, double *sum, cudaStream_t stream)
+{
+	DeviceLimits dev;
+	cudaError_t err = device_limits(&dev);
+	if (err != cudaSuccess)
+		return err;
+	const int64_t groups_to_fill = (int64_t)dev.sms * (2048 / s.v);
+	int64_t chunk = ((int64_t)nnz + groups_to_fill - 1) / groups_to_fill;
+	chunk = chunk < 1 ? 1 : chunk > kChunk ? kChunk : chunk;
+	const int64_t span = (int64_t)(kWarp / s.v) * chunk, warps = ((int64_t)nnz + span - 1) / span;
+	int64_t blocks = (warps + kThreads / kWarp - 1) / (kThreads / kWarp);
+	if (blocks > 64 * 8 * (int64_t)dev.sms)
+		blocks = 64 * 8 * (int64_t)dev.sms; /* grid-stride beyond this */
+	const float4 *A4 = reinterpret_cast<const float4 *>(A), *B4 = reinterpret_cast<const float4 *>(B);
+#define STARFA_SQERR_CASE(V, J)                                                                              \
+	if (s.v == V && s.j == J) {                                                                          \
+		sqerr_vwarp<V, J><<<(unsigned)blocks, kThreads, 0, stream>>>(nrows, nnz, (int)chunk, rowptr, colind, \
+									   sval, A4, lda / 4, B4, ldb / 4, (int)(k / 4), \
+									   shift, sum);                            \
+		return cudaGetLastError();                                                                   \
+	}
+	STARFA_SDDMM_SHAPES(STARFA_SQERR_CASE)
+#undef STARFA_SQERR_CASE
+	return cudaErrorInvalidValue;
+}
+
 template <int kLanes, bool kVec>
 cudaError_t sqerr_launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
 			 const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, float shift, double *sum,
@@ -1971,7 +2046,11 @@ extern "C" cudaError_t starfa_cuda_sqerr(int64_t nrows, int64_t nnz, const uint3
 		return cudaErrorInvalidValue;
 	if (nrows == 0 || nnz == 0)
 		return cudaSuccess;
-	const bool vec = k % 4 == 0 && lda % 4 == 0 && ldb % 4 == 0 && ((uintptr_t)A | (uintptr_t)B) % 16 == 0;
+	const bool vec = vectorizable(A, lda, B, ldb, k);
+	const Shape shape = vec ? vwarp_shape(k / 4) : Shape{0, 0};
+	if (shape.v > 0 && nnz <= UINT32_MAX)
+		return sqerr_vwarp_launch(shape, nrows, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum,
+					  stream);
 	const int64_t per_lane = vec ? (k + 3) / 4 : k;
 	if (vec)
 		return per_lane <= 8    ? sqerr_launch<8, true>(nrows, nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum, stream)

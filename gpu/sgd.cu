@@ -21,6 +21,19 @@ struct Span {
 	starfa_sgd_tile t[STARFA_SGD_SPAN_MAX];
 };
 
+/* A tile's chunks of STARFA_SGD_CHUNK entries, counted in 64 bits: nnz + STARFA_SGD_CHUNK - 1 can pass
+ * UINT32_MAX, and the quotient cannot. */
+__host__ __device__ __forceinline__ uint32_t chunks_of(uint32_t nnz)
+{
+	return (uint32_t)(((uint64_t)nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK);
+}
+
+/* A tile that the span leaves out: no rows or no entries. */
+inline bool empty(const starfa_sgd_tile &t)
+{
+	return t.nrows <= 0 || t.nnz == 0;
+}
+
 /* The updater's tile in the span (NULL past the last updater) and its place among the tile's updaters. */
 __device__ __forceinline__ const starfa_sgd_tile *tile_of(const Span &span, int64_t updater, int64_t *local,
 							  int64_t *count)
@@ -216,7 +229,7 @@ __global__ void __launch_bounds__(kThreads)
 	T *V = static_cast<T *>(t->V);
 	float *Gv = Gu ? t->Gv : nullptr;
 	double local = 0.0;
-	const uint32_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
+	const uint32_t nchunks = chunks_of(nnz);
 	for (uint32_t chunk = (uint32_t)mine; chunk < nchunks; chunk += (uint32_t)nupdaters) {
 		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
@@ -263,7 +276,7 @@ __global__ void __launch_bounds__(kThreads)
 	const bool active = lane < k / N; /* the lane's 16 bytes of the factors */
 	const float lr = s.lr, lambda = s.lambda, lambda_b = s.lambda_bias;
 	double local = 0.0;
-	const uint32_t nchunks = (nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
+	const uint32_t nchunks = chunks_of(nnz);
 	for (uint32_t chunk = (uint32_t)mine; chunk < nchunks; chunk += (uint32_t)nupdaters) {
 		const uint32_t c0 = chunk * STARFA_SGD_CHUNK;
 		const uint32_t n = nnz - c0 < STARFA_SGD_CHUNK ? nnz - c0 : STARFA_SGD_CHUNK;
@@ -392,6 +405,8 @@ cudaError_t launch(Span &span, const uint32_t *chunks, void *U, int64_t ldu, flo
 	int64_t total = 0;
 	for (int m = 0; m < span.n; m++)
 		total += chunks[m];
+	if (total == 0)
+		return cudaSuccess;
 	if (nupdaters > total)
 		nupdaters = total;
 	if (nupdaters < span.n) {
@@ -405,10 +420,11 @@ cudaError_t launch(Span &span, const uint32_t *chunks, void *U, int64_t ldu, flo
 		}
 		return cudaSuccess;
 	}
+	/* one updater a tile, the rest in proportion to the chunks (floored), so no more than asked */
 	span.first[0] = 0;
 	for (int m = 0; m < span.n; m++) {
-		int64_t share = nupdaters * (int64_t)chunks[m] / total;
-		share = share < 1 ? 1 : share > (int64_t)chunks[m] ? (int64_t)chunks[m] : share;
+		int64_t share = 1 + (nupdaters - span.n) * (int64_t)chunks[m] / total;
+		share = share > (int64_t)chunks[m] ? (int64_t)chunks[m] : share;
 		span.first[m + 1] = span.first[m] + share;
 	}
 	const unsigned blocks = (unsigned)((span.first[span.n] * kLanes + kThreads - 1) / kThreads);
@@ -455,13 +471,14 @@ extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_
 	const int64_t per16 = pass->half ? 8 : 4;
 	bool vec = pass->k % per16 == 0 && ldu % per16 == 0 && (uintptr_t)U % 16 == 0;
 	for (int m = 0; m < ntiles; m++)
-		vec = vec && tiles[m].ldv % per16 == 0 && (uintptr_t)tiles[m].V % 16 == 0;
+		if (!empty(tiles[m]))
+			vec = vec && tiles[m].ldv % per16 == 0 && (uintptr_t)tiles[m].V % 16 == 0;
 	const int lanes = starfa_cuda_sgd_lanes(pass->k, pass->half, vec);
 	/* the non-empty tiles, STARFA_SGD_SPAN_MAX a launch */
 	Span span = {};
 	uint32_t chunks[STARFA_SGD_SPAN_MAX];
 	for (int m = 0; m <= ntiles; m++) {
-		if (m < ntiles && (tiles[m].nrows <= 0 || tiles[m].nnz == 0))
+		if (m < ntiles && empty(tiles[m]))
 			continue;
 		if (span.n == STARFA_SGD_SPAN_MAX || (m == ntiles && span.n > 0)) {
 			cudaError_t err = pass->half ? dispatch<uint16_t>(lanes, vec, span, chunks, U, ldu, Gu, ldgu, *pass,
@@ -473,7 +490,7 @@ extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_
 			span.n = 0;
 		}
 		if (m < ntiles) {
-			chunks[span.n] = (tiles[m].nnz + STARFA_SGD_CHUNK - 1) / STARFA_SGD_CHUNK;
+			chunks[span.n] = chunks_of(tiles[m].nnz);
 			span.t[span.n++] = tiles[m];
 		}
 	}

@@ -235,18 +235,30 @@ static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
 				side_id(s->ids, report.first_bad_row, buf, sizeof buf));
 }
 
-/* Training loss and RMSE, reduced in the graph (explicit: the squared error a row band, no predictions
- * written; implicit: from the predictions at the training entries); the regularization from the factors
- * (in main memory). */
+/* Training loss and RMSE, reduced in the graph and read back once: explicit, the squared error a row
+ * band (no predictions written); implicit, from the predictions at the training entries; and the
+ * regularization of both sides' unknowns, sum over rows of lambda_r |x_r|^2 (info's column 0), a
+ * dense_reduce task a block. The factors stay where the sweeps left them. */
 static int train_metrics(struct als *a, starfa_train_progress *p)
 {
+	const starfa_csr *c = a->csr;
+	const struct sweep *sides[2] = {&a->users, &a->items};
+	const int64_t bands = a->implicit ? 0 : starfa_tiled_row_tiles(a->S);
+	const int64_t nslots = bands + starfa_dense_blocks(a->users.x) + starfa_dense_blocks(a->items.x);
+	double *slots = starfa_malloc((size_t)nslots, sizeof *slots);
+	starfa_sums *parts = NULL;
+	int rc = slots ? starfa_sums_create(nslots, &parts) : STARFA_ENOMEM;
+	/* The prediction is mu + (c_v + x_u·y_v + b_u), the augmented product plus the mean: its squared
+	 * error in one pass a row band. */
+	int64_t slot = 0;
+	for (; slot < bands && !rc; slot++)
+		rc = starfa_task_sqerr_band(a->S, STARFA_ROWS, slot, a->dX, a->dY, (float)a->mu, parts, slot, NULL);
+	for (int s = 0; s < 2 && !rc; s++)
+		for (int64_t b = 0; b < starfa_dense_blocks(sides[s]->x) && !rc; b++)
+			rc = starfa_task_dense_reduce_cols(sides[s]->x, b, sides[s]->x_col0, a->k, STARFA_REDUCE_SQUARES,
+							   sides[s]->info, 0, parts, slot++, NULL);
 	double sum = 0;
-	int rc = 0;
-	if (!a->implicit) {
-		/* The prediction is mu + (c_v + x_u·y_v + b_u), the augmented product plus the mean: its squared
-		 * error in one pass a row band, no prediction written. */
-		rc = starfa_reduce_sqerr(a->S, STARFA_ROWS, a->dX, a->dY, (float)a->mu, &sum);
-	} else {
+	if (!rc && a->implicit) {
 		rc = starfa_insert_sddmm(a->S, a->dX, a->dY, STARFA_SDDMM_PATTERN, a->P);
 		if (!rc)
 			rc = starfa_insert_gram(a->dY, 0, a->k, a->G2);
@@ -254,20 +266,17 @@ static int train_metrics(struct als *a, starfa_train_progress *p)
 		if (!rc)
 			rc = starfa_reduce_values(a->P, STARFA_REDUCE_CONFIDENCE, (float)a->o->alpha, NULL, &sum);
 	}
+	if (!rc)
+		rc = starfa_sums_read(parts, slots);
+	else if (parts)
+		starfa_wait(); /* the tasks inserted before the failure still use the slots */
+	starfa_sums_free(parts);
+	double reg = 0;
+	for (int64_t t = 0; t < nslots && !rc; t++)
+		*(t < bands ? &sum : &reg) += slots[t];
+	free(slots);
 	if (rc)
 		return rc;
-	const starfa_csr *c = a->csr;
-	double reg = 0;
-	/* The regularization of the unknowns of each row of both sides. */
-	const struct sweep *sides[2] = {&a->users, &a->items};
-	for (int s = 0; s < 2; s++) {
-		double side_reg = 0;
-		rc = starfa_row_norms(s == 0 ? a->X : a->Y, s == 0 ? c->nrows : c->ncols, a->w, sides[s]->x_col0, a->k,
-				      sides[s]->info_data, 2, 1.0, &side_reg);
-		if (rc)
-			return rc;
-		reg += side_reg;
-	}
 	if (!a->implicit) {
 		p->train_rmse = sqrt(sum / (double)c->nnz);
 		p->train_loss = (sum + reg) / (double)c->nnz;
@@ -555,22 +564,20 @@ static int als_evaluate(void *state, starfa_train_progress *p)
 	p->split = a->split;
 	p->systems_bytes = stored_systems(a) ? (int64_t)(starfa_systems_bytes(a->users.sys) + starfa_systems_bytes(a->items.sys))
 					     : 0;
-	int rc = starfa_dense_sync(a->dX);
-	if (!rc)
-		rc = starfa_dense_sync(a->dY);
-	if (!rc)
-		rc = train_metrics(a, p);
+	int rc = train_metrics(a, p);
 	if (!rc && a->has_test && starfa_test_due(p, a->o->iters, a->o->eval_every)) {
 		struct starfa_factors f;
 		current_factors(a, &f);
 		/* Implicit models rank every item for every test user. With GPUs the products and the selection
 		 * run as top_k tasks where the factors are; on the cores alone the host's loop in 256 chunks
 		 * balances better than a task a tile (1.3 against 1.8 s on 2 cores: bench/PLACEMENT.md), and so
-		 * does a k past the GPUs' largest, which the CPU workers alone would run. */
-		rc = a->implicit && a->w == a->f && starfa_worker_count(STARFA_WORKER_CUDA) > 0 &&
-			     a->o->eval_k <= STARFA_TOP_K_CUDA_MAX
-			     ? starfa_rank_test(a->S, a->dX, a->dY, &f, &a->test, a->csr, a->o->eval_k, &a->ranker, &p->test)
-			     : starfa_factors_metrics(&f, &a->test, a->csr, a->o->eval_k, &p->test);
+		 * does a k past the GPUs' largest, which the CPU workers alone would run. The host's metrics read
+		 * the factors there: synced first. */
+		if (a->implicit && a->w == a->f && starfa_worker_count(STARFA_WORKER_CUDA) > 0 &&
+		    a->o->eval_k <= STARFA_TOP_K_CUDA_MAX)
+			rc = starfa_rank_test(a->S, a->dX, a->dY, &f, &a->test, a->csr, a->o->eval_k, &a->ranker, &p->test);
+		else if (!(rc = starfa_dense_sync(a->dX)) && !(rc = starfa_dense_sync(a->dY)))
+			rc = starfa_factors_metrics(&f, &a->test, a->csr, a->o->eval_k, &p->test);
 		p->has_test = rc == 0;
 	}
 	if (rc)

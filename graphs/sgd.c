@@ -63,6 +63,9 @@ struct sgd {
 	starfa_dense *dhU, *dhV;  /* their blocks, w / 2 floats wide */
 	starfa_sums *sse;         /* per task, in the slot of its first tile: the squared errors its last pass met */
 	double *slots;
+	starfa_sums *obj;         /* the objective's parts (objective): nobj slots */
+	double *obj_slots;
+	int64_t nobj;
 	double mu, lr, prev_loss;
 	int64_t epoch;            /* epochs accepted so far */
 	int halvings;             /* bold driver: halvings since the last accepted epoch */
@@ -152,6 +155,8 @@ static void sgd_free(void *state)
 {
 	struct sgd *g = state;
 	starfa_sums_free(g->sse);
+	starfa_sums_free(g->obj);
+	free(g->obj_slots);
 	starfa_dense_free(g->dU);
 	starfa_dense_free(g->dV);
 	starfa_dense_free(g->dsU);
@@ -216,6 +221,10 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		double epoch = (double)c->nnz * (double)g->o.rank;
 		const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
 		int64_t per_gpu = ngpu > 0 && c->nnz / ((int64_t)ngpu * ngpu) < GPU_WAVE_ENTRIES ? 1 : 2;
+		/* In a split each core runs its band as one tile of each of the (G + 1) C column bands, one
+		 * after the other (sgd_iterate), G the GPUs' bands (one a GPU) and C the cores. */
+		const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU);
+		tiling.cpu_band_tasks = ncpu > 0 ? ncpu * (ngpu + 1) : 0;
 		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 			return rc;
 		if (tiling.placed && tiling.cpu_bands > 0 && per_gpu > 1) {
@@ -279,6 +288,11 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	    (rc = starfa_dense_create(g->S, STARFA_ROWS, g->saved_U, g->w, &g->dsU)) ||
 	    (rc = starfa_dense_create(g->S, STARFA_COLS, g->saved_V, g->w, &g->dsV)) ||
 	    (rc = starfa_sums_create(P * g->Q, &g->sse)))
+		return rc;
+	g->nobj = starfa_tiled_row_tiles(g->S) + 2 * (starfa_dense_blocks(g->dU) + starfa_dense_blocks(g->dV));
+	if (!(g->obj_slots = starfa_malloc((size_t)g->nobj, sizeof *g->obj_slots)))
+		return STARFA_ENOMEM;
+	if ((rc = starfa_sums_create(g->nobj, &g->obj)))
 		return rc;
 	if (g->o.schedule == SCHEDULE_ADAGRAD) {
 		g->GU = starfa_malloc((size_t)c->nrows, sizeof *g->GU);
@@ -409,38 +423,44 @@ static int copy_factors(starfa_dense *dst_u, starfa_dense *dst_v, const starfa_d
 }
 
 
-/* The training objective of the current factors: the squared error at the training entries, in the
- * graph (a task a row band: starfa_reduce_sqerr, with mu as the shift), and the regularization from the
- * factors (synced). */
+/* The training objective of the current factors, every part in the graph and read back once: the
+ * squared error at the training entries (a task a row band, starfa_task_sqerr_band with mu as the shift),
+ * then for each side and block the squares of its factors and of its bias column (dense_reduce over those
+ * columns), so that the factors stay where the tasks left them. */
 static int objective(struct sgd *g, double *sse_out, double *loss_out)
 {
 	const starfa_csr *c = g->csr;
-	double sse = NAN;
 	int rc = 0;
 	if (g->o.fp16 && !(rc = starfa_insert_dense_convert(g->dU, STARFA_FROM_HALF, g->dhU)))
 		rc = starfa_insert_dense_convert(g->dV, STARFA_FROM_HALF, g->dhV);
-	if (!rc)
-		rc = starfa_reduce_sqerr(g->S, STARFA_ROWS, g->dU, g->dV, (float)g->mu, &sse);
-	if (!rc)
-		rc = starfa_dense_sync(g->dU);
-	if (!rc)
-		rc = starfa_dense_sync(g->dV);
-	if (rc)
-		return rc;
-	double reg = 0;
+	const int64_t bands = starfa_tiled_row_tiles(g->S);
+	int64_t slot = 0;
+	for (; slot < bands && !rc; slot++)
+		rc = starfa_task_sqerr_band(g->S, STARFA_ROWS, slot, g->dU, g->dV, (float)g->mu, g->obj, slot, NULL);
 	for (int s = 0; s < 2 && !rc; s++) {
-		const float *F = s ? g->V : g->U;
-		int64_t rows = s ? c->ncols : c->nrows, bias = s ? g->k + 1 : g->k;
-		double factors = 0, biases = 0;
-		rc = starfa_row_norms(F, rows, g->w, 0, g->k, NULL, 0, g->o.lambda, &factors);
-		if (!rc)
-			rc = starfa_row_norms(F, rows, g->w, bias, 1, NULL, 0, g->o.lambda_bias, &biases);
-		reg += factors + biases;
+		const starfa_dense *F = s ? g->dV : g->dU;
+		const int64_t bias = s ? g->k + 1 : g->k; /* the user's bias column, or the item's */
+		for (int64_t b = 0; b < starfa_dense_blocks(F) && !rc; b++) {
+			rc = starfa_task_dense_reduce_cols(F, b, 0, g->k, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, NULL);
+			if (!rc)
+				rc = starfa_task_dense_reduce_cols(F, b, bias, 1, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, NULL);
+		}
 	}
-	if (rc)
+	if (rc) {
+		starfa_wait(); /* the tasks inserted before the failure still use the slots */
 		return rc;
+	}
+	if ((rc = starfa_sums_read(g->obj, g->obj_slots)))
+		return rc;
+	double sse = 0, factors = 0, biases = 0;
+	for (int64_t t = 0; t < bands; t++)
+		sse += g->obj_slots[t];
+	for (int64_t t = bands; t < g->nobj; t += 2) {
+		factors += g->obj_slots[t];
+		biases += g->obj_slots[t + 1];
+	}
 	*sse_out = sse;
-	*loss_out = (sse + reg) / (double)c->nnz;
+	*loss_out = (sse + g->o.lambda * factors + g->o.lambda_bias * biases) / (double)c->nnz;
 	return 0;
 }
 
@@ -496,7 +516,9 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	if (g->has_test && !g->rejected && starfa_test_due(p, g->o.iters, g->o.eval_every)) {
 		struct starfa_factors f;
 		current_factors(g, &f);
-		rc = starfa_factors_metrics(&f, &g->test, g->csr, g->o.eval_k, &p->test);
+		/* the metrics read the factors on the host */
+		if (!(rc = starfa_dense_sync(g->dU)) && !(rc = starfa_dense_sync(g->dV)))
+			rc = starfa_factors_metrics(&f, &g->test, g->csr, g->o.eval_k, &p->test);
 		p->has_test = rc == 0;
 		if (rc)
 			return rc;

@@ -209,6 +209,10 @@ typedef struct starfa_tiling_options {
 	 * not be cut for them: with one column band, each row band's values are one run of the CSR order
 	 * (starfa_sparse_values_create_over). */
 	int cpu_rows_only;
+	/* For starfa_plan_tiling: the tasks one CPU band's part of a sweep runs as, one after the other
+	 * (0: one). Each is predicted at its own cost, so that the per-task time a model holds for small
+	 * tasks counts as often as the band pays it (SGD's cores run their band as a schedule of tiles). */
+	int64_t cpu_band_tasks;
 } starfa_tiling_options;
 
 /* How a sweep is shared between the worker kinds, from the calibrated performance models of the
@@ -462,6 +466,12 @@ int starfa_task_values_reduce(const starfa_sparse_values *Y, int64_t i, int64_t 
 /* Writes the reduction of block `block` of D (SUM, SQUARES or ABS) into slot `slot` of sums. */
 int starfa_task_dense_reduce(const starfa_dense *D, int64_t block, starfa_reduce_op op, starfa_sums *sums,
 			     int64_t slot, const starfa_task_attr *attr);
+/* The same over the block's columns [col0, col0 + ncols) only (a model's factors without its bias
+ * columns, say), and with W (blocked like D; NULL: none) each row's terms times the row's element of W's
+ * column wcol (a weighted regularization: sum over rows of w_r |x_r|^2). */
+int starfa_task_dense_reduce_cols(const starfa_dense *D, int64_t block, int64_t col0, int64_t ncols,
+				  starfa_reduce_op op, const starfa_dense *W, int64_t wcol, starfa_sums *sums,
+				  int64_t slot, const starfa_task_attr *attr);
 
 /* Element-wise maps of one dense block, y an element of Y's block and z its operand: the element of X's
  * block at the same place (X blocked like Y, with Y's columns), X's element in the same row (X with one

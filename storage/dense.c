@@ -3,6 +3,9 @@
 #include "runtime/sync.h"
 
 #include <string.h>
+#ifdef STARFA_USE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 /* ------------------------------------------------------------------ dense row blocks */
 
@@ -35,10 +38,18 @@ int starfa_dense_create(const starfa_tiled *t, starfa_side side, float *data, in
 		}
 		memcpy(d->where, where, (size_t)nblocks * sizeof *d->where);
 	}
-	/* Pinned host memory lets StarPU copy blocks to and from GPUs asynchronously. */
-	if (starpu_cuda_worker_get_count() > 0 &&
-	    starpu_memory_pin(data, (size_t)(d->rows * cols) * sizeof(float)) == 0)
-		d->pinned = 1;
+	/* Pinned host memory lets StarPU copy blocks to and from GPUs asynchronously. A pin can fail (the
+	 * range, or part of it, pinned already) and the blocks then work unpinned, but CUDA keeps the
+	 * failure as this thread's last error, which the next kernel launch from this thread would
+	 * report as its own: cleared here. */
+	if (starpu_cuda_worker_get_count() > 0) {
+		if (starpu_memory_pin(data, (size_t)(d->rows * cols) * sizeof(float)) == 0)
+			d->pinned = 1;
+#ifdef STARFA_USE_CUDA
+		else
+			(void)cudaGetLastError();
+#endif
+	}
 	for (int64_t b = 0; b < nblocks; b++) {
 		int64_t r0 = d->bounds[b], r1 = d->bounds[b + 1];
 		if ((r1 - r0) * cols > UINT32_MAX) {

@@ -205,6 +205,46 @@ starfa_tiled *testing_band_grid(const starfa_csr *A, int64_t P)
 	return t;
 }
 
+double testing_explicit_objective(const starfa_model *m, const starfa_coo *train, double lambda, double lambda_bias,
+				  double flat, double count_weight)
+{
+	if (!m || !train || m->nusers != train->nrows || m->nitems != train->ncols)
+		return NAN;
+	const int64_t r = m->rank;
+	int64_t *count_u = calloc((size_t)m->nusers + 1, sizeof *count_u), *count_i = calloc((size_t)m->nitems + 1, sizeof *count_i);
+	if (!count_u || !count_i) {
+		free(count_u);
+		free(count_i);
+		return NAN;
+	}
+	double sse = 0;
+	for (int64_t e = 0; e < train->nnz; e++) {
+		const int64_t u = train->row[e], i = train->col[e];
+		double pred = m->global_mean + (m->user_bias ? m->user_bias[u] : 0) + (m->item_bias ? m->item_bias[i] : 0);
+		for (int64_t d = 0; d < r; d++)
+			pred += (double)m->user_factors[u * r + d] * m->item_factors[i * r + d];
+		sse += (train->val[e] - pred) * (train->val[e] - pred);
+		count_u[u]++;
+		count_i[i]++;
+	}
+	double reg = 0;
+	for (int s = 0; s < 2; s++) {
+		const int64_t rows = s ? m->nitems : m->nusers;
+		const int64_t *count = s ? count_i : count_u;
+		const float *F = s ? m->item_factors : m->user_factors, *b = s ? m->item_bias : m->user_bias;
+		for (int64_t row = 0; row < rows; row++) {
+			double x2 = 0;
+			for (int64_t d = 0; d < r; d++)
+				x2 += (double)F[row * r + d] * F[row * r + d];
+			const double w = flat + count_weight * (double)(count[row] > 0 ? count[row] : 1);
+			reg += w * (lambda * x2 + (b ? lambda_bias * (double)b[row] * b[row] : 0));
+		}
+	}
+	free(count_u);
+	free(count_i);
+	return sse + reg;
+}
+
 starfa_coo *testing_coo_of(const starfa_csr *S)
 {
 	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);

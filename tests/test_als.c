@@ -72,6 +72,40 @@ static int check_descent(const double *loss, int64_t iters, double slack, const 
 	return 0;
 }
 
+/* The loss an iteration reports (in the graph: the squared error a band, the regularization a factor
+ * block) is the ALS objective of the factors it leaves, as written out on the host from the model: with
+ * ALS-WR's weights and without, on a grid of several blocks a side. */
+TEST(als, loss_is_the_objective_of_its_factors)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 57;
+	starfa_coo *all = low_rank_ratings(90, 70, 0.3, 0.1, &rng);
+	CHECK(all);
+	for (int weighted = 0; weighted < 2; weighted++) {
+		starfa_als_options o;
+		starfa_als_options_default(&o, STARFA_ALGO_ALS);
+		o.rank = 3;
+		o.lambda = 0.05;
+		o.iters = 3;
+		o.weighted_lambda = weighted;
+		o.tiling.row_tiles = 3;
+		o.tiling.col_tiles = 2;
+		o.seed = testing_seed();
+		struct history h = {0};
+		starfa_model *m = NULL;
+		CHECK_OK(starfa_als_train(all, NULL, &o, record, &h, &m));
+		CHECK(h.iterations == 3 && m);
+		const double ref = testing_explicit_objective(m, all, o.lambda, o.lambda, weighted ? 0 : 1, weighted ? 1 : 0) /
+				   (double)all->nnz;
+		CHECK_MSG(isfinite(ref) && fabs(h.loss[3] - ref) <= 1e-5 * ref,
+			  "weighted lambda %d: the loss reported %.8g, the objective of the factors %.8g", weighted, h.loss[3],
+			  ref);
+		starfa_model_free(m);
+	}
+	starfa_coo_free(all);
+	return 0;
+}
+
 TEST(als, explicit_reaches_the_noise_floor)
 {
 	CHECK_OK(testing_runtime());

@@ -135,6 +135,54 @@ static int dense_ops(starfa_worker_kind kind, uint64_t seed)
 	CHECK_MSG(fabs(absolute - absolute_ref) <= 1e-9 * absolute_ref, "sum |y| %.12g, reference %.12g", absolute,
 		  absolute_ref);
 	CHECK(starfa_reduce_dense(dY, STARFA_REDUCE_KL, &total) == STARFA_EINVAL);
+	/* Over a range of columns, block by block: [c0, c0 + n) of Y0 - 1, inside the k columns. */
+	{
+		const int64_t c0 = (int64_t)testing_below(&rng, (uint64_t)k), n = 1 + (int64_t)testing_below(&rng, (uint64_t)(k - c0));
+		const int64_t nb = starfa_dense_blocks(dY);
+		starfa_sums *parts = NULL;
+		CHECK_OK(starfa_sums_create(3 * nb, &parts));
+		for (int64_t b = 0; b < nb; b++) {
+			CHECK_OK(starfa_task_dense_reduce_cols(dY, b, c0, n, STARFA_REDUCE_SQUARES, NULL, 0, parts, 3 * b, NULL));
+			CHECK_OK(starfa_task_dense_reduce_cols(dY, b, c0, n, STARFA_REDUCE_SUM, NULL, 0, parts, 3 * b + 1, NULL));
+			/* weighted by the row sums in dR (R holds them since the row sums' check) */
+			CHECK_OK(starfa_task_dense_reduce_cols(dY, b, c0, n, STARFA_REDUCE_SQUARES, dR, 0, parts, 3 * b + 2, NULL));
+		}
+		double *got_parts = malloc(sizeof(double) * (size_t)(3 * nb));
+		CHECK(got_parts);
+		for (int64_t e = 0; e < 3 * nb; e++)
+			got_parts[e] = NAN;
+		CHECK_OK(starfa_sums_read(parts, got_parts));
+		double sq = 0, sum = 0, wsq = 0, sq_ref = 0, sum_ref = 0, wsq_ref = 0, mag = 0;
+		for (int64_t b = 0; b < nb; b++) {
+			sq += got_parts[3 * b];
+			sum += got_parts[3 * b + 1];
+			wsq += got_parts[3 * b + 2];
+		}
+		for (int64_t r = 0; r < m; r++)
+			for (int64_t c = c0; c < c0 + n; c++) {
+				double y = (double)(Y0[r * k + c] - 1.0f);
+				sq_ref += y * y;
+				wsq_ref += (double)R[r] * y * y;
+				sum_ref += y;
+				mag += fabs(y);
+			}
+		CHECK_MSG(fabs(sq - sq_ref) <= 1e-9 * sq_ref && fabs(sum - sum_ref) <= 1e-9 * mag &&
+				  fabs(wsq - wsq_ref) <= 1e-9 * wsq_ref,
+			  "columns [%lld, %lld): squares %.12g (reference %.12g), sum %.12g (reference %.12g), weighted "
+			  "squares %.12g (reference %.12g)", (long long)c0, (long long)(c0 + n), sq, sq_ref, sum, sum_ref, wsq,
+			  wsq_ref);
+		CHECK(starfa_task_dense_reduce_cols(dY, 0, 0, 1, STARFA_REDUCE_SUM, dR, 1, parts, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_dense_reduce_cols(dY, 0, 0, 1, STARFA_REDUCE_SUM, dR, -1, parts, 0, NULL) == STARFA_EINVAL);
+		/* ranges past the matrix, empty ones, and ops a dense block does not take */
+		CHECK(starfa_task_dense_reduce_cols(dY, 0, k - n + 1, n, STARFA_REDUCE_SUM, NULL, 0, parts, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_dense_reduce_cols(dY, 0, -1, 1, STARFA_REDUCE_SUM, NULL, 0, parts, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_dense_reduce_cols(dY, 0, 0, 0, STARFA_REDUCE_SUM, NULL, 0, parts, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_dense_reduce_cols(dY, 0, 0, 1, STARFA_REDUCE_KL, NULL, 0, parts, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_dense_reduce_cols(dY, nb, 0, 1, STARFA_REDUCE_SUM, NULL, 0, parts, 0, NULL) == STARFA_EINVAL);
+		CHECK(starfa_task_dense_reduce_cols(dY, 0, 0, 1, STARFA_REDUCE_SUM, NULL, 0, parts, 3 * nb, NULL) == STARFA_EINVAL);
+		starfa_sums_free(parts);
+		free(got_parts);
+	}
 	starfa_worker_stats st;
 	starfa_stats_get(&st);
 	int other = kind == STARFA_WORKER_CPU ? STARFA_WORKER_CUDA : STARFA_WORKER_CPU;

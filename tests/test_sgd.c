@@ -442,6 +442,48 @@ static int record(const starfa_train_progress *p, void *user_data)
 	return 0;
 }
 
+struct last_loss {
+	double loss;
+	int64_t iterations;
+};
+
+static int record_loss(const starfa_train_progress *p, void *user_data)
+{
+	struct last_loss *l = user_data;
+	l->loss = p->train_loss;
+	l->iterations = p->iteration;
+	return 0;
+}
+
+/* The loss an epoch reports (in the graph: the squared error a band, the factors' and the biases'
+ * squares a block) is SGD's objective of the factors it leaves, as written out on the host from the
+ * model, with two lambdas apart. A schedule that redoes no epoch, so the model holds the last epoch's
+ * factors. */
+TEST(sgd, loss_is_the_objective_of_its_factors)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 35;
+	struct sgd_case tc;
+	if (sgd_case_open(&tc, 120, 90, 2500, &rng))
+		return 1;
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "schedule", "invtime"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "iters", "3"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "rank", "5"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "strata", "3"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "lambda", "0.3"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "lambda-bias", "0.8"));
+	struct last_loss l = {NAN, 0};
+	starfa_model *m = NULL;
+	CHECK_OK(starfa_train(tc.sgd, tc.params, tc.coo, NULL, record_loss, &l, &m));
+	CHECK(l.iterations == 3 && m && m->user_bias);
+	const double ref = testing_explicit_objective(m, tc.coo, 0.3, 0.8, 1, 0) / (double)tc.coo->nnz;
+	CHECK_MSG(isfinite(ref) && fabs(l.loss - ref) <= 1e-5 * ref, "the loss reported %.8g, the objective of the "
+		  "factors %.8g", l.loss, ref);
+	starfa_model_free(m);
+	sgd_case_close(&tc);
+	return 0;
+}
+
 /* Too high a starting rate: the bold driver halves and redoes until epochs improve, and trains, with
  * FP32 and with FP16 factors (whose redone epochs start from the saved FP32 factors, rounded again). */
 TEST(sgd, bold_driver_recovers_from_a_rate_too_high)

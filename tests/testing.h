@@ -100,6 +100,14 @@ int testing_band_same(const float *a, const float *b, int64_t n, int exact);
 starfa_tiled *testing_band_grid(const starfa_csr *A, int64_t P);
 /* The same entries as a coordinate list (row by row), for starfa_train; NULL when out of memory. */
 starfa_coo *testing_coo_of(const starfa_csr *S);
+/* An explicit model's regularized squared error on `train`, in double, written out here apart from the
+ * library's: sum over the entries of (r - mu - b_u - c_i - x_u·y_i)^2, plus for each user u
+ * w_u (lambda |x_u|^2 + lambda_bias b_u^2) and each item the same with its weight, where w_u is
+ * count_weight times u's entries (1 for a row without any) plus flat. ALS-WR: flat 0, count_weight 1,
+ * lambda = lambda_bias = the regularization; SGD: flat 1, count_weight 0, its two lambdas. NAN when
+ * out of memory or when the model does not match train's shape. */
+double testing_explicit_objective(const starfa_model *m, const starfa_coo *train, double lambda, double lambda_bias,
+				  double flat, double count_weight);
 /* A bag-of-words corpus: testing_random_csr's pattern, counts 1..4, and document 2 with no words (real
  * corpora have them); *csr gets the matrix, the result its entries. */
 starfa_coo *testing_corpus(int64_t D, int64_t W, int64_t nnz, uint64_t *rng, starfa_csr **csr);
