@@ -1356,7 +1356,8 @@ TEST(sddmm_cuda, sqerr_matches_cpu)
 	struct one_tile t;
 	CHECK(make_dense_rows_tile(&t, 700, 300, 20, 0, &rng) == 0);
 	const starfa_csr *S = t.csr;
-	static const int64_t ks[] = {1, 3, 4, 16, 20, 33, 128, 257};
+	/* after 257, a k for each virtual-warp shape not met before it (16-byte loads: V x J float4 a row) */
+	static const int64_t ks[] = {1, 3, 4, 16, 20, 33, 128, 257, 8, 32, 64, 256, 512, 1024};
 	for (size_t q = 0; q < sizeof ks / sizeof ks[0]; q++) {
 		const int64_t k = ks[q], ld = q % 2 ? (k + 3) / 4 * 4 + 4 : k, off = q == 4; /* k 20 from A + 1 */
 		float *A = malloc(sizeof(float) * (size_t)(S->nrows * ld + 1)), *B = malloc(sizeof(float) * (size_t)(S->ncols * ld));
