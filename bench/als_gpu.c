@@ -127,8 +127,8 @@ struct side {
 	int64_t rows, others, nnz, k;
 	uint32_t *rowptr, *colind, *items, *items_host; /* the work list on the device, and its host copy */
 	float *val, *theta, *info, *X, *G;
-	/* The training graph's layout (graphs/als.c with biases): k + 1 unknowns a row, factor rows of k + 2
-	 * floats; the user side reads theta from column 1 with column 0 (the item biases) offsetting the
+	/* The training graph's layout (graphs/als.c with biases): k + 1 unknowns a row, factor rows of
+	 * graph_width(k) floats; the user side reads theta from column 1 with column 0 (the item biases) offsetting the
 	 * ratings, the item side from column 0 with column k + 1. */
 	float *theta_g, *X_g;
 	/* Where every timed rowsolve starts from (X and X_g are restored from these before each run): CG
@@ -139,11 +139,17 @@ struct side {
 	uint32_t *status;
 };
 
-/* A device copy of rows of k floats widened to the training graph's layout: rows of k + 2 floats, the
- * last two repeating the first two (struct side's theta_g and X_g). */
+/* The training graph's row width with biases: k + 2 floats, padded with zeros to a multiple of 4. */
+static int64_t graph_width(int64_t k)
+{
+	return (k + 2 + 3) / 4 * 4;
+}
+
+/* A device copy of rows of k floats widened to the training graph's layout: rows of graph_width(k)
+ * floats, columns k and k + 1 repeating the first two, zeros after them (struct side's theta_g and X_g). */
 static float *dev_copy_widened(const float *src, int64_t rows, int64_t k)
 {
-	const int64_t w = k + 2;
+	const int64_t w = graph_width(k);
 	float *h = malloc(sizeof *h * (size_t)(rows * w));
 	if (!h) {
 		fprintf(stderr, "starfa_als_bench: out of memory\n");
@@ -151,7 +157,7 @@ static float *dev_copy_widened(const float *src, int64_t rows, int64_t k)
 	}
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t d = 0; d < w; d++)
-			h[r * w + d] = src[r * k + (d < k ? d : d - k)];
+			h[r * w + d] = d < k + 2 ? src[r * k + (d < k ? d : d - k)] : 0.0f;
 	float *dev = dev_copy(h, sizeof *h * (size_t)(rows * w));
 	free(h);
 	return dev;
@@ -289,7 +295,7 @@ static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int 
 	r->pb.nparts = s->nparts;
 	r->pb.precision = prec;
 	if (graph_layout) {
-		const int64_t w = s->k + 2, users = strcmp(s->name, "user") == 0;
+		const int64_t w = graph_width(s->k), users = strcmp(s->name, "user") == 0;
 		r->pb.k = s->k + 1;
 		r->pb.tiles[0] = (starfa_cuda_rowsolve_tile){s->rowptr, s->colind, s->val, s->theta_g + (users ? 1 : 0),
 							     s->theta_g + (users ? 0 : s->k + 1), w};
@@ -301,7 +307,7 @@ static double rowsolve_ms(const struct side *s, int implicit, int cholesky, int 
 	r->status = s->status;
 	r->X = graph_layout ? s->X_g : s->X;
 	r->X0 = graph_layout ? s->X_g0 : s->X0;
-	r->bytes = sizeof(float) * (size_t)(s->rows * (graph_layout ? s->k + 2 : s->k));
+	r->bytes = sizeof(float) * (size_t)(s->rows * (graph_layout ? graph_width(s->k) : s->k));
 	double ms = time_ms_from(run_rowsolve, restore_factors, r);
 	uint32_t st[STARFA_SOLVE_STATUS_WORDS];
 	CUDA_TRY(cudaMemcpy(st, s->status, sizeof st, cudaMemcpyDeviceToHost));
@@ -421,7 +427,7 @@ static void kernels(const struct bench_device *dev, const struct side *s, int64_
 		{"rowsolve, explicit, Cholesky, 3xTF32, in the Gram kernel's blocks", 0, 1, 0, STARFA_CUDA_GRAM_3XTF32, -1, 0, 1},
 		{"rowsolve, explicit, CG 3 steps, 3xFP16", 0, 0, 3, STARFA_CUDA_GRAM_3XFP16, -1},
 		{"rowsolve, implicit, CG 3 steps, 3xFP16", 1, 0, 3, STARFA_CUDA_GRAM_3XFP16, -1},
-		{"rowsolve, explicit, Cholesky, 3xTF32, the training graph's layout (k + 1 unknowns, rows of k + 2)", 0, 1,
+		{"rowsolve, explicit, Cholesky, 3xTF32, the training graph's layout (k + 1 unknowns, rows of k + 2 padded to 4)", 0, 1,
 		 0, STARFA_CUDA_GRAM_3XTF32, -1, 1},
 		{"rowsolve, explicit, CG 3 steps, 3xTF32, the training graph's layout", 0, 0, 3, STARFA_CUDA_GRAM_3XTF32, -1,
 		 1},

@@ -130,7 +130,8 @@ static void plan_side(const struct curve *cpu, const struct curve *cuda, double 
 		      double overhead_us, starfa_placement mode, double forced, starfa_split *out)
 {
 	int ngpu = starpu_cuda_worker_get_count(), ncpu = starpu_cpu_worker_get_count();
-	*out = (starfa_split){.cuda_bands = ngpu * per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN};
+	*out = (starfa_split){.cuda_bands = ngpu * per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN,
+			      .best_share = NAN, .best_ms = NAN, .needed_ms = NAN};
 	out->calibrated = cpu->n > 0 && cuda->n > 0;
 	double g, c;
 	if (cuda->n > 0)
@@ -156,7 +157,10 @@ static void plan_side(const struct curve *cpu, const struct curve *cuda, double 
 			hi = mid;
 	}
 	double best = sweep_us(cpu, cuda, cost, lo, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c) * 1e-3;
-	if (best <= (1 - MIN_GAIN) * out->cuda_ms && out->cuda_ms - best >= ncpu * overhead_us * 1e-3) {
+	out->best_share = lo;
+	out->best_ms = best;
+	out->needed_ms = fmax(MIN_GAIN * out->cuda_ms, ncpu * overhead_us * 1e-3);
+	if (out->cuda_ms - best >= out->needed_ms) {
 		out->cpu_share = lo;
 		out->cpu_bands = ncpu;
 		out->split_ms = best;
@@ -202,6 +206,7 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 	if (ngpu == 0 || mode == STARFA_PLACE_ANY) {
 		/* No GPU, or StarPU places everything: the caller's own band count. */
 		split[0].cuda_ms = split[0].cpu_ms = split[0].split_ms = NAN;
+		split[0].best_share = split[0].best_ms = split[0].needed_ms = NAN;
 		split[1] = split[0];
 		if (tiling)
 			tiling->placed = 0;
@@ -246,6 +251,9 @@ void starfa_split_describe(const starfa_split *s, FILE *out)
 			s->calibrated ? "calibrated" : "not calibrated on both kinds");
 		if (isfinite(s->cuda_ms) && isfinite(s->cpu_ms))
 			fprintf(out, "; predicted sweep %.3g ms on the GPUs, %.3g ms on the cores", s->cuda_ms, s->cpu_ms);
+		if (isfinite(s->best_ms))
+			fprintf(out, "; the best split, %.1f%% on the cores, %.3g ms: a gain under the %.3g ms it must show",
+				100 * s->best_share, s->best_ms, s->needed_ms);
 		fprintf(out, ")\n");
 		return;
 	}

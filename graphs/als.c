@@ -12,7 +12,8 @@
  * user sweep solves for X's columns 1..f+1 ([x_u, b_u]) against Y's columns 1..f+1 ([y_v, 1]) with
  * targets r - mu - c_v (c_v: Y's column 0); the item sweep solves for Y's columns 0..f ([c_v, y_v])
  * against X's columns 0..f ([1, x_u]) with targets r - mu - b_u (X's column f+1). The constant columns
- * are never written. Factors and biases are fitted jointly, one (f+1)-system per row; a user or item
+ * are never written, nor are the zero columns that pad a row to a multiple of 4 floats (16-byte loads for
+ * the loss's kernel). Factors and biases are fitted jointly, one (f+1)-system per row; a user or item
  * without training entries keeps zero factors and bias, so it predicts mu plus the other side's bias.
  *
  * Implicit ALS (Hu, Koren & Volinsky): A_u = YᵀY + sum (c_uv - 1) y_v y_vᵀ + lambda I and
@@ -134,8 +135,8 @@ static void init_factors(struct als *a, float *F, int64_t rows, const int64_t *c
 			if (count[r] > 0)
 				row[first + d] = scale * (a->implicit ? 0.5f * (u + 1.0f) : u);
 		}
-		if (w != f) /* users [1, x, b], items [c, y, 1] */
-			row[user_side ? 0 : w - 1] = 1.0f;
+		if (w != f) /* users [1, x, b, 0...], items [c, y, 1, 0...] */
+			row[user_side ? 0 : f + 1] = 1.0f;
 	}
 }
 
@@ -407,7 +408,10 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 	snprintf(a->names[1], sizeof a->names[1], "map@%lld", (long long)o->eval_k);
 	snprintf(a->names[2], sizeof a->names[2], "ndcg@%lld", (long long)o->eval_k);
 	a->f = o->rank;
-	a->w = !a->implicit && o->biases ? o->rank + 2 : o->rank;
+	/* Explicit rows with biases: [1, x, b] and [c, y, 1], padded with zero columns to a multiple of 4 floats,
+	 * so that the rows take 16-byte loads (the loss's kernel and SDDMM's fast ones need them; the zeros add
+	 * nothing to the augmented product, and no solve touches them). */
+	a->w = !a->implicit && o->biases ? (o->rank + 2 + 3) / 4 * 4 : o->rank;
 	a->k = a->w == a->f ? a->f : a->f + 1;
 	if (starfa_worker_count(STARFA_WORKER_CPU) == 0 && a->k > starfa_als_cuda_max_k())
 		return starfa_set_error(STARFA_EINVAL,
@@ -450,7 +454,8 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 		tiling.placed = 1;
 		for (int s = 0; s < 2; s++)
 			a->split[s] = (starfa_split){.cpu_bands = n, .cpu_share = 1, .cuda_ms = NAN, .cpu_ms = NAN,
-						     .split_ms = NAN};
+						     .split_ms = NAN, .best_share = NAN, .best_ms = NAN,
+						     .needed_ms = NAN};
 	}
 	if (tiling.row_tiles == 0 && tiling.col_tiles == 0) {
 		int gram = a->implicit && !stored;

@@ -228,9 +228,12 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 			return rc;
 		if (tiling.placed && tiling.cpu_bands > 0 && per_gpu > 1) {
-			/* A split (sgd_iterate): one row band a GPU, whose task takes a whole column block. */
-			per_gpu = 1;
-			if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
+			/* A split (sgd_iterate): one row band a GPU, whose task takes a whole column block; where the
+			 * split does not hold there, the GPUs alone at two bands a GPU, as planned first. */
+			if ((rc = starfa_plan_tiling("sgd", epoch, epoch, 1, &tiling, g->split)))
+				return rc;
+			if (!(tiling.placed && tiling.cpu_bands > 0) &&
+			    (rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 				return rc;
 		}
 		P = tiling.placed ? tiling.row_tiles : 2 * (workers > 0 ? workers : 1);

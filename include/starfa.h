@@ -223,6 +223,10 @@ typedef struct starfa_split {
 	int calibrated;                /* both kinds' models had samples of the operation; 0: the prior */
 	double cuda_ms, cpu_ms;        /* predicted sweep on the CUDA workers alone, on the CPU workers alone */
 	double split_ms;               /* predicted sweep with the split (cuda_ms when there is none) */
+	/* The best split the models predict, taken or not (STARFA_PLACEMENT=split, calibrated; else NAN):
+	 * the cores' share and the sweep, and the gain a split must show to be taken (5%, and the
+	 * operation's overhead a core). */
+	double best_share, best_ms, needed_ms;
 } starfa_split;
 
 /* Decides the bands of the row-side and column-side sweeps (split[0], split[1]; may be NULL) of
