@@ -64,6 +64,7 @@ struct als {
 	double confidence;       /* implicit: the sum of the confidences over every (user, item) */
 	char names[3][16];       /* implicit: "p@K", "map@K", "ndcg@K" */
 	struct starfa_matched test;
+	struct starfa_test_grid tgrid; /* explicit: the test entries on the training grid (the RMSE in the graph) */
 	int has_test;
 	struct starfa_ranker *ranker; /* implicit: the test users' rankings in the task graph */
 };
@@ -356,6 +357,7 @@ static void free_als(struct als *a)
 	starfa_csr_free(a->csr);
 	free(a->X);
 	free(a->Y);
+	starfa_test_grid_free(&a->tgrid);
 	starfa_matched_free(&a->test);
 }
 
@@ -533,6 +535,8 @@ static int setup(struct als *a, const starfa_coo *train, const starfa_coo *test)
 			rc = starfa_matched_count_cold(&a->test, a->csr, c->ncols);
 		if (!rc && a->implicit) /* likewise the test items grouped by user, for the rankings */
 			rc = starfa_matched_group_users(&a->test, c->nrows);
+		if (!rc && !a->implicit)
+			rc = starfa_test_grid_create(a->S, &a->test, &a->tgrid);
 		a->has_test = rc == 0;
 	}
 	return rc;
@@ -573,13 +577,14 @@ static int als_evaluate(void *state, starfa_train_progress *p)
 	if (!rc && a->has_test && starfa_test_due(p, a->o->iters, a->o->eval_every)) {
 		struct starfa_factors f;
 		current_factors(a, &f);
-		/* Implicit models rank every item for every test user. With GPUs the products and the selection
+		/* Explicit: the RMSE in the graph. Implicit models rank every item for every test user. With GPUs the products and the selection
 		 * run as top_k tasks where the factors are; on the cores alone the host's loop in 256 chunks
 		 * balances better than a task a tile (1.3 against 1.8 s on 2 cores: bench/PLACEMENT.md), and so
 		 * does a k past the GPUs' largest, which the CPU workers alone would run. The host's metrics read
 		 * the factors there: synced first. */
-		if (a->implicit && a->w == a->f && starfa_worker_count(STARFA_WORKER_CUDA) > 0 &&
-		    a->o->eval_k <= STARFA_TOP_K_CUDA_MAX)
+		if (!a->implicit)
+			rc = starfa_test_grid_metrics(&a->tgrid, &a->test, a->dX, a->dY, &f, a->o->eval_k, &p->test);
+		else if (a->w == a->f && starfa_worker_count(STARFA_WORKER_CUDA) > 0 && a->o->eval_k <= STARFA_TOP_K_CUDA_MAX)
 			rc = starfa_rank_test(a->S, a->dX, a->dY, &f, &a->test, a->csr, a->o->eval_k, &a->ranker, &p->test);
 		else if (!(rc = starfa_dense_sync(a->dX)) && !(rc = starfa_dense_sync(a->dY)))
 			rc = starfa_factors_metrics(&f, &a->test, a->csr, a->o->eval_k, &p->test);

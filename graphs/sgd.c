@@ -71,6 +71,7 @@ struct sgd {
 	int halvings;             /* bold driver: halvings since the last accepted epoch */
 	int rejected;             /* the last iteration's epoch was undone */
 	struct starfa_matched test;
+	struct starfa_test_grid tgrid; /* the test entries on the training grid: the RMSE in the graph */
 	int has_test;
 };
 
@@ -176,6 +177,7 @@ static void sgd_free(void *state)
 	free(g->hU);
 	free(g->hV);
 	free(g->slots);
+	starfa_test_grid_free(&g->tgrid);
 	starfa_matched_free(&g->test);
 	free(g);
 }
@@ -318,6 +320,8 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		rc = starfa_match_entries(test, train->row_ids, train->col_ids, c->nrows, c->ncols, &g->test);
 		if (!rc) /* once: the metrics after every iteration reuse it */
 			rc = starfa_matched_count_cold(&g->test, g->csr, c->ncols);
+		if (!rc)
+			rc = starfa_test_grid_create(g->S, &g->test, &g->tgrid);
 		g->has_test = rc == 0;
 	}
 	return rc;
@@ -519,9 +523,7 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	if (g->has_test && !g->rejected && starfa_test_due(p, g->o.iters, g->o.eval_every)) {
 		struct starfa_factors f;
 		current_factors(g, &f);
-		/* the metrics read the factors on the host */
-		if (!(rc = starfa_dense_sync(g->dU)) && !(rc = starfa_dense_sync(g->dV)))
-			rc = starfa_factors_metrics(&f, &g->test, g->csr, g->o.eval_k, &p->test);
+		rc = starfa_test_grid_metrics(&g->tgrid, &g->test, g->dU, g->dV, &f, g->o.eval_k, &p->test);
 		p->has_test = rc == 0;
 		if (rc)
 			return rc;

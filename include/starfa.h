@@ -248,6 +248,9 @@ void starfa_split_describe(const starfa_split *s, FILE *out);
 /* Splits and registers (starfa_init first). The CSR is copied into the tiles: the
  * caller keeps ownership of csr. opts may be NULL (automatic, no transpose). */
 int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts, starfa_tiled **out);
+/* csr (of like's shape: a held-out test set of like's ratings, say) split along like's row and column bands
+ * and placed as they are, so that dense matrices blocked for like serve both (no transposed grid). */
+int starfa_tiled_create_like(const starfa_tiled *like, const starfa_csr *csr, starfa_tiled **out);
 /* Unregisters every handle (waiting for pending tasks) and frees everything. */
 void starfa_tiled_free(starfa_tiled *t);
 

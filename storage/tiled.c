@@ -568,6 +568,50 @@ fail:
 	return rc;
 }
 
+int starfa_tiled_create_like(const starfa_tiled *like, const starfa_csr *csr, starfa_tiled **out)
+{
+	*out = NULL;
+	if (!like || !csr)
+		return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create_like: missing operand");
+	if (csr->nrows != like->nrows || csr->ncols != like->ncols)
+		return starfa_set_error(STARFA_EINVAL, "starfa_tiled_create_like: a %lld x %lld matrix cannot take the "
+						       "bands of a %lld x %lld one",
+					(long long)csr->nrows, (long long)csr->ncols, (long long)like->nrows,
+					(long long)like->ncols);
+	const int64_t nr = like->grid.nr, nc = like->grid.nc;
+	starfa_tiled *t = starfa_calloc(1, sizeof *t);
+	int rc = t ? 0 : STARFA_ENOMEM;
+	if (!rc) {
+		t->nrows = csr->nrows;
+		t->ncols = csr->ncols;
+		t->nnz = csr->nnz;
+		t->where = like->where;
+		t->row_bounds = starfa_malloc((size_t)nr + 1, sizeof *t->row_bounds);
+		t->col_bounds = starfa_malloc((size_t)nc + 1, sizeof *t->col_bounds);
+		if (like->row_where) {
+			t->row_where = starfa_malloc((size_t)nr, sizeof *t->row_where);
+			t->col_where = starfa_malloc((size_t)nc, sizeof *t->col_where);
+		}
+		if (!t->row_bounds || !t->col_bounds || (like->row_where && (!t->row_where || !t->col_where)))
+			rc = STARFA_ENOMEM;
+	}
+	if (!rc) {
+		memcpy(t->row_bounds, like->row_bounds, ((size_t)nr + 1) * sizeof *t->row_bounds);
+		memcpy(t->col_bounds, like->col_bounds, ((size_t)nc + 1) * sizeof *t->col_bounds);
+		if (like->row_where) {
+			memcpy(t->row_where, like->row_where, (size_t)nr * sizeof *t->row_where);
+			memcpy(t->col_where, like->col_where, (size_t)nc * sizeof *t->col_where);
+		}
+		rc = build_grid(csr, t->row_bounds, nr, t->col_bounds, nc, &t->grid);
+	}
+	if (rc) {
+		starfa_tiled_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
 /* The worker masks of the bands: the last row_cpu row bands and col_cpu column bands on the CPU workers,
  * the others on the CUDA workers; tasks outside any band go to the CUDA workers when every band does,
  * anywhere otherwise. */

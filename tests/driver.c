@@ -245,6 +245,24 @@ double testing_explicit_objective(const starfa_model *m, const starfa_coo *train
 	return sse + reg;
 }
 
+starfa_coo *testing_with_unknown_ids(const starfa_coo *test)
+{
+	starfa_coo *t = starfa_coo_new(test->nrows + 1, test->ncols + 1, test->nnz + 2);
+	if (!t)
+		return NULL;
+	memcpy(t->row, test->row, (size_t)test->nnz * sizeof *t->row);
+	memcpy(t->col, test->col, (size_t)test->nnz * sizeof *t->col);
+	memcpy(t->val, test->val, (size_t)test->nnz * sizeof *t->val);
+	t->nnz = test->nnz + 2;
+	t->row[test->nnz] = (int32_t)test->nrows;
+	t->col[test->nnz] = 0;
+	t->val[test->nnz] = 3.0f;
+	t->row[test->nnz + 1] = 0;
+	t->col[test->nnz + 1] = (int32_t)test->ncols;
+	t->val[test->nnz + 1] = 2.5f;
+	return t;
+}
+
 starfa_coo *testing_coo_of(const starfa_csr *S)
 {
 	starfa_coo *coo = starfa_coo_new(S->nrows, S->ncols, S->nnz);

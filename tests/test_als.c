@@ -106,6 +106,43 @@ TEST(als, loss_is_the_objective_of_its_factors)
 	return 0;
 }
 
+/* The test RMSE an iteration reports (the known entries in the graph, on the training grid; a new user's
+ * and a new item's on the host) is the model's own evaluation, with and without the entries nobody knows. */
+TEST(als, test_rmse_is_the_models_evaluation)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 58;
+	starfa_coo *all = low_rank_ratings(90, 70, 0.3, 0.1, &rng), *train = NULL, *test = NULL;
+	CHECK(all);
+	CHECK_OK(starfa_coo_split(all, 0.2, testing_seed(), &train, &test));
+	starfa_coo *unknown = testing_with_unknown_ids(test);
+	CHECK(unknown);
+	for (int with_unknown = 0; with_unknown < 2; with_unknown++) {
+		const starfa_coo *t = with_unknown ? unknown : test;
+		starfa_als_options o;
+		starfa_als_options_default(&o, STARFA_ALGO_ALS);
+		o.rank = 3;
+		o.iters = 3;
+		o.tiling.row_tiles = 3;
+		o.tiling.col_tiles = 2;
+		o.seed = testing_seed();
+		struct history h = {0};
+		starfa_model *m = NULL;
+		CHECK_OK(starfa_als_train(train, t, &o, record, &h, &m));
+		starfa_metrics want;
+		CHECK_OK(starfa_eval(m, t, 10, &want));
+		CHECK_MSG(h.iterations == 3 && fabs(h.test_rmse[3] - want.rmse) <= 1e-5 * want.rmse,
+			  "unknown ids %d: the test RMSE reported %.8g, the model's evaluation %.8g", with_unknown,
+			  h.test_rmse[3], want.rmse);
+		starfa_model_free(m);
+	}
+	starfa_coo_free(unknown);
+	starfa_coo_free(all);
+	starfa_coo_free(train);
+	starfa_coo_free(test);
+	return 0;
+}
+
 TEST(als, explicit_reaches_the_noise_floor)
 {
 	CHECK_OK(testing_runtime());

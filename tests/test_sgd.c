@@ -484,6 +484,54 @@ TEST(sgd, loss_is_the_objective_of_its_factors)
 	return 0;
 }
 
+struct last_test {
+	double rmse;
+	int64_t iterations;
+};
+
+static int record_test(const starfa_train_progress *p, void *user_data)
+{
+	struct last_test *l = user_data;
+	l->rmse = p->has_test ? p->test.rmse : NAN;
+	l->iterations = p->iteration;
+	return 0;
+}
+
+/* The test RMSE an epoch reports (the known entries in the graph, on the training grid; a new user's and
+ * a new item's on the host) is the model's own evaluation, with and without the entries nobody knows. */
+TEST(sgd, test_rmse_is_the_models_evaluation)
+{
+	CHECK_OK(testing_runtime());
+	uint64_t rng = testing_seed() + 36;
+	struct sgd_case tc;
+	if (sgd_case_open(&tc, 120, 90, 2500, &rng))
+		return 1;
+	starfa_coo *train = NULL, *test = NULL;
+	CHECK_OK(starfa_coo_split(tc.coo, 0.2, testing_seed(), &train, &test));
+	starfa_coo *unknown = testing_with_unknown_ids(test);
+	CHECK(unknown);
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "schedule", "invtime"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "iters", "3"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "strata", "3"));
+	for (int with_unknown = 0; with_unknown < 2; with_unknown++) {
+		const starfa_coo *t = with_unknown ? unknown : test;
+		struct last_test l = {NAN, 0};
+		starfa_model *m = NULL;
+		CHECK_OK(starfa_train(tc.sgd, tc.params, train, t, record_test, &l, &m));
+		starfa_metrics want;
+		CHECK_OK(starfa_eval(m, t, 10, &want));
+		CHECK_MSG(l.iterations == 3 && fabs(l.rmse - want.rmse) <= 1e-5 * want.rmse,
+			  "unknown ids %d: the test RMSE reported %.8g, the model's evaluation %.8g", with_unknown, l.rmse,
+			  want.rmse);
+		starfa_model_free(m);
+	}
+	starfa_coo_free(unknown);
+	starfa_coo_free(train);
+	starfa_coo_free(test);
+	sgd_case_close(&tc);
+	return 0;
+}
+
 /* Too high a starting rate: the bold driver halves and redoes until epochs improve, and trains, with
  * FP32 and with FP16 factors (whose redone epochs start from the saved FP32 factors, rounded again). */
 TEST(sgd, bold_driver_recovers_from_a_rate_too_high)

@@ -108,6 +108,10 @@ starfa_coo *testing_coo_of(const starfa_csr *S);
  * out of memory or when the model does not match train's shape. */
 double testing_explicit_objective(const starfa_model *m, const starfa_coo *train, double lambda, double lambda_bias,
 				  double flat, double count_weight);
+/* test's entries in a matrix one row and one column larger, plus an entry of that new user (on item 0) and
+ * one of that new item (by user 0): two entries no training run on test's shape knows. NULL when out of
+ * memory. */
+starfa_coo *testing_with_unknown_ids(const starfa_coo *test);
 /* A bag-of-words corpus: testing_random_csr's pattern, counts 1..4, and document 2 with no words (real
  * corpora have them); *csr gets the matrix, the result its entries. */
 starfa_coo *testing_corpus(int64_t D, int64_t W, int64_t nnz, uint64_t *rng, starfa_csr **csr);

@@ -4,6 +4,7 @@
 #include "train/algorithms.h"
 #include "model/model.h"
 
+#include <math.h>
 #include <string.h>
 
 static const starfa_algorithm *const table[] = {
@@ -204,6 +205,108 @@ int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_
 	const struct starfa_top_k_lists lists = {(*ranker)->nlists, 2 * k, (const float *const *)(*ranker)->data,
 						 starfa_tiled_col_bounds(S)};
 	return starfa_lists_metrics(f, &lists, test, seen, k, out);
+}
+
+int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *test, struct starfa_test_grid *g)
+{
+	*g = (struct starfa_test_grid){0};
+	const int64_t m = starfa_tiled_nrows(S), n = starfa_tiled_ncols(S);
+	int64_t known = 0;
+	for (int64_t e = 0; e < test->n; e++)
+		known += test->user[e] >= 0 && test->item[e] >= 0;
+	g->nunknown = test->n - known;
+	/* The known entries as CSR, duplicates kept (each is a test rating of its own): a counting sort by
+	 * column, then a stable one by row, leaves each row's columns ascending. */
+	starfa_csr *c = starfa_calloc(1, sizeof *c);
+	int64_t *by_col = starfa_malloc((size_t)known + 1, sizeof *by_col), *next = starfa_calloc((size_t)(m > n ? m : n) + 1, sizeof *next);
+	g->unknown = starfa_malloc((size_t)g->nunknown + 1, sizeof *g->unknown);
+	int rc = c && by_col && next && g->unknown ? 0 : STARFA_ENOMEM;
+	if (!rc) {
+		c->nrows = m;
+		c->ncols = n;
+		c->nnz = known;
+		c->rowptr = starfa_calloc((size_t)m + 1, sizeof *c->rowptr);
+		c->colind = starfa_malloc((size_t)known + 1, sizeof *c->colind);
+		c->val = starfa_malloc((size_t)known + 1, sizeof *c->val);
+		rc = c->rowptr && c->colind && c->val ? 0 : STARFA_ENOMEM;
+	}
+	if (!rc) {
+		int64_t u = 0;
+		for (int64_t e = 0; e < test->n; e++)
+			if (test->user[e] < 0 || test->item[e] < 0)
+				g->unknown[u++] = e;
+			else
+				next[test->item[e] + 1]++;
+		for (int64_t i = 0; i < n; i++)
+			next[i + 1] += next[i];
+		for (int64_t e = 0; e < test->n; e++)
+			if (test->user[e] >= 0 && test->item[e] >= 0)
+				by_col[next[test->item[e]]++] = e;
+		for (int64_t q = 0; q < known; q++)
+			c->rowptr[test->user[by_col[q]] + 1]++;
+		for (int64_t r = 0; r < m; r++)
+			c->rowptr[r + 1] += c->rowptr[r];
+		memcpy(next, c->rowptr, (size_t)m * sizeof *next);
+		for (int64_t q = 0; q < known; q++) {
+			const int64_t e = by_col[q], p = next[test->user[e]]++;
+			c->colind[p] = test->item[e];
+			c->val[p] = test->val[e];
+		}
+		rc = starfa_tiled_create_like(S, c, &g->T);
+	}
+	if (!rc && !(g->slots = starfa_malloc((size_t)starfa_tiled_row_tiles(S), sizeof *g->slots)))
+		rc = STARFA_ENOMEM;
+	if (!rc)
+		rc = starfa_sums_create(starfa_tiled_row_tiles(S), &g->sums);
+	free(by_col);
+	free(next);
+	starfa_csr_free(c);
+	if (rc)
+		starfa_test_grid_free(g);
+	return rc;
+}
+
+void starfa_test_grid_free(struct starfa_test_grid *g)
+{
+	starfa_sums_free(g->sums);
+	starfa_tiled_free(g->T);
+	free(g->unknown);
+	free(g->slots);
+	*g = (struct starfa_test_grid){0};
+}
+
+int starfa_test_grid_metrics(struct starfa_test_grid *g, const struct starfa_matched *test, starfa_dense *A,
+			     starfa_dense *B, const struct starfa_factors *f, int64_t k, starfa_metrics *out)
+{
+	memset(out, 0, sizeof *out);
+	out->entries = test->n;
+	out->k = k;
+	out->cold = test->cold;
+	out->rmse = out->precision = out->map = out->ndcg = NAN;
+	const int64_t bands = starfa_tiled_row_tiles(g->T);
+	int rc = 0;
+	for (int64_t b = 0; b < bands && !rc; b++)
+		rc = starfa_task_sqerr_band(g->T, STARFA_ROWS, b, A, B, (float)f->mu, g->sums, b, NULL);
+	if (rc) {
+		starfa_wait(); /* the tasks inserted before the failure still use the slots */
+		return rc;
+	}
+	if ((rc = starfa_sums_read(g->sums, g->slots)))
+		return rc;
+	double sum = 0;
+	for (int64_t b = 0; b < bands; b++)
+		sum += g->slots[b];
+	if (g->nunknown > 0) { /* the mean and the biases there are, from the factors in main memory */
+		if ((rc = starfa_dense_sync(A)) || (rc = starfa_dense_sync(B)))
+			return rc;
+		for (int64_t q = 0; q < g->nunknown; q++) {
+			const int64_t e = g->unknown[q];
+			const double d = (double)starfa_factors_score(f, test->user[e], test->item[e]) - test->val[e];
+			sum += d * d;
+		}
+	}
+	out->rmse = test->n > 0 ? sqrt(sum / (double)test->n) : NAN;
+	return 0;
 }
 
 int starfa_test_due(const starfa_train_progress *p, int64_t iters, int64_t every)

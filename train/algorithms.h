@@ -51,6 +51,23 @@ int starfa_test_due(const starfa_train_progress *p, int64_t iters, int64_t every
 /* The help of the algorithms' eval-every parameter, which starfa_test_due reads. */
 #define STARFA_EVAL_EVERY_HELP                                                                           \
 	"test metrics after every Nth iteration only (and the first, the last, and a converged one)"
+/* An explicit model's test RMSE with the entries in the graph: those whose user and item are both
+ * known (matched), tiled like the training grid S (starfa_tiled_create_like), their squared errors
+ * against the augmented blocks' product plus the mean by a starfa_task_sqerr_band a row band; the others
+ * (an unknown user or item) scored on the host, the factors synced for them. */
+struct starfa_test_grid {
+	starfa_tiled *T;
+	int64_t *unknown, nunknown; /* the matched entries scored on the host */
+	starfa_sums *sums;          /* a slot a row band */
+	double *slots;
+};
+/* From the test entries matched to S's rows and columns (their cold count taken, starfa_matched_count_cold). */
+int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *test, struct starfa_test_grid *g);
+void starfa_test_grid_free(struct starfa_test_grid *g);
+/* The metrics starfa_factors_metrics gives an explicit model (its RMSE, the entries and the cold count),
+ * A and B the augmented factor blocks (A·Bᵀ + mu the predictions) and f their view in main memory. */
+int starfa_test_grid_metrics(struct starfa_test_grid *g, const struct starfa_matched *test, starfa_dense *A,
+			     starfa_dense *B, const struct starfa_factors *f, int64_t k, starfa_metrics *out);
 int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_dense *Y, const struct starfa_factors *f,
 		     const struct starfa_matched *test, const starfa_csr *seen, int64_t k, struct starfa_ranker **ranker,
 		     starfa_metrics *out);
