@@ -250,9 +250,11 @@ starfa_coo *testing_with_unknown_ids(const starfa_coo *test)
 	starfa_coo *t = starfa_coo_new(test->nrows + 1, test->ncols + 1, test->nnz + 2);
 	if (!t)
 		return NULL;
-	memcpy(t->row, test->row, (size_t)test->nnz * sizeof *t->row);
-	memcpy(t->col, test->col, (size_t)test->nnz * sizeof *t->col);
-	memcpy(t->val, test->val, (size_t)test->nnz * sizeof *t->val);
+	for (int64_t e = 0; e < test->nnz; e++) { /* in reverse order: rows and their columns out of order */
+		t->row[e] = test->row[test->nnz - 1 - e];
+		t->col[e] = test->col[test->nnz - 1 - e];
+		t->val[e] = test->val[test->nnz - 1 - e];
+	}
 	t->nnz = test->nnz + 2;
 	t->row[test->nnz] = (int32_t)test->nrows;
 	t->col[test->nnz] = 0;

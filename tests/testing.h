@@ -108,7 +108,7 @@ starfa_coo *testing_coo_of(const starfa_csr *S);
  * out of memory or when the model does not match train's shape. */
 double testing_explicit_objective(const starfa_model *m, const starfa_coo *train, double lambda, double lambda_bias,
 				  double flat, double count_weight);
-/* test's entries in a matrix one row and one column larger, plus an entry of that new user (on item 0) and
+/* test's entries, in reverse order, in a matrix one row and one column larger, plus an entry of that new user (on item 0) and
  * one of that new item (by user 0): two entries no training run on test's shape knows. NULL when out of
  * memory. */
 starfa_coo *testing_with_unknown_ids(const starfa_coo *test);

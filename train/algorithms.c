@@ -207,6 +207,49 @@ int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_
 	return starfa_lists_metrics(f, &lists, test, seen, k, out);
 }
 
+struct col_val {
+	int32_t col;
+	float val;
+};
+
+static int by_col(const void *a, const void *b)
+{
+	const struct col_val *x = a, *y = b;
+	return (x->col > y->col) - (x->col < y->col);
+}
+
+/* A row's entries in column order (ties in no particular order: duplicates score the same pair), left as
+ * they are when they already are. */
+static void sort_row(int32_t *col, float *val, int64_t n)
+{
+	int64_t i = 1;
+	while (i < n && col[i - 1] <= col[i])
+		i++;
+	if (i >= n)
+		return;
+	struct col_val *t = malloc((size_t)n * sizeof *t);
+	if (!t) { /* insertion sort: no memory needed */
+		for (int64_t a = 1; a < n; a++)
+			for (int64_t b = a; b > 0 && col[b - 1] > col[b]; b--) {
+				int32_t cc = col[b];
+				float vv = val[b];
+				col[b] = col[b - 1];
+				val[b] = val[b - 1];
+				col[b - 1] = cc;
+				val[b - 1] = vv;
+			}
+		return;
+	}
+	for (int64_t a = 0; a < n; a++)
+		t[a] = (struct col_val){col[a], val[a]};
+	qsort(t, (size_t)n, sizeof *t, by_col);
+	for (int64_t a = 0; a < n; a++) {
+		col[a] = t[a].col;
+		val[a] = t[a].val;
+	}
+	free(t);
+}
+
 int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *test, struct starfa_test_grid *g)
 {
 	*g = (struct starfa_test_grid){0};
@@ -215,12 +258,13 @@ int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *
 	for (int64_t e = 0; e < test->n; e++)
 		known += test->user[e] >= 0 && test->item[e] >= 0;
 	g->nunknown = test->n - known;
-	/* The known entries as CSR, duplicates kept (each is a test rating of its own): a counting sort by
-	 * column, then a stable one by row, leaves each row's columns ascending. */
+	/* The known entries as CSR, duplicates kept (each is a test rating of its own): a stable counting
+	 * sort by row (sequential writes where the entries come in row order, as a split of a row-ordered
+	 * matrix leaves them), then each row's columns put in order where they are not. */
 	starfa_csr *c = starfa_calloc(1, sizeof *c);
-	int64_t *by_col = starfa_malloc((size_t)known + 1, sizeof *by_col), *next = starfa_calloc((size_t)(m > n ? m : n) + 1, sizeof *next);
+	int64_t *next = starfa_calloc((size_t)m + 1, sizeof *next);
 	g->unknown = starfa_malloc((size_t)g->nunknown + 1, sizeof *g->unknown);
-	int rc = c && by_col && next && g->unknown ? 0 : STARFA_ENOMEM;
+	int rc = c && next && g->unknown ? 0 : STARFA_ENOMEM;
 	if (!rc) {
 		c->nrows = m;
 		c->ncols = n;
@@ -236,29 +280,24 @@ int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *
 			if (test->user[e] < 0 || test->item[e] < 0)
 				g->unknown[u++] = e;
 			else
-				next[test->item[e] + 1]++;
-		for (int64_t i = 0; i < n; i++)
-			next[i + 1] += next[i];
-		for (int64_t e = 0; e < test->n; e++)
-			if (test->user[e] >= 0 && test->item[e] >= 0)
-				by_col[next[test->item[e]]++] = e;
-		for (int64_t q = 0; q < known; q++)
-			c->rowptr[test->user[by_col[q]] + 1]++;
+				c->rowptr[test->user[e] + 1]++;
 		for (int64_t r = 0; r < m; r++)
 			c->rowptr[r + 1] += c->rowptr[r];
 		memcpy(next, c->rowptr, (size_t)m * sizeof *next);
-		for (int64_t q = 0; q < known; q++) {
-			const int64_t e = by_col[q], p = next[test->user[e]]++;
-			c->colind[p] = test->item[e];
-			c->val[p] = test->val[e];
-		}
+		for (int64_t e = 0; e < test->n; e++)
+			if (test->user[e] >= 0 && test->item[e] >= 0) {
+				const int64_t p = next[test->user[e]]++;
+				c->colind[p] = test->item[e];
+				c->val[p] = test->val[e];
+			}
+		for (int64_t r = 0; r < m; r++)
+			sort_row(c->colind + c->rowptr[r], c->val + c->rowptr[r], c->rowptr[r + 1] - c->rowptr[r]);
 		rc = starfa_tiled_create_like(S, c, &g->T);
 	}
 	if (!rc && !(g->slots = starfa_malloc((size_t)starfa_tiled_row_tiles(S), sizeof *g->slots)))
 		rc = STARFA_ENOMEM;
 	if (!rc)
 		rc = starfa_sums_create(starfa_tiled_row_tiles(S), &g->sums);
-	free(by_col);
 	free(next);
 	starfa_csr_free(c);
 	if (rc)
