@@ -254,8 +254,7 @@ static int train_metrics(struct als *a, starfa_train_progress *p)
 	 * error in one pass a row band. */
 	int64_t slot = 0;
 	for (; slot < bands && !rc; slot++)
-		rc = starfa_task_sqerr_band(a->S, STARFA_ROWS, slot, a->dX, a->dY, (float)a->mu, parts, slot,
-					    starfa_loss_attr());
+		rc = starfa_task_sqerr_band(a->S, STARFA_ROWS, slot, a->dX, a->dY, (float)a->mu, parts, slot, NULL);
 	for (int s = 0; s < 2 && !rc; s++)
 		for (int64_t b = 0; b < starfa_dense_blocks(sides[s]->x) && !rc; b++)
 			rc = starfa_task_dense_reduce_cols(sides[s]->x, b, sides[s]->x_col0, a->k, STARFA_REDUCE_SQUARES,

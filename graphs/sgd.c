@@ -443,8 +443,7 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
 	const int64_t bands = starfa_tiled_row_tiles(g->S);
 	int64_t slot = 0;
 	for (; slot < bands && !rc; slot++)
-		rc = starfa_task_sqerr_band(g->S, STARFA_ROWS, slot, g->dU, g->dV, (float)g->mu, g->obj, slot,
-					    starfa_loss_attr());
+		rc = starfa_task_sqerr_band(g->S, STARFA_ROWS, slot, g->dU, g->dV, (float)g->mu, g->obj, slot, NULL);
 	for (int s = 0; s < 2 && !rc; s++) {
 		const starfa_dense *F = s ? g->dV : g->dU;
 		const int64_t bias = s ? g->k + 1 : g->k; /* the user's bias column, or the item's */

@@ -250,12 +250,6 @@ static void sort_row(int32_t *col, float *val, int64_t n)
 	free(t);
 }
 
-const starfa_task_attr *starfa_loss_attr(void)
-{
-	static const starfa_task_attr on_gpus = {.where = STARFA_WHERE_CUDA};
-	return starfa_worker_count(STARFA_WORKER_CUDA) > 0 ? &on_gpus : NULL;
-}
-
 int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *test, struct starfa_test_grid *g)
 {
 	*g = (struct starfa_test_grid){0};
@@ -331,7 +325,7 @@ int starfa_test_grid_metrics(struct starfa_test_grid *g, const struct starfa_mat
 	const int64_t bands = starfa_tiled_row_tiles(g->T);
 	int rc = 0;
 	for (int64_t b = 0; b < bands && !rc; b++)
-		rc = starfa_task_sqerr_band(g->T, STARFA_ROWS, b, A, B, (float)f->mu, g->sums, b, starfa_loss_attr());
+		rc = starfa_task_sqerr_band(g->T, STARFA_ROWS, b, A, B, (float)f->mu, g->sums, b, NULL);
 	if (rc) {
 		starfa_wait(); /* the tasks inserted before the failure still use the slots */
 		return rc;

@@ -51,12 +51,6 @@ int starfa_test_due(const starfa_train_progress *p, int64_t iters, int64_t every
 /* The help of the algorithms' eval-every parameter, which starfa_test_due reads. */
 #define STARFA_EVAL_EVERY_HELP                                                                           \
 	"test metrics after every Nth iteration only (and the first, the last, and a converged one)"
-/* Where the losses' band tasks (starfa_task_sqerr_band, and the test RMSE's below) run: on the CUDA
- * workers where there are any, the cores' bands of a split included (a loss over a band reads its factor
- * block once: a core's band's block is small beside the time the band's loss takes on a core), else
- * NULL (the bands' own placement). */
-const starfa_task_attr *starfa_loss_attr(void);
-
 /* An explicit model's test RMSE with the entries in the graph: those whose user and item are both
  * known (matched), tiled like the training grid S (starfa_tiled_create_like), their squared errors
  * against the augmented blocks' product plus the mean by a starfa_task_sqerr_band a row band; the others
