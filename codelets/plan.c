@@ -2,8 +2,9 @@
  *
  * A sweep (ALS's solves of one side, an SDDMM over the matrix, an SGD epoch) is cut into bands; each
  * band's tasks run on one kind of worker. The GPUs take bands_per_gpu bands each; the CPU workers take
- * one band each, cut to a share s of the sweep's cost, when that shortens the predicted sweep by at
- * least MIN_GAIN and BAND_OVERHEAD_US a core. The prediction reads the operation's history of measured tasks (its perfmodel file,
+ * one band each (run as tiling->cpu_band_tasks tasks in turn, each predicted at its own cost), cut to a
+ * share s of the sweep's cost, when that shortens the predicted sweep by at least MIN_GAIN and
+ * BAND_OVERHEAD_US a core. The prediction reads the operation's history of measured tasks (its perfmodel file,
  * written by `starfa calibrate` and by every run): the time of a task of cost C on one worker of a
  * kind, interpolated between the measured costs (log-log), linear in C beyond the largest and flat
  * below the smallest (per-task overhead). Before both kinds have samples the GPUs work alone: a core
@@ -22,14 +23,6 @@
  * MovieLens ALS split 2 + 15 bands ran 0.02-0.05 s an iteration against 0.002-0.006 s on the GPU alone,
  * where the models predicted sub-millisecond sweeps either way. */
 #define BAND_OVERHEAD_US 300.0
-
-/* What a CPU band costs beyond its predicted tasks, per core and sweep, for the operation (perfmodel
- * symbol without its prefix). BAND_OVERHEAD_US unless measured otherwise for the operation. */
-static double band_overhead_us(const char *operation)
-{
-	(void)operation;
-	return BAND_OVERHEAD_US;
-}
 #define MAX_POINTS 256
 
 /* Measured (cost, microseconds) points of one worker kind, one per cost (the fastest variant). */
@@ -127,7 +120,7 @@ static double sweep_us(const struct curve *cpu, const struct curve *cuda, double
 /* The split of one sweep: computed under STARFA_PLACE_SPLIT, the GPUs alone otherwise (the prediction is
  * still made). */
 static void plan_side(const struct curve *cpu, const struct curve *cuda, double cost, int64_t per_gpu, int64_t cpu_tasks,
-		      double overhead_us, starfa_placement mode, double forced, starfa_split *out)
+		      starfa_placement mode, double forced, starfa_split *out)
 {
 	int ngpu = starpu_cuda_worker_get_count(), ncpu = starpu_cpu_worker_get_count();
 	*out = (starfa_split){.cuda_bands = ngpu * per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN,
@@ -159,7 +152,7 @@ static void plan_side(const struct curve *cpu, const struct curve *cuda, double 
 	double best = sweep_us(cpu, cuda, cost, lo, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c) * 1e-3;
 	out->best_share = lo;
 	out->best_ms = best;
-	out->needed_ms = fmax(MIN_GAIN * out->cuda_ms, ncpu * overhead_us * 1e-3);
+	out->needed_ms = fmax(MIN_GAIN * out->cuda_ms, ncpu * BAND_OVERHEAD_US * 1e-3);
 	if (out->cuda_ms - best >= out->needed_ms) {
 		out->cpu_share = lo;
 		out->cpu_bands = ncpu;
@@ -220,9 +213,8 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 	}
 	load_curves(symbol, cpu, cuda);
 	const int64_t cpu_tasks = tiling && tiling->cpu_band_tasks > 0 ? tiling->cpu_band_tasks : 1;
-	const double overhead_us = band_overhead_us(operation);
-	plan_side(cpu, cuda, row_sweep_cost, bands_per_gpu, cpu_tasks, overhead_us, mode, forced, &split[0]);
-	plan_side(cpu, cuda, col_sweep_cost, bands_per_gpu, cpu_tasks, overhead_us, mode, forced, &split[1]);
+	plan_side(cpu, cuda, row_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[0]);
+	plan_side(cpu, cuda, col_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[1]);
 	free(cpu);
 	free(cuda);
 	if (tiling) {
