@@ -16,6 +16,15 @@
 /* Eight floats as one vector, loaded from any 4-byte alignment; four lanes. */
 typedef float starfa_v8 __attribute__((vector_size(32), aligned(4), may_alias));
 typedef float starfa_v4 __attribute__((vector_size(16)));
+/* Four floats from any 4-byte alignment. */
+typedef float starfa_v4u __attribute__((vector_size(16), aligned(4), may_alias));
+
+/* *s += p in lanes 0-3 (zeros in lanes 4-7): the same as adding a tail vector of p's products and zeros
+ * (s + 0 is s: the sums start at +0 and never become -0). */
+STARFA_DOT_INLINE void starfa_add_low4(starfa_v8 *s, starfa_v4 p)
+{
+	*s += (starfa_v8){p[0], p[1], p[2], p[3], 0, 0, 0, 0};
+}
 
 /* ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7)), in registers (GCC and clang alike). */
 STARFA_DOT_INLINE float starfa_tree8v(starfa_v8 s)
@@ -32,9 +41,16 @@ STARFA_DOT_INLINE float starfa_dot(const float *restrict a, const float *restric
 	int64_t d = 0;
 	for (; d + 8 <= k; d += 8)
 		s += *(const starfa_v8 *)(a + d) * *(const starfa_v8 *)(b + d);
-	if (d < k) {
+	/* The tail's 1-7 elements in lanes 0-6, as one vector would put them: four by a 16-byte load (rows
+	 * padded to a multiple of 4 have no other tail), the rest one by one. */
+	int j = 0;
+	if (d + 4 <= k) {
+		starfa_add_low4(&s, *(const starfa_v4u *)(a + d) * *(const starfa_v4u *)(b + d));
+		j = 4;
+	}
+	if (d + j < k) {
 		starfa_v8 x = {0}, y = {0};
-		for (int j = 0; d + j < k; j++) {
+		for (; d + j < k; j++) {
 			x[j] = a[d + j];
 			y[j] = b[d + j];
 		}
@@ -56,9 +72,18 @@ STARFA_DOT_INLINE void starfa_dot4(const float *restrict a, const float *restric
 		s2 += x * *(const starfa_v8 *)(b2 + d);
 		s3 += x * *(const starfa_v8 *)(b3 + d);
 	}
-	if (d < k) {
+	int j = 0;
+	if (d + 4 <= k) { /* as in starfa_dot */
+		const starfa_v4 x = *(const starfa_v4u *)(a + d);
+		starfa_add_low4(&s0, x * *(const starfa_v4u *)(b0 + d));
+		starfa_add_low4(&s1, x * *(const starfa_v4u *)(b1 + d));
+		starfa_add_low4(&s2, x * *(const starfa_v4u *)(b2 + d));
+		starfa_add_low4(&s3, x * *(const starfa_v4u *)(b3 + d));
+		j = 4;
+	}
+	if (d + j < k) {
 		starfa_v8 x = {0}, y0 = {0}, y1 = {0}, y2 = {0}, y3 = {0};
-		for (int j = 0; d + j < k; j++) {
+		for (; d + j < k; j++) {
 			x[j] = a[d + j];
 			y0[j] = b0[d + j];
 			y1[j] = b1[d + j];
