@@ -577,11 +577,11 @@ static int als_evaluate(void *state, starfa_train_progress *p)
 	if (!rc && a->has_test && starfa_test_due(p, a->o->iters, a->o->eval_every)) {
 		struct starfa_factors f;
 		current_factors(a, &f);
-		/* Explicit: the RMSE in the graph. Implicit models rank every item for every test user. With GPUs the products and the selection
-		 * run as top_k tasks where the factors are; on the cores alone the host's loop in 256 chunks
-		 * balances better than a task a tile (1.3 against 1.8 s on 2 cores: bench/PLACEMENT.md), and so
-		 * does a k past the GPUs' largest, which the CPU workers alone would run. The host's metrics read
-		 * the factors there: synced first. */
+		/* Explicit: the RMSE in the graph. Implicit models rank every item for every test user. With GPUs
+		 * the products and the selection run as top_k tasks where the factors are; on the cores alone the
+		 * host's loop in 256 chunks balances better than a task a tile (1.3 against 1.8 s on 2 cores:
+		 * bench/PLACEMENT.md), and so does a k past the GPUs' largest, which the CPU workers alone would
+		 * run. The host's metrics read the factors there: synced first. */
 		if (!a->implicit)
 			rc = starfa_test_grid_metrics(&a->tgrid, &a->test, a->dX, a->dY, &f, a->o->eval_k, &p->test);
 		else if (a->w == a->f && starfa_worker_count(STARFA_WORKER_CUDA) > 0 && a->o->eval_k <= STARFA_TOP_K_CUDA_MAX)

@@ -363,9 +363,9 @@ static void copy_chunk(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 	memcpy(o->csr->val + begin, o->coo->val + begin, (size_t)(end - begin) * sizeof *o->csr->val);
 }
 
-/* 1 where the entries were in CSR order and are now in csr (duplicates merged), 0 where they were not,
- * or an error. */
-static int csr_copy_in_order(const starfa_coo *coo, starfa_csr *csr)
+/* 1 where the entries were in CSR order and are now in csr (duplicates merged when merge is set), 0
+ * where they were not, or an error. */
+static int csr_copy_in_order(const starfa_coo *coo, starfa_csr *csr, int merge)
 {
 	unsigned char flags[2 * ORDER_CHUNKS] = {0};
 	struct in_order o = {coo, csr, flags, flags + ORDER_CHUNKS};
@@ -385,7 +385,7 @@ static int csr_copy_in_order(const starfa_coo *coo, starfa_csr *csr)
 	}
 	if ((rc = starfa_host_parallel(coo->nnz, nchunks, copy_chunk, &o)) != 0)
 		return rc;
-	if (repeated)
+	if (repeated && merge)
 		merge_duplicates(csr);
 	return 1;
 }
@@ -488,6 +488,11 @@ out:
 
 int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out)
 {
+	return csr_from_coo(coo, 1, out);
+}
+
+int csr_from_coo(const starfa_coo *coo, int merge, starfa_csr **out)
+{
 	if (!out)
 		return starfa_set_error(STARFA_EINVAL, "starfa_csr_from_coo: NULL output");
 	*out = NULL;
@@ -498,7 +503,7 @@ int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out)
 	starfa_csr *csr = csr_new(coo->nrows, coo->ncols, nnz);
 	if (!csr)
 		return STARFA_ENOMEM;
-	if ((rc = csr_copy_in_order(coo, csr)) != 0) {
+	if ((rc = csr_copy_in_order(coo, csr, merge)) != 0) {
 		if (rc == 1) {
 			*out = csr;
 			return 0;
@@ -518,7 +523,8 @@ int starfa_csr_from_coo(const starfa_coo *coo, starfa_csr **out)
 		rc = STARFA_ENOMEM;
 	}
 	if (!rc) {
-		merge_duplicates(csr);
+		if (merge)
+			merge_duplicates(csr);
 		*out = csr;
 	} else {
 		starfa_csr_free(csr);

@@ -23,6 +23,10 @@ int coo_grow(starfa_coo *coo);
 int counting_sort(int64_t n, int64_t nkeys, int64_t **next, starfa_chunk_fn count, starfa_chunk_fn scatter,
 		  void *ctx, int64_t *starts);
 
+/* starfa_csr_from_coo, with merge 0 keeping duplicates as entries of their own (a test set's repeated
+ * ratings), each row's columns still in order. */
+int csr_from_coo(const starfa_coo *coo, int merge, starfa_csr **out);
+
 static inline int coo_push(starfa_coo *coo, int32_t row, int32_t col, float val)
 {
 	if (coo->nnz == ((struct coo_block *)coo)->capacity) {

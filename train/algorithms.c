@@ -3,6 +3,7 @@
 #include "runtime/internal.h"
 #include "train/algorithms.h"
 #include "model/model.h"
+#include "storage/coo.h"
 
 #include <math.h>
 #include <string.h>
@@ -207,49 +208,6 @@ int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_
 	return starfa_lists_metrics(f, &lists, test, seen, k, out);
 }
 
-struct col_val {
-	int32_t col;
-	float val;
-};
-
-static int by_col(const void *a, const void *b)
-{
-	const struct col_val *x = a, *y = b;
-	return (x->col > y->col) - (x->col < y->col);
-}
-
-/* A row's entries in column order (ties in no particular order: duplicates score the same pair), left as
- * they are when they already are. */
-static void sort_row(int32_t *col, float *val, int64_t n)
-{
-	int64_t i = 1;
-	while (i < n && col[i - 1] <= col[i])
-		i++;
-	if (i >= n)
-		return;
-	struct col_val *t = malloc((size_t)n * sizeof *t);
-	if (!t) { /* insertion sort: no memory needed */
-		for (int64_t a = 1; a < n; a++)
-			for (int64_t b = a; b > 0 && col[b - 1] > col[b]; b--) {
-				int32_t cc = col[b];
-				float vv = val[b];
-				col[b] = col[b - 1];
-				val[b] = val[b - 1];
-				col[b - 1] = cc;
-				val[b - 1] = vv;
-			}
-		return;
-	}
-	for (int64_t a = 0; a < n; a++)
-		t[a] = (struct col_val){col[a], val[a]};
-	qsort(t, (size_t)n, sizeof *t, by_col);
-	for (int64_t a = 0; a < n; a++) {
-		col[a] = t[a].col;
-		val[a] = t[a].val;
-	}
-	free(t);
-}
-
 int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *test, struct starfa_test_grid *g)
 {
 	*g = (struct starfa_test_grid){0};
@@ -258,47 +216,24 @@ int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *
 	for (int64_t e = 0; e < test->n; e++)
 		known += test->user[e] >= 0 && test->item[e] >= 0;
 	g->nunknown = test->n - known;
-	/* The known entries as CSR, duplicates kept (each is a test rating of its own): a stable counting
-	 * sort by row (sequential writes where the entries come in row order, as a split of a row-ordered
-	 * matrix leaves them), then each row's columns put in order where they are not. */
-	starfa_csr *c = starfa_calloc(1, sizeof *c);
-	int64_t *next = starfa_calloc((size_t)m + 1, sizeof *next);
+	/* The known entries as CSR, duplicates kept (each is a test rating of its own). */
+	starfa_coo *known_entries = starfa_coo_new(m, n, known);
+	starfa_csr *c = NULL;
 	g->unknown = starfa_malloc((size_t)g->nunknown + 1, sizeof *g->unknown);
-	int rc = c && next && g->unknown ? 0 : STARFA_ENOMEM;
-	if (!rc) {
-		c->nrows = m;
-		c->ncols = n;
-		c->nnz = known;
-		c->rowptr = starfa_calloc((size_t)m + 1, sizeof *c->rowptr);
-		c->colind = starfa_malloc((size_t)known + 1, sizeof *c->colind);
-		c->val = starfa_malloc((size_t)known + 1, sizeof *c->val);
-		rc = c->rowptr && c->colind && c->val ? 0 : STARFA_ENOMEM;
-	}
+	int rc = known_entries && g->unknown ? 0 : STARFA_ENOMEM;
 	if (!rc) {
 		int64_t u = 0;
 		for (int64_t e = 0; e < test->n; e++)
 			if (test->user[e] < 0 || test->item[e] < 0)
 				g->unknown[u++] = e;
-			else
-				c->rowptr[test->user[e] + 1]++;
-		for (int64_t r = 0; r < m; r++)
-			c->rowptr[r + 1] += c->rowptr[r];
-		memcpy(next, c->rowptr, (size_t)m * sizeof *next);
-		for (int64_t e = 0; e < test->n; e++)
-			if (test->user[e] >= 0 && test->item[e] >= 0) {
-				const int64_t p = next[test->user[e]]++;
-				c->colind[p] = test->item[e];
-				c->val[p] = test->val[e];
-			}
-		for (int64_t r = 0; r < m; r++)
-			sort_row(c->colind + c->rowptr[r], c->val + c->rowptr[r], c->rowptr[r + 1] - c->rowptr[r]);
-		rc = starfa_tiled_create_like(S, c, &g->T);
+			else if (!rc)
+				rc = coo_push(known_entries, test->user[e], test->item[e], test->val[e]);
+		if (!rc)
+			rc = csr_from_coo(known_entries, 0, &c);
 	}
-	if (!rc && !(g->slots = starfa_malloc((size_t)starfa_tiled_row_tiles(S), sizeof *g->slots)))
-		rc = STARFA_ENOMEM;
 	if (!rc)
-		rc = starfa_sums_create(starfa_tiled_row_tiles(S), &g->sums);
-	free(next);
+		rc = starfa_tiled_create_like(S, c, &g->T);
+	starfa_coo_free(known_entries);
 	starfa_csr_free(c);
 	if (rc)
 		starfa_test_grid_free(g);
@@ -307,10 +242,8 @@ int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *
 
 void starfa_test_grid_free(struct starfa_test_grid *g)
 {
-	starfa_sums_free(g->sums);
 	starfa_tiled_free(g->T);
 	free(g->unknown);
-	free(g->slots);
 	*g = (struct starfa_test_grid){0};
 }
 
@@ -322,19 +255,10 @@ int starfa_test_grid_metrics(struct starfa_test_grid *g, const struct starfa_mat
 	out->k = k;
 	out->cold = test->cold;
 	out->rmse = out->precision = out->map = out->ndcg = NAN;
-	const int64_t bands = starfa_tiled_row_tiles(g->T);
-	int rc = 0;
-	for (int64_t b = 0; b < bands && !rc; b++)
-		rc = starfa_task_sqerr_band(g->T, STARFA_ROWS, b, A, B, (float)f->mu, g->sums, b, NULL);
-	if (rc) {
-		starfa_wait(); /* the tasks inserted before the failure still use the slots */
-		return rc;
-	}
-	if ((rc = starfa_sums_read(g->sums, g->slots)))
-		return rc;
 	double sum = 0;
-	for (int64_t b = 0; b < bands; b++)
-		sum += g->slots[b];
+	int rc = starfa_reduce_sqerr(g->T, STARFA_ROWS, A, B, (float)f->mu, &sum);
+	if (rc)
+		return rc;
 	if (g->nunknown > 0) { /* the mean and the biases there are, from the factors in main memory */
 		if ((rc = starfa_dense_sync(A)) || (rc = starfa_dense_sync(B)))
 			return rc;

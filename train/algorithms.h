@@ -53,13 +53,11 @@ int starfa_test_due(const starfa_train_progress *p, int64_t iters, int64_t every
 	"test metrics after every Nth iteration only (and the first, the last, and a converged one)"
 /* An explicit model's test RMSE with the entries in the graph: those whose user and item are both
  * known (matched), tiled like the training grid S (starfa_tiled_create_like), their squared errors
- * against the augmented blocks' product plus the mean by a starfa_task_sqerr_band a row band; the others
+ * against the augmented blocks' product plus the mean by starfa_reduce_sqerr (a task a row band); the others
  * (an unknown user or item) scored on the host, the factors synced for them. */
 struct starfa_test_grid {
 	starfa_tiled *T;
 	int64_t *unknown, nunknown; /* the matched entries scored on the host */
-	starfa_sums *sums;          /* a slot a row band */
-	double *slots;
 };
 /* From the test entries matched to S's rows and columns (their cold count taken, starfa_matched_count_cold). */
 int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *test, struct starfa_test_grid *g);
