@@ -1951,11 +1951,15 @@ __global__ void __launch_bounds__(starfa_gpu::kReduceThreads)
 }
 
 /* The loss where 16-byte loads apply: VWARP's walk (V-lane groups, each holding its A row in registers
- * and reloading it only when it meets a later row; the warp's gpw groups interleaved over its span, so
- * that the column-index loads of a step are consecutive), with the squared residual added in double on
- * each group's lane 0 instead of stored. The steps past the span repeat its last nonzero and add
- * nothing, so the shuffles stay whole-warp ones, as in sddmm_vwarp. */
-template <int V, int J>
+ * and reloading it only when it meets a later row), with the squared residual added in double on each
+ * group's lane 0 instead of stored. The warp's gpw groups share its span of gpw * chunk nonzeros in one of
+ * two ways. Interleaved (kRuns false, as sddmm_vwarp): group g takes nonzeros g, g + gpw, ..., so that a
+ * step's column-index loads are consecutive; on rows of a few nonzeros each group then meets a new row at
+ * almost every step and reloads its A row each time. In runs (kRuns true): group g takes the span's g-th
+ * run of chunk consecutive nonzeros and reloads its A row once a row, for tiles whose rows hold few
+ * nonzeros (a narrow column band's). The steps past a group's nonzeros repeat its last one and add
+ * nothing, so the shuffles stay whole-warp ones. */
+template <int V, int J, bool kRuns>
 __global__ void __launch_bounds__(kThreads)
 	sqerr_vwarp(int64_t nrows, uint32_t nnz, int chunk, const uint32_t *__restrict__ rowptr,
 		    const uint32_t *__restrict__ colind, const float *__restrict__ sval, const float4 *__restrict__ A,
@@ -1970,14 +1974,21 @@ __global__ void __launch_bounds__(kThreads)
 	double local = 0.0;
 	for (int64_t w = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; w * span < nnz; w += warps) {
 		const uint32_t begin = (uint32_t)(w * span), end = (uint32_t)min((int64_t)nnz, (w + 1) * span);
-		const uint32_t last = end - 1;
-		uint32_t q = min(begin + (uint32_t)group_in_warp, last);
+		/* this group's nonzeros: first, first + stride, ... below stop */
+		const uint32_t first = (uint32_t)min((int64_t)begin + (kRuns ? (int64_t)group_in_warp * chunk : group_in_warp),
+						     (int64_t)end);
+		const uint32_t stop = kRuns ? (uint32_t)min((int64_t)first + chunk, (int64_t)end) : end;
+		const uint32_t stride = kRuns ? 1 : gpw;
+		const uint32_t last = first < stop ? (kRuns ? stop - 1 : first + (stop - 1 - first) / stride * stride)
+						   : end - 1; /* a group past the span repeats its last nonzero */
+		uint32_t q = min(first, last);
 		int64_t row = row_of(rowptr, nrows, q);
 		uint32_t row_end = __ldg(rowptr + row + 1);
 		float4 a[J];
 		load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
-		for (uint32_t base = begin; base < end; base += gpw) {
-			const uint32_t p = base + (uint32_t)group_in_warp;
+		const int steps = kRuns ? chunk : (int)((end - begin + gpw - 1) / gpw);
+		for (int step = 0; step < steps; step++) {
+			const uint32_t p = first + (uint32_t)step * stride;
 			q = min(p, last);
 			if (q >= row_end) {
 				row = next_row_of(rowptr, nrows, row, q);
@@ -1987,7 +1998,7 @@ __global__ void __launch_bounds__(kThreads)
 			const float dot = group_dot<V, J, false>(a, B, (int64_t)__ldg(colind + q) * ldb4, lane, k4,
 								 0xffffffffu);
 			const float e = __ldg(sval + q) - shift - dot;
-			if (lane == 0 && p < end)
+			if (lane == 0 && p < stop)
 				local += (double)e * e;
 		}
 	}
@@ -2012,11 +2023,19 @@ cudaError_t sqerr_vwarp_launch(Shape s, int64_t nrows, uint32_t nnz, const uint3
 	if (blocks > 64 * 8 * (int64_t)dev.sms)
 		blocks = 64 * 8 * (int64_t)dev.sms; /* grid-stride beyond this */
 	const float4 *A4 = reinterpret_cast<const float4 *>(A), *B4 = reinterpret_cast<const float4 *>(B);
+	/* In runs where the rows hold fewer than 4 gpw nonzeros on average: interleaved, a group would meet a
+	 * new row (and reload its A row) at most steps. */
+	const bool runs = (int64_t)nnz < 4 * (kWarp / s.v) * nrows;
 #define STARFA_SQERR_CASE(V, J)                                                                              \
 	if (s.v == V && s.j == J) {                                                                          \
-		sqerr_vwarp<V, J><<<(unsigned)blocks, kThreads, 0, stream>>>(nrows, nnz, (int)chunk, rowptr, colind, \
-									   sval, A4, lda / 4, B4, ldb / 4, (int)(k / 4), \
-									   shift, sum);                            \
+		if (runs)                                                                                    \
+			sqerr_vwarp<V, J, true><<<(unsigned)blocks, kThreads, 0, stream>>>(                  \
+				nrows, nnz, (int)chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, (int)(k / 4), \
+				shift, sum);                                                                 \
+		else                                                                                         \
+			sqerr_vwarp<V, J, false><<<(unsigned)blocks, kThreads, 0, stream>>>(                 \
+				nrows, nnz, (int)chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, (int)(k / 4), \
+				shift, sum);                                                                 \
 		return cudaGetLastError();                                                                   \
 	}
 	STARFA_SDDMM_SHAPES(STARFA_SQERR_CASE)

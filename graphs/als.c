@@ -241,7 +241,7 @@ static int run_sweep(struct als *a, struct sweep *s, int64_t iteration)
  * band (no predictions written); implicit, from the predictions at the training entries; and the
  * regularization of both sides' unknowns, sum over rows of lambda_r |x_r|^2 (info's column 0), a
  * dense_reduce task a block. The factors stay where the sweeps left them. */
-static int train_metrics(struct als *a, starfa_train_progress *p)
+static int train_metrics(struct als *a, starfa_train_progress *p, int with_test)
 {
 	const starfa_csr *c = a->csr;
 	const struct sweep *sides[2] = {&a->users, &a->items};
@@ -259,6 +259,10 @@ static int train_metrics(struct als *a, starfa_train_progress *p)
 		for (int64_t b = 0; b < starfa_dense_blocks(sides[s]->x) && !rc; b++)
 			rc = starfa_task_dense_reduce_cols(sides[s]->x, b, sides[s]->x_col0, a->k, STARFA_REDUCE_SQUARES,
 							   sides[s]->info, 0, parts, slot++, NULL);
+	/* The explicit test RMSE's tasks beside the loss's, before its read-back (starfa_test_grid_metrics
+	 * reads them). */
+	if (!rc && with_test)
+		rc = starfa_test_grid_submit(&a->tgrid, a->dX, a->dY, a->mu);
 	double sum = 0;
 	if (!rc && a->implicit) {
 		rc = starfa_insert_sddmm(a->S, a->dX, a->dY, STARFA_SDDMM_PATTERN, a->P);
@@ -573,8 +577,9 @@ static int als_evaluate(void *state, starfa_train_progress *p)
 	p->split = a->split;
 	p->systems_bytes = stored_systems(a) ? (int64_t)(starfa_systems_bytes(a->users.sys) + starfa_systems_bytes(a->items.sys))
 					     : 0;
-	int rc = train_metrics(a, p);
-	if (!rc && a->has_test && starfa_test_due(p, a->o->iters, a->o->eval_every)) {
+	const int test_now = a->has_test && starfa_test_due(p, a->o->iters, a->o->eval_every);
+	int rc = train_metrics(a, p, test_now && !a->implicit);
+	if (!rc && test_now) {
 		struct starfa_factors f;
 		current_factors(a, &f);
 		/* Explicit: the RMSE in the graph. Implicit models rank every item for every test user. With GPUs

@@ -433,10 +433,10 @@ static int copy_factors(starfa_dense *dst_u, starfa_dense *dst_v, const starfa_d
 /* The training objective of the current factors, every part in the graph and read back once: the
  * squared error at the training entries (a task a row band, starfa_task_sqerr_band with mu as the shift),
  * then for each side and block the squares of its factors and of its bias column (dense_reduce over those
- * columns), so that the factors stay where the tasks left them. */
-static int objective(struct sgd *g, double *sse_out, double *loss_out)
+ * columns), so that the factors stay where the tasks left them. objective_submit inserts the tasks,
+ * objective_read waits for them; objective does both. */
+static int objective_submit(struct sgd *g)
 {
-	const starfa_csr *c = g->csr;
 	int rc = 0;
 	if (g->o.fp16 && !(rc = starfa_insert_dense_convert(g->dU, STARFA_FROM_HALF, g->dhU)))
 		rc = starfa_insert_dense_convert(g->dV, STARFA_FROM_HALF, g->dhV);
@@ -453,11 +453,17 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
 				rc = starfa_task_dense_reduce_cols(F, b, bias, 1, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, NULL);
 		}
 	}
-	if (rc) {
+	if (rc)
 		starfa_wait(); /* the tasks inserted before the failure still use the slots */
-		return rc;
-	}
-	if ((rc = starfa_sums_read(g->obj, g->obj_slots)))
+	return rc;
+}
+
+static int objective_read(struct sgd *g, double *sse_out, double *loss_out)
+{
+	const starfa_csr *c = g->csr;
+	const int64_t bands = starfa_tiled_row_tiles(g->S);
+	int rc = starfa_sums_read(g->obj, g->obj_slots);
+	if (rc)
 		return rc;
 	double sse = 0, factors = 0, biases = 0;
 	for (int64_t t = 0; t < bands; t++)
@@ -471,6 +477,12 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
 	return 0;
 }
 
+static int objective(struct sgd *g, double *sse_out, double *loss_out)
+{
+	int rc = objective_submit(g);
+	return rc ? rc : objective_read(g, sse_out, loss_out);
+}
+
 static int sgd_evaluate(void *state, starfa_train_progress *p)
 {
 	struct sgd *g = state;
@@ -479,7 +491,13 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	p->col_tiles = g->Q;
 	p->split = g->split;
 	double sse, loss;
-	int rc = objective(g, &sse, &loss);
+	/* The test entries' tasks go in with the loss's, before its read-back: they run beside it rather than
+	 * after the bold driver's copies. An epoch undone discards them. */
+	int rc = objective_submit(g);
+	if (!rc && g->has_test && starfa_test_due(p, g->o.iters, g->o.eval_every))
+		rc = starfa_test_grid_submit(&g->tgrid, g->dU, g->dV, g->mu);
+	if (!rc)
+		rc = objective_read(g, &sse, &loss);
 	if (rc)
 		return rc;
 	const double used_lr = g->lr;
@@ -494,6 +512,7 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 						MAX_HALVINGS, g->lr);
 		g->lr *= 0.5;
 		g->rejected = 1;
+		starfa_test_grid_discard(&g->tgrid);
 		if ((rc = copy_factors(g->dU, g->dV, g->dsU, g->dsV)) || (rc = starfa_dense_sync(g->dU)) ||
 		    (rc = starfa_dense_sync(g->dV)))
 			return rc;

@@ -1347,51 +1347,57 @@ TEST(sddmm_cuda, task_graph_on_cuda_workers)
 
 /* The CUDA squared-error kernel against the CPU kernel and the reference: heavy rows (spans of a row
  * shared by groups), empty rows, ranks across the lane widths, padded and odd leading dimensions, an
- * unaligned A (element loads); it adds to the sum it is given. */
+ * unaligned A (element loads); it adds to the sum it is given. Two tiles: a small one (one nonzero a
+ * group), and a tall narrow one of about 6 nonzeros a row, big enough that groups take several nonzeros
+ * each, in runs (few nonzeros a row for the group count) or interleaved (32-lane groups). */
 TEST(sddmm_cuda, sqerr_matches_cpu)
 {
 	if (!gpu_available())
 		SKIP("no CUDA device");
 	uint64_t rng = testing_seed() + 42;
-	struct one_tile t;
-	CHECK(make_dense_rows_tile(&t, 700, 300, 20, 0, &rng) == 0);
-	const starfa_csr *S = t.csr;
-	/* after 257, a k for each virtual-warp shape not met before it (16-byte loads: V x J float4 a row) */
-	static const int64_t ks[] = {1, 3, 4, 16, 20, 33, 128, 257, 8, 32, 64, 256, 512, 1024};
-	for (size_t q = 0; q < sizeof ks / sizeof ks[0]; q++) {
-		const int64_t k = ks[q], ld = q % 2 ? (k + 3) / 4 * 4 + 4 : k, off = q == 4; /* k 20 from A + 1 */
-		float *A = malloc(sizeof(float) * (size_t)(S->nrows * ld + 1)), *B = malloc(sizeof(float) * (size_t)(S->ncols * ld));
-		CHECK(A && B);
-		testing_fill_random(A, (size_t)(S->nrows * ld + 1), &rng);
-		testing_fill_random(B, (size_t)(S->ncols * ld), &rng);
-		const float shift = 0.25f;
-		const double cpu = starfa_cpu_sqerr(S->nrows, t.rowptr, t.colind, S->val, A + off, ld, B, ld, k, shift);
-		const double want = reference_sqerr(S, A + off, B, k, ld, shift, 0, S->nrows);
-		uint32_t *d_rowptr = to_device(t.rowptr, sizeof(uint32_t) * (size_t)(S->nrows + 1));
-		uint32_t *d_colind = to_device(t.colind, sizeof(uint32_t) * (size_t)S->nnz);
-		float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
-		float *d_A = to_device(A, sizeof(float) * (size_t)(S->nrows * ld + 1));
-		float *d_B = to_device(B, sizeof(float) * (size_t)(S->ncols * ld));
-		const double start = 2.5;
-		double *d_sum = to_device(&start, sizeof start), got = NAN;
-		CHECK(d_rowptr && d_colind && d_val && d_A && d_B && d_sum);
-		CUDA_OK(starfa_cuda_sqerr(S->nrows, S->nnz, d_rowptr, d_colind, d_val, d_A + off, ld, d_B, ld, k, shift, d_sum, 0));
-		CUDA_OK(cudaMemcpy(&got, d_sum, sizeof got, cudaMemcpyDeviceToHost));
-		CHECK_MSG(fabs(got - start - want) <= 1e-5 * want && fabs(cpu - want) <= 1e-5 * want,
-			  "k %lld ld %lld: gpu %.9g cpu %.9g reference %.9g", (long long)k, (long long)ld, got - start, cpu, want);
-		CUDA_OK(starfa_cuda_sqerr(S->nrows, 0, d_rowptr, d_colind, d_val, d_A, ld, d_B, ld, k, shift, d_sum, 0));
-		CHECK(starfa_cuda_sqerr(S->nrows, S->nnz, d_rowptr, d_colind, d_val, d_A, ld, d_B, ld, k, shift, NULL, 0) ==
-		      cudaErrorInvalidValue);
-		cudaFree(d_rowptr);
-		cudaFree(d_colind);
-		cudaFree(d_val);
-		cudaFree(d_A);
-		cudaFree(d_B);
-		cudaFree(d_sum);
-		free(A);
-		free(B);
+	static const int64_t shapes[][3] = {{700, 300, 20}, {60000, 64, 300}}; /* rows, columns, heavy rows */
+	for (int sh = 0; sh < 2; sh++) {
+		struct one_tile t;
+		CHECK(make_dense_rows_tile(&t, shapes[sh][0], shapes[sh][1], shapes[sh][2], 0, &rng) == 0);
+		const starfa_csr *S = t.csr;
+		/* after 257, a k for each virtual-warp shape not met before it (16-byte loads: V x J float4 a row) */
+		static const int64_t ks[] = {1, 3, 4, 16, 20, 33, 128, 257, 8, 32, 64, 256, 512, 1024};
+		for (size_t q = 0; q < sizeof ks / sizeof ks[0]; q++) {
+			const int64_t k = ks[q], ld = q % 2 ? (k + 3) / 4 * 4 + 4 : k, off = q == 4; /* k 20 from A + 1 */
+			float *A = malloc(sizeof(float) * (size_t)(S->nrows * ld + 1)), *B = malloc(sizeof(float) * (size_t)(S->ncols * ld));
+			CHECK(A && B);
+			testing_fill_random(A, (size_t)(S->nrows * ld + 1), &rng);
+			testing_fill_random(B, (size_t)(S->ncols * ld), &rng);
+			const float shift = 0.25f;
+			const double cpu = starfa_cpu_sqerr(S->nrows, t.rowptr, t.colind, S->val, A + off, ld, B, ld, k, shift);
+			const double want = reference_sqerr(S, A + off, B, k, ld, shift, 0, S->nrows);
+			uint32_t *d_rowptr = to_device(t.rowptr, sizeof(uint32_t) * (size_t)(S->nrows + 1));
+			uint32_t *d_colind = to_device(t.colind, sizeof(uint32_t) * (size_t)S->nnz);
+			float *d_val = to_device(S->val, sizeof(float) * (size_t)S->nnz);
+			float *d_A = to_device(A, sizeof(float) * (size_t)(S->nrows * ld + 1));
+			float *d_B = to_device(B, sizeof(float) * (size_t)(S->ncols * ld));
+			const double start = 2.5;
+			double *d_sum = to_device(&start, sizeof start), got = NAN;
+			CHECK(d_rowptr && d_colind && d_val && d_A && d_B && d_sum);
+			CUDA_OK(starfa_cuda_sqerr(S->nrows, S->nnz, d_rowptr, d_colind, d_val, d_A + off, ld, d_B, ld, k, shift, d_sum, 0));
+			CUDA_OK(cudaMemcpy(&got, d_sum, sizeof got, cudaMemcpyDeviceToHost));
+			CHECK_MSG(fabs(got - start - want) <= 1e-5 * want && fabs(cpu - want) <= 1e-5 * want,
+				  "tile %d k %lld ld %lld: gpu %.9g cpu %.9g reference %.9g", sh, (long long)k, (long long)ld,
+				  got - start, cpu, want);
+			CUDA_OK(starfa_cuda_sqerr(S->nrows, 0, d_rowptr, d_colind, d_val, d_A, ld, d_B, ld, k, shift, d_sum, 0));
+			CHECK(starfa_cuda_sqerr(S->nrows, S->nnz, d_rowptr, d_colind, d_val, d_A, ld, d_B, ld, k, shift, NULL, 0) ==
+			      cudaErrorInvalidValue);
+			cudaFree(d_rowptr);
+			cudaFree(d_colind);
+			cudaFree(d_val);
+			cudaFree(d_A);
+			cudaFree(d_B);
+			cudaFree(d_sum);
+			free(A);
+			free(B);
+		}
+		free_tile(&t);
 	}
-	free_tile(&t);
 	return 0;
 }
 

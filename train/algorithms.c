@@ -233,6 +233,10 @@ int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *
 	}
 	if (!rc)
 		rc = starfa_tiled_create_like(S, c, &g->T);
+	if (!rc)
+		rc = starfa_sums_create(starfa_tiled_row_tiles(g->T), &g->bands);
+	if (!rc && !(g->slots = starfa_malloc((size_t)starfa_tiled_row_tiles(g->T), sizeof *g->slots)))
+		rc = STARFA_ENOMEM;
 	starfa_coo_free(known_entries);
 	starfa_csr_free(c);
 	if (rc)
@@ -242,9 +246,20 @@ int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *
 
 void starfa_test_grid_free(struct starfa_test_grid *g)
 {
+	starfa_sums_free(g->bands); /* waits for the tasks still writing it */
+	free(g->slots);
 	starfa_tiled_free(g->T);
 	free(g->unknown);
 	*g = (struct starfa_test_grid){0};
+}
+
+int starfa_test_grid_submit(struct starfa_test_grid *g, const starfa_dense *A, const starfa_dense *B, double mu)
+{
+	int rc = 0;
+	for (int64_t b = 0; b < starfa_tiled_row_tiles(g->T) && !rc; b++)
+		rc = starfa_task_sqerr_band(g->T, STARFA_ROWS, b, A, B, (float)mu, g->bands, b, NULL);
+	g->pending = rc == 0;
+	return rc;
 }
 
 int starfa_test_grid_metrics(struct starfa_test_grid *g, const struct starfa_matched *test, starfa_dense *A,
@@ -255,10 +270,15 @@ int starfa_test_grid_metrics(struct starfa_test_grid *g, const struct starfa_mat
 	out->k = k;
 	out->cold = test->cold;
 	out->rmse = out->precision = out->map = out->ndcg = NAN;
-	double sum = 0;
-	int rc = starfa_reduce_sqerr(g->T, STARFA_ROWS, A, B, (float)f->mu, &sum);
+	int rc = g->pending ? 0 : starfa_test_grid_submit(g, A, B, f->mu);
+	g->pending = 0;
+	if (!rc)
+		rc = starfa_sums_read(g->bands, g->slots);
 	if (rc)
 		return rc;
+	double sum = 0;
+	for (int64_t b = 0; b < starfa_tiled_row_tiles(g->T); b++)
+		sum += g->slots[b];
 	if (g->nunknown > 0) { /* the mean and the biases there are, from the factors in main memory */
 		if ((rc = starfa_dense_sync(A)) || (rc = starfa_dense_sync(B)))
 			return rc;

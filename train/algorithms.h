@@ -58,12 +58,24 @@ int starfa_test_due(const starfa_train_progress *p, int64_t iters, int64_t every
 struct starfa_test_grid {
 	starfa_tiled *T;
 	int64_t *unknown, nunknown; /* the matched entries scored on the host */
+	starfa_sums *bands;         /* a slot a row band of T, written by its sqerr_band task */
+	double *slots;
+	int pending; /* the bands' tasks are submitted and not yet read */
 };
 /* From the test entries matched to S's rows and columns (their cold count taken, starfa_matched_count_cold). */
 int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *test, struct starfa_test_grid *g);
 void starfa_test_grid_free(struct starfa_test_grid *g);
+/* Submits the bands' tasks of the model A·Bᵀ + mu without waiting for them, so that they run beside the
+ * caller's other tasks (e.g. the training loss, before its read-back); starfa_test_grid_metrics reads
+ * them. A caller whose factors change before that (an epoch undone) submits again or discards. */
+int starfa_test_grid_submit(struct starfa_test_grid *g, const starfa_dense *A, const starfa_dense *B, double mu);
+static inline void starfa_test_grid_discard(struct starfa_test_grid *g)
+{
+	g->pending = 0; /* the next submit overwrites the slots; the read waits for every task writing them */
+}
 /* The metrics starfa_factors_metrics gives an explicit model (its RMSE, the entries and the cold count),
- * A and B the augmented factor blocks (A·Bᵀ + mu the predictions) and f their view in main memory. */
+ * A and B the augmented factor blocks (A·Bᵀ + mu the predictions) and f their view in main memory: from
+ * the tasks submitted by starfa_test_grid_submit, or submitted now. */
 int starfa_test_grid_metrics(struct starfa_test_grid *g, const struct starfa_matched *test, starfa_dense *A,
 			     starfa_dense *B, const struct starfa_factors *f, int64_t k, starfa_metrics *out);
 int starfa_rank_test(const starfa_tiled *S, const starfa_dense *X, const starfa_dense *Y, const struct starfa_factors *f,
