@@ -136,14 +136,19 @@ static void sqerr_cuda(void *buffers[], void *cl_arg)
 	double *sum = (double *)STARPU_VARIABLE_GET_PTR(buffers[0]);
 	cudaStream_t stream = starpu_cuda_get_local_stream();
 	STARFA_CUDA_CHECK("sqerr_band", cudaMemsetAsync(sum, 0, sizeof *sum, stream));
+	starfa_cuda_sqerr_tile *tiles = malloc(sizeof *tiles * (size_t)a->ntiles);
+	if (!tiles)
+		STARFA_CUDA_CHECK("sqerr_band", cudaErrorMemoryAllocation);
 	for (int t = 0; t < a->ntiles; t++) {
 		void *tile = buffers[2 + 2 * t], *B = buffers[3 + 2 * t];
-		STARFA_CUDA_CHECK("sqerr_band",
-				  starfa_cuda_sqerr(STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_NNZ(tile), STARPU_CSR_GET_ROWPTR(tile),
-						    STARPU_CSR_GET_COLIND(tile), (const float *)STARPU_CSR_GET_NZVAL(tile), A,
-						    lda, (const float *)STARPU_MATRIX_GET_PTR(B), STARPU_MATRIX_GET_LD(B), k,
-						    a->shift, sum, stream));
+		tiles[t] = (starfa_cuda_sqerr_tile){STARPU_CSR_GET_NROW(tile), STARPU_CSR_GET_NNZ(tile),
+						    STARPU_CSR_GET_ROWPTR(tile), STARPU_CSR_GET_COLIND(tile),
+						    (const float *)STARPU_CSR_GET_NZVAL(tile), (const float *)STARPU_MATRIX_GET_PTR(B),
+						    STARPU_MATRIX_GET_LD(B)};
 	}
+	const cudaError_t err = starfa_cuda_sqerr_tiles(tiles, a->ntiles, A, lda, k, a->shift, sum, stream);
+	free(tiles);
+	STARFA_CUDA_CHECK("sqerr_band", err);
 }
 #endif
 

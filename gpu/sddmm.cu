@@ -1950,20 +1950,34 @@ __global__ void __launch_bounds__(starfa_gpu::kReduceThreads)
 	starfa_gpu::block_add(local, sum);
 }
 
-/* The loss where 16-byte loads apply: VWARP's walk (V-lane groups, each holding its A row in registers
- * and reloading it only when it meets a later row), with the squared residual added in double on each
- * group's lane 0 instead of stored. The warp's gpw groups share its span of gpw * chunk nonzeros in one of
- * two ways. Interleaved (kRuns false, as sddmm_vwarp): group g takes nonzeros g, g + gpw, ..., so that a
- * step's column-index loads are consecutive; on rows of a few nonzeros each group then meets a new row at
- * almost every step and reloads its A row each time. In runs (kRuns true): group g takes the span's g-th
- * run of chunk consecutive nonzeros and reloads its A row once a row, for tiles whose rows hold few
- * nonzeros (a narrow column band's). The steps past a group's nonzeros repeat its last one and add
- * nothing, so the shuffles stay whole-warp ones. */
+/* One tile of a sqerr_vwarp launch: its CSR, its B rows, and the first of the launch's warps it takes. */
+struct SqerrTile {
+	const uint32_t *rowptr, *colind;
+	const float *sval;
+	const float4 *B;
+	int64_t nrows, ldb4, first_warp;
+	uint32_t nnz;
+};
+constexpr int kSqerrTiles = 32; /* tiles a launch (its parameters: 2 KB) */
+struct SqerrTiles {
+	SqerrTile t[kSqerrTiles];
+	int n;
+};
+
+/* The loss where 16-byte loads apply, over up to kSqerrTiles tiles of one row band (one A block) in one
+ * launch: VWARP's walk (V-lane groups, each holding its A row in registers and reloading it only when it
+ * meets a later row), with the squared residual added in double on each group's lane 0 instead of
+ * stored. A warp takes a span of gpw * chunk nonzeros of one tile (the tiles' warps one after the other),
+ * and its gpw groups share the span in one of two ways. Interleaved (kRuns false, as sddmm_vwarp): group
+ * g takes nonzeros g, g + gpw, ..., so that a step's column-index loads are consecutive; on rows of a few
+ * nonzeros each group then meets a new row at almost every step and reloads its A row each time. In runs
+ * (kRuns true): group g takes the span's g-th run of chunk consecutive nonzeros and reloads its A row once
+ * a row, for tiles whose rows hold few nonzeros (a narrow column band's). The steps past a group's
+ * nonzeros repeat its last one and add nothing, so the shuffles stay whole-warp ones. */
 template <int V, int J, bool kRuns>
 __global__ void __launch_bounds__(kThreads)
-	sqerr_vwarp(int64_t nrows, uint32_t nnz, int chunk, const uint32_t *__restrict__ rowptr,
-		    const uint32_t *__restrict__ colind, const float *__restrict__ sval, const float4 *__restrict__ A,
-		    int64_t lda4, const float4 *__restrict__ B, int64_t ldb4, int k4, float shift, double *sum)
+	sqerr_vwarp(const __grid_constant__ SqerrTiles tiles, int64_t total_warps, int chunk,
+		    const float4 *__restrict__ A, int64_t lda4, int k4, float shift, double *sum)
 {
 	static_assert(kThreads == starfa_gpu::kReduceThreads, "block_add sums over kReduceThreads threads");
 	constexpr int gpw = kWarp / V;
@@ -1972,8 +1986,14 @@ __global__ void __launch_bounds__(kThreads)
 	const int64_t span = (int64_t)gpw * chunk; /* nonzeros per warp */
 	const int64_t warps = (int64_t)gridDim.x * (kThreads / kWarp);
 	double local = 0.0;
-	for (int64_t w = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; w * span < nnz; w += warps) {
-		const uint32_t begin = (uint32_t)(w * span), end = (uint32_t)min((int64_t)nnz, (w + 1) * span);
+	int t = 0;
+	for (int64_t w = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarp; w < total_warps; w += warps) {
+		while (t + 1 < tiles.n && w >= tiles.t[t + 1].first_warp)
+			t++; /* warps only grow: the tile index only moves on */
+		const SqerrTile &tile = tiles.t[t];
+		const uint32_t *__restrict__ rowptr = tile.rowptr;
+		const int64_t nrows = tile.nrows, lw = w - tile.first_warp;
+		const uint32_t begin = (uint32_t)(lw * span), end = (uint32_t)min((int64_t)tile.nnz, (lw + 1) * span);
 		/* this group's nonzeros: first, first + stride, ... below stop */
 		const uint32_t first = (uint32_t)min((int64_t)begin + (kRuns ? (int64_t)group_in_warp * chunk : group_in_warp),
 						     (int64_t)end);
@@ -1995,9 +2015,9 @@ __global__ void __launch_bounds__(kThreads)
 				row_end = __ldg(rowptr + row + 1);
 				load_a_row<V, J, false>(a, A, row, lda4, lane, k4);
 			}
-			const float dot = group_dot<V, J, false>(a, B, (int64_t)__ldg(colind + q) * ldb4, lane, k4,
-								 0xffffffffu);
-			const float e = __ldg(sval + q) - shift - dot;
+			const float dot = group_dot<V, J, false>(a, tile.B, (int64_t)__ldg(tile.colind + q) * tile.ldb4, lane,
+								 k4, 0xffffffffu);
+			const float e = __ldg(tile.sval + q) - shift - dot;
 			if (lane == 0 && p < stop)
 				local += (double)e * e;
 		}
@@ -2005,42 +2025,60 @@ __global__ void __launch_bounds__(kThreads)
 	starfa_gpu::block_add(local, sum);
 }
 
-/* sqerr_vwarp's grid, sized as the VWARP variant's: chunks short enough that every SM gets a full
- * complement of groups, at most kChunk nonzeros so that the row search is amortized. */
-cudaError_t sqerr_vwarp_launch(Shape s, int64_t nrows, uint32_t nnz, const uint32_t *rowptr, const uint32_t *colind,
-			       const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
-			       float shift, double *sum, cudaStream_t stream)
+/* sqerr_vwarp over the tiles (non-empty, each below 2^32 nonzeros), kSqerrTiles a launch. Its grid sized
+ * as the VWARP variant's: chunks short enough that every SM gets a full complement of groups over the
+ * launch's nonzeros, at most kChunk so that the row search is amortized. */
+cudaError_t sqerr_vwarp_launch(Shape s, const starfa_cuda_sqerr_tile *tiles, int ntiles, const float *A, int64_t lda,
+			       int64_t k, float shift, double *sum, cudaStream_t stream)
 {
 	DeviceLimits dev;
 	cudaError_t err = device_limits(&dev);
 	if (err != cudaSuccess)
 		return err;
-	const int64_t groups_to_fill = (int64_t)dev.sms * (2048 / s.v);
-	int64_t chunk = ((int64_t)nnz + groups_to_fill - 1) / groups_to_fill;
-	chunk = chunk < 1 ? 1 : chunk > kChunk ? kChunk : chunk;
-	const int64_t span = (int64_t)(kWarp / s.v) * chunk, warps = ((int64_t)nnz + span - 1) / span;
-	int64_t blocks = (warps + kThreads / kWarp - 1) / (kThreads / kWarp);
-	if (blocks > 64 * 8 * (int64_t)dev.sms)
-		blocks = 64 * 8 * (int64_t)dev.sms; /* grid-stride beyond this */
-	const float4 *A4 = reinterpret_cast<const float4 *>(A), *B4 = reinterpret_cast<const float4 *>(B);
-	/* In runs where the rows hold fewer than 4 gpw nonzeros on average: interleaved, a group would meet a
-	 * new row (and reload its A row) at most steps. */
-	const bool runs = (int64_t)nnz < 4 * (kWarp / s.v) * nrows;
+	const int64_t gpw = kWarp / s.v;
+	for (int t0 = 0; t0 < ntiles; t0 += kSqerrTiles) {
+		SqerrTiles launch;
+		launch.n = ntiles - t0 < kSqerrTiles ? ntiles - t0 : kSqerrTiles;
+		int64_t nnz = 0, rows = 0;
+		for (int t = 0; t < launch.n; t++)
+			nnz += tiles[t0 + t].nnz, rows += tiles[t0 + t].nrows;
+		const int64_t groups_to_fill = (int64_t)dev.sms * (2048 / s.v);
+		int64_t chunk = (nnz + groups_to_fill - 1) / groups_to_fill;
+		chunk = chunk < 1 ? 1 : chunk > kChunk ? kChunk : chunk;
+		const int64_t span = gpw * chunk;
+		int64_t warps = 0;
+		for (int t = 0; t < launch.n; t++) {
+			const starfa_cuda_sqerr_tile &in = tiles[t0 + t];
+			launch.t[t] = SqerrTile{in.rowptr, in.colind, in.sval, reinterpret_cast<const float4 *>(in.B), in.nrows,
+						in.ldb / 4, warps, (uint32_t)in.nnz};
+			warps += (in.nnz + span - 1) / span;
+		}
+		int64_t blocks = (warps + kThreads / kWarp - 1) / (kThreads / kWarp);
+		if (blocks > 64 * 8 * (int64_t)dev.sms)
+			blocks = 64 * 8 * (int64_t)dev.sms; /* grid-stride beyond this */
+		const float4 *A4 = reinterpret_cast<const float4 *>(A);
+		/* In runs where the rows hold fewer than 4 gpw nonzeros on average: interleaved, a group would meet
+		 * a new row (and reload its A row) at most steps. */
+		const bool runs = nnz < 4 * gpw * rows;
+		bool launched = false;
 #define STARFA_SQERR_CASE(V, J)                                                                              \
 	if (s.v == V && s.j == J) {                                                                          \
 		if (runs)                                                                                    \
 			sqerr_vwarp<V, J, true><<<(unsigned)blocks, kThreads, 0, stream>>>(                  \
-				nrows, nnz, (int)chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, (int)(k / 4), \
-				shift, sum);                                                                 \
+				launch, warps, (int)chunk, A4, lda / 4, (int)(k / 4), shift, sum);           \
 		else                                                                                         \
 			sqerr_vwarp<V, J, false><<<(unsigned)blocks, kThreads, 0, stream>>>(                 \
-				nrows, nnz, (int)chunk, rowptr, colind, sval, A4, lda / 4, B4, ldb / 4, (int)(k / 4), \
-				shift, sum);                                                                 \
-		return cudaGetLastError();                                                                   \
+				launch, warps, (int)chunk, A4, lda / 4, (int)(k / 4), shift, sum);           \
+		launched = true;                                                                             \
 	}
-	STARFA_SDDMM_SHAPES(STARFA_SQERR_CASE)
+		STARFA_SDDMM_SHAPES(STARFA_SQERR_CASE)
 #undef STARFA_SQERR_CASE
-	return cudaErrorInvalidValue;
+		if (!launched)
+			return cudaErrorInvalidValue;
+		if ((err = cudaGetLastError()) != cudaSuccess)
+			return err;
+	}
+	return cudaSuccess;
 }
 
 template <int kLanes, bool kVec>
@@ -2057,6 +2095,38 @@ cudaError_t sqerr_launch(int64_t nrows, int64_t nnz, const uint32_t *rowptr, con
 
 } // namespace
 
+extern "C" cudaError_t starfa_cuda_sqerr_tiles(const starfa_cuda_sqerr_tile *tiles, int ntiles, const float *A,
+					       int64_t lda, int64_t k, float shift, double *sum, cudaStream_t stream)
+{
+	if (ntiles < 0 || (ntiles > 0 && !tiles) || k < 0 || !sum)
+		return cudaErrorInvalidValue;
+	/* One launch for up to kSqerrTiles tiles where 16-byte loads apply at a virtual-warp shape; the others
+	 * each their own. */
+	const Shape shape = k % 4 == 0 ? vwarp_shape(k / 4) : Shape{0, 0};
+	starfa_cuda_sqerr_tile batch[kSqerrTiles];
+	int nbatch = 0;
+	cudaError_t err = cudaSuccess;
+	for (int t = 0; t < ntiles && err == cudaSuccess; t++) {
+		const starfa_cuda_sqerr_tile *in = &tiles[t];
+		if (in->nrows < 0 || in->nnz < 0)
+			err = cudaErrorInvalidValue;
+		else if (in->nrows == 0 || in->nnz == 0)
+			continue;
+		else if (shape.v > 0 && in->nnz <= UINT32_MAX && vectorizable(A, lda, in->B, in->ldb, k)) {
+			batch[nbatch++] = *in;
+			if (nbatch == kSqerrTiles) {
+				err = sqerr_vwarp_launch(shape, batch, nbatch, A, lda, k, shift, sum, stream);
+				nbatch = 0;
+			}
+		} else
+			err = starfa_cuda_sqerr(in->nrows, in->nnz, in->rowptr, in->colind, in->sval, A, lda, in->B, in->ldb, k,
+						shift, sum, stream);
+	}
+	if (err == cudaSuccess && nbatch > 0)
+		err = sqerr_vwarp_launch(shape, batch, nbatch, A, lda, k, shift, sum, stream);
+	return err;
+}
+
 extern "C" cudaError_t starfa_cuda_sqerr(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
 					 const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
 					 float shift, double *sum, cudaStream_t stream)
@@ -2067,9 +2137,10 @@ extern "C" cudaError_t starfa_cuda_sqerr(int64_t nrows, int64_t nnz, const uint3
 		return cudaSuccess;
 	const bool vec = vectorizable(A, lda, B, ldb, k);
 	const Shape shape = vec ? vwarp_shape(k / 4) : Shape{0, 0};
-	if (shape.v > 0 && nnz <= UINT32_MAX)
-		return sqerr_vwarp_launch(shape, nrows, (uint32_t)nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum,
-					  stream);
+	if (shape.v > 0 && nnz <= UINT32_MAX) {
+		const starfa_cuda_sqerr_tile tile = {nrows, nnz, rowptr, colind, sval, B, ldb};
+		return sqerr_vwarp_launch(shape, &tile, 1, A, lda, k, shift, sum, stream);
+	}
 	const int64_t per_lane = vec ? (k + 3) / 4 : k;
 	if (vec)
 		return per_lane <= 8    ? sqerr_launch<8, true>(nrows, nnz, rowptr, colind, sval, A, lda, B, ldb, k, shift, sum, stream)

@@ -120,6 +120,19 @@ cudaError_t starfa_cuda_sqerr(int64_t nrows, int64_t nnz, const uint32_t *rowptr
 			      const float *sval, const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k,
 			      float shift, double *sum, cudaStream_t stream);
 
+/* One tile of starfa_cuda_sqerr_tiles: its CSR on the device and its B rows. */
+typedef struct {
+	int64_t nrows, nnz;
+	const uint32_t *rowptr, *colind;
+	const float *sval, *B;
+	int64_t ldb;
+} starfa_cuda_sqerr_tile;
+/* starfa_cuda_sqerr over tiles that share their rows' A (a row band's): the tiles where 16-byte loads
+ * apply in one launch (up to 32 tiles a launch), so that a band of many small tiles does not pay a launch
+ * and a tail each; the others one launch each. */
+cudaError_t starfa_cuda_sqerr_tiles(const starfa_cuda_sqerr_tile *tiles, int ntiles, const float *A, int64_t lda,
+				    int64_t k, float shift, double *sum, cudaStream_t stream);
+
 /* Frees (stream-ordered) what the calling thread kept for starfa_cuda_sddmm_tuned. */
 starfa_gpu_status starfa_cuda_sddmm_release(void);
 

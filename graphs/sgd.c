@@ -69,6 +69,7 @@ struct sgd {
 	double mu, lr, prev_loss;
 	int64_t epoch;            /* epochs accepted so far */
 	int halvings;             /* bold driver: halvings since the last accepted epoch */
+	int64_t cores_block;      /* split: the column block the cores took last (-1: none) */
 	int rejected;             /* the last iteration's epoch was undone */
 	struct starfa_matched test;
 	struct starfa_test_grid tgrid; /* the test entries on the training grid: the RMSE in the graph */
@@ -190,6 +191,7 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	if (!g)
 		return STARFA_ENOMEM;
 	*state = g;
+	g->cores_block = -1;
 	g->o = *(const struct sgd_options *)params;
 	g->coo = train;
 	g->k = g->o.rank;
@@ -395,6 +397,7 @@ static int sgd_iterate(void *state, int64_t iteration)
 			rc = starfa_task_sgd_span(g->S, i, j, C, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j, &on);
 		}
 		const int64_t first = (G + shifts[s]) % blocks * C; /* the cores' block */
+		g->cores_block = first / C;
 		shuffle(sub, C, &rng);
 		for (int64_t t = 0; t < C && !rc; t++)
 			for (int64_t c = 0; c < C && !rc; c++) {
@@ -423,10 +426,22 @@ static void first_bad_tile(struct sgd *g, int64_t *ti, int64_t *tj)
 }
 
 /* Copies src's blocks into dst's, by tasks. */
-static int copy_factors(starfa_dense *dst_u, starfa_dense *dst_v, const starfa_dense *src_u, const starfa_dense *src_v)
+/* Split: the cores updated the item bands of cores_block last; their evaluation tasks (the
+ * regularization's sums, the bold driver's copies) run there rather than on the GPU, whose tasks are the
+ * evaluation's critical path, a sub-millisecond task each. NULL (the block's own placement) elsewhere. */
+static const starfa_task_attr *item_block_attr(const struct sgd *g, int64_t block)
+{
+	static const starfa_task_attr on_cores = {0, 0, STARFA_WHERE_CPU};
+	return g->C > 0 && block / g->C == g->cores_block ? &on_cores : NULL;
+}
+
+static int copy_factors(const struct sgd *g, starfa_dense *dst_u, starfa_dense *dst_v, const starfa_dense *src_u,
+			const starfa_dense *src_v)
 {
 	int rc = starfa_insert_dense_map(dst_u, STARFA_DENSE_COPY, 0, 0, src_u, NULL);
-	return rc ? rc : starfa_insert_dense_map(dst_v, STARFA_DENSE_COPY, 0, 0, src_v, NULL);
+	for (int64_t b = 0; b < starfa_dense_blocks(dst_v) && !rc; b++)
+		rc = starfa_task_dense_map(dst_v, b, STARFA_DENSE_COPY, 0, 0, src_v, NULL, item_block_attr(g, b));
+	return rc;
 }
 
 
@@ -448,9 +463,10 @@ static int objective_submit(struct sgd *g)
 		const starfa_dense *F = s ? g->dV : g->dU;
 		const int64_t bias = s ? g->k + 1 : g->k; /* the user's bias column, or the item's */
 		for (int64_t b = 0; b < starfa_dense_blocks(F) && !rc; b++) {
-			rc = starfa_task_dense_reduce_cols(F, b, 0, g->k, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, NULL);
+			const starfa_task_attr *at = s ? item_block_attr(g, b) : NULL;
+			rc = starfa_task_dense_reduce_cols(F, b, 0, g->k, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, at);
 			if (!rc)
-				rc = starfa_task_dense_reduce_cols(F, b, bias, 1, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, NULL);
+				rc = starfa_task_dense_reduce_cols(F, b, bias, 1, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, at);
 		}
 	}
 	if (rc)
@@ -492,10 +508,14 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	p->split = g->split;
 	double sse, loss;
 	/* The test entries' tasks go in with the loss's, before its read-back: they run beside it rather than
-	 * after the bold driver's copies. An epoch undone discards them. */
+	 * after the bold driver's copies. An epoch undone discards them. Under the split every test band runs
+	 * on the GPU: the cores' training bands' losses are the evaluation's critical path already, and the
+	 * GPU takes the cores' test entries (about a tenth of their training entries) in a fraction of that. */
 	int rc = objective_submit(g);
-	if (!rc && g->has_test && starfa_test_due(p, g->o.iters, g->o.eval_every))
-		rc = starfa_test_grid_submit(&g->tgrid, g->dU, g->dV, g->mu);
+	if (!rc && g->has_test && starfa_test_due(p, g->o.iters, g->o.eval_every)) {
+		const starfa_task_attr on_gpus = {0, 0, STARFA_WHERE_CUDA};
+		rc = starfa_test_grid_submit(&g->tgrid, g->dU, g->dV, g->mu, g->C > 0 ? &on_gpus : NULL);
+	}
 	if (!rc)
 		rc = objective_read(g, &sse, &loss);
 	if (rc)
@@ -513,7 +533,7 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 		g->lr *= 0.5;
 		g->rejected = 1;
 		starfa_test_grid_discard(&g->tgrid);
-		if ((rc = copy_factors(g->dU, g->dV, g->dsU, g->dsV)) || (rc = starfa_dense_sync(g->dU)) ||
+		if ((rc = copy_factors(g, g->dU, g->dV, g->dsU, g->dsV)) || (rc = starfa_dense_sync(g->dU)) ||
 		    (rc = starfa_dense_sync(g->dV)))
 			return rc;
 		if (g->o.fp16 && ((rc = starfa_insert_dense_convert(g->dhU, STARFA_TO_HALF, g->dU)) ||
@@ -533,7 +553,7 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 		g->halvings = 0;
 		g->epoch++;
 		g->prev_loss = loss;
-		if ((rc = copy_factors(g->dsU, g->dsV, g->dU, g->dV)))
+		if ((rc = copy_factors(g, g->dsU, g->dsV, g->dU, g->dV)))
 			return rc;
 		p->converged = (isfinite(change) && change < g->o.tol) || g->epoch >= g->o.iters;
 	}

@@ -1401,6 +1401,75 @@ TEST(sddmm_cuda, sqerr_matches_cpu)
 	return 0;
 }
 
+/* The band form, starfa_cuda_sqerr_tiles, against the CPU kernel over the same tiles: 40 tiles sharing
+ * their rows' A (two launches of the batched kernel), of several widths and densities, one empty, one
+ * with an odd leading dimension of B (its own launch), at a k of 16-byte loads and at one without. */
+TEST(sddmm_cuda, sqerr_tiles_match_cpu)
+{
+	if (!gpu_available())
+		SKIP("no CUDA device");
+	enum { NT = 40 };
+	const int64_t m = 3000;
+	uint64_t rng = testing_seed() + 43;
+	struct one_tile t[NT];
+	for (int i = 0; i < NT; i++)
+		CHECK(make_dense_rows_tile(&t[i], m, i == 7 ? 1 : 20 + 13 * (i % 5), i % 3 ? 0 : 10, 0, &rng) == 0);
+	/* the empty tile: its pattern dropped */
+	t[7].csr->nnz = 0;
+	for (int64_t r = 0; r <= m; r++)
+		t[7].rowptr[r] = 0;
+	static const int64_t ks[] = {16, 36, 7};
+	for (size_t q = 0; q < sizeof ks / sizeof ks[0]; q++) {
+		const int64_t k = ks[q];
+		const float shift = -0.125f;
+		float *A = malloc(sizeof(float) * (size_t)(m * k));
+		CHECK(A);
+		testing_fill_random(A, (size_t)(m * k), &rng);
+		float *d_A = to_device(A, sizeof(float) * (size_t)(m * k));
+		starfa_cuda_sqerr_tile dt[NT];
+		float *Bs[NT];
+		double want = 0;
+		for (int i = 0; i < NT; i++) {
+			const starfa_csr *S = t[i].csr;
+			const int64_t ldb = i == 11 ? k + 1 : k;
+			Bs[i] = malloc(sizeof(float) * (size_t)(S->ncols * ldb));
+			CHECK(Bs[i]);
+			testing_fill_random(Bs[i], (size_t)(S->ncols * ldb), &rng);
+			want += starfa_cpu_sqerr(S->nrows, t[i].rowptr, t[i].colind, S->val, A, k, Bs[i], ldb, k, shift);
+			dt[i] = (starfa_cuda_sqerr_tile){S->nrows,
+							 S->nnz,
+							 to_device(t[i].rowptr, sizeof(uint32_t) * (size_t)(S->nrows + 1)),
+							 S->nnz ? to_device(t[i].colind, sizeof(uint32_t) * (size_t)S->nnz) : NULL,
+							 S->nnz ? to_device(S->val, sizeof(float) * (size_t)S->nnz) : NULL,
+							 to_device(Bs[i], sizeof(float) * (size_t)(S->ncols * ldb)),
+							 ldb};
+			CHECK(dt[i].rowptr && dt[i].B && (S->nnz == 0 || (dt[i].colind && dt[i].sval)));
+		}
+		const double start = -1.5;
+		double *d_sum = to_device(&start, sizeof start), got = NAN;
+		CHECK(d_A && d_sum);
+		CUDA_OK(starfa_cuda_sqerr_tiles(dt, NT, d_A, k, k, shift, d_sum, 0));
+		CUDA_OK(cudaMemcpy(&got, d_sum, sizeof got, cudaMemcpyDeviceToHost));
+		CHECK_MSG(fabs(got - start - want) <= 1e-5 * want, "k %lld: gpu %.9g cpu %.9g", (long long)k, got - start, want);
+		CHECK(starfa_cuda_sqerr_tiles(dt, NT, d_A, k, k, shift, NULL, 0) == cudaErrorInvalidValue);
+		CHECK(starfa_cuda_sqerr_tiles(NULL, 2, d_A, k, k, shift, d_sum, 0) == cudaErrorInvalidValue);
+		CUDA_OK(starfa_cuda_sqerr_tiles(dt, 0, d_A, k, k, shift, d_sum, 0));
+		for (int i = 0; i < NT; i++) {
+			cudaFree((void *)dt[i].rowptr);
+			cudaFree((void *)dt[i].colind);
+			cudaFree((void *)dt[i].sval);
+			cudaFree((void *)dt[i].B);
+			free(Bs[i]);
+		}
+		cudaFree(d_A);
+		cudaFree(d_sum);
+		free(A);
+	}
+	for (int i = 0; i < NT; i++)
+		free_tile(&t[i]);
+	return 0;
+}
+
 #else
 
 TEST(sddmm_cuda, not_built)
