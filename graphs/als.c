@@ -262,7 +262,7 @@ static int train_metrics(struct als *a, starfa_train_progress *p, int with_test)
 	/* The explicit test RMSE's tasks beside the loss's, before its read-back (starfa_test_grid_metrics
 	 * reads them). */
 	if (!rc && with_test)
-		rc = starfa_test_grid_submit(&a->tgrid, a->dX, a->dY, a->mu, NULL);
+		rc = starfa_test_grid_submit(&a->tgrid, a->dX, a->dY, a->mu);
 	double sum = 0;
 	if (!rc && a->implicit) {
 		rc = starfa_insert_sddmm(a->S, a->dX, a->dY, STARFA_SDDMM_PATTERN, a->P);

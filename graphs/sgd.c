@@ -508,14 +508,11 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	p->split = g->split;
 	double sse, loss;
 	/* The test entries' tasks go in with the loss's, before its read-back: they run beside it rather than
-	 * after the bold driver's copies. An epoch undone discards them. Under the split every test band runs
-	 * on the GPU: the cores' training bands' losses are the evaluation's critical path already, and the
-	 * GPU takes the cores' test entries (about a tenth of their training entries) in a fraction of that. */
+	 * after the bold driver's copies. An epoch undone discards them. (Under the split, the cores' test
+	 * bands on the GPU made the GPU the critical path instead of the cores, for no gain: bench/SGD.md.) */
 	int rc = objective_submit(g);
-	if (!rc && g->has_test && starfa_test_due(p, g->o.iters, g->o.eval_every)) {
-		const starfa_task_attr on_gpus = {0, 0, STARFA_WHERE_CUDA};
-		rc = starfa_test_grid_submit(&g->tgrid, g->dU, g->dV, g->mu, g->C > 0 ? &on_gpus : NULL);
-	}
+	if (!rc && g->has_test && starfa_test_due(p, g->o.iters, g->o.eval_every))
+		rc = starfa_test_grid_submit(&g->tgrid, g->dU, g->dV, g->mu);
 	if (!rc)
 		rc = objective_read(g, &sse, &loss);
 	if (rc)

@@ -253,12 +253,11 @@ void starfa_test_grid_free(struct starfa_test_grid *g)
 	*g = (struct starfa_test_grid){0};
 }
 
-int starfa_test_grid_submit(struct starfa_test_grid *g, const starfa_dense *A, const starfa_dense *B, double mu,
-			    const starfa_task_attr *attr)
+int starfa_test_grid_submit(struct starfa_test_grid *g, const starfa_dense *A, const starfa_dense *B, double mu)
 {
 	int rc = 0;
 	for (int64_t b = 0; b < starfa_tiled_row_tiles(g->T) && !rc; b++)
-		rc = starfa_task_sqerr_band(g->T, STARFA_ROWS, b, A, B, (float)mu, g->bands, b, attr);
+		rc = starfa_task_sqerr_band(g->T, STARFA_ROWS, b, A, B, (float)mu, g->bands, b, NULL);
 	g->pending = rc == 0;
 	return rc;
 }
@@ -271,7 +270,7 @@ int starfa_test_grid_metrics(struct starfa_test_grid *g, const struct starfa_mat
 	out->k = k;
 	out->cold = test->cold;
 	out->rmse = out->precision = out->map = out->ndcg = NAN;
-	int rc = g->pending ? 0 : starfa_test_grid_submit(g, A, B, f->mu, NULL);
+	int rc = g->pending ? 0 : starfa_test_grid_submit(g, A, B, f->mu);
 	g->pending = 0;
 	if (!rc)
 		rc = starfa_sums_read(g->bands, g->slots);

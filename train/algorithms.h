@@ -67,10 +67,8 @@ int starfa_test_grid_create(const starfa_tiled *S, const struct starfa_matched *
 void starfa_test_grid_free(struct starfa_test_grid *g);
 /* Submits the bands' tasks of the model A·Bᵀ + mu without waiting for them, so that they run beside the
  * caller's other tasks (e.g. the training loss, before its read-back); starfa_test_grid_metrics reads
- * them. attr (NULL: each band's placement) schedules every band's task. A caller whose factors change
- * before that (an epoch undone) submits again or discards. */
-int starfa_test_grid_submit(struct starfa_test_grid *g, const starfa_dense *A, const starfa_dense *B, double mu,
-			    const starfa_task_attr *attr);
+ * them. A caller whose factors change before that (an epoch undone) submits again or discards. */
+int starfa_test_grid_submit(struct starfa_test_grid *g, const starfa_dense *A, const starfa_dense *B, double mu);
 static inline void starfa_test_grid_discard(struct starfa_test_grid *g)
 {
 	g->pending = 0; /* the next submit overwrites the slots; the read waits for every task writing them */
