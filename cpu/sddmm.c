@@ -5,14 +5,9 @@
  * run time. */
 #include "cpu/sddmm.h"
 
+#include "cpu/clones.h"
 #include "cpu/dot.h"
 #include "cpu/partition.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define STARFA_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define STARFA_CPU_CLONES
-#endif
 
 /* alpha * (scaled ? s : 1) * dot + beta * out, out not read when beta is 0. */
 static inline float epilogue(float dot, uint32_t p, int scaled, const float *restrict sval, float alpha, float beta,
