@@ -66,7 +66,9 @@ static double sqerr_rows(int64_t nrows, const uint32_t *restrict rowptr, const u
 			 const float *restrict sval, const float *restrict A, int64_t lda, const float *restrict B,
 			 int64_t ldb, int64_t k, float shift)
 {
-	double sum = 0.0;
+	/* Four sums, one a lane of the dot4 steps (the row tails' go to the first): one chain of double adds
+	 * was the loop's longest, an add's latency an entry. */
+	double sum[4] = {0.0, 0.0, 0.0, 0.0};
 	for (int64_t r = 0; r < nrows; r++) {
 		const float *restrict a = A + r * lda;
 		uint32_t p = rowptr[r];
@@ -77,15 +79,15 @@ static double sqerr_rows(int64_t nrows, const uint32_t *restrict rowptr, const u
 				    B + (int64_t)colind[p + 2] * ldb, B + (int64_t)colind[p + 3] * ldb, k, s);
 			for (int q = 0; q < 4; q++) {
 				const float e = sval[p + q] - shift - s[q];
-				sum += (double)e * e;
+				sum[q] += (double)e * e;
 			}
 		}
 		for (; p < end; p++) {
 			const float e = sval[p] - shift - starfa_dot(a, B + (int64_t)colind[p] * ldb, k);
-			sum += (double)e * e;
+			sum[0] += (double)e * e;
 		}
 	}
-	return sum;
+	return (sum[0] + sum[1]) + (sum[2] + sum[3]);
 }
 
 double starfa_cpu_sqerr(int64_t nrows, const uint32_t *rowptr, const uint32_t *colind, const float *sval,
