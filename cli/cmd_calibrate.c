@@ -8,6 +8,7 @@
  * seconds per task on the biggest tiles (the calibration that took 311 s on a 16-core host). */
 #include "cli/cli.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@ static void usage(FILE *out)
 		     "                            conversions (even ranks), on a grid with empty tiles\n"
 		     "                            (the zero codelet)\n"
 		     "                     sgd    SGD passes over tiles, FP32 and FP16 rows, at the ALS ranks\n"
+		     "                            (on the cores one pass a core at once, as a split runs)\n"
 		     "                     ccd    CCD++ passes (open, inner, close), updates, band tasks\n"
 		     "                            (passes and update in one task) and one-task features\n"
 		     "  --ranks LIST     comma-separated ranks of sddmm and spmm (default 32,128,512)\n"
@@ -60,6 +62,8 @@ static void usage(FILE *out)
 		     "  --max-nnz N      largest tile (default 4194304); sizes grow 4x per step: StarPU's\n"
 		     "                   regression predicts tiles from 10%% below the smallest to 10%%\n"
 		     "                   above the largest, and forces calibration runs outside that.\n"
+		     "                   On the GPUs the SGD passes go on to 4 N while their updates a\n"
+		     "                   second still rise by 20%% a size (the rate a sweep is predicted at).\n"
 		     "                   ALS systems over 1 GiB are not built: hermitian, bias and solve\n"
 		     "                   stop at the size below\n"
 		     "  --rounds N       tasks per size, operation and worker kind (default 3)\n"
@@ -256,6 +260,18 @@ static int is_slow(group_fn group, int64_t k, int64_t nnz)
 	return 0;
 }
 
+/* The group stops growing at rank k past nnz (on the kind being calibrated). */
+static void stop_growing(group_fn group, int64_t k, int64_t nnz)
+{
+	if (nslow < MAX_SLOW && !is_slow(group, k, nnz + 1)) {
+		slow[nslow].group = group;
+		slow[nslow].k = k;
+		slow[nslow++].nnz = nnz;
+	}
+}
+
+static double last_fastest_ms; /* the fastest round of the last run_rounds */
+
 /* One operation's rounds: each inserts its tasks through insert(ctx, op) and waits. */
 typedef int (*insert_fn)(void *ctx, int op);
 
@@ -265,7 +281,7 @@ static int run_rounds(const struct calibrate_cli *c, const char *name, int64_t k
 	if (is_slow(current_group, k, nnz))
 		return 0;
 	starfa_stats_reset();
-	double slowest = 0;
+	double slowest = 0, fastest = INFINITY;
 	for (int64_t round = 0; round < c->rounds; round++) {
 		/* One round at a time: each round's tasks write the same outputs anyway. */
 		double t0 = cli_now_seconds();
@@ -273,16 +289,15 @@ static int run_rounds(const struct calibrate_cli *c, const char *name, int64_t k
 			return cli_library_error();
 		double ms = (cli_now_seconds() - t0) * 1e3;
 		slowest = ms > slowest ? ms : slowest;
+		fastest = ms < fastest ? ms : fastest;
 	}
+	last_fastest_ms = fastest;
 	starfa_worker_stats st;
 	starfa_stats_get(&st);
 	printf("  %-22s k=%-4lld nnz=%-9lld tasks: %lld cpu, %lld cuda, slowest round %.1f ms\n", name, (long long)k,
 	       (long long)nnz, (long long)st.tasks[STARFA_WORKER_CPU], (long long)st.tasks[STARFA_WORKER_CUDA], slowest);
-	if (c->budget_ms > 0 && slowest > c->budget_ms && nslow < MAX_SLOW && !is_slow(current_group, k, nnz + 1)) {
-		slow[nslow].group = current_group;
-		slow[nslow].k = k;
-		slow[nslow++].nnz = nnz;
-	}
+	if (c->budget_ms > 0 && slowest > c->budget_ms)
+		stop_growing(current_group, k, nnz);
 	return 0;
 }
 
@@ -672,10 +687,14 @@ out:
 
 /* ---------------------------------------------------------------- SGD */
 
+/* At most this many passes a round run at once on the cores (one a core). */
+#define MAX_SGD_COPIES 256
+
 struct sgd_ctx {
 	starfa_tiled *S;
-	starfa_dense *U, *V, *HU, *HV; /* FP32 rows, and the same rows in FP16 */
-	starfa_sums *sse;
+	int copies; /* passes a round, each on factors of its own over the shared tile */
+	starfa_dense *U[MAX_SGD_COPIES], *V[MAX_SGD_COPIES], *HU[MAX_SGD_COPIES], *HV[MAX_SGD_COPIES];
+	starfa_sums *sse; /* a slot a copy */
 	starfa_sgd_step step;
 };
 
@@ -684,48 +703,107 @@ static int insert_sgd_op(void *ctx, int half)
 	struct sgd_ctx *g = ctx;
 	g->step.epoch++;
 	g->step.half = half;
-	return starfa_task_sgd(g->S, 0, 0, half ? g->HU : g->U, half ? g->HV : g->V, NULL, NULL, &g->step, g->sse, 0,
-			       NULL);
+	for (int c = 0; c < g->copies; c++) {
+		int rc = starfa_task_sgd(g->S, 0, 0, half ? g->HU[c] : g->U[c], half ? g->HV[c] : g->V[c], NULL, NULL, &g->step,
+					 g->sse, c, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* A GPU's SGD pass is its updaters' chains of updates until a tile fills their waves: its rate grows
+ * past --max-nnz (on the H200, a pass of 4M entries ran at about half the rate of the 22M-entry tiles
+ * of the Netflix shape), and the planner, which scales the largest sample linearly, predicted such an
+ * epoch 1.7x too long. So on the GPUs it goes on growing, up to 4x --max-nnz, while its rate at a rank
+ * still rises by 20% from one size to the next. */
+#define SGD_GPU_GROWTH 4
+static int64_t size_nnz; /* the size calibrate_sizes is at */
+static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k);
+static void sgd_gpu_growth(const struct calibrate_cli *c, int64_t k, int64_t nnz, double rate)
+{
+	static struct {
+		int64_t k;
+		double rate;
+	} last[MAX_RANKS];
+	static int n;
+	int i = 0;
+	while (i < n && last[i].k != k)
+		i++;
+	const int rising = i == n || !(last[i].rate > 0) || rate > 1.2 * last[i].rate;
+	if (i == n && n < MAX_RANKS)
+		last[n++].k = k;
+	if (i < MAX_RANKS)
+		last[i].rate = rate;
+	if (4 * size_nnz > c->max_nnz && !rising)
+		stop_growing(calibrate_sgd, k, nnz);
 }
 
 /* Calibrates the SGD pass on one tile at one rank, FP32 and FP16 rows: ratings-like values, a small
- * rate. */
+ * rate. On the cores a round runs one pass a core at once, each on factors of its own: the planner's
+ * split runs every core at once, where a pass measured alone had the memory system to itself (69M
+ * updates/s a core on a 16-core H200 host, against 28-30M in the split, bench/PLACEMENT.md). */
 static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
 {
 	int rc = 1;
 	struct sgd_ctx g = {.step = {k, 0.001f, 0.05f, 0.05f, 1.5f, 1, 0, 1, 0, 0}};
+	g.copies = calibrating == STARFA_WORKER_CPU ? starfa_worker_count(STARFA_WORKER_CPU) : 1;
+	if (g.copies > MAX_SGD_COPIES)
+		g.copies = MAX_SGD_COPIES;
+	if (g.copies < 1)
+		g.copies = 1;
 	const int64_t w = (k + 2 + 1) / 2 * 2; /* even: the FP16 rows pack two to a float */
 	size_t nu = (size_t)(csr->nrows * w), nv = (size_t)(csr->ncols * w);
 	float *U = malloc(nu * sizeof *U), *V = malloc(nv * sizeof *V);
-	float *HU = malloc(nu / 2 * sizeof *HU), *HV = malloc(nv / 2 * sizeof *HV);
-	if (!U || !V || !HU || !HV) {
-		cli_error("out of memory for rank %lld factors", (long long)k);
+	float *HU = malloc((size_t)g.copies * nu / 2 * sizeof *HU), *HV = malloc((size_t)g.copies * nv / 2 * sizeof *HV);
+	float *CU = g.copies > 1 ? malloc((size_t)(g.copies - 1) * nu * sizeof *CU) : NULL;
+	float *CV = g.copies > 1 ? malloc((size_t)(g.copies - 1) * nv * sizeof *CV) : NULL;
+	if (!U || !V || !HU || !HV || (g.copies > 1 && (!CU || !CV))) {
+		cli_error("out of memory for %d copies of the rank %lld factors", g.copies, (long long)k);
 		goto out;
 	}
 	fill(U, nu, 8);
 	fill(V, nv, 9);
+	for (int i = 1; i < g.copies; i++) {
+		memcpy(CU + (size_t)(i - 1) * nu, U, nu * sizeof *U);
+		memcpy(CV + (size_t)(i - 1) * nv, V, nv * sizeof *V);
+	}
 	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, 1, 0, 0, 0});
-	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_dense_create(g.S, STARFA_ROWS, U, w, &g.U) ||
-	    starfa_dense_create(g.S, STARFA_COLS, V, w, &g.V) || starfa_dense_create(g.S, STARFA_ROWS, HU, w / 2, &g.HU) ||
-	    starfa_dense_create(g.S, STARFA_COLS, HV, w / 2, &g.HV) || starfa_sums_create(1, &g.sse) ||
-	    starfa_insert_dense_convert(g.HU, STARFA_TO_HALF, g.U) || starfa_insert_dense_convert(g.HV, STARFA_TO_HALF, g.V)) {
+	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_sums_create(g.copies, &g.sse)) {
 		cli_library_error();
 		goto out;
 	}
+	for (int i = 0; i < g.copies; i++) {
+		float *u = i ? CU + (size_t)(i - 1) * nu : U, *v = i ? CV + (size_t)(i - 1) * nv : V;
+		if (starfa_dense_create(g.S, STARFA_ROWS, u, w, &g.U[i]) || starfa_dense_create(g.S, STARFA_COLS, v, w, &g.V[i]) ||
+		    starfa_dense_create(g.S, STARFA_ROWS, HU + (size_t)i * nu / 2, w / 2, &g.HU[i]) ||
+		    starfa_dense_create(g.S, STARFA_COLS, HV + (size_t)i * nv / 2, w / 2, &g.HV[i]) ||
+		    starfa_insert_dense_convert(g.HU[i], STARFA_TO_HALF, g.U[i]) ||
+		    starfa_insert_dense_convert(g.HV[i], STARFA_TO_HALF, g.V[i])) {
+			cli_library_error();
+			goto out;
+		}
+	}
 	rc = run_rounds(c, "sgd", k, csr->nnz, insert_sgd_op, &g, 0);
+	if (rc == 0 && calibrating == STARFA_WORKER_CUDA)
+		sgd_gpu_growth(c, k, csr->nnz, (double)csr->nnz / last_fastest_ms);
 	if (rc == 0)
 		rc = run_rounds(c, "sgd (FP16 rows)", k, csr->nnz, insert_sgd_op, &g, 1);
 out:
 	starfa_sums_free(g.sse);
-	starfa_dense_free(g.U);
-	starfa_dense_free(g.V);
-	starfa_dense_free(g.HU);
-	starfa_dense_free(g.HV);
+	for (int i = 0; i < g.copies; i++) {
+		starfa_dense_free(g.U[i]);
+		starfa_dense_free(g.V[i]);
+		starfa_dense_free(g.HU[i]);
+		starfa_dense_free(g.HV[i]);
+	}
 	starfa_tiled_free(g.S);
 	free(U);
 	free(V);
 	free(HU);
 	free(HV);
+	free(CU);
+	free(CV);
 	return rc;
 }
 
@@ -879,21 +957,29 @@ static int calibrate_group(const struct calibrate_cli *c, int64_t nrows, int64_t
 static int calibrate_sizes(const struct calibrate_cli *c)
 {
 	int rc = 0;
-	for (int64_t nnz = c->min_nnz; nnz <= c->max_nnz && rc == 0; nnz *= 4) {
+	const int sgd_grows = calibrating == STARFA_WORKER_CUDA && (c->groups & GROUP_SGD);
+	const int64_t largest = sgd_grows ? SGD_GPU_GROWTH * c->max_nnz : c->max_nnz;
+	for (int64_t nnz = c->min_nnz; nnz <= largest && rc == 0; nnz *= 4) {
+		size_nnz = nnz;
+		const int usual = nnz <= c->max_nnz; /* past it, SGD's GPU passes alone (sgd_gpu_growth) */
 		/* square, 16 entries per row on average */
 		int64_t n = nnz / 16 > 64 ? nnz / 16 : 64;
 		/* ratings-like: 128 entries per row, 16 per column */
 		int64_t rows = nnz / 128 > 64 ? nnz / 128 : 64, cols = nnz / 16 > 64 ? nnz / 16 : 64;
-		if (c->groups & (GROUP_SDDMM | GROUP_SPMM))
+		if (usual && (c->groups & (GROUP_SDDMM | GROUP_SPMM)))
 			rc = calibrate_group(c, n, n, n, nnz, c->seed + (uint64_t)nnz, &c->ranks, calibrate_tiles);
 		/* entries in the first half of the rows only (see calibrate_elementwise) */
-		if (rc == 0 && (c->groups & GROUP_ELEMENTWISE))
+		if (rc == 0 && usual && (c->groups & GROUP_ELEMENTWISE))
 			rc = calibrate_group(c, n, n / 2, n, nnz, c->seed + 5 * (uint64_t)nnz, &c->ranks, calibrate_elementwise);
+		/* SGD's: ratings with few items, 2,048 ratings an item (the Netflix prize's 17,770 items hold
+		 * 5,600 each): with 16 an item, the 1M items of a 16M-entry tile never stayed in a GPU's L2,
+		 * and a rank-32 pass measured twice as slow as on the Netflix shape */
+		const int64_t items = nnz / 2048 > 64 ? nnz / 2048 : 64;
 		if (rc == 0 && (c->groups & GROUP_SGD))
-			rc = calibrate_group(c, rows, rows, cols, nnz, c->seed + 7 * (uint64_t)nnz, &c->als_ranks, calibrate_sgd);
-		if (rc == 0 && (c->groups & GROUP_CCD))
+			rc = calibrate_group(c, rows, rows, items, nnz, c->seed + 7 * (uint64_t)nnz, &c->als_ranks, calibrate_sgd);
+		if (rc == 0 && usual && (c->groups & GROUP_CCD))
 			rc = calibrate_group(c, rows, rows, cols, nnz, c->seed + 9 * (uint64_t)nnz, &c->als_ranks, calibrate_ccd);
-		if (rc == 0 && (c->groups & GROUP_ALS))
+		if (rc == 0 && usual && (c->groups & GROUP_ALS))
 			rc = calibrate_group(c, rows, rows, cols, nnz, c->seed + 3 * (uint64_t)nnz, &c->als_ranks, calibrate_als);
 	}
 	return rc;

@@ -7,7 +7,8 @@
  * BAND_OVERHEAD_US a core. The prediction reads the operation's history of measured tasks (its perfmodel file,
  * written by `starfa calibrate` and by every run): the time of a task of cost C on one worker of a
  * kind, interpolated between the measured costs (log-log), linear in C beyond the largest and flat
- * below the smallest (per-task overhead). Before both kinds have samples the GPUs work alone: a core
+ * below the smallest (per-task overhead); of the caller's variant alone when it names one (an SGD pass's
+ * rank: on a GPU, rank 32 costs twice rank 16 and takes about as long). Before both kinds have samples the GPUs work alone: a core
  * runs these kernels tens of times slower than a GPU (bench/RESULTS.md), and learning that by sending
  * it a band would make that band the sweep's critical path. */
 #include "codelets/codelet.h"
@@ -37,11 +38,19 @@ static int by_cost(const void *a, const void *b)
 	return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-static void add_history(struct curve *c, const struct starpu_perfmodel_per_arch *pa)
+/* Which samples a curve takes: every variant (the fastest at each cost), or one. */
+struct variant_filter {
+	int on;
+	uint32_t variant;
+};
+
+static void add_history(struct curve *c, const struct starpu_perfmodel_per_arch *pa, struct variant_filter f)
 {
 	for (struct starpu_perfmodel_history_list *l = pa ? pa->list : NULL; l; l = l->next) {
 		const struct starpu_perfmodel_history_entry *e = l->entry;
 		if (!e || e->nsample == 0 || !(e->mean > 0) || e->size == 0)
+			continue;
+		if (f.on && e->footprint != starfa_cost_footprint((uint64_t)e->size, f.variant))
 			continue;
 		int i = 0;
 		while (i < c->n && c->cost[i] != (double)e->size)
@@ -82,8 +91,9 @@ static double predict(const struct curve *c, double x)
 	return exp(log(c->us[i - 1]) + t * (log(c->us[i]) - log(c->us[i - 1])));
 }
 
-/* The operation's curves on a CPU core and on a GPU, from its perfmodel file (empty when none). */
-static void load_curves(const char *symbol, struct curve *cpu, struct curve *cuda)
+/* The operation's curves on a CPU core and on a GPU, from its perfmodel file (empty when none), of one
+ * variant's samples when the filter is on. */
+static void load_curves(const char *symbol, struct variant_filter f, struct curve *cpu, struct curve *cuda)
 {
 	cpu->n = cuda->n = 0;
 	char path[1024];
@@ -96,11 +106,11 @@ static void load_curves(const char *symbol, struct curve *cpu, struct curve *cud
 		return;
 	struct starpu_perfmodel_device dev = {STARPU_CPU_WORKER, 0, 1};
 	struct starpu_perfmodel_arch arch = {1, &dev};
-	add_history(cpu, starpu_perfmodel_get_model_per_arch(&model, &arch, 0));
+	add_history(cpu, starpu_perfmodel_get_model_per_arch(&model, &arch, 0), f);
 	for (int g = 0; g < (int)starpu_cuda_worker_get_count(); g++) {
 		dev = (struct starpu_perfmodel_device){STARPU_CUDA_WORKER, g, 1};
 		for (unsigned impl = 0; impl < STARPU_MAXIMPLEMENTATIONS; impl++)
-			add_history(cuda, starpu_perfmodel_get_model_per_arch(&model, &arch, impl));
+			add_history(cuda, starpu_perfmodel_get_model_per_arch(&model, &arch, impl), f);
 	}
 	starpu_perfmodel_unload_model(&model);
 	sort_curve(cpu);
@@ -211,7 +221,8 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 		free(cuda);
 		return starfa_set_error(STARFA_ENOMEM, "out of memory planning a sweep");
 	}
-	load_curves(symbol, cpu, cuda);
+	const struct variant_filter f = {tiling && tiling->by_variant, tiling ? tiling->model_variant : 0};
+	load_curves(symbol, f, cpu, cuda);
 	const int64_t cpu_tasks = tiling && tiling->cpu_band_tasks > 0 ? tiling->cpu_band_tasks : 1;
 	plan_side(cpu, cuda, row_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[0]);
 	plan_side(cpu, cuda, col_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[1]);

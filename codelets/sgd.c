@@ -106,10 +106,20 @@ static uint64_t sgd_cost(const struct starpu_task *task)
 	       (uint64_t)a->pass.k;
 }
 
+static uint32_t variant_of(int64_t k, int adagrad, int half)
+{
+	return (uint32_t)(adagrad != 0) | (uint32_t)(half != 0) << 1 | (uint32_t)k << 2;
+}
+
 static uint32_t sgd_variant(const struct starpu_task *task)
 {
 	const struct starfa_sgd_pass *pass = &((const struct sgd_args *)task->cl_arg)->pass;
-	return (uint32_t)(pass->adagrad | pass->half << 1);
+	return variant_of(pass->k, pass->adagrad, pass->half);
+}
+
+uint32_t starfa_sgd_model_variant(const starfa_sgd_step *step)
+{
+	return variant_of(step->rank, step->adagrad, step->half);
 }
 
 STARFA_CODELET(sgd, sgd_cost, sgd_variant, sgd_cpu, STARFA_CUDA_FUNC(sgd_cuda));

@@ -229,6 +229,10 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		 * after the other (sgd_iterate), G the GPUs' bands (one a GPU) and C the cores. */
 		const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU);
 		tiling.cpu_band_tasks = ncpu > 0 ? ncpu * (ngpu + 1) : 0;
+		/* this rank's samples alone: a GPU's pass takes about as long at rank 32 as at 16 */
+		const starfa_sgd_step settings = {.rank = g->k, .adagrad = g->o.schedule == SCHEDULE_ADAGRAD, .half = g->o.fp16};
+		tiling.by_variant = 1;
+		tiling.model_variant = starfa_sgd_model_variant(&settings);
 		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 			return rc;
 		if (tiling.placed && tiling.cpu_bands > 0 && per_gpu > 1) {

@@ -213,6 +213,11 @@ typedef struct starfa_tiling_options {
 	 * (0: one). Each is predicted at its own cost, so that the per-task time a model holds for small
 	 * tasks counts as often as the band pays it (SGD's cores run their band as a schedule of tiles). */
 	int64_t cpu_band_tasks;
+	/* For starfa_plan_tiling: with by_variant 1, only the model's samples of tasks of variant
+	 * model_variant are read (starfa_sgd_model_variant), so that settings whose times do not follow
+	 * the cost (SGD's ranks on a GPU) are not mixed; 0 reads every variant, the fastest at each cost. */
+	int by_variant;
+	uint32_t model_variant;
 } starfa_tiling_options;
 
 /* How a sweep is shared between the worker kinds, from the calibrated performance models of the
@@ -598,6 +603,10 @@ typedef struct starfa_sgd_step {
 int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U, starfa_dense *V, starfa_dense *Gu,
 		    starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
 		    const starfa_task_attr *attr);
+/* The variant the "sgd" performance model keeps a pass of these settings under (for
+ * starfa_tiling_options' model_variant): its rank, adagrad and half. A GPU's pass is far from
+ * proportional to its cost (entries x rank) across ranks, so each rank has samples of its own. */
+uint32_t starfa_sgd_model_variant(const starfa_sgd_step *step);
 /* The same pass over the ntiles tiles (i, j) .. (i, j + ntiles - 1) of one row band as one task (tile
  * after tile on a CPU; on a GPU, up to 32 tiles a launch as one wide tile: its updaters dealt to the
  * tiles in proportion to their chunks of 256 entries, so they spread over every tile's item rows), reading and writing U's

@@ -375,8 +375,6 @@ int starfa_init(const starfa_options *opts)
 		conf.sched_policy_name = opts->scheduler;
 	else if (!getenv("STARPU_SCHED"))
 		conf.sched_policy_name = !gpus ? "lws" : placement == STARFA_PLACE_ANY ? "dmda" : "heteroprio";
-	if (opts->calibrate >= 0)
-		conf.calibrate = opts->calibrate;
 	/* heteroprio needs its buckets (heteroprio_buckets); the name is what starpu_init will take: the
 	 * option, else STARPU_SCHED, else the default above. */
 	const char *asked = opts->scheduler ? opts->scheduler : getenv("STARPU_SCHED");
@@ -384,6 +382,16 @@ int starfa_init(const starfa_options *opts)
 		asked = conf.sched_policy_name;
 	if (asked && !strcmp(asked, "heteroprio"))
 		conf.sched_policy_init = heteroprio_buckets;
+	if (opts->calibrate >= 0)
+		conf.calibrate = opts->calibrate;
+	else if (asked && !strcmp(asked, "heteroprio") && !getenv("STARPU_CALIBRATE"))
+		/* StarPU records a task's time in its model only while calibrating, or once a scheduler has
+		 * asked the model for a prediction it lacked; heteroprio asks none. Under heteroprio, where
+		 * starfa places every band, every run records its tasks, so that starfa_plan_tiling reads the
+		 * job's own tiles on its next run: calibration's random tiles put an SGD epoch on the Netflix
+		 * shape at rank 32 at 33 ms on an H200 where it takes 20.5 (bench/PLACEMENT.md). Nothing is
+		 * sent to a kind to learn it: the placement decides where each task runs. */
+		conf.calibrate = 1;
 	/* With GPUs, one core stays out of the CPU workers for the thread that submits the graph (and
 	 * waits for it), unless the CPU worker count was given: with a worker spinning on every core, that
 	 * thread shared a core with one and lost scheduler ticks to it (bench/PLACEMENT.md). */

@@ -517,6 +517,95 @@ TEST(placement_cuda, unplaced_grids_run_on_gpus)
 	return 0;
 }
 
+/* Puts an environment variable back as it was (saved: its old value, or NULL where it was unset), and
+ * frees saved. */
+static void restore_env(const char *name, char *saved)
+{
+	if (saved)
+		setenv(name, saved, 1);
+	else
+		unsetenv(name);
+	free(saved);
+}
+
+/* One SGD pass at rank k over S on the kind its grid is placed on, n times. */
+static int sgd_passes(const starfa_csr *S, int on_cpu, int64_t k, int n, uint64_t *rng)
+{
+	const int64_t w = k + 2;
+	float *U = malloc(sizeof *U * (size_t)(S->nrows * w)), *V = malloc(sizeof *V * (size_t)(S->ncols * w));
+	if (!U || !V)
+		return 1;
+	for (int64_t i = 0; i < S->nrows * w; i++)
+		U[i] = 0.1f * (float)testing_uniform(rng);
+	for (int64_t i = 0; i < S->ncols * w; i++)
+		V[i] = 0.1f * (float)testing_uniform(rng);
+	starfa_tiling_options o = {1, 1, 0, 0, 0, 1, on_cpu, on_cpu ? 1.0 : 0.0, on_cpu ? 1.0 : 0.0};
+	starfa_tiled *t = NULL;
+	starfa_dense *dU = NULL, *dV = NULL;
+	starfa_sums *sse = NULL;
+	int rc = starfa_tiled_create(S, &o, &t) || starfa_dense_create(t, STARFA_ROWS, U, w, &dU) ||
+		 starfa_dense_create(t, STARFA_COLS, V, w, &dV) || starfa_sums_create(1, &sse);
+	starfa_sgd_step step = {k, 0.001f, 0.05f, 0.05f, 0.0f, 0, 0, 1, 0, 0};
+	for (int i = 0; i < n && !rc; i++) {
+		step.epoch = (uint64_t)i;
+		rc = starfa_task_sgd(t, 0, 0, dU, dV, NULL, NULL, &step, sse, 0, NULL) || starfa_wait();
+	}
+	starfa_sums_free(sse);
+	starfa_dense_free(dU);
+	starfa_dense_free(dV);
+	starfa_tiled_free(t);
+	free(U);
+	free(V);
+	return rc;
+}
+
+/* The planner reads one variant's samples when asked (an SGD pass's rank): a rank never run has no
+ * curve, however many samples the others have. The models are written into a StarPU home of the
+ * test's own at shutdown and read back by a second start. */
+TEST(placement_cuda, plan_reads_one_variant)
+{
+	SKIP_UNLESS_BOTH_KINDS();
+	char home[1024];
+	const char *marker = testing_write_file("plan-home", "", 0);
+	snprintf(home, sizeof home, "%s.d", marker);
+	const char *env = getenv("STARPU_HOME");
+	char *saved = env ? strdup(env) : NULL;
+	testing_runtime_stop();
+	setenv("STARPU_HOME", home, 1);
+	uint64_t rng = testing_seed() + 61;
+	starfa_csr *S = testing_random_csr(3000, 2000, 60000, 0.5, &rng);
+	int rc = S ? 0 : 1;
+	starfa_split none[2], k8[2], k12[2];
+	starfa_tiling_options any = {0}, at8 = {0}, at12 = {0};
+	for (int round = 0; round < 2 && !rc; round++) {
+		starfa_options all;
+		starfa_options_default(&all);
+		all.calibrate = round == 0; /* heteroprio asks no model: StarPU records the samples when calibrating */
+		rc = testing_runtime_with(&all);
+		if (!rc && round == 0) /* rank 8 on both kinds, enough samples for the history */
+			rc = sgd_passes(S, 1, 8, 12, &rng) || sgd_passes(S, 0, 8, 12, &rng);
+		if (!rc && round == 1) {
+			const starfa_sgd_step s8 = {.rank = 8}, s12 = {.rank = 12};
+			at8.by_variant = at12.by_variant = 1;
+			at8.model_variant = starfa_sgd_model_variant(&s8);
+			at12.model_variant = starfa_sgd_model_variant(&s12);
+			rc = starfa_plan_tiling("sgd", 60000 * 8.0, 60000 * 8.0, 1, &any, none) ||
+			     starfa_plan_tiling("sgd", 60000 * 8.0, 60000 * 8.0, 1, &at8, k8) ||
+			     starfa_plan_tiling("sgd", 60000 * 12.0, 60000 * 12.0, 1, &at12, k12);
+		}
+		testing_runtime_stop();
+	}
+	restore_env("STARPU_HOME", saved);
+	starfa_csr_free(S);
+	CHECK_OK(rc);
+	CHECK_MSG(none[0].calibrated && k8[0].calibrated && !k12[0].calibrated,
+		  "calibrated: every variant %d, rank 8 %d, rank 12 %d", none[0].calibrated, k8[0].calibrated,
+		  k12[0].calibrated);
+	CHECK(isfinite(k8[0].cuda_ms) && k8[0].cuda_ms > 0 && isfinite(k8[0].cpu_ms) && !isfinite(k12[0].cuda_ms));
+	CHECK(starfa_sgd_model_variant(&(starfa_sgd_step){.rank = 8}) != starfa_sgd_model_variant(&(starfa_sgd_step){.rank = 8, .half = 1}));
+	return 0;
+}
+
 /* The default scheduler with GPUs follows the placement: heteroprio while starfa places the bands (on the
  * GPUs, or split between the kinds), dmda where StarPU places them (STARFA_PLACEMENT=any); a bad
  * STARFA_PLACEMENT is refused at start. */
@@ -545,11 +634,7 @@ TEST(placement_cuda, default_scheduler_follows_the_placement)
 		if (rc[i] == 0)
 			starfa_shutdown();
 	}
-	if (saved)
-		setenv("STARFA_PLACEMENT", saved, 1);
-	else
-		unsetenv("STARFA_PLACEMENT");
-	free(saved);
+	restore_env("STARFA_PLACEMENT", saved);
 	for (int i = 0; i < 4; i++)
 		CHECK_MSG(rc[i] == 0 && strcmp(name[i], want[i]) == 0, "STARFA_PLACEMENT=%s: %d, scheduler %s",
 			  modes[i] ? modes[i] : "(unset)", rc[i], name[i]);
