@@ -106,20 +106,23 @@ static uint64_t sgd_cost(const struct starpu_task *task)
 	       (uint64_t)a->pass.k;
 }
 
-static uint32_t variant_of(int64_t k, int adagrad, int half)
+/* A span of several tiles is a variant of its own: on a GPU it updates faster than one tile of the same
+ * cost (bench/SGD.md), and its samples made the planner predict the GPU-alone tiles 5-12% short
+ * (bench/PLACEMENT.md). */
+static uint32_t variant_of(int64_t k, int adagrad, int half, int span)
 {
-	return (uint32_t)(adagrad != 0) | (uint32_t)(half != 0) << 1 | (uint32_t)k << 2;
+	return (uint32_t)(adagrad != 0) | (uint32_t)(half != 0) << 1 | (uint32_t)(span != 0) << 2 | (uint32_t)k << 3;
 }
 
 static uint32_t sgd_variant(const struct starpu_task *task)
 {
-	const struct starfa_sgd_pass *pass = &((const struct sgd_args *)task->cl_arg)->pass;
-	return variant_of(pass->k, pass->adagrad, pass->half);
+	const struct sgd_args *a = task->cl_arg;
+	return variant_of(a->pass.k, a->pass.adagrad, a->pass.half, a->ntiles > 1);
 }
 
 uint32_t starfa_sgd_model_variant(const starfa_sgd_step *step)
 {
-	return variant_of(step->rank, step->adagrad, step->half);
+	return variant_of(step->rank, step->adagrad, step->half, 0);
 }
 
 STARFA_CODELET(sgd, sgd_cost, sgd_variant, sgd_cpu, STARFA_CUDA_FUNC(sgd_cuda));

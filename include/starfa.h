@@ -603,9 +603,11 @@ typedef struct starfa_sgd_step {
 int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U, starfa_dense *V, starfa_dense *Gu,
 		    starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
 		    const starfa_task_attr *attr);
-/* The variant the "sgd" performance model keeps a pass of these settings under (for
+/* The variant the "sgd" performance model keeps a one-tile pass of these settings under (for
  * starfa_tiling_options' model_variant): its rank, adagrad and half. A GPU's pass is far from
- * proportional to its cost (entries x rank) across ranks, so each rank has samples of its own. */
+ * proportional to its cost (entries x rank) across ranks, so each rank has samples of its own; a span
+ * of several nonempty tiles (starfa_task_sgd_span) is kept apart as well, as a GPU updates it faster
+ * than one tile of the same cost. */
 uint32_t starfa_sgd_model_variant(const starfa_sgd_step *step);
 /* The same pass over the ntiles tiles (i, j) .. (i, j + ntiles - 1) of one row band as one task (tile
  * after tile on a CPU; on a GPU, up to 32 tiles a launch as one wide tile: its updaters dealt to the

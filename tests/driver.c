@@ -387,6 +387,26 @@ const char *testing_write_file(const char *name, const char *text, size_t size)
 	return path;
 }
 
+void testing_env_restore(const char *name, char *saved)
+{
+	if (saved)
+		setenv(name, saved, 1);
+	else
+		unsetenv(name);
+	free(saved);
+}
+
+char *testing_home_private(const char *name)
+{
+	static char home[1200];
+	snprintf(home, sizeof home, "%s.d", testing_write_file(name, "", 0));
+	const char *env = getenv("STARPU_HOME");
+	char *saved = env ? strdup(env) : NULL;
+	testing_runtime_stop();
+	setenv("STARPU_HOME", home, 1);
+	return saved;
+}
+
 static int selected(const struct test_case *t, int argc, char **argv)
 {
 	if (argc == 0)

@@ -517,17 +517,6 @@ TEST(placement_cuda, unplaced_grids_run_on_gpus)
 	return 0;
 }
 
-/* Puts an environment variable back as it was (saved: its old value, or NULL where it was unset), and
- * frees saved. */
-static void restore_env(const char *name, char *saved)
-{
-	if (saved)
-		setenv(name, saved, 1);
-	else
-		unsetenv(name);
-	free(saved);
-}
-
 /* One SGD pass at rank k over S on the kind its grid is placed on, n times. */
 static int sgd_passes(const starfa_csr *S, int on_cpu, int64_t k, int n, uint64_t *rng)
 {
@@ -565,13 +554,7 @@ static int sgd_passes(const starfa_csr *S, int on_cpu, int64_t k, int n, uint64_
 TEST(placement_cuda, plan_reads_one_variant)
 {
 	SKIP_UNLESS_BOTH_KINDS();
-	char home[1024];
-	const char *marker = testing_write_file("plan-home", "", 0);
-	snprintf(home, sizeof home, "%s.d", marker);
-	const char *env = getenv("STARPU_HOME");
-	char *saved = env ? strdup(env) : NULL;
-	testing_runtime_stop();
-	setenv("STARPU_HOME", home, 1);
+	char *saved = testing_home_private("plan-home");
 	uint64_t rng = testing_seed() + 61;
 	starfa_csr *S = testing_random_csr(3000, 2000, 60000, 0.5, &rng);
 	int rc = S ? 0 : 1;
@@ -595,7 +578,7 @@ TEST(placement_cuda, plan_reads_one_variant)
 		}
 		testing_runtime_stop();
 	}
-	restore_env("STARPU_HOME", saved);
+	testing_env_restore("STARPU_HOME", saved);
 	starfa_csr_free(S);
 	CHECK_OK(rc);
 	CHECK_MSG(none[0].calibrated && k8[0].calibrated && !k12[0].calibrated,
@@ -634,7 +617,7 @@ TEST(placement_cuda, default_scheduler_follows_the_placement)
 		if (rc[i] == 0)
 			starfa_shutdown();
 	}
-	restore_env("STARFA_PLACEMENT", saved);
+	testing_env_restore("STARFA_PLACEMENT", saved);
 	for (int i = 0; i < 4; i++)
 		CHECK_MSG(rc[i] == 0 && strcmp(name[i], want[i]) == 0, "STARFA_PLACEMENT=%s: %d, scheduler %s",
 			  modes[i] ? modes[i] : "(unset)", rc[i], name[i]);

@@ -2,6 +2,7 @@
  * CPU kernel, one epoch of the task graph with one worker against the reference tile by tile in the
  * same order, the bold driver's recovery from a rate far too high, and bad parameters. */
 #include "testing.h"
+#include "codelets/codelet.h"
 #include "cpu/half.h"
 #include "cpu/sgd.h"
 #ifdef STARFA_USE_CUDA
@@ -637,6 +638,99 @@ TEST(sgd, concurrent_tasks_share_no_block)
 	free(log);
 	starfa_model_free(m);
 	sgd_case_close(&tc);
+	return 0;
+}
+
+/* The history a model file holds for one CPU core: whether an entry of this size has this footprint,
+ * or (want_other) another one. */
+static int history_has(struct starpu_perfmodel *model, uint64_t size, uint32_t variant, int want_other)
+{
+	struct starpu_perfmodel_device dev = {STARPU_CPU_WORKER, 0, 1};
+	struct starpu_perfmodel_arch arch = {1, &dev};
+	struct starpu_perfmodel_per_arch *pa = starpu_perfmodel_get_model_per_arch(model, &arch, 0);
+	for (struct starpu_perfmodel_history_list *l = pa ? pa->list : NULL; l; l = l->next)
+		if (l->entry && l->entry->nsample > 0 && l->entry->size == size &&
+		    (l->entry->footprint == starfa_cost_footprint(size, variant)) != want_other)
+			return 1;
+	return 0;
+}
+
+/* The sgd model keeps apart what a cost of entries x rank does not tell: ranks, and a span of tiles
+ * against one tile (with the span's cost; a GPU updates it faster). Recorded into a StarPU home of the
+ * test's own, read back from its file after a restart. */
+TEST(sgd, model_keeps_ranks_and_spans_apart)
+{
+	char *saved = testing_home_private("sgd-home");
+	uint64_t rng = testing_seed() + 91;
+	starfa_csr *S = testing_random_csr(300, 200, 6000, 0.0, &rng);
+	const int64_t w = 14;
+	float *U = S ? malloc(sizeof *U * (size_t)(S->nrows * w)) : NULL, *V = S ? malloc(sizeof *V * (size_t)(S->ncols * w)) : NULL;
+	int rc = U && V ? 0 : 1;
+	int64_t tile = 0, both = 0;
+	starfa_options opts;
+	starfa_options_default(&opts);
+	opts.ncpus = 1;
+	opts.ncuda = 0;
+	opts.calibrate = 1;
+	if (!rc)
+		rc = testing_runtime_with(&opts);
+	starfa_tiled *t = NULL;
+	starfa_dense *dU = NULL, *dV = NULL;
+	starfa_sums *sse = NULL;
+	if (!rc) {
+		testing_fill_random(U, (size_t)(S->nrows * w), &rng);
+		testing_fill_random(V, (size_t)(S->ncols * w), &rng);
+		for (int64_t i = 0; i < S->nrows * w; i++)
+			U[i] *= 0.1f;
+		for (int64_t i = 0; i < S->ncols * w; i++)
+			V[i] *= 0.1f;
+		starfa_tiling_options o = {1, 2, 0};
+		rc = starfa_tiled_create(S, &o, &t) || starfa_dense_create(t, STARFA_ROWS, U, w, &dU) ||
+		     starfa_dense_create(t, STARFA_COLS, V, w, &dV) || starfa_sums_create(1, &sse);
+	}
+	if (!rc) {
+		tile = starfa_tiled_tile_nnz(t, 0, 0);
+		both = tile + starfa_tiled_tile_nnz(t, 0, 1);
+		rc = tile == 0 || both == tile;
+	}
+	starfa_sgd_step step = {8, 0.001f, 0.05f, 0.05f, 0.0f, 0, 0, 1, 0, 0};
+	for (int i = 0; i < 3 && !rc; i++) {
+		step.epoch = (uint64_t)i;
+		step.rank = 8;
+		rc = starfa_task_sgd(t, 0, 0, dU, dV, NULL, NULL, &step, sse, 0, NULL) ||
+		     starfa_task_sgd_span(t, 0, 0, 2, dU, dV, NULL, NULL, &step, sse, 0, NULL);
+		step.rank = 12;
+		rc = rc || starfa_task_sgd(t, 0, 0, dU, dV, NULL, NULL, &step, sse, 0, NULL) || starfa_wait();
+	}
+	starfa_sums_free(sse);
+	starfa_dense_free(dU);
+	starfa_dense_free(dV);
+	starfa_tiled_free(t);
+	testing_runtime_stop(); /* writes the models */
+	opts.calibrate = 0;
+	if (!rc)
+		rc = testing_runtime_with(&opts); /* a fresh start reads them from the file */
+	struct starpu_perfmodel model;
+	memset(&model, 0, sizeof model);
+	const int loaded = rc == 0 && starpu_perfmodel_load_symbol("starfa_sgd", &model) == 0;
+	const uint32_t v8 = starfa_sgd_model_variant(&(starfa_sgd_step){.rank = 8});
+	const uint32_t v12 = starfa_sgd_model_variant(&(starfa_sgd_step){.rank = 12});
+	const int tile8 = loaded && history_has(&model, (uint64_t)tile * 8, v8, 0);
+	const int tile12 = loaded && history_has(&model, (uint64_t)tile * 12, v12, 0);
+	const int span_apart = loaded && history_has(&model, (uint64_t)both * 8, v8, 1) &&
+			       !history_has(&model, (uint64_t)both * 8, v8, 0);
+	if (loaded)
+		starpu_perfmodel_unload_model(&model);
+	testing_runtime_stop();
+	testing_env_restore("STARPU_HOME", saved);
+	free(U);
+	free(V);
+	starfa_csr_free(S);
+	CHECK_OK(rc);
+	CHECK_MSG(loaded, "no starfa_sgd model was written into the test's StarPU home");
+	CHECK_MSG(tile8 && tile12 && span_apart, "rank 8 tile %d, rank 12 tile %d, span kept apart %d", tile8, tile12,
+		  span_apart);
+	CHECK(v8 != v12 && v8 != starfa_sgd_model_variant(&(starfa_sgd_step){.rank = 8, .adagrad = 1}));
 	return 0;
 }
 

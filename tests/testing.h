@@ -143,5 +143,12 @@ int testing_runtime_cpus(int ncpus);
 /* Writes text to a fresh file in the test scratch folder and returns its path
  * (valid until the next call). */
 const char *testing_write_file(const char *name, const char *text, size_t size);
+/* Puts environment variable `name` back as it was (saved: its old value, or NULL where it was unset)
+ * and frees saved. */
+void testing_env_restore(const char *name, char *saved);
+/* Stops the runtime and points STARPU_HOME at a folder of the scratch folder's of its own (`name`), so
+ * that the models a test writes and reads start empty; returns STARPU_HOME's old value for
+ * testing_env_restore("STARPU_HOME", ...). */
+char *testing_home_private(const char *name);
 
 #endif
