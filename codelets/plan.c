@@ -24,12 +24,12 @@
  * MovieLens ALS split 2 + 15 bands ran 0.02-0.05 s an iteration against 0.002-0.006 s on the GPU alone,
  * where the models predicted sub-millisecond sweeps either way. */
 #define BAND_OVERHEAD_US 300.0
-#define MAX_POINTS 256
 
-/* Measured (cost, microseconds) points of one worker kind, one per cost (the fastest variant). */
+/* Measured (cost, microseconds) points of one worker kind, sorted by cost, one per cost (the fastest
+ * sample there). Every run adds its tiles' costs to a model, so the points are not counted. */
 struct curve {
-	int n;
-	double cost[MAX_POINTS], us[MAX_POINTS];
+	int64_t n, cap;
+	double (*pt)[2]; /* cost, us */
 };
 
 static int by_cost(const void *a, const void *b)
@@ -44,7 +44,8 @@ struct variant_filter {
 	uint32_t variant;
 };
 
-static void add_history(struct curve *c, const struct starpu_perfmodel_per_arch *pa, struct variant_filter f)
+/* Appends the samples of one worker and implementation; -1 when out of memory. */
+static int add_history(struct curve *c, const struct starpu_perfmodel_per_arch *pa, struct variant_filter f)
 {
 	for (struct starpu_perfmodel_history_list *l = pa ? pa->list : NULL; l; l = l->next) {
 		const struct starpu_perfmodel_history_entry *e = l->entry;
@@ -52,27 +53,37 @@ static void add_history(struct curve *c, const struct starpu_perfmodel_per_arch 
 			continue;
 		if (f.on && e->footprint != starfa_cost_footprint((uint64_t)e->size, f.variant))
 			continue;
-		int i = 0;
-		while (i < c->n && c->cost[i] != (double)e->size)
-			i++;
-		if (i < c->n) { /* another variant of the same cost: keep the faster */
-			if (e->mean < c->us[i])
-				c->us[i] = e->mean;
-		} else if (c->n < MAX_POINTS) {
-			c->cost[c->n] = (double)e->size;
-			c->us[c->n++] = e->mean;
+		if (c->n == c->cap) {
+			const int64_t cap = c->cap ? 2 * c->cap : 64;
+			double(*pt)[2] = realloc(c->pt, (size_t)cap * sizeof *pt);
+			if (!pt)
+				return -1;
+			c->pt = pt;
+			c->cap = cap;
 		}
+		c->pt[c->n][0] = (double)e->size;
+		c->pt[c->n++][1] = e->mean;
 	}
+	return 0;
 }
 
+/* Sorts by cost and keeps the fastest sample of each cost (other variants, other GPUs). */
 static void sort_curve(struct curve *c)
 {
-	double pairs[MAX_POINTS][2];
-	for (int i = 0; i < c->n; i++)
-		pairs[i][0] = c->cost[i], pairs[i][1] = c->us[i];
-	qsort(pairs, (size_t)c->n, sizeof pairs[0], by_cost);
-	for (int i = 0; i < c->n; i++)
-		c->cost[i] = pairs[i][0], c->us[i] = pairs[i][1];
+	if (c->n == 0)
+		return;
+	qsort(c->pt, (size_t)c->n, sizeof c->pt[0], by_cost);
+	int64_t kept = 0;
+	for (int64_t i = 1; i < c->n; i++) {
+		if (c->pt[i][0] == c->pt[kept][0]) {
+			if (c->pt[i][1] < c->pt[kept][1])
+				c->pt[kept][1] = c->pt[i][1];
+		} else {
+			c->pt[++kept][0] = c->pt[i][0];
+			c->pt[kept][1] = c->pt[i][1];
+		}
+	}
+	c->n = kept + 1;
 }
 
 /* Predicted microseconds of one task of cost x on the curve's kind (NAN without points). */
@@ -80,41 +91,47 @@ static double predict(const struct curve *c, double x)
 {
 	if (c->n == 0)
 		return NAN;
-	if (x <= c->cost[0])
-		return c->us[0];
-	if (x >= c->cost[c->n - 1])
-		return c->us[c->n - 1] * x / c->cost[c->n - 1];
-	int i = 1;
-	while (c->cost[i] < x)
-		i++;
-	double t = (log(x) - log(c->cost[i - 1])) / (log(c->cost[i]) - log(c->cost[i - 1]));
-	return exp(log(c->us[i - 1]) + t * (log(c->us[i]) - log(c->us[i - 1])));
+	const double(*pt)[2] = (const double(*)[2])c->pt;
+	if (x <= pt[0][0])
+		return pt[0][1];
+	if (x >= pt[c->n - 1][0])
+		return pt[c->n - 1][1] * x / pt[c->n - 1][0];
+	int64_t lo = 0, hi = c->n - 1; /* pt[lo] < x <= pt[hi] */
+	while (hi - lo > 1) {
+		const int64_t mid = lo + (hi - lo) / 2;
+		if (pt[mid][0] < x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	double t = (log(x) - log(pt[lo][0])) / (log(pt[hi][0]) - log(pt[lo][0]));
+	return exp(log(pt[lo][1]) + t * (log(pt[hi][1]) - log(pt[lo][1])));
 }
 
 /* The operation's curves on a CPU core and on a GPU, from its perfmodel file (empty when none), of one
- * variant's samples when the filter is on. */
-static void load_curves(const char *symbol, struct variant_filter f, struct curve *cpu, struct curve *cuda)
+ * variant's samples when the filter is on; -1 when out of memory. */
+static int load_curves(const char *symbol, struct variant_filter f, struct curve *cpu, struct curve *cuda)
 {
-	cpu->n = cuda->n = 0;
 	char path[1024];
 	starpu_perfmodel_get_model_path(symbol, path, sizeof path);
 	if (access(path, R_OK) != 0)
-		return;
+		return 0;
 	struct starpu_perfmodel model;
 	memset(&model, 0, sizeof model);
 	if (starpu_perfmodel_load_symbol(symbol, &model) != 0)
-		return;
+		return 0;
 	struct starpu_perfmodel_device dev = {STARPU_CPU_WORKER, 0, 1};
 	struct starpu_perfmodel_arch arch = {1, &dev};
-	add_history(cpu, starpu_perfmodel_get_model_per_arch(&model, &arch, 0), f);
-	for (int g = 0; g < (int)starpu_cuda_worker_get_count(); g++) {
+	int rc = add_history(cpu, starpu_perfmodel_get_model_per_arch(&model, &arch, 0), f);
+	for (int g = 0; g < (int)starpu_cuda_worker_get_count() && !rc; g++) {
 		dev = (struct starpu_perfmodel_device){STARPU_CUDA_WORKER, g, 1};
-		for (unsigned impl = 0; impl < STARPU_MAXIMPLEMENTATIONS; impl++)
-			add_history(cuda, starpu_perfmodel_get_model_per_arch(&model, &arch, impl), f);
+		for (unsigned impl = 0; impl < STARPU_MAXIMPLEMENTATIONS && !rc; impl++)
+			rc = add_history(cuda, starpu_perfmodel_get_model_per_arch(&model, &arch, impl), f);
 	}
 	starpu_perfmodel_unload_model(&model);
 	sort_curve(cpu);
 	sort_curve(cuda);
+	return rc;
 }
 
 /* The sweep in microseconds with share s on the cores: the GPUs run their bands one after the other,
@@ -215,19 +232,18 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 			tiling->placed = 0;
 		return 0;
 	}
-	struct curve *cpu = malloc(sizeof *cpu), *cuda = malloc(sizeof *cuda);
-	if (!cpu || !cuda) {
-		free(cpu);
-		free(cuda);
-		return starfa_set_error(STARFA_ENOMEM, "out of memory planning a sweep");
-	}
+	struct curve cpu = {0, 0, NULL}, cuda = {0, 0, NULL};
 	const struct variant_filter f = {tiling && tiling->by_variant, tiling ? tiling->model_variant : 0};
-	load_curves(symbol, f, cpu, cuda);
+	if (load_curves(symbol, f, &cpu, &cuda)) {
+		free(cpu.pt);
+		free(cuda.pt);
+		return starfa_set_error(STARFA_ENOMEM, "out of memory reading the model of '%s'", operation);
+	}
 	const int64_t cpu_tasks = tiling && tiling->cpu_band_tasks > 0 ? tiling->cpu_band_tasks : 1;
-	plan_side(cpu, cuda, row_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[0]);
-	plan_side(cpu, cuda, col_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[1]);
-	free(cpu);
-	free(cuda);
+	plan_side(&cpu, &cuda, row_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[0]);
+	plan_side(&cpu, &cuda, col_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[1]);
+	free(cpu.pt);
+	free(cuda.pt);
 	if (tiling) {
 		int64_t cpu_bands = split[0].cpu_bands > split[1].cpu_bands ? split[0].cpu_bands : split[1].cpu_bands;
 		tiling->placed = 1;
