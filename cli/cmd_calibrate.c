@@ -278,6 +278,7 @@ typedef int (*insert_fn)(void *ctx, int op);
 static int run_rounds(const struct calibrate_cli *c, const char *name, int64_t k, int64_t nnz, insert_fn insert,
 		      void *ctx, int op)
 {
+	last_fastest_ms = NAN;
 	if (is_slow(current_group, k, nnz))
 		return 0;
 	starfa_stats_reset();
@@ -713,10 +714,9 @@ static int insert_sgd_op(void *ctx, int half)
 }
 
 /* A GPU's SGD pass is its updaters' chains of updates until a tile fills their waves: its rate grows
- * past --max-nnz (on the H200, a pass of 4M entries ran at about half the rate of the 22M-entry tiles
- * of the Netflix shape), and the planner, which scales the largest sample linearly, predicted such an
- * epoch 1.7x too long. So on the GPUs it goes on growing, up to 4x --max-nnz, while its rate at a rank
- * still rises by 20% from one size to the next. */
+ * past --max-nnz (on the H200, rank 16, 4M entries ran at about half the rate of 16M), and the planner
+ * scales the largest sample linearly. So on the GPUs it goes on growing, up to 4x --max-nnz, while its
+ * rate at a rank still rises by 20% from one size to the next. */
 #define SGD_GPU_GROWTH 4
 static int64_t size_nnz; /* the size calibrate_sizes is at */
 static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k);
@@ -752,7 +752,10 @@ static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, i
 		g.copies = MAX_SGD_COPIES;
 	if (g.copies < 1)
 		g.copies = 1;
-	const int64_t w = (k + 2 + 1) / 2 * 2; /* even: the FP16 rows pack two to a float */
+	/* rows of a multiple of 8 floats, as the training pads them (graphs/sgd.c), so that the CUDA kernel
+	 * takes its 16-byte loads in FP32 and in FP16 (two halves to a float) alike: narrower rows ran its
+	 * scalar form, which no training runs */
+	const int64_t w = (k + 2 + 7) / 8 * 8;
 	size_t nu = (size_t)(csr->nrows * w), nv = (size_t)(csr->ncols * w);
 	float *U = malloc(nu * sizeof *U), *V = malloc(nv * sizeof *V);
 	float *HU = malloc((size_t)g.copies * nu / 2 * sizeof *HU), *HV = malloc((size_t)g.copies * nv / 2 * sizeof *HV);
@@ -785,7 +788,7 @@ static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, i
 		}
 	}
 	rc = run_rounds(c, "sgd", k, csr->nnz, insert_sgd_op, &g, 0);
-	if (rc == 0 && calibrating == STARFA_WORKER_CUDA)
+	if (rc == 0 && calibrating == STARFA_WORKER_CUDA && last_fastest_ms > 0)
 		sgd_gpu_growth(c, k, csr->nnz, (double)csr->nnz / last_fastest_ms);
 	if (rc == 0)
 		rc = run_rounds(c, "sgd (FP16 rows)", k, csr->nnz, insert_sgd_op, &g, 1);
@@ -971,10 +974,12 @@ static int calibrate_sizes(const struct calibrate_cli *c)
 		/* entries in the first half of the rows only (see calibrate_elementwise) */
 		if (rc == 0 && usual && (c->groups & GROUP_ELEMENTWISE))
 			rc = calibrate_group(c, n, n / 2, n, nnz, c->seed + 5 * (uint64_t)nnz, &c->ranks, calibrate_elementwise);
-		/* SGD's: ratings with few items, 2,048 ratings an item (the Netflix prize's 17,770 items hold
-		 * 5,600 each): with 16 an item, the 1M items of a 16M-entry tile never stayed in a GPU's L2,
-		 * and a rank-32 pass measured twice as slow as on the Netflix shape */
-		const int64_t items = nnz / 2048 > 64 ? nnz / 2048 : 64;
+		/* SGD's: ratings with few items, 2,048 ratings an item from 2M entries on (the Netflix prize's
+		 * 17,770 items hold 5,600 each), nearer what it trains on than 16 an item, whose 1M items in a
+		 * 16M-entry tile cannot stay in a GPU's L2 */
+		int64_t items = nnz / 2048 > 64 ? nnz / 2048 : 64;
+		if (items < 8 * nnz / rows) /* small tiles: no denser than 1/8, or duplicates would merge away */
+			items = 8 * nnz / rows;
 		if (rc == 0 && (c->groups & GROUP_SGD))
 			rc = calibrate_group(c, rows, rows, items, nnz, c->seed + 7 * (uint64_t)nnz, &c->als_ranks, calibrate_sgd);
 		if (rc == 0 && usual && (c->groups & GROUP_CCD))

@@ -7,8 +7,8 @@
  * BAND_OVERHEAD_US a core. The prediction reads the operation's history of measured tasks (its perfmodel file,
  * written by `starfa calibrate` and by every run): the time of a task of cost C on one worker of a
  * kind, interpolated between the measured costs (log-log), linear in C beyond the largest and flat
- * below the smallest (per-task overhead); of the caller's variant alone when it names one (an SGD pass's
- * rank: on a GPU, rank 32 costs twice rank 16 and takes about as long). Before both kinds have samples the GPUs work alone: a core
+ * below the smallest (per-task overhead); on a GPU, of the caller's variant alone when it names one (an SGD
+ * pass's rank: there rank 32 costs twice rank 16 and takes about as long). Before both kinds have samples the GPUs work alone: a core
  * runs these kernels tens of times slower than a GPU (bench/RESULTS.md), and learning that by sending
  * it a band would make that band the sweep's critical path. */
 #include "codelets/codelet.h"
@@ -108,8 +108,8 @@ static double predict(const struct curve *c, double x)
 	return exp(log(pt[lo][1]) + t * (log(pt[hi][1]) - log(pt[lo][1])));
 }
 
-/* The operation's curves on a CPU core and on a GPU, from its perfmodel file (empty when none), of one
- * variant's samples when the filter is on; -1 when out of memory. */
+/* The operation's curves on a CPU core and on a GPU, from its perfmodel file (empty when none), the GPU's
+ * of one variant's samples when the filter is on; -1 when out of memory. */
 static int load_curves(const char *symbol, struct variant_filter f, struct curve *cpu, struct curve *cuda)
 {
 	char path[1024];
@@ -122,7 +122,10 @@ static int load_curves(const char *symbol, struct variant_filter f, struct curve
 		return 0;
 	struct starpu_perfmodel_device dev = {STARPU_CPU_WORKER, 0, 1};
 	struct starpu_perfmodel_arch arch = {1, &dev};
-	int rc = add_history(cpu, starpu_perfmodel_get_model_per_arch(&model, &arch, 0), f);
+	/* a core's time follows the cost: every variant's samples (else a rank never calibrated would have no
+	 * CPU curve, and a GPU-alone run records none) */
+	const struct variant_filter every = {0, 0};
+	int rc = add_history(cpu, starpu_perfmodel_get_model_per_arch(&model, &arch, 0), every);
 	for (int g = 0; g < (int)starpu_cuda_worker_get_count() && !rc; g++) {
 		dev = (struct starpu_perfmodel_device){STARPU_CUDA_WORKER, g, 1};
 		for (unsigned impl = 0; impl < STARPU_MAXIMPLEMENTATIONS && !rc; impl++)

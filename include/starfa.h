@@ -213,9 +213,10 @@ typedef struct starfa_tiling_options {
 	 * (0: one). Each is predicted at its own cost, so that the per-task time a model holds for small
 	 * tasks counts as often as the band pays it (SGD's cores run their band as a schedule of tiles). */
 	int64_t cpu_band_tasks;
-	/* For starfa_plan_tiling: with by_variant 1, only the model's samples of tasks of variant
+	/* For starfa_plan_tiling: with by_variant 1, only the model's GPU samples of tasks of variant
 	 * model_variant are read (starfa_sgd_model_variant), so that settings whose times do not follow
-	 * the cost (SGD's ranks on a GPU) are not mixed; 0 reads every variant, the fastest at each cost. */
+	 * the cost (SGD's ranks on a GPU) are not mixed; a core's curve, and every curve with 0, takes
+	 * every variant, the fastest at each cost. */
 	int by_variant;
 	uint32_t model_variant;
 } starfa_tiling_options;

@@ -386,11 +386,11 @@ int starfa_init(const starfa_options *opts)
 		conf.calibrate = opts->calibrate;
 	else if (asked && !strcmp(asked, "heteroprio") && !getenv("STARPU_CALIBRATE"))
 		/* StarPU records a task's time in its model only while calibrating, or once a scheduler has
-		 * asked the model for a prediction it lacked; heteroprio asks none. Under heteroprio, where
-		 * starfa places every band, every run records its tasks, so that starfa_plan_tiling reads the
-		 * job's own tiles on its next run: calibration's random tiles put an SGD epoch on the Netflix
-		 * shape at rank 32 at 33 ms on an H200 where it takes 20.5 (bench/PLACEMENT.md). Nothing is
-		 * sent to a kind to learn it: the placement decides where each task runs. */
+		 * asked the model for a prediction it lacked; heteroprio asks none. Under heteroprio every
+		 * run records its tasks, so that starfa_plan_tiling reads the job's own tiles on its next run:
+		 * calibration's tiles put an SGD epoch on the Netflix shape at rank 32 at 33 ms on an H200
+		 * where it takes 20.5 (bench/PLACEMENT.md). heteroprio never reads a model, so nothing is sent
+		 * to a kind to learn it. */
 		conf.calibrate = 1;
 	/* With GPUs, one core stays out of the CPU workers for the thread that submits the graph (and
 	 * waits for it), unless the CPU worker count was given: with a worker spinning on every core, that

@@ -396,15 +396,42 @@ void testing_env_restore(const char *name, char *saved)
 	free(saved);
 }
 
-char *testing_home_private(const char *name)
+int testing_sgd_operands(const starfa_csr *S, const starfa_tiling_options *o, float *U, float *V, int64_t w,
+			 starfa_tiled **t, starfa_dense **dU, starfa_dense **dV, starfa_sums **sse)
 {
-	static char home[1200];
+	*t = NULL;
+	*dU = *dV = NULL;
+	*sse = NULL;
+	int rc = starfa_tiled_create(S, o, t);
+	if (!rc)
+		rc = starfa_dense_create(*t, STARFA_ROWS, U, w, dU);
+	if (!rc)
+		rc = starfa_dense_create(*t, STARFA_COLS, V, w, dV);
+	if (!rc)
+		rc = starfa_sums_create(1, sse);
+	return rc;
+}
+
+static char *saved_home, *saved_model_dir;
+
+void testing_home_private(const char *name)
+{
+	char home[1200];
 	snprintf(home, sizeof home, "%s.d", testing_write_file(name, "", 0));
-	const char *env = getenv("STARPU_HOME");
-	char *saved = env ? strdup(env) : NULL;
+	const char *env = getenv("STARPU_HOME"), *dir = getenv("STARPU_PERF_MODEL_DIR");
+	saved_home = env ? strdup(env) : NULL;
+	saved_model_dir = dir ? strdup(dir) : NULL;
 	testing_runtime_stop();
 	setenv("STARPU_HOME", home, 1);
-	return saved;
+	unsetenv("STARPU_PERF_MODEL_DIR");
+}
+
+void testing_home_restore(void)
+{
+	testing_runtime_stop();
+	testing_env_restore("STARPU_HOME", saved_home);
+	testing_env_restore("STARPU_PERF_MODEL_DIR", saved_model_dir);
+	saved_home = saved_model_dir = NULL;
 }
 
 static int selected(const struct test_case *t, int argc, char **argv)

@@ -146,9 +146,15 @@ const char *testing_write_file(const char *name, const char *text, size_t size);
 /* Puts environment variable `name` back as it was (saved: its old value, or NULL where it was unset)
  * and frees saved. */
 void testing_env_restore(const char *name, char *saved);
-/* Stops the runtime and points STARPU_HOME at a folder of the scratch folder's of its own (`name`), so
- * that the models a test writes and reads start empty; returns STARPU_HOME's old value for
- * testing_env_restore("STARPU_HOME", ...). */
-char *testing_home_private(const char *name);
+/* Stops the runtime and points StarPU's models at a folder of their own in the scratch folder
+ * (STARPU_HOME `name`, STARPU_PERF_MODEL_DIR unset), so that the models a test writes and reads start
+ * empty; testing_home_restore stops the runtime and puts both variables back. */
+void testing_home_private(const char *name);
+/* S tiled by o, with U (S's rows) and V (its columns) registered over it, w floats a row, and a sums
+ * object of one slot: what an SGD pass takes. Returns the first failing call's code; what was made is
+ * left in the outputs (NULL where not made) for the caller to free. */
+int testing_sgd_operands(const starfa_csr *S, const starfa_tiling_options *o, float *U, float *V, int64_t w,
+			 starfa_tiled **t, starfa_dense **dU, starfa_dense **dV, starfa_sums **sse);
+void testing_home_restore(void);
 
 #endif
