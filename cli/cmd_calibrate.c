@@ -719,7 +719,6 @@ static int insert_sgd_op(void *ctx, int half)
  * rate at a rank still rises by 20% from one size to the next. */
 #define SGD_GPU_GROWTH 4
 static int64_t size_nnz; /* the size calibrate_sizes is at */
-static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k);
 static void sgd_gpu_growth(const struct calibrate_cli *c, int64_t k, int64_t nnz, double rate)
 {
 	static struct {
@@ -736,7 +735,7 @@ static void sgd_gpu_growth(const struct calibrate_cli *c, int64_t k, int64_t nnz
 	if (i < MAX_RANKS)
 		last[i].rate = rate;
 	if (4 * size_nnz > c->max_nnz && !rising)
-		stop_growing(calibrate_sgd, k, nnz);
+		stop_growing(current_group, k, nnz);
 }
 
 /* Calibrates the SGD pass on one tile at one rank, FP32 and FP16 rows: ratings-like values, a small
@@ -757,19 +756,18 @@ static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, i
 	 * scalar form, which no training runs */
 	const int64_t w = (k + 2 + 7) / 8 * 8;
 	size_t nu = (size_t)(csr->nrows * w), nv = (size_t)(csr->ncols * w);
-	float *U = malloc(nu * sizeof *U), *V = malloc(nv * sizeof *V);
+	/* the copies one after the other in each buffer, all starting from the same factors */
+	float *U = malloc((size_t)g.copies * nu * sizeof *U), *V = malloc((size_t)g.copies * nv * sizeof *V);
 	float *HU = malloc((size_t)g.copies * nu / 2 * sizeof *HU), *HV = malloc((size_t)g.copies * nv / 2 * sizeof *HV);
-	float *CU = g.copies > 1 ? malloc((size_t)(g.copies - 1) * nu * sizeof *CU) : NULL;
-	float *CV = g.copies > 1 ? malloc((size_t)(g.copies - 1) * nv * sizeof *CV) : NULL;
-	if (!U || !V || !HU || !HV || (g.copies > 1 && (!CU || !CV))) {
+	if (!U || !V || !HU || !HV) {
 		cli_error("out of memory for %d copies of the rank %lld factors", g.copies, (long long)k);
 		goto out;
 	}
 	fill(U, nu, 8);
 	fill(V, nv, 9);
 	for (int i = 1; i < g.copies; i++) {
-		memcpy(CU + (size_t)(i - 1) * nu, U, nu * sizeof *U);
-		memcpy(CV + (size_t)(i - 1) * nv, V, nv * sizeof *V);
+		memcpy(U + (size_t)i * nu, U, nu * sizeof *U);
+		memcpy(V + (size_t)i * nv, V, nv * sizeof *V);
 	}
 	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, 1, 0, 0, 0});
 	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_sums_create(g.copies, &g.sse)) {
@@ -777,8 +775,8 @@ static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, i
 		goto out;
 	}
 	for (int i = 0; i < g.copies; i++) {
-		float *u = i ? CU + (size_t)(i - 1) * nu : U, *v = i ? CV + (size_t)(i - 1) * nv : V;
-		if (starfa_dense_create(g.S, STARFA_ROWS, u, w, &g.U[i]) || starfa_dense_create(g.S, STARFA_COLS, v, w, &g.V[i]) ||
+		if (starfa_dense_create(g.S, STARFA_ROWS, U + (size_t)i * nu, w, &g.U[i]) ||
+		    starfa_dense_create(g.S, STARFA_COLS, V + (size_t)i * nv, w, &g.V[i]) ||
 		    starfa_dense_create(g.S, STARFA_ROWS, HU + (size_t)i * nu / 2, w / 2, &g.HU[i]) ||
 		    starfa_dense_create(g.S, STARFA_COLS, HV + (size_t)i * nv / 2, w / 2, &g.HV[i]) ||
 		    starfa_insert_dense_convert(g.HU[i], STARFA_TO_HALF, g.U[i]) ||
@@ -805,8 +803,6 @@ out:
 	free(V);
 	free(HU);
 	free(HV);
-	free(CU);
-	free(CV);
 	return rc;
 }
 

@@ -380,11 +380,12 @@ int starfa_init(const starfa_options *opts)
 	const char *asked = opts->scheduler ? opts->scheduler : getenv("STARPU_SCHED");
 	if (!asked)
 		asked = conf.sched_policy_name;
-	if (asked && !strcmp(asked, "heteroprio"))
+	const int heteroprio = asked && !strcmp(asked, "heteroprio");
+	if (heteroprio)
 		conf.sched_policy_init = heteroprio_buckets;
 	if (opts->calibrate >= 0)
 		conf.calibrate = opts->calibrate;
-	else if (asked && !strcmp(asked, "heteroprio") && !getenv("STARPU_CALIBRATE"))
+	else if (heteroprio && !getenv("STARPU_CALIBRATE"))
 		/* StarPU records a task's time in its model only while calibrating, or once a scheduler has
 		 * asked the model for a prediction it lacked; heteroprio asks none. Under heteroprio every
 		 * run records its tasks, so that starfa_plan_tiling reads the job's own tiles on its next run:

@@ -412,6 +412,14 @@ int testing_sgd_operands(const starfa_csr *S, const starfa_tiling_options *o, fl
 	return rc;
 }
 
+void testing_sgd_operands_free(starfa_tiled *t, starfa_dense *dU, starfa_dense *dV, starfa_sums *sse)
+{
+	starfa_sums_free(sse);
+	starfa_dense_free(dU);
+	starfa_dense_free(dV);
+	starfa_tiled_free(t);
+}
+
 static char *saved_home, *saved_model_dir;
 
 void testing_home_private(const char *name)

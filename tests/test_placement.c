@@ -543,10 +543,7 @@ static int sgd_passes(const starfa_csr *S, int on_cpu, int64_t k, int n, uint64_
 		if (!rc)
 			rc = starfa_wait();
 	}
-	starfa_sums_free(sse);
-	starfa_dense_free(dU);
-	starfa_dense_free(dV);
-	starfa_tiled_free(t);
+	testing_sgd_operands_free(t, dU, dV, sse);
 	free(U);
 	free(V);
 	return rc;

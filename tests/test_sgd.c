@@ -706,10 +706,7 @@ TEST(sgd, model_keeps_ranks_and_spans_apart)
 		if (!rc)
 			rc = starfa_wait();
 	}
-	starfa_sums_free(sse);
-	starfa_dense_free(dU);
-	starfa_dense_free(dV);
-	starfa_tiled_free(t);
+	testing_sgd_operands_free(t, dU, dV, sse);
 	testing_runtime_stop(); /* writes the models */
 	opts.calibrate = 0;
 	if (!rc)

@@ -155,6 +155,8 @@ void testing_home_private(const char *name);
  * left in the outputs (NULL where not made) for the caller to free. */
 int testing_sgd_operands(const starfa_csr *S, const starfa_tiling_options *o, float *U, float *V, int64_t w,
 			 starfa_tiled **t, starfa_dense **dU, starfa_dense **dV, starfa_sums **sse);
+/* Frees what testing_sgd_operands made (NULL ones skipped). */
+void testing_sgd_operands_free(starfa_tiled *t, starfa_dense *dU, starfa_dense *dV, starfa_sums *sse);
 void testing_home_restore(void);
 
 #endif
