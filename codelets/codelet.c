@@ -57,6 +57,8 @@ static void log_task(void *arg)
 		r->start_us = starpu_timing_timespec_to_us(&info->start_time);
 		r->end_us = starpu_timing_timespec_to_us(&info->end_time);
 	}
+	const struct starpu_perfmodel *m = task && task->cl ? task->cl->model : NULL;
+	r->cost = m && m->size_base ? (uint64_t)m->size_base(task, 0) : 0;
 	pthread_mutex_lock(&log_lock);
 	if (log_n == log_cap) {
 		int64_t cap = log_cap ? 2 * log_cap : 1024;
@@ -114,13 +116,13 @@ int starfa_task_log_write(FILE *f, const starfa_task_record *r, int64_t n)
 	double t0 = n > 0 ? r[0].start_us : 0;
 	for (int64_t i = 1; i < n; i++)
 		t0 = r[i].start_us < t0 ? r[i].start_us : t0;
-	fprintf(f, "codelet,worker,worker_name,start_s,end_s,reads,writes\n");
+	fprintf(f, "codelet,worker,worker_name,start_s,end_s,reads,writes,cost\n");
 	for (int64_t i = 0; i < n; i++) {
 		const int reads = r[i].nreads, writes = r[i].nwrites;
 		const int w = r[i].worker - 1;
-		fprintf(f, "%s,%d,\"%s\",%.6f,%.6f,%d,%d\n", r[i].codelet, w,
+		fprintf(f, "%s,%d,\"%s\",%.6f,%.6f,%d,%d,%llu\n", r[i].codelet, w,
 			w >= 0 && w < names.nworkers ? names.workers[w].name : "?", (r[i].start_us - t0) * 1e-6,
-			(r[i].end_us - t0) * 1e-6, reads, writes);
+			(r[i].end_us - t0) * 1e-6, reads, writes, (unsigned long long)r[i].cost);
 	}
 	starfa_profile_clear(&names);
 	if (ferror(f))

@@ -3,14 +3,20 @@
  * A sweep (ALS's solves of one side, an SDDMM over the matrix, an SGD epoch) is cut into bands; each
  * band's tasks run on one kind of worker. The GPUs take bands_per_gpu bands each; the CPU workers take
  * one band each (run as tiling->cpu_band_tasks tasks in turn, each predicted at its own cost), cut to a
- * share s of the sweep's cost, when that shortens the predicted sweep by at least MIN_GAIN and
- * BAND_OVERHEAD_US a core. The prediction reads the operation's history of measured tasks (its perfmodel file,
- * written by `starfa calibrate` and by every run): the time of a task of cost C on one worker of a
- * kind, interpolated between the measured costs (log-log), linear in C beyond the largest and flat
- * below the smallest (per-task overhead); on a GPU, of the caller's variant alone when it names one (an SGD
- * pass's rank: there rank 32 costs twice rank 16 and takes about as long). Before both kinds have samples the GPUs work alone: a core
- * runs these kernels tens of times slower than a GPU (bench/RESULTS.md), and learning that by sending
- * it a band would make that band the sweep's critical path. */
+ * share s of the sweep's cost, when that shortens the predicted sweep by at least MIN_GAIN and the
+ * operation's overhead a core (tiling->cpu_band_overhead_us, BAND_OVERHEAD_US by default). The
+ * prediction reads the operation's history of measured tasks (its perfmodel file, written by `starfa
+ * calibrate` and by every run): the time of a task of cost C on one worker of a kind, interpolated
+ * between the measured costs (log-log), linear in C beyond the largest and flat below the smallest
+ * (per-task overhead); of the caller's variant alone when it names one (an SGD pass's rank: on a GPU
+ * rank 32 costs twice rank 16 and takes about as long; a core's rank-16 rows are padded to 20 floats),
+ * a core's curve falling back on every variant where its own has none. A core's task is predicted at
+ * the slowest of the cores running one side by side (the mean, and the deviation times
+ * starfa_plan_slowest_of), since a sweep waits for its last core and SGD's sub-strata for their slowest
+ * one each. Before both kinds have samples the GPUs work alone: a core runs these kernels tens of times
+ * slower than a GPU (bench/RESULTS.md), and learning that by sending it a band would make that band the
+ * sweep's critical path. */
+#include "codelets/plan.h"
 #include "codelets/codelet.h"
 
 #include <math.h>
@@ -18,99 +24,131 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MIN_GAIN 0.05 /* the split must shorten the predicted sweep by 5% */
-/* and by this much per CPU band: what a band on the cores costs beyond its kernels, its tasks' scheduling
- * among every worker and its factor block's trips to and from the GPU. Measured on a 16-core H100 host:
- * MovieLens ALS split 2 + 15 bands ran 0.02-0.05 s an iteration against 0.002-0.006 s on the GPU alone,
- * where the models predicted sub-millisecond sweeps either way. */
+#define MIN_GAIN 0.03 /* the split must shorten the predicted sweep by 3% */
+/* and by this much per CPU band (unless the operation names its own): what a band on the cores costs
+ * beyond its kernels, its tasks' scheduling among every worker and its factor block's trips to and from
+ * the GPU. Measured on a 16-core H100 host: MovieLens ALS split 2 + 15 bands ran 0.02-0.05 s an
+ * iteration against 0.002-0.006 s on the GPU alone, where the models predicted sub-millisecond sweeps
+ * either way. */
 #define BAND_OVERHEAD_US 300.0
+/* The cores' share is the one whose band is predicted to end by this fraction of the GPUs' time, not at
+ * the same time: past that point a sweep grows at the cores' rate, 7-14x the GPUs' for SGD, so a share
+ * too large costs many times what one too small does. */
+#define CPU_MARGIN 0.9
 
-/* Measured (cost, microseconds) points of one worker kind, sorted by cost, one per cost (the fastest
- * sample there). Every run adds its tiles' costs to a model, so the points are not counted. */
-struct curve {
-	int64_t n, cap;
-	double (*pt)[2]; /* cost, us */
-};
-
-static int by_cost(const void *a, const void *b)
+int starfa_plan_curve_add(struct starfa_plan_curve *c, double cost, double us, double sd_us)
 {
-	const double *x = a, *y = b;
-	return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
-/* Which samples a curve takes: every variant (the fastest at each cost), or one. */
-struct variant_filter {
-	int on;
-	uint32_t variant;
-};
-
-/* Appends the samples of one worker and implementation; -1 when out of memory. */
-static int add_history(struct curve *c, const struct starpu_perfmodel_per_arch *pa, struct variant_filter f)
-{
-	for (struct starpu_perfmodel_history_list *l = pa ? pa->list : NULL; l; l = l->next) {
-		const struct starpu_perfmodel_history_entry *e = l->entry;
-		if (!e || e->nsample == 0 || !(e->mean > 0) || e->size == 0)
-			continue;
-		if (f.on && e->footprint != starfa_cost_footprint((uint64_t)e->size, f.variant))
-			continue;
-		if (c->n == c->cap) {
-			const int64_t cap = c->cap ? 2 * c->cap : 64;
-			double(*pt)[2] = realloc(c->pt, (size_t)cap * sizeof *pt);
-			if (!pt)
-				return -1;
-			c->pt = pt;
-			c->cap = cap;
-		}
-		c->pt[c->n][0] = (double)e->size;
-		c->pt[c->n++][1] = e->mean;
+	if (c->n == c->cap) {
+		const int64_t cap = c->cap ? 2 * c->cap : 64;
+		struct starfa_plan_point *pt = realloc(c->pt, (size_t)cap * sizeof *pt);
+		if (!pt)
+			return -1;
+		c->pt = pt;
+		c->cap = cap;
 	}
+	c->pt[c->n++] = (struct starfa_plan_point){cost, us, sd_us > 0 ? sd_us : 0};
 	return 0;
 }
 
-/* Sorts by cost and keeps the fastest sample of each cost (other variants, other GPUs). */
-static void sort_curve(struct curve *c)
+void starfa_plan_curve_free(struct starfa_plan_curve *c)
+{
+	free(c->pt);
+	*c = (struct starfa_plan_curve){0, 0, NULL};
+}
+
+static int by_cost(const void *a, const void *b)
+{
+	const struct starfa_plan_point *x = a, *y = b;
+	return (x->cost > y->cost) - (x->cost < y->cost);
+}
+
+void starfa_plan_curve_sort(struct starfa_plan_curve *c)
 {
 	if (c->n == 0)
 		return;
 	qsort(c->pt, (size_t)c->n, sizeof c->pt[0], by_cost);
 	int64_t kept = 0;
 	for (int64_t i = 1; i < c->n; i++) {
-		if (c->pt[i][0] == c->pt[kept][0]) {
-			if (c->pt[i][1] < c->pt[kept][1])
-				c->pt[kept][1] = c->pt[i][1];
+		if (c->pt[i].cost == c->pt[kept].cost) {
+			if (c->pt[i].us < c->pt[kept].us)
+				c->pt[kept] = c->pt[i];
 		} else {
-			c->pt[++kept][0] = c->pt[i][0];
-			c->pt[kept][1] = c->pt[i][1];
+			c->pt[++kept] = c->pt[i];
 		}
 	}
 	c->n = kept + 1;
 }
 
-/* Predicted microseconds of one task of cost x on the curve's kind (NAN without points). */
-static double predict(const struct curve *c, double x)
+double starfa_plan_predict(const struct starfa_plan_curve *c, double x, double *sd_us)
 {
+	if (sd_us)
+		*sd_us = c->n == 0 ? NAN : 0;
 	if (c->n == 0)
 		return NAN;
-	const double(*pt)[2] = (const double(*)[2])c->pt;
-	if (x <= pt[0][0])
-		return pt[0][1];
-	if (x >= pt[c->n - 1][0])
-		return pt[c->n - 1][1] * x / pt[c->n - 1][0];
-	int64_t lo = 0, hi = c->n - 1; /* pt[lo] < x <= pt[hi] */
+	const struct starfa_plan_point *pt = c->pt, *last = &pt[c->n - 1];
+	if (x <= pt[0].cost) {
+		if (sd_us)
+			*sd_us = pt[0].sd_us;
+		return pt[0].us;
+	}
+	if (x >= last->cost) {
+		if (sd_us)
+			*sd_us = last->sd_us * x / last->cost;
+		return last->us * x / last->cost;
+	}
+	int64_t lo = 0, hi = c->n - 1; /* pt[lo].cost < x <= pt[hi].cost */
 	while (hi - lo > 1) {
 		const int64_t mid = lo + (hi - lo) / 2;
-		if (pt[mid][0] < x)
+		if (pt[mid].cost < x)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	double t = (log(x) - log(pt[lo][0])) / (log(pt[hi][0]) - log(pt[lo][0]));
-	return exp(log(pt[lo][1]) + t * (log(pt[hi][1]) - log(pt[lo][1])));
+	const double t = (log(x) - log(pt[lo].cost)) / (log(pt[hi].cost) - log(pt[lo].cost));
+	const double us = exp(log(pt[lo].us) + t * (log(pt[hi].us) - log(pt[lo].us)));
+	if (sd_us) /* the deviation as a fraction of the mean, linear in log cost (it may be 0: one sample) */
+		*sd_us = us * (pt[lo].sd_us / pt[lo].us + t * (pt[hi].sd_us / pt[hi].us - pt[lo].sd_us / pt[lo].us));
+	return us;
 }
 
-/* The operation's curves on a CPU core and on a GPU, from its perfmodel file (empty when none), the GPU's
- * of one variant's samples when the filter is on; -1 when out of memory. */
-static int load_curves(const char *symbol, struct variant_filter f, struct curve *cpu, struct curve *cuda)
+double starfa_plan_slowest_of(int n)
+{
+	if (n <= 1)
+		return 0;
+	/* Phi^-1((n - 0.375) / (n + 0.25)), by bisection on the normal's distribution function */
+	const double p = (n - 0.375) / (n + 0.25);
+	double lo = 0, hi = 8;
+	for (int it = 0; it < 60; it++) {
+		const double mid = 0.5 * (lo + hi);
+		if (0.5 * erfc(-mid / sqrt(2.0)) < p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return 0.5 * (lo + hi);
+}
+
+/* Appends the samples of one worker and implementation (of one variant when only is not NULL); -1 when
+ * out of memory. */
+static int add_history(struct starfa_plan_curve *c, const struct starpu_perfmodel_per_arch *pa, const uint32_t *only)
+{
+	for (struct starpu_perfmodel_history_list *l = pa ? pa->list : NULL; l; l = l->next) {
+		const struct starpu_perfmodel_history_entry *e = l->entry;
+		if (!e || e->nsample == 0 || !(e->mean > 0) || e->size == 0)
+			continue;
+		if (only && e->footprint != starfa_cost_footprint((uint64_t)e->size, *only))
+			continue;
+		if (starfa_plan_curve_add(c, (double)e->size, e->mean, e->deviation))
+			return -1;
+	}
+	return 0;
+}
+
+/* The operation's curves on a CPU core and on a GPU, from its perfmodel file (empty when none), of one
+ * variant's samples when only is not NULL (a core's of every variant where that one has none: a
+ * rank never run on the cores, or only in GPU-alone runs); -1 when out of memory. */
+static int load_curves(const char *symbol, const uint32_t *only, struct starfa_plan_curve *cpu,
+		       struct starfa_plan_curve *cuda)
 {
 	char path[1024];
 	starpu_perfmodel_get_model_path(symbol, path, sizeof path);
@@ -122,67 +160,72 @@ static int load_curves(const char *symbol, struct variant_filter f, struct curve
 		return 0;
 	struct starpu_perfmodel_device dev = {STARPU_CPU_WORKER, 0, 1};
 	struct starpu_perfmodel_arch arch = {1, &dev};
-	/* a core's time follows the cost: every variant's samples (else a rank never calibrated would have no
-	 * CPU curve, and a GPU-alone run records none) */
-	const struct variant_filter every = {0, 0};
-	int rc = add_history(cpu, starpu_perfmodel_get_model_per_arch(&model, &arch, 0), every);
+	const struct starpu_perfmodel_per_arch *on_cpu = starpu_perfmodel_get_model_per_arch(&model, &arch, 0);
+	int rc = add_history(cpu, on_cpu, only);
+	if (!rc && only && cpu->n == 0)
+		rc = add_history(cpu, on_cpu, NULL);
 	for (int g = 0; g < (int)starpu_cuda_worker_get_count() && !rc; g++) {
 		dev = (struct starpu_perfmodel_device){STARPU_CUDA_WORKER, g, 1};
 		for (unsigned impl = 0; impl < STARPU_MAXIMPLEMENTATIONS && !rc; impl++)
-			rc = add_history(cuda, starpu_perfmodel_get_model_per_arch(&model, &arch, impl), f);
+			rc = add_history(cuda, starpu_perfmodel_get_model_per_arch(&model, &arch, impl), only);
 	}
 	starpu_perfmodel_unload_model(&model);
-	sort_curve(cpu);
-	sort_curve(cuda);
+	starfa_plan_curve_sort(cpu);
+	starfa_plan_curve_sort(cuda);
 	return rc;
 }
 
 /* The sweep in microseconds with share s on the cores: the GPUs run their bands one after the other,
- * each core its one band as cpu_tasks tasks one after the other. */
-static double sweep_us(const struct curve *cpu, const struct curve *cuda, double cost, double s, int ngpu, int ncpu,
-		       int64_t per_gpu, int64_t cpu_tasks, double *gpu_us, double *cpu_us)
+ * each core its one band as cpu_tasks tasks one after the other, each at the slowest core's time. */
+static double sweep_us(const struct starfa_plan_curve *cpu, const struct starfa_plan_curve *cuda, double cost, double s,
+		       const struct starfa_plan_workers *w, double *gpu_us, double *cpu_us)
 {
-	*gpu_us = s < 1 ? (double)per_gpu * predict(cuda, (1 - s) * cost / (double)(ngpu * per_gpu)) : 0;
-	*cpu_us = s > 0 ? (double)cpu_tasks * predict(cpu, s * cost / (double)(ncpu * cpu_tasks)) : 0;
+	*gpu_us = s < 1 ? (double)w->per_gpu * starfa_plan_predict(cuda, (1 - s) * cost / (double)(w->ngpu * w->per_gpu), NULL) : 0;
+	*cpu_us = 0;
+	if (s > 0) {
+		double sd;
+		const double mean = starfa_plan_predict(cpu, s * cost / (double)(w->ncpu * w->cpu_tasks), &sd);
+		*cpu_us = (double)w->cpu_tasks * (mean + starfa_plan_slowest_of(w->ncpu) * sd);
+	}
 	return fmax(*gpu_us, *cpu_us);
 }
 
-/* The split of one sweep: computed under STARFA_PLACE_SPLIT, the GPUs alone otherwise (the prediction is
- * still made). */
-static void plan_side(const struct curve *cpu, const struct curve *cuda, double cost, int64_t per_gpu, int64_t cpu_tasks,
-		      starfa_placement mode, double forced, starfa_split *out)
+void starfa_plan_side(const struct starfa_plan_curve *cpu, const struct starfa_plan_curve *cuda, double cost,
+		      const struct starfa_plan_workers *w, starfa_placement mode, double forced, starfa_split *out)
 {
-	int ngpu = starpu_cuda_worker_get_count(), ncpu = starpu_cpu_worker_get_count();
-	*out = (starfa_split){.cuda_bands = ngpu * per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN,
+	const int ngpu = w->ngpu, ncpu = w->ncpu;
+	*out = (starfa_split){.cuda_bands = ngpu * w->per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN,
 			      .best_share = NAN, .best_ms = NAN, .needed_ms = NAN};
 	out->calibrated = cpu->n > 0 && cuda->n > 0;
 	double g, c;
-	if (cuda->n > 0)
-		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c) * 1e-3;
+	if (cuda->n > 0 && ngpu > 0)
+		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, w, &g, &c) * 1e-3;
 	if (cpu->n > 0 && ncpu > 0)
-		out->cpu_ms = predict(cpu, cost / ncpu) * 1e-3;
+		out->cpu_ms = starfa_plan_predict(cpu, cost / ncpu, NULL) * 1e-3;
 	if (mode == STARFA_PLACE_SPLIT && forced > 0 && ncpu > 0) { /* STARFA_CPU_SHARE: the share given */
 		out->cpu_share = forced;
 		out->cpu_bands = ncpu;
-		out->split_ms = out->calibrated ? sweep_us(cpu, cuda, cost, forced, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c) * 1e-3 : NAN;
+		out->split_ms = out->calibrated && ngpu > 0 ? sweep_us(cpu, cuda, cost, forced, w, &g, &c) * 1e-3 : NAN;
 		return;
 	}
-	if (mode != STARFA_PLACE_SPLIT || !out->calibrated || ncpu == 0 || !(cost > 0))
+	if (mode != STARFA_PLACE_SPLIT || !out->calibrated || ncpu == 0 || ngpu == 0 || !(cost > 0))
 		return;
-	/* The cores' time grows with s and the GPUs' shrinks: bisect for where they meet. */
+	/* The cores' time grows with s and the GPUs' shrinks: bisect for where the cores' band ends at
+	 * CPU_MARGIN of the GPUs'. */
 	double lo = 0, hi = 1;
 	for (int it = 0; it < 50; it++) {
-		double mid = 0.5 * (lo + hi);
-		sweep_us(cpu, cuda, cost, mid, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c);
-		if (c < g)
+		const double mid = 0.5 * (lo + hi);
+		sweep_us(cpu, cuda, cost, mid, w, &g, &c);
+		if (c < CPU_MARGIN * g)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	double best = sweep_us(cpu, cuda, cost, lo, ngpu, ncpu, per_gpu, cpu_tasks, &g, &c) * 1e-3;
+	const double best = sweep_us(cpu, cuda, cost, lo, w, &g, &c) * 1e-3;
 	out->best_share = lo;
 	out->best_ms = best;
-	out->needed_ms = fmax(MIN_GAIN * out->cuda_ms, ncpu * BAND_OVERHEAD_US * 1e-3);
+	const double overhead_us = w->band_overhead_us > 0 ? w->band_overhead_us : BAND_OVERHEAD_US;
+	out->needed_ms = fmax(MIN_GAIN * out->cuda_ms, ncpu * overhead_us * 1e-3);
 	if (out->cuda_ms - best >= out->needed_ms) {
 		out->cpu_share = lo;
 		out->cpu_bands = ncpu;
@@ -206,11 +249,15 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 	if (!known)
 		return starfa_set_error(STARFA_EINVAL, "starfa_plan_tiling: no operation '%s'", operation);
 	/* The default is the GPUs alone: the split measured slower than the GPU alone where it was tried on
-	 * large inputs (bench/PLACEMENT.md), so it is asked for, not assumed. */
+	 * large inputs (bench/PLACEMENT.md), so it is asked for, not assumed; but an operation whose planned
+	 * split measured faster (SGD's nested grid) asks for it by default (split_by_default), unless
+	 * STARFA_PLACEMENT names a placement. */
 	starfa_placement mode;
 	int rc = starfa_placement_mode(&mode);
 	if (rc)
 		return rc;
+	if (mode == STARFA_PLACE_GPU && !starfa_placement_given() && tiling && tiling->split_by_default)
+		mode = STARFA_PLACE_SPLIT;
 	/* STARFA_CPU_SHARE (under split): the cores' share of each sweep by hand, whatever the models say. */
 	double forced = 0;
 	const char *share = getenv("STARFA_CPU_SHARE");
@@ -235,18 +282,20 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 			tiling->placed = 0;
 		return 0;
 	}
-	struct curve cpu = {0, 0, NULL}, cuda = {0, 0, NULL};
-	const struct variant_filter f = {tiling && tiling->by_variant, tiling ? tiling->model_variant : 0};
-	if (load_curves(symbol, f, &cpu, &cuda)) {
-		free(cpu.pt);
-		free(cuda.pt);
+	struct starfa_plan_curve cpu = {0, 0, NULL}, cuda = {0, 0, NULL};
+	const uint32_t variant = tiling ? tiling->model_variant : 0;
+	if (load_curves(symbol, tiling && tiling->by_variant ? &variant : NULL, &cpu, &cuda)) {
+		starfa_plan_curve_free(&cpu);
+		starfa_plan_curve_free(&cuda);
 		return starfa_set_error(STARFA_ENOMEM, "out of memory reading the model of '%s'", operation);
 	}
-	const int64_t cpu_tasks = tiling && tiling->cpu_band_tasks > 0 ? tiling->cpu_band_tasks : 1;
-	plan_side(&cpu, &cuda, row_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[0]);
-	plan_side(&cpu, &cuda, col_sweep_cost, bands_per_gpu, cpu_tasks, mode, forced, &split[1]);
-	free(cpu.pt);
-	free(cuda.pt);
+	const struct starfa_plan_workers w = {ngpu, (int)starpu_cpu_worker_get_count(), bands_per_gpu,
+					      tiling && tiling->cpu_band_tasks > 0 ? tiling->cpu_band_tasks : 1,
+					      tiling ? tiling->cpu_band_overhead_us : 0};
+	starfa_plan_side(&cpu, &cuda, row_sweep_cost, &w, mode, forced, &split[0]);
+	starfa_plan_side(&cpu, &cuda, col_sweep_cost, &w, mode, forced, &split[1]);
+	starfa_plan_curve_free(&cpu);
+	starfa_plan_curve_free(&cuda);
 	if (tiling) {
 		int64_t cpu_bands = split[0].cpu_bands > split[1].cpu_bands ? split[0].cpu_bands : split[1].cpu_bands;
 		tiling->placed = 1;

@@ -44,6 +44,11 @@ struct sgd_options {
 /* The entries one wave of the CUDA kernel's updaters takes at once: 8,192 groups (an H100's or H200's
  * occupancy) of a chunk of 256 entries each (cpu/sgd.h's STARFA_SGD_CHUNK). */
 #define GPU_WAVE_ENTRIES (8192 * 256)
+/* What a core's band costs a split epoch beyond its tiles' passes (starfa_tiling_options.
+ * cpu_band_overhead_us): the item blocks' trips between the GPU and the cores, twice an epoch. Measured
+ * on an H200 host with 14 cores, the GPU stood idle 0.5 ms an epoch longer in a 5% split than alone, 36 µs
+ * a core (bench/PLACEMENT.md); a split is also taken only where it gains 3% of the epoch. */
+#define SPLIT_OVERHEAD_US 50.0
 
 /* A bold driver that keeps halving without an epoch that lowers the loss has diverged. */
 #define MAX_HALVINGS 30
@@ -229,10 +234,13 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		 * after the other (sgd_iterate), G the GPUs' bands (one a GPU) and C the cores. */
 		const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU);
 		tiling.cpu_band_tasks = ncpu > 0 ? ncpu * (ngpu + 1) : 0;
-		/* this rank's samples alone: a GPU's pass takes about as long at rank 32 as at 16 */
+		/* this rank's samples alone: a GPU's pass takes about as long at rank 32 as at 16, and a core's
+		 * rank-16 rows are padded to 20 floats */
 		const starfa_sgd_step settings = {.rank = g->k, .adagrad = g->o.schedule == SCHEDULE_ADAGRAD, .half = g->o.fp16};
 		tiling.by_variant = 1;
 		tiling.model_variant = starfa_sgd_model_variant(&settings);
+		tiling.cpu_band_overhead_us = SPLIT_OVERHEAD_US;
+		tiling.split_by_default = 1; /* planned, it ran 1.12-1.20x faster than the GPU alone: bench/PLACEMENT.md */
 		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))
 			return rc;
 		if (tiling.placed && tiling.cpu_bands > 0 && per_gpu > 1) {
@@ -430,21 +438,33 @@ static void first_bad_tile(struct sgd *g, int64_t *ti, int64_t *tj)
 }
 
 /* Copies src's blocks into dst's, by tasks. */
-/* Split: the cores updated the item bands of cores_block last; their evaluation tasks (the
- * regularization's sums, the bold driver's copies) run there rather than on the GPU, whose tasks are the
- * evaluation's critical path, a sub-millisecond task each. NULL (the block's own placement) elsewhere. */
-static const starfa_task_attr *item_block_attr(const struct sgd *g, int64_t block)
+/* Split: where the item bands of dense block `block` were updated last. The cores' block's evaluation
+ * tasks (the regularization's sums, the bold driver's copies) run on the cores rather than on the GPU,
+ * whose tasks are the evaluation's critical path, a sub-millisecond task each; a GPU's block's run on
+ * that GPU's worker itself, so that they come before its next pass there: in StarPU's scheduler queue,
+ * one copy waited behind the next epoch's span task (pinned to the worker, so taken first), 8.6 ms,
+ * and with it the cores' first tiles on that band (bench/PLACEMENT.md). NULL (the block's own
+ * placement) outside a split and before the first epoch. */
+static const starfa_task_attr *item_block_attr(const struct sgd *g, int64_t block, starfa_task_attr *buf)
 {
-	static const starfa_task_attr on_cores = {0, 0, STARFA_WHERE_CPU};
-	return g->C > 0 && block / g->C == g->cores_block ? &on_cores : NULL;
+	if (g->C == 0 || g->cores_block < 0)
+		return NULL;
+	const int64_t blocks = g->G + 1;
+	/* in the last stratum GPU band i took item block (i + shift) mod blocks, the cores block G's */
+	const int64_t band = (block / g->C - g->cores_block + g->G + blocks) % blocks;
+	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+	*buf = band == g->G ? (starfa_task_attr){0, 0, STARFA_WHERE_CPU}
+			    : (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, ngpu > 0 ? (int)(band % ngpu) : 0), 0};
+	return buf;
 }
 
 static int copy_factors(const struct sgd *g, starfa_dense *dst_u, starfa_dense *dst_v, const starfa_dense *src_u,
 			const starfa_dense *src_v)
 {
 	int rc = starfa_insert_dense_map(dst_u, STARFA_DENSE_COPY, 0, 0, src_u, NULL);
+	starfa_task_attr at;
 	for (int64_t b = 0; b < starfa_dense_blocks(dst_v) && !rc; b++)
-		rc = starfa_task_dense_map(dst_v, b, STARFA_DENSE_COPY, 0, 0, src_v, NULL, item_block_attr(g, b));
+		rc = starfa_task_dense_map(dst_v, b, STARFA_DENSE_COPY, 0, 0, src_v, NULL, item_block_attr(g, b, &at));
 	return rc;
 }
 
@@ -467,7 +487,8 @@ static int objective_submit(struct sgd *g)
 		const starfa_dense *F = s ? g->dV : g->dU;
 		const int64_t bias = s ? g->k + 1 : g->k; /* the user's bias column, or the item's */
 		for (int64_t b = 0; b < starfa_dense_blocks(F) && !rc; b++) {
-			const starfa_task_attr *at = s ? item_block_attr(g, b) : NULL;
+			starfa_task_attr buf;
+			const starfa_task_attr *at = s ? item_block_attr(g, b, &buf) : NULL;
 			rc = starfa_task_dense_reduce_cols(F, b, 0, g->k, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, at);
 			if (!rc)
 				rc = starfa_task_dense_reduce_cols(F, b, bias, 1, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, at);

@@ -213,12 +213,20 @@ typedef struct starfa_tiling_options {
 	 * (0: one). Each is predicted at its own cost, so that the per-task time a model holds for small
 	 * tasks counts as often as the band pays it (SGD's cores run their band as a schedule of tiles). */
 	int64_t cpu_band_tasks;
-	/* For starfa_plan_tiling: with by_variant 1, only the model's GPU samples of tasks of variant
+	/* For starfa_plan_tiling: with by_variant 1, only the model's samples of tasks of variant
 	 * model_variant are read (starfa_sgd_model_variant), so that settings whose times do not follow
-	 * the cost (SGD's ranks on a GPU) are not mixed; a core's curve, and every curve with 0, takes
-	 * every variant, the fastest at each cost. */
+	 * the cost (SGD's ranks) are not mixed; a core's curve takes every variant where that one has no
+	 * samples on the cores, and every curve does with 0, the fastest at each cost. */
 	int by_variant;
 	uint32_t model_variant;
+	/* For starfa_plan_tiling: what one CPU band costs a sweep beyond its tasks' predicted times, in
+	 * microseconds (0: 300, measured on small ALS sweeps); a split is taken only when it gains that much
+	 * a core, and 3% of the sweep. */
+	double cpu_band_overhead_us;
+	/* For starfa_plan_tiling: 1 applies the planned split where STARFA_PLACEMENT is unset, as
+	 * STARFA_PLACEMENT=split does (an operation whose planned split measured faster than the GPUs alone:
+	 * SGD); 0 keeps the GPUs alone there. */
+	int split_by_default;
 } starfa_tiling_options;
 
 /* How a sweep is shared between the worker kinds, from the calibrated performance models of the
@@ -230,8 +238,8 @@ typedef struct starfa_split {
 	double cuda_ms, cpu_ms;        /* predicted sweep on the CUDA workers alone, on the CPU workers alone */
 	double split_ms;               /* predicted sweep with the split (cuda_ms when there is none) */
 	/* The best split the models predict, taken or not (STARFA_PLACEMENT=split, calibrated; else NAN):
-	 * the cores' share and the sweep, and the gain a split must show to be taken (5%, and the
-	 * operation's overhead a core). */
+	 * the cores' share and the sweep, and the gain a split must show to be taken (3%, and the
+	 * operation's overhead a core, cpu_band_overhead_us). */
 	double best_share, best_ms, needed_ms;
 } starfa_split;
 
@@ -241,10 +249,13 @@ typedef struct starfa_split {
  * band goes to the CPU workers (cuda_bands 0, StarPU places them). With CUDA workers, bands_per_gpu
  * bands for each GPU, every task of the matrix on the GPUs; the split is predicted all the same from
  * the models (cuda_ms, cpu_ms, split_ms). STARFA_PLACEMENT=split in the environment applies it: one band
- * per CPU worker cut to the cores' share, when that shortens the predicted sweep by at least 5% and
- * 0.3 ms a core, and the operation has samples on both kinds (before that the GPUs work alone: no
+ * per CPU worker cut to the cores' share (the one whose band, each task at the slowest core's time, is
+ * predicted to end by 90% of the GPUs' time), when that shortens the predicted sweep by at least 3% and
+ * the operation's overhead a core (tiling->cpu_band_overhead_us, 0.3 ms by default), and the operation
+ * has samples on both kinds (before that the GPUs work alone: no
  * critical task goes to a worker kind of unknown speed just to learn it). STARFA_PLACEMENT=any places
- * nothing (StarPU's scheduler decides every task, the caller's band count), =gpu is the default.
+ * nothing (StarPU's scheduler decides every task, the caller's band count), =gpu keeps the GPUs alone;
+ * unset, the GPUs work alone unless tiling->split_by_default asks for the split as under =split.
  * Fills `tiling` (row and column tiles, placement) when not NULL. */
 int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_sweep_cost, int64_t bands_per_gpu,
 		       starfa_tiling_options *tiling, starfa_split split[2]);
@@ -776,13 +787,15 @@ typedef struct starfa_task_record {
 	const void *data[STARFA_TASK_LOG_BUFFERS];
 	int writes[STARFA_TASK_LOG_BUFFERS]; /* 1 when the task writes data[b] (W, RW or a reduction) */
 	int nreads, nwrites;     /* of all nbuffers (a band task's tiles past the recorded ones too) */
+	uint64_t cost;           /* the task's cost as its performance model counts it (an SGD pass: entries x
+				  * rank; StarPU's "size"), 0 for a codelet without one */
 } starfa_task_record;
 
 int starfa_task_log_begin(void);
 int starfa_task_log_end(starfa_task_record **records, int64_t *n);
 /* Writes records as CSV: a header, then per task its codelet, worker number and StarPU's name for it,
- * start and end in seconds from the first start, and how many data it read and wrote (the format
- * scripts/gantt.py draws). Returns 0, or STARFA_EIO when f reports a write error. */
+ * start and end in seconds from the first start, how many data it read and wrote, and its cost (the
+ * format scripts/gantt.py draws). Returns 0, or STARFA_EIO when f reports a write error. */
 int starfa_task_log_write(FILE *f, const starfa_task_record *records, int64_t n);
 
 /* Per-worker-kind accounting of the tasks run since the last reset (needs StarPU's

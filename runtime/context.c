@@ -518,6 +518,12 @@ int starfa_placement_mode(starfa_placement *mode)
 	return 0;
 }
 
+int starfa_placement_given(void)
+{
+	const char *env = getenv("STARFA_PLACEMENT");
+	return env && *env;
+}
+
 int starfa_host_threads(void)
 {
 	if (!starfa_runtime_started())

@@ -33,6 +33,8 @@ void *starfa_realloc_array(void *p, uint64_t count, size_t elem);
  * anywhere StarPU likes (any). An error for another value. */
 typedef enum { STARFA_PLACE_GPU, STARFA_PLACE_SPLIT, STARFA_PLACE_ANY } starfa_placement;
 int starfa_placement_mode(starfa_placement *mode);
+/* 1 when STARFA_PLACEMENT names a placement, 0 when it is unset (the default). */
+int starfa_placement_given(void);
 
 /* Threads for the host's own parallel loops (OpenMP in the calling thread): while StarPU runs, the
  * cores its workers leave free (at least 1), as an idle worker spins on its core and a loop thread

@@ -153,11 +153,13 @@ expect 1 '1000 tiles a side need' -- train --algo ccd --input "$tmp/ratings.csv"
 # The task log: every task with its worker and times, drawn per worker by scripts/gantt.py.
 expect 0 'model: ' -- train --algo sgd --input "$tmp/ratings.csv" --rank 4 --iters 3 --strata 2 \
 	--out "$tmp/tl.model" --task-log "$tmp/tasks.csv"
-head -1 "$tmp/tasks.csv" | grep -q '^codelet,worker,worker_name,start_s,end_s,reads,writes$' ||
+head -1 "$tmp/tasks.csv" | grep -q '^codelet,worker,worker_name,start_s,end_s,reads,writes,cost$' ||
 	fail "the task log has no header"
 [ "$(grep -c '^sgd,' "$tmp/tasks.csv")" -ge 12 ] || fail "the task log lacks the 3 x 4 sgd tasks"
 awk -F, 'NR > 1 && ($5 < $4 || $4 < 0) { bad = 1 } END { exit bad }' "$tmp/tasks.csv" ||
 	fail "a task in the log ends before it starts"
+awk -F, '$1 == "sgd" && !($NF > 0) { bad = 1 } END { exit bad }' "$tmp/tasks.csv" ||
+	fail "an sgd task in the log has no cost"
 if command -v python3 >/dev/null; then
 	gantt="$(dirname "$0")/../scripts/gantt.py"
 	[ -f "$gantt" ] || gantt="${STARFA_SRCDIR:-.}/scripts/gantt.py"

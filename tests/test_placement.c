@@ -1,5 +1,6 @@
 /* Placement: bands cut to a CPU share and run on their kind of worker; the planner's choices. */
 #include "testing.h"
+#include "codelets/plan.h"
 #include "runtime/internal.h"
 #ifdef STARFA_USE_CUDA
 #include "testing_cuda.h"
@@ -165,6 +166,99 @@ TEST(placement, host_chunks_each_once)
 		CHECK_OK(chunks_each_once());
 		testing_runtime_stop();
 	}
+	return 0;
+}
+
+/* A curve of points (cost, us) at costs lo, 10 lo, ... up to hi, us = per_cost x cost + base, with a
+ * deviation of sd_frac of each mean; -1 when out of memory. */
+static int linear_curve(struct starfa_plan_curve *c, double lo, double hi, double per_cost, double base, double sd_frac)
+{
+	for (double x = lo; x <= hi * 1.0001; x *= 10)
+		if (starfa_plan_curve_add(c, x, per_cost * x + base, sd_frac * (per_cost * x + base)))
+			return -1;
+	starfa_plan_curve_sort(c);
+	return 0;
+}
+
+/* The planner's arithmetic on curves of known shape: interpolation, the slowest of n cores, the share
+ * where the cores end at 90% of the GPUs' time, and the gain a split must show. */
+TEST(placement, plan_arithmetic)
+{
+	/* interpolation: log-log between points, flat below, linear beyond, the deviation's share of the
+	 * mean linear in log cost; the fastest sample a cost */
+	struct starfa_plan_curve c = {0, 0, NULL};
+	CHECK(starfa_plan_curve_add(&c, 1e6, 1000, 100) == 0 && starfa_plan_curve_add(&c, 1e3, 20, 2) == 0 && /* 10% */
+	      starfa_plan_curve_add(&c, 1e6, 1500, 1) == 0);
+	starfa_plan_curve_sort(&c);
+	CHECK(c.n == 2 && c.pt[0].cost == 1e3 && c.pt[1].us == 1000 && c.pt[1].sd_us == 100);
+	double sd = -1;
+	CHECK(fabs(starfa_plan_predict(&c, pow(10, 4.5), &sd) - sqrt(20.0 * 1000)) < 1e-6 && fabs(sd - 0.1 * sqrt(20.0 * 1000)) < 1e-6);
+	CHECK(starfa_plan_predict(&c, 10, &sd) == 20 && sd == 2);
+	CHECK(fabs(starfa_plan_predict(&c, 4e6, &sd) - 4000) < 1e-6 && fabs(sd - 400) < 1e-6);
+	starfa_plan_curve_free(&c);
+	CHECK(c.n == 0 && isnan(starfa_plan_predict(&c, 1e6, &sd)) && isnan(sd));
+
+	/* the expected largest of n standard normals: 0, 0.56, 1.70 (exact: 0, 0.564, 1.703) */
+	CHECK(starfa_plan_slowest_of(1) == 0 && fabs(starfa_plan_slowest_of(2) - 0.564) < 0.03 &&
+	      fabs(starfa_plan_slowest_of(14) - 1.703) < 0.01 && starfa_plan_slowest_of(64) > starfa_plan_slowest_of(14));
+
+	/* A GPU at 1 ns a cost, 14 cores at r ns a cost each; a sweep of 1e9 costs 1,000 ms on the GPU. */
+	const double X = 1e9;
+	struct starfa_plan_workers w = {1, 14, 1, 1, 50};
+	struct starfa_plan_curve gpu = {0, 0, NULL}, cpu = {0, 0, NULL}, none = {0, 0, NULL};
+	int rc = linear_curve(&gpu, 1e3, 1e9, 1e-3, 0, 0);
+	starfa_split s;
+	double share0 = NAN;
+	for (int noisy = 0; noisy < 2 && !rc; noisy++) {
+		/* r = 14: the cores together as fast as the GPU; the cores end at 90% of the GPU's time at
+		 * s / (1 - s) = 0.9 / f, f the slowest core's factor over the mean */
+		starfa_plan_curve_free(&cpu);
+		rc = linear_curve(&cpu, 1e3, 1e9, 14e-3, 0, noisy ? 0.1 : 0);
+		starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+		const double f = 1 + (noisy ? 0.1 * starfa_plan_slowest_of(14) : 0), want = 0.9 / (f + 0.9);
+		CHECK_MSG(s.calibrated && s.cpu_bands == 14 && fabs(s.cpu_share - want) < 1e-6 && fabs(s.cuda_ms - 1000) < 1e-6 &&
+			  fabs(s.split_ms - 1000 * (1 - want)) < 1e-3 && fabs(s.needed_ms - 30) < 1e-9,
+			  "noisy %d: share %g (want %g), sweep %g ms of %g, needed %g", noisy, s.cpu_share, want, s.split_ms,
+			  s.cuda_ms, s.needed_ms);
+		if (!noisy)
+			share0 = s.cpu_share;
+		else
+			CHECK(s.cpu_share < share0); /* the slowest core's lag takes share from the cores */
+	}
+	/* cores 20x slower: a share of 4.3% gains 4.3% (taken); 40x slower: 2.2% gains under 3% (not taken,
+	 * but reported) */
+	starfa_plan_curve_free(&cpu);
+	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 20 * 14e-3, 0, 0);
+	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	CHECK(fabs(s.cpu_share - 0.9 / 20.9) < 1e-6 && s.cpu_bands == 14);
+	w.band_overhead_us = 4000; /* 56 ms to gain: more than the 43 */
+	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	CHECK(s.cpu_bands == 0 && s.cpu_share == 0 && fabs(s.best_share - 0.9 / 20.9) < 1e-6 && fabs(s.needed_ms - 56) < 1e-9 &&
+	      s.split_ms == s.cuda_ms);
+	w.band_overhead_us = 0; /* the default, 0.3 ms a core: 4.2 ms */
+	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	CHECK(s.cpu_bands == 14 && fabs(s.needed_ms - 30) < 1e-9);
+	starfa_plan_curve_free(&cpu);
+	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 40 * 14e-3, 0, 0);
+	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	CHECK(s.cpu_bands == 0 && fabs(s.best_share - 0.9 / 40.9) < 1e-6 && s.best_ms > 970);
+	/* a core's band as 28 tasks in turn: each task pays the curve's flat 1 ms, so the share shrinks */
+	starfa_plan_curve_free(&cpu);
+	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 14e-3, 1000, 0);
+	w.cpu_tasks = 28;
+	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	CHECK(s.cpu_bands == 14 && s.cpu_share < share0 && s.cpu_share > 0.4);
+	w.cpu_tasks = 1;
+	/* the share given by hand, the GPUs-alone mode, and no samples on the cores */
+	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0.25, &s);
+	CHECK(s.cpu_share == 0.25 && s.cpu_bands == 14 && fabs(s.split_ms - 750) < 1.5);
+	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_GPU, 0, &s);
+	CHECK(s.cpu_bands == 0 && fabs(s.cuda_ms - 1000) < 1e-6 && isnan(s.best_share));
+	starfa_plan_side(&none, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	CHECK(!s.calibrated && s.cpu_bands == 0 && isnan(s.cpu_ms) && fabs(s.cuda_ms - 1000) < 1e-6);
+	starfa_plan_curve_free(&cpu);
+	starfa_plan_curve_free(&gpu);
+	CHECK_OK(rc);
 	return 0;
 }
 
@@ -559,7 +653,7 @@ TEST(placement_cuda, plan_reads_one_variant)
 	uint64_t rng = testing_seed() + 61;
 	starfa_csr *S = testing_random_csr(3000, 2000, 60000, 0.5, &rng);
 	int rc = S ? 0 : 1;
-	starfa_split none[2], k8[2], k12[2];
+	starfa_split none[2], k8[2], k12[2], asked[2], refused[2];
 	starfa_tiling_options any = {0}, at8 = {0}, at12 = {0};
 	for (int round = 0; round < 2 && !rc; round++) {
 		starfa_options all;
@@ -581,6 +675,19 @@ TEST(placement_cuda, plan_reads_one_variant)
 				rc = starfa_plan_tiling("sgd", 60000 * 8.0, 60000 * 8.0, 1, &at8, k8);
 			if (!rc)
 				rc = starfa_plan_tiling("sgd", 60000 * 12.0, 60000 * 12.0, 1, &at12, k12);
+			/* an operation that asks for the split by default gets it planned where STARFA_PLACEMENT
+			 * is unset, not where it says gpu */
+			starfa_tiling_options by_default = at8;
+			by_default.split_by_default = 1;
+			const char *was = getenv("STARFA_PLACEMENT");
+			char *saved = was ? strdup(was) : NULL;
+			unsetenv("STARFA_PLACEMENT");
+			if (!rc)
+				rc = starfa_plan_tiling("sgd", 60000 * 8.0, 60000 * 8.0, 1, &by_default, asked);
+			setenv("STARFA_PLACEMENT", "gpu", 1);
+			if (!rc)
+				rc = starfa_plan_tiling("sgd", 60000 * 8.0, 60000 * 8.0, 1, &by_default, refused);
+			testing_env_restore("STARFA_PLACEMENT", saved);
 		}
 		testing_runtime_stop();
 	}
@@ -592,6 +699,9 @@ TEST(placement_cuda, plan_reads_one_variant)
 		  k12[0].calibrated);
 	CHECK(isfinite(k8[0].cuda_ms) && k8[0].cuda_ms > 0 && isfinite(k8[0].cpu_ms) && !isfinite(k12[0].cuda_ms));
 	CHECK(isfinite(k12[0].cpu_ms)); /* a core's curve takes every variant: its time follows the cost */
+	CHECK_MSG(isnan(k8[0].best_share) && isfinite(asked[0].best_share) && isnan(refused[0].best_share),
+		  "the split planned: by default %g, asked for %g, STARFA_PLACEMENT=gpu %g", k8[0].best_share,
+		  asked[0].best_share, refused[0].best_share);
 	CHECK(starfa_sgd_model_variant(&(starfa_sgd_step){.rank = 8}) != starfa_sgd_model_variant(&(starfa_sgd_step){.rank = 8, .half = 1}));
 	return 0;
 }

@@ -1092,6 +1092,23 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	CHECK_MSG(on_gpus == ngpu && nsgd == epochs * ((ngpu + 1) * ngpu + core_tiles) && tiles == split.P * split.Q,
 		  "%lld user blocks on GPUs, %lld tasks, %lld tiles", (long long)on_gpus, (long long)nsgd, (long long)tiles);
 	free(pairs);
+	/* The bold driver's copies of a GPU's item blocks run on that GPU before its next epoch's span: on
+	 * each CUDA worker, no copy (dense_map) between an sgd task and the next evaluation (the loss's
+	 * sqerr_band and dense_reduce tasks) */
+	for (int64_t w = 0; w < n; w++) {
+		if (strcmp(log[w].codelet, "sgd") != 0 || starpu_worker_get_type(log[w].worker - 1) != STARPU_CUDA_WORKER)
+			continue;
+		double next_eval = INFINITY;
+		for (int64_t a = 0; a < n; a++)
+			if (log[a].worker == log[w].worker && log[a].start_us >= log[w].end_us &&
+			    (strcmp(log[a].codelet, "sqerr_band") == 0 || strcmp(log[a].codelet, "dense_reduce") == 0))
+				next_eval = fmin(next_eval, log[a].start_us);
+		for (int64_t a = 0; a < n; a++)
+			CHECK_MSG(!(log[a].worker == log[w].worker && strcmp(log[a].codelet, "dense_map") == 0 &&
+				    log[a].start_us >= log[w].end_us && log[a].start_us < next_eval),
+				  "a copy ran on a GPU %.0f us after its span task, before the evaluation",
+				  log[a].start_us - log[w].end_us);
+	}
 	CHECK_MSG(split.last < split.first && split.last <= 1.05 * alone.last + 0.01,
 		  "training RMSE %g -> %g split, %g on the GPUs alone", split.first, split.last, alone.last);
 	free(log);
