@@ -424,15 +424,17 @@ static int sgd_iterate(void *state, int64_t iteration)
 }
 
 /* The first tile whose pass met a non-finite error, for the message of a diverged epoch. */
-static void first_bad_tile(struct sgd *g, int64_t *ti, int64_t *tj)
+static void first_bad_tile(struct sgd *g, int64_t *ti, int64_t *tj, int64_t *span)
 {
 	*ti = *tj = -1;
+	*span = 1;
 	if (starfa_sums_read(g->sse, g->slots) != 0)
 		return;
 	for (int64_t t = 0; t < g->P * g->Q; t++)
 		if (!isfinite(g->slots[t])) {
 			*ti = t / g->Q;
 			*tj = t % g->Q;
+			*span = g->C > 0 && *ti < g->G ? g->C : 1; /* a GPU's span task: its block's C tiles in one slot */
 			return;
 		}
 }
@@ -562,11 +564,16 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 				  (rc = starfa_insert_dense_convert(g->dhV, STARFA_TO_HALF, g->dV))))
 			return rc;
 	} else if (!finite) {
-		int64_t ti, tj;
-		first_bad_tile(g, &ti, &tj);
-		return starfa_set_error(STARFA_ERUNTIME, "SGD diverged in epoch %lld: non-finite factors%s (tile %lld, "
-							 "%lld; learning rate %g); try a smaller --lr", (long long)g->epoch + 1,
-					ti >= 0 ? " after its pass" : "", (long long)ti, (long long)tj, used_lr);
+		int64_t ti, tj, span;
+		first_bad_tile(g, &ti, &tj, &span);
+		char tiles[96];
+		if (span > 1)
+			snprintf(tiles, sizeof tiles, "tiles %lld, %lld-%lld", (long long)ti, (long long)tj, (long long)(tj + span - 1));
+		else
+			snprintf(tiles, sizeof tiles, "tile %lld, %lld", (long long)ti, (long long)tj);
+		return starfa_set_error(STARFA_ERUNTIME, "SGD diverged in epoch %lld: non-finite factors%s (%s; learning "
+							 "rate %g); try a smaller --lr", (long long)g->epoch + 1,
+					ti >= 0 ? " after its pass" : "", tiles, used_lr);
 	} else {
 		/* Accepted: the factors to come back to, the bold driver's reward, the stopping rule. */
 		double change = fabs(g->prev_loss - loss) / loss;

@@ -566,6 +566,14 @@ TEST(sgd, bold_driver_recovers_from_a_rate_too_high)
 	CHECK_MSG(rmse[1] <= 1.3 * rmse[0], "training RMSE %g with FP16 factors, %g with FP32", rmse[1], rmse[0]);
 	if (getenv("STARFA_TEST_VERBOSE"))
 		printf("  rmse fp16/fp32 %.4f\n", rmse[1] / rmse[0]);
+	/* Without the bold driver a rate this far off diverges, and the error names a tile whose pass met
+	 * a non-finite error. */
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "schedule", "invtime"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "lr", "1e4"));
+	CHECK(starfa_train(tc.sgd, tc.params, tc.coo, NULL, NULL, NULL, &m) == STARFA_ERUNTIME && m == NULL);
+	CHECK_MSG(strstr(starfa_last_error(), "SGD diverged in epoch 1: non-finite factors after its pass (tile ") != NULL,
+		  "%s", starfa_last_error());
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "schedule", "bolddriver"));
 	/* Bad parameters. */
 	CHECK(starfa_param_set(tc.sgd, tc.params, "lr", "0") == STARFA_EINVAL);
 	CHECK(starfa_param_set(tc.sgd, tc.params, "schedule", "adam") == STARFA_EINVAL);
