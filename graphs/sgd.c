@@ -47,7 +47,7 @@ struct sgd_options {
 /* What a core's band costs a split epoch beyond its tiles' passes (starfa_tiling_options.
  * cpu_band_overhead_us): the item blocks' trips between the GPU and the cores, twice an epoch. Measured
  * on an H200 host with 14 cores, the GPU stood idle 0.5 ms an epoch longer in a 5% split than alone, 36 µs
- * a core (bench/PLACEMENT.md); a split is also taken only where it gains 3% of the epoch. */
+ * a core (bench/PLACEMENT.md); a split is also taken only where it gains 5% of the epoch. */
 #define SPLIT_OVERHEAD_US 50.0
 
 /* A bold driver that keeps halving without an epoch that lowers the loss has diverged. */

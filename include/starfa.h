@@ -221,7 +221,7 @@ typedef struct starfa_tiling_options {
 	uint32_t model_variant;
 	/* For starfa_plan_tiling: what one CPU band costs a sweep beyond its tasks' predicted times, in
 	 * microseconds (0: 300, measured on small ALS sweeps); a split is taken only when it gains that much
-	 * a core, and 3% of the sweep. */
+	 * a core, and 5% of the sweep. */
 	double cpu_band_overhead_us;
 	/* For starfa_plan_tiling: 1 applies the planned split where STARFA_PLACEMENT is unset, as
 	 * STARFA_PLACEMENT=split does (an operation whose planned split measured faster than the GPUs alone:
@@ -238,7 +238,7 @@ typedef struct starfa_split {
 	double cuda_ms, cpu_ms;        /* predicted sweep on the CUDA workers alone, on the CPU workers alone */
 	double split_ms;               /* predicted sweep with the split (cuda_ms when there is none) */
 	/* The best split the models predict, taken or not (STARFA_PLACEMENT=split, calibrated; else NAN):
-	 * the cores' share and the sweep, and the gain a split must show to be taken (3%, and the
+	 * the cores' share and the sweep, and the gain a split must show to be taken (5%, and the
 	 * operation's overhead a core, cpu_band_overhead_us). */
 	double best_share, best_ms, needed_ms;
 } starfa_split;
@@ -250,7 +250,7 @@ typedef struct starfa_split {
  * bands for each GPU, every task of the matrix on the GPUs; the split is predicted all the same from
  * the models (cuda_ms, cpu_ms, split_ms). STARFA_PLACEMENT=split in the environment applies it: one band
  * per CPU worker cut to the cores' share (the one whose band, each task at the slowest core's time, is
- * predicted to end by 90% of the GPUs' time), when that shortens the predicted sweep by at least 3% and
+ * predicted to end by 90% of the GPUs' time), when that shortens the predicted sweep by at least 5% and
  * the operation's overhead a core (tiling->cpu_band_overhead_us, 0.3 ms by default), and the operation
  * has samples on both kinds (before that the GPUs work alone: no
  * critical task goes to a worker kind of unknown speed just to learn it). STARFA_PLACEMENT=any places

@@ -181,7 +181,7 @@ static int linear_curve(struct starfa_plan_curve *c, double lo, double hi, doubl
 }
 
 /* The planner's arithmetic on curves of known shape: interpolation, the slowest of n cores, the share
- * where the cores end at 90% of the GPUs' time, and the gain a split must show. */
+ * where the cores end at 90% of the GPUs' time, and the gain a split must show (5%, and an overhead a core). */
 TEST(placement, plan_arithmetic)
 {
 	/* interpolation: log-log between points, flat below, linear beyond, the deviation's share of the
@@ -217,7 +217,7 @@ TEST(placement, plan_arithmetic)
 		starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
 		const double f = 1 + (noisy ? 0.1 * starfa_plan_slowest_of(14) : 0), want = 0.9 / (f + 0.9);
 		CHECK_MSG(s.calibrated && s.cpu_bands == 14 && fabs(s.cpu_share - want) < 1e-6 && fabs(s.cuda_ms - 1000) < 1e-6 &&
-			  fabs(s.split_ms - 1000 * (1 - want)) < 1e-3 && fabs(s.needed_ms - 30) < 1e-9,
+			  fabs(s.split_ms - 1000 * (1 - want)) < 1e-3 && fabs(s.needed_ms - 50) < 1e-9,
 			  "noisy %d: share %g (want %g), sweep %g ms of %g, needed %g", noisy, s.cpu_share, want, s.split_ms,
 			  s.cuda_ms, s.needed_ms);
 		if (!noisy)
@@ -225,23 +225,23 @@ TEST(placement, plan_arithmetic)
 		else
 			CHECK(s.cpu_share < share0); /* the slowest core's lag takes share from the cores */
 	}
-	/* cores 20x slower: a share of 4.3% gains 4.3% (taken); 40x slower: 2.2% gains under 3% (not taken,
+	/* cores 10x slower: a share of 8.3% gains 8.3% (taken); 25x slower: 3.5% gains under 5% (not taken,
 	 * but reported) */
 	starfa_plan_curve_free(&cpu);
-	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 20 * 14e-3, 0, 0);
+	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 10 * 14e-3, 0, 0);
 	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
-	CHECK(fabs(s.cpu_share - 0.9 / 20.9) < 1e-6 && s.cpu_bands == 14);
-	w.band_overhead_us = 4000; /* 56 ms to gain: more than the 43 */
+	CHECK(fabs(s.cpu_share - 0.9 / 10.9) < 1e-6 && s.cpu_bands == 14 && fabs(s.needed_ms - 50) < 1e-9);
+	w.band_overhead_us = 6000; /* 84 ms to gain: more than the 82.6 */
 	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
-	CHECK(s.cpu_bands == 0 && s.cpu_share == 0 && fabs(s.best_share - 0.9 / 20.9) < 1e-6 && fabs(s.needed_ms - 56) < 1e-9 &&
+	CHECK(s.cpu_bands == 0 && s.cpu_share == 0 && fabs(s.best_share - 0.9 / 10.9) < 1e-6 && fabs(s.needed_ms - 84) < 1e-9 &&
 	      s.split_ms == s.cuda_ms);
-	w.band_overhead_us = 0; /* the default, 0.3 ms a core: 4.2 ms */
+	w.band_overhead_us = 0; /* the default, 0.3 ms a core: 4.2 ms, under the 5% */
 	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
-	CHECK(s.cpu_bands == 14 && fabs(s.needed_ms - 30) < 1e-9);
+	CHECK(s.cpu_bands == 14 && fabs(s.needed_ms - 50) < 1e-9);
 	starfa_plan_curve_free(&cpu);
-	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 40 * 14e-3, 0, 0);
+	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 25 * 14e-3, 0, 0);
 	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
-	CHECK(s.cpu_bands == 0 && fabs(s.best_share - 0.9 / 40.9) < 1e-6 && s.best_ms > 970);
+	CHECK(s.cpu_bands == 0 && fabs(s.best_share - 0.9 / 25.9) < 1e-6 && s.best_ms > 960);
 	/* a core's band as 28 tasks in turn: each task pays the curve's flat 1 ms, so the share shrinks */
 	starfa_plan_curve_free(&cpu);
 	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 14e-3, 1000, 0);
