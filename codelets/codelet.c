@@ -57,8 +57,6 @@ static void log_task(void *arg)
 		r->start_us = starpu_timing_timespec_to_us(&info->start_time);
 		r->end_us = starpu_timing_timespec_to_us(&info->end_time);
 	}
-	const struct starpu_perfmodel *m = task && task->cl ? task->cl->model : NULL;
-	r->cost = m && m->size_base ? (uint64_t)m->size_base(task, 0) : 0;
 	pthread_mutex_lock(&log_lock);
 	if (log_n == log_cap) {
 		int64_t cap = log_cap ? 2 * log_cap : 1024;
@@ -130,17 +128,40 @@ int starfa_task_log_write(FILE *f, const starfa_task_record *r, int64_t n)
 	return 0;
 }
 
-/* A record to fill when the task has run, or NULL when the log is off. */
-static starfa_task_record *log_record(const struct starpu_codelet *cl, int nbuffers,
+/* A record to fill when the task has run, or NULL when the log is off. Its cost is taken here, from a
+ * probe of the task (its arguments and handles, which the caller holds): by the time the callback runs,
+ * StarPU has released the task's data, which another thread may then unregister. */
+static starfa_task_record *log_record(struct starpu_codelet *cl, void *args, size_t args_size, int nbuffers,
 				      const struct starpu_data_descr *buffers)
 {
 	if (!__atomic_load_n(&log_on, __ATOMIC_RELAXED))
 		return NULL;
 	starfa_task_record *r = calloc(1, sizeof *r);
-	if (!r)
+	starpu_data_handle_t *handles = malloc((size_t)(nbuffers > 0 ? nbuffers : 1) * sizeof *handles);
+	if (!r || !handles) {
+		free(r);
+		free(handles);
 		return NULL;
+	}
 	r->codelet = cl->name + 7; /* without "starfa_" */
 	r->nbuffers = nbuffers;
+	for (int b = 0; b < nbuffers; b++)
+		handles[b] = buffers[b].handle;
+	if (cl->model && cl->model->size_base) {
+		struct starpu_task probe;
+		starpu_task_init(&probe);
+		probe.cl = cl;
+		probe.cl_arg = args;
+		probe.cl_arg_size = args_size;
+		probe.nbuffers = nbuffers;
+		if (nbuffers > STARPU_NMAXBUFS) /* as StarPU lays them out (STARPU_TASK_GET_HANDLE) */
+			probe.dyn_handles = handles;
+		else
+			for (int b = 0; b < nbuffers; b++)
+				probe.handles[b] = handles[b];
+		r->cost = (uint64_t)cl->model->size_base(&probe, 0);
+	}
+	free(handles);
 	for (int b = 0; b < nbuffers; b++) {
 		const int writes = (buffers[b].mode & (STARPU_W | STARPU_REDUX)) != 0;
 		writes ? r->nwrites++ : r->nreads++;
@@ -221,7 +242,7 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 		}
 		priority = starfa_sched_priority(priority, mask);
 	}
-	starfa_task_record *record = log_record(cl, nbuffers, buffers);
+	starfa_task_record *record = log_record(cl, copy, args_size, nbuffers, buffers);
 	void (*callback)(void *) = record ? log_task : NULL;
 	int ret;
 	if (attr && attr->worker > 0)
