@@ -1029,6 +1029,7 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "lr", "0.02"));
 	struct split_run alone = {0}, split = {0};
 	starfa_model *m = NULL;
+	setenv("STARFA_PLACEMENT", "gpu", 1); /* SGD plans its split by default where models exist */
 	CHECK_OK(starfa_train(tc.sgd, tc.params, tc.coo, NULL, split_record, &alone, &m));
 	starfa_model_free(m);
 	m = NULL;
