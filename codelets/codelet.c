@@ -128,6 +128,36 @@ int starfa_task_log_write(FILE *f, const starfa_task_record *r, int64_t n)
 	return 0;
 }
 
+/* A task of cl with these arguments as a codelet's functions see it before submission, for asking them
+ * (can_execute, the perfmodel's size); no buffers. */
+static void init_probe(struct starpu_task *probe, struct starpu_codelet *cl, void *args, size_t args_size)
+{
+	starpu_task_init(probe);
+	probe->cl = cl;
+	probe->cl_arg = args;
+	probe->cl_arg_size = args_size;
+}
+
+/* The task's cost as its perfmodel counts it (0 without one) in *cost; -1 when out of memory. */
+static int task_cost(struct starpu_codelet *cl, void *args, size_t args_size, int nbuffers,
+		     const struct starpu_data_descr *buffers, uint64_t *cost)
+{
+	*cost = 0;
+	if (!cl->model || !cl->model->size_base)
+		return 0;
+	struct starpu_task probe;
+	init_probe(&probe, cl, args, args_size);
+	probe.nbuffers = nbuffers;
+	starpu_data_handle_t *h = probe.handles; /* as StarPU lays them out (STARPU_TASK_GET_HANDLE) */
+	if (nbuffers > STARPU_NMAXBUFS && !(h = probe.dyn_handles = malloc((size_t)nbuffers * sizeof *h)))
+		return -1;
+	for (int b = 0; b < nbuffers; b++)
+		h[b] = buffers[b].handle;
+	*cost = (uint64_t)cl->model->size_base(&probe, 0);
+	free(probe.dyn_handles);
+	return 0;
+}
+
 /* A record to fill when the task has run, or NULL when the log is off. Its cost is taken here, from a
  * probe of the task (its arguments and handles, which the caller holds): by the time the callback runs,
  * StarPU has released the task's data, which another thread may then unregister. */
@@ -137,31 +167,12 @@ static starfa_task_record *log_record(struct starpu_codelet *cl, void *args, siz
 	if (!__atomic_load_n(&log_on, __ATOMIC_RELAXED))
 		return NULL;
 	starfa_task_record *r = calloc(1, sizeof *r);
-	starpu_data_handle_t *handles = malloc((size_t)(nbuffers > 0 ? nbuffers : 1) * sizeof *handles);
-	if (!r || !handles) {
+	if (!r || task_cost(cl, args, args_size, nbuffers, buffers, &r->cost)) {
 		free(r);
-		free(handles);
 		return NULL;
 	}
 	r->codelet = cl->name + 7; /* without "starfa_" */
 	r->nbuffers = nbuffers;
-	for (int b = 0; b < nbuffers; b++)
-		handles[b] = buffers[b].handle;
-	if (cl->model && cl->model->size_base) {
-		struct starpu_task probe;
-		starpu_task_init(&probe);
-		probe.cl = cl;
-		probe.cl_arg = args;
-		probe.cl_arg_size = args_size;
-		probe.nbuffers = nbuffers;
-		if (nbuffers > STARPU_NMAXBUFS) /* as StarPU lays them out (STARPU_TASK_GET_HANDLE) */
-			probe.dyn_handles = handles;
-		else
-			for (int b = 0; b < nbuffers; b++)
-				probe.handles[b] = handles[b];
-		r->cost = (uint64_t)cl->model->size_base(&probe, 0);
-	}
-	free(handles);
 	for (int b = 0; b < nbuffers; b++) {
 		const int writes = (buffers[b].mode & (STARPU_W | STARPU_REDUX)) != 0;
 		writes ? r->nwrites++ : r->nreads++;
@@ -181,10 +192,7 @@ static starfa_task_record *log_record(struct starpu_codelet *cl, void *args, siz
 static unsigned runnable_kinds(struct starpu_codelet *cl, void *args, size_t args_size, unsigned mask)
 {
 	struct starpu_task probe;
-	starpu_task_init(&probe);
-	probe.cl = cl;
-	probe.cl_arg = args;
-	probe.cl_arg_size = args_size;
+	init_probe(&probe, cl, args, args_size);
 	static const struct {
 		unsigned kind;
 		enum starpu_worker_archtype type;

@@ -179,16 +179,17 @@ static int load_curves(const char *symbol, const uint32_t *only, struct starfa_p
 }
 
 /* The sweep in microseconds with share s on the cores: the GPUs run their bands one after the other,
- * each core its one band as cpu_tasks tasks one after the other, each at the slowest core's time. */
+ * each core its one band as cpu_tasks tasks one after the other, each at the slowest core's time (z, the
+ * slowest core's lag in deviations: starfa_plan_slowest_of(ncpu)). */
 static double sweep_us(const struct starfa_plan_curve *cpu, const struct starfa_plan_curve *cuda, double cost, double s,
-		       const struct starfa_plan_workers *w, double *gpu_us, double *cpu_us)
+		       const struct starfa_plan_workers *w, double z, double *gpu_us, double *cpu_us)
 {
 	*gpu_us = s < 1 ? (double)w->per_gpu * starfa_plan_predict(cuda, (1 - s) * cost / (double)(w->ngpu * w->per_gpu), NULL) : 0;
 	*cpu_us = 0;
 	if (s > 0) {
 		double sd;
 		const double mean = starfa_plan_predict(cpu, s * cost / (double)(w->ncpu * w->cpu_tasks), &sd);
-		*cpu_us = (double)w->cpu_tasks * (mean + starfa_plan_slowest_of(w->ncpu) * sd);
+		*cpu_us = (double)w->cpu_tasks * (mean + z * sd);
 	}
 	return fmax(*gpu_us, *cpu_us);
 }
@@ -200,15 +201,16 @@ void starfa_plan_side(const struct starfa_plan_curve *cpu, const struct starfa_p
 	*out = (starfa_split){.cuda_bands = ngpu * w->per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN,
 			      .best_share = NAN, .best_ms = NAN, .needed_ms = NAN};
 	out->calibrated = cpu->n > 0 && cuda->n > 0;
+	const double z = starfa_plan_slowest_of(ncpu);
 	double g, c;
 	if (cuda->n > 0 && ngpu > 0)
-		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, w, &g, &c) * 1e-3;
+		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, w, z, &g, &c) * 1e-3;
 	if (cpu->n > 0 && ncpu > 0)
 		out->cpu_ms = starfa_plan_predict(cpu, cost / ncpu, NULL) * 1e-3;
 	if (mode == STARFA_PLACE_SPLIT && forced > 0 && ncpu > 0) { /* STARFA_CPU_SHARE: the share given */
 		out->cpu_share = forced;
 		out->cpu_bands = ncpu;
-		out->split_ms = out->calibrated && ngpu > 0 ? sweep_us(cpu, cuda, cost, forced, w, &g, &c) * 1e-3 : NAN;
+		out->split_ms = out->calibrated && ngpu > 0 ? sweep_us(cpu, cuda, cost, forced, w, z, &g, &c) * 1e-3 : NAN;
 		return;
 	}
 	if (mode != STARFA_PLACE_SPLIT || !out->calibrated || ncpu == 0 || ngpu == 0 || !(cost > 0))
@@ -218,13 +220,13 @@ void starfa_plan_side(const struct starfa_plan_curve *cpu, const struct starfa_p
 	double lo = 0, hi = 1;
 	for (int it = 0; it < 50; it++) {
 		const double mid = 0.5 * (lo + hi);
-		sweep_us(cpu, cuda, cost, mid, w, &g, &c);
+		sweep_us(cpu, cuda, cost, mid, w, z, &g, &c);
 		if (c < CPU_MARGIN * g)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	const double best = sweep_us(cpu, cuda, cost, lo, w, &g, &c) * 1e-3;
+	const double best = sweep_us(cpu, cuda, cost, lo, w, z, &g, &c) * 1e-3;
 	out->best_share = lo;
 	out->best_ms = best;
 	const double overhead_us = w->band_overhead_us > 0 ? w->band_overhead_us : BAND_OVERHEAD_US;
