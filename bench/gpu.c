@@ -622,6 +622,46 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 	free(ms);
 }
 
+/* starfa's kernel (AUTO) called as a program without the task graph would call it: launched, then
+ * waited for with cudaStreamSynchronize, on the host clock, back to back and without flushing L2 (as the
+ * graph's runs go). Beside the event-timed kernel, which counts only the GPU's time, this counts the
+ * launch and the wait that any host call pays: the graph's overhead is also reported over it. */
+static void bench_starfa_sddmm_call(struct gpu_case *c)
+{
+	struct bench_result *r = bench_result_add(c->m, c->k, "sddmm.starfa.cuda.call");
+	static uint64_t patterns = 1ull << 40; /* ids apart from bench_starfa_sddmm's */
+	struct starfa_sddmm_arg arg = {c, 0, STARFA_CUDA_SDDMM_AUTO, ++patterns, 0, 0};
+	int rc = starfa_sddmm_checked(c, &arg, r);
+	if (rc < 0)
+		bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
+	if (rc != 0)
+		return;
+	double *ms = bench_alloc((size_t)c->o->repeat, sizeof *ms, "timings");
+	if (!ms) {
+		bench_result_fail(r, BENCH_ERROR, "out of memory");
+		return;
+	}
+	for (int i = 0; i < c->o->warmup && !rc; i++)
+		rc = run_starfa_sddmm(&arg);
+	for (int i = 0; i < c->o->repeat && !rc; i++) {
+		CUDA_TRY(cudaStreamSynchronize(g.stream));
+		double t0 = bench_now();
+		if ((rc = run_starfa_sddmm(&arg)) != 0)
+			break;
+		CUDA_TRY(cudaStreamSynchronize(g.stream));
+		ms[i] = (bench_now() - t0) * 1e3;
+	}
+	if (rc)
+		goto fail;
+	record_times(r, c, ms, c->o->repeat, (double)sddmm_bytes(c));
+	snprintf(r->note, sizeof r->note, "host clock: launch + cudaStreamSynchronize, L2 not flushed");
+	free(ms);
+	return;
+fail:
+	bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
+	free(ms);
+}
+
 /* ------------------------------------------------------------------ SDDMM: cuSPARSE */
 
 enum { SDDMM_BCOL = 0, SDDMM_BTRANS = 1, SDDMM_VARIANTS };
@@ -803,6 +843,7 @@ static void bench_sddmm(struct gpu_case *c)
 		bench_cusparse_sddmm_variant(c, v);
 	bench_starfa_sddmm(c, 0, STARFA_CUDA_SDDMM_AUTO, 0, 0);
 	bench_starfa_sddmm(c, 1, STARFA_CUDA_SDDMM_AUTO, 0, 0);
+	bench_starfa_sddmm_call(c);
 	/* Each kernel variant alone, so that the automatic choice can be judged. */
 	const char *ours[3 + STARFA_CUDA_SDDMM_VARIANTS + 8];
 	char names[STARFA_CUDA_SDDMM_VARIANTS][64];

@@ -1,6 +1,7 @@
 /* Helpers shared by the codelets: the registry, the insert wrapper, errors. */
 #include "codelets/codelet.h"
 #include "codelets/zero.h"
+#include "runtime/sync.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -72,6 +73,14 @@ static void log_task(void *arg)
 		log_lost++;
 	pthread_mutex_unlock(&log_lock);
 	free(r);
+}
+
+/* Every task's callback: its record when the log is on, then the count starfa_wait polls. */
+static void task_done(void *arg)
+{
+	if (arg)
+		log_task(arg);
+	starfa_task_finished();
 }
 
 int starfa_task_log_begin(void)
@@ -251,20 +260,22 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 		priority = starfa_sched_priority(priority, mask);
 	}
 	starfa_task_record *record = log_record(cl, copy, args_size, nbuffers, buffers);
-	void (*callback)(void *) = record ? log_task : NULL;
+	starfa_task_inserted();
 	int ret;
 	if (attr && attr->worker > 0)
 		ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, buffers, nbuffers, STARPU_CL_ARGS, copy, args_size,
 					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_EXECUTE_ON_WORKER,
-					 attr->worker - 1, STARPU_CALLBACK_WITH_ARG_NFREE, callback, record, STARPU_NAME,
+					 attr->worker - 1, STARPU_CALLBACK_WITH_ARG_NFREE, task_done, record, STARPU_NAME,
 					 cl->name + 7 /* without "starfa_" */, 0);
 	else
 		ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, buffers, nbuffers, STARPU_CL_ARGS, copy, args_size,
 					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_EXECUTE_WHERE,
-					 (unsigned long long)where, STARPU_CALLBACK_WITH_ARG_NFREE, callback, record,
+					 (unsigned long long)where, STARPU_CALLBACK_WITH_ARG_NFREE, task_done, record,
 					 STARPU_NAME, cl->name + 7, 0);
-	if (ret != 0)
+	if (ret != 0) {
 		free(record);
+		starfa_task_finished();
+	}
 	if (ret == -ENODEV)
 		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s%s", cl->name,
 					where >= 0 ? " on the workers it was placed on" : "");

@@ -20,7 +20,7 @@ struct starfa_plan_curve {
 	struct starfa_plan_point *pt;
 };
 
-/* Appends a point; -1 when out of memory. */
+/* Appends a point (us > 0: the log-log interpolation takes logarithms); -1 when out of memory. */
 int starfa_plan_curve_add(struct starfa_plan_curve *c, double cost, double us, double sd_us);
 /* Sorts by cost and keeps the fastest point of each cost (other variants, other GPUs) with its deviation. */
 void starfa_plan_curve_sort(struct starfa_plan_curve *c);

@@ -460,11 +460,26 @@ static const starfa_task_attr *item_block_attr(const struct sgd *g, int64_t bloc
 	return buf;
 }
 
+/* Split: the same for user block `block` (a row band's), whose band keeps to one worker every epoch:
+ * GPU band i to GPU i mod ngpu, the cores' bands to the cores. With two GPUs or more, a copy placed on
+ * the CUDA kind alone could otherwise run on another GPU than the band's, after that GPU's next span. */
+static const starfa_task_attr *user_block_attr(const struct sgd *g, int64_t block, starfa_task_attr *buf)
+{
+	if (g->C == 0 || g->cores_block < 0)
+		return NULL;
+	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+	*buf = block >= g->G ? (starfa_task_attr){0, 0, STARFA_WHERE_CPU}
+			     : (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, ngpu > 0 ? (int)(block % ngpu) : 0), 0};
+	return buf;
+}
+
 static int copy_factors(const struct sgd *g, starfa_dense *dst_u, starfa_dense *dst_v, const starfa_dense *src_u,
 			const starfa_dense *src_v)
 {
-	int rc = starfa_insert_dense_map(dst_u, STARFA_DENSE_COPY, 0, 0, src_u, NULL);
+	int rc = 0;
 	starfa_task_attr at;
+	for (int64_t b = 0; b < starfa_dense_blocks(dst_u) && !rc; b++)
+		rc = starfa_task_dense_map(dst_u, b, STARFA_DENSE_COPY, 0, 0, src_u, NULL, user_block_attr(g, b, &at));
 	for (int64_t b = 0; b < starfa_dense_blocks(dst_v) && !rc; b++)
 		rc = starfa_task_dense_map(dst_v, b, STARFA_DENSE_COPY, 0, 0, src_v, NULL, item_block_attr(g, b, &at));
 	return rc;
@@ -490,7 +505,7 @@ static int objective_submit(struct sgd *g)
 		const int64_t bias = s ? g->k + 1 : g->k; /* the user's bias column, or the item's */
 		for (int64_t b = 0; b < starfa_dense_blocks(F) && !rc; b++) {
 			starfa_task_attr buf;
-			const starfa_task_attr *at = s ? item_block_attr(g, b, &buf) : NULL;
+			const starfa_task_attr *at = s ? item_block_attr(g, b, &buf) : user_block_attr(g, b, &buf);
 			rc = starfa_task_dense_reduce_cols(F, b, 0, g->k, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, at);
 			if (!rc)
 				rc = starfa_task_dense_reduce_cols(F, b, bias, 1, STARFA_REDUCE_SQUARES, NULL, 0, g->obj, slot++, at);

@@ -220,8 +220,9 @@ typedef struct starfa_tiling_options {
 	int by_variant;
 	uint32_t model_variant;
 	/* For starfa_plan_tiling: what one CPU band costs a sweep beyond its tasks' predicted times, in
-	 * microseconds (0: 300, measured on small ALS sweeps); a split is taken only when it gains that much
-	 * a core, and 5% of the sweep. */
+	 * microseconds (0 or less: 300, measured on small ALS sweeps, so the smallest that can be asked for is
+	 * a fraction of a microsecond); a split is taken only when it gains that much a core, and 5% of the
+	 * sweep. */
 	double cpu_band_overhead_us;
 	/* For starfa_plan_tiling: 1 applies the planned split where STARFA_PLACEMENT is unset, as
 	 * STARFA_PLACEMENT=split does (an operation whose planned split measured faster than the GPUs alone:
@@ -235,9 +236,11 @@ typedef struct starfa_split {
 	int64_t cuda_bands, cpu_bands; /* bands per side for each kind */
 	double cpu_share;              /* of the sweep's cost, on the CPU bands (0: the GPUs alone) */
 	int calibrated;                /* both kinds' models had samples of the operation; 0: the prior */
-	double cuda_ms, cpu_ms;        /* predicted sweep on the CUDA workers alone, on the CPU workers alone */
+	double cuda_ms, cpu_ms;        /* predicted sweep on the CUDA workers alone, on the CPU workers alone
+					* (cpu_ms at each task's mean time: the slowest core's lag counts in split_ms) */
 	double split_ms;               /* predicted sweep with the split (cuda_ms when there is none) */
-	/* The best split the models predict, taken or not (STARFA_PLACEMENT=split, calibrated; else NAN):
+	/* The best split the models predict, taken or not (computed under STARFA_PLACEMENT=split, or unset
+	 * with split_by_default, when both kinds are calibrated; else NAN):
 	 * the cores' share and the sweep, and the gain a split must show to be taken (5%, and the
 	 * operation's overhead a core, cpu_band_overhead_us). */
 	double best_share, best_ms, needed_ms;

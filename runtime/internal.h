@@ -28,9 +28,10 @@ void *starfa_calloc(size_t count, size_t size);
  * p stays valid). */
 void *starfa_realloc_array(void *p, uint64_t count, size_t elem);
 
-/* Where the automatic placement puts a sweep's bands (STARFA_PLACEMENT): on the GPUs alone (gpu, the
- * default), split between the GPUs and the cores as the calibrated models predict (split), or
- * anywhere StarPU likes (any). An error for another value. */
+/* Where the automatic placement puts a sweep's bands (STARFA_PLACEMENT): on the GPUs alone (gpu; also
+ * what an unset variable reads as, though an operation with split_by_default then splits, see
+ * starfa_placement_given), split between the GPUs and the cores as the calibrated models predict
+ * (split), or anywhere StarPU likes (any). An error for another value. */
 typedef enum { STARFA_PLACE_GPU, STARFA_PLACE_SPLIT, STARFA_PLACE_ANY } starfa_placement;
 int starfa_placement_mode(starfa_placement *mode);
 /* 1 when STARFA_PLACEMENT names a placement, 0 when it is unset (the default). */

@@ -24,6 +24,10 @@ int starfa_wait_spin_configure(void);
 /* Whether the waits poll first (starfa_init: when the workers leave a core free). */
 void starfa_wait_spin_enable(int on);
 
+/* starfa_submit counts its tasks in and their callbacks count them out, for starfa_wait's lock-free poll. */
+void starfa_task_inserted(void);
+void starfa_task_finished(void);
+
 /* starpu_data_acquire(handle, mode) with the spin first; returns StarPU's code. */
 int starfa_acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
 /* Acquires every non-NULL handle of handles[0..n) at once (each comes as soon as the tasks writing it

@@ -655,6 +655,12 @@ TEST(placement_cuda, plan_reads_one_variant)
 	int rc = S ? 0 : 1;
 	starfa_split none[2], k8[2], k12[2], asked[2], refused[2];
 	starfa_tiling_options any = {0}, at8 = {0}, at12 = {0};
+	/* the plans below are the defaults': a placement or share exported for the test run would change them */
+	const char *was_placement = getenv("STARFA_PLACEMENT"), *was_share = getenv("STARFA_CPU_SHARE");
+	char *saved_placement = was_placement ? strdup(was_placement) : NULL;
+	char *saved_share = was_share ? strdup(was_share) : NULL;
+	unsetenv("STARFA_PLACEMENT");
+	unsetenv("STARFA_CPU_SHARE");
 	for (int round = 0; round < 2 && !rc; round++) {
 		starfa_options all;
 		starfa_options_default(&all);
@@ -679,18 +685,17 @@ TEST(placement_cuda, plan_reads_one_variant)
 			 * is unset, not where it says gpu */
 			starfa_tiling_options by_default = at8;
 			by_default.split_by_default = 1;
-			const char *was = getenv("STARFA_PLACEMENT");
-			char *saved = was ? strdup(was) : NULL;
-			unsetenv("STARFA_PLACEMENT");
 			if (!rc)
 				rc = starfa_plan_tiling("sgd", 60000 * 8.0, 60000 * 8.0, 1, &by_default, asked);
 			setenv("STARFA_PLACEMENT", "gpu", 1);
 			if (!rc)
 				rc = starfa_plan_tiling("sgd", 60000 * 8.0, 60000 * 8.0, 1, &by_default, refused);
-			testing_env_restore("STARFA_PLACEMENT", saved);
+			unsetenv("STARFA_PLACEMENT");
 		}
 		testing_runtime_stop();
 	}
+	testing_env_restore("STARFA_PLACEMENT", saved_placement);
+	testing_env_restore("STARFA_CPU_SHARE", saved_share);
 	testing_home_restore();
 	starfa_csr_free(S);
 	CHECK_OK(rc);

@@ -1104,6 +1104,13 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	/* The bold driver's copies of a GPU's item blocks run on that GPU before its next epoch's span: on
 	 * each CUDA worker, no copy (dense_map) between an sgd task and the next evaluation (the loss's
 	 * sqerr_band and dense_reduce tasks) */
+	int64_t gpu_copies = 0;
+	for (int64_t w = 0; w < n; w++)
+		gpu_copies += strcmp(log[w].codelet, "dense_map") == 0 && log[w].worker > 0 &&
+			      starpu_worker_get_type(log[w].worker - 1) == STARPU_CUDA_WORKER;
+	/* every accepted epoch copies the factors, a GPU's user and item blocks on that GPU */
+	CHECK_MSG(gpu_copies >= 2 * ngpu * (epochs - 1), "%lld copies on the GPUs in %lld epochs", (long long)gpu_copies,
+		  (long long)epochs);
 	for (int64_t w = 0; w < n; w++) {
 		if (strcmp(log[w].codelet, "sgd") != 0 || starpu_worker_get_type(log[w].worker - 1) != STARPU_CUDA_WORKER)
 			continue;
