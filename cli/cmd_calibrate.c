@@ -693,7 +693,8 @@ out:
 
 struct sgd_ctx {
 	starfa_tiled *S;
-	int copies; /* passes a round, each on factors of its own over the shared tile */
+	int64_t span; /* tiles a task (one row band cut into that many column tiles) */
+	int copies;   /* passes a round, each on factors of its own over the shared tile */
 	starfa_dense *U[MAX_SGD_COPIES], *V[MAX_SGD_COPIES], *HU[MAX_SGD_COPIES], *HV[MAX_SGD_COPIES];
 	starfa_sums *sse; /* a slot a copy */
 	starfa_sgd_step step;
@@ -705,8 +706,8 @@ static int insert_sgd_op(void *ctx, int half)
 	g->step.epoch++;
 	g->step.half = half;
 	for (int c = 0; c < g->copies; c++) {
-		int rc = starfa_task_sgd(g->S, 0, 0, half ? g->HU[c] : g->U[c], half ? g->HV[c] : g->V[c], NULL, NULL, &g->step,
-					 g->sse, c, NULL);
+		int rc = starfa_task_sgd_span(g->S, 0, 0, g->span, half ? g->HU[c] : g->U[c], half ? g->HV[c] : g->V[c], NULL,
+					      NULL, &g->step, g->sse, c, NULL);
 		if (rc)
 			return rc;
 	}
@@ -738,15 +739,16 @@ static void sgd_gpu_growth(const struct calibrate_cli *c, int64_t k, int64_t nnz
 		stop_growing(current_group, k, nnz);
 }
 
-/* Calibrates the SGD pass on one tile at one rank, FP32 and FP16 rows: ratings-like values, a small
- * rate. On the cores a round runs one pass a core at once, each on factors of its own: the planner's
- * split runs every core at once, where a pass measured alone had the memory system to itself (69M
- * updates/s a core on a 16-core H200 host, against 28-30M in the split, bench/PLACEMENT.md). */
-static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
+/* Calibrates the SGD pass at one rank, FP32 and FP16 rows, on one tile, or with span > 1 as one task over
+ * the matrix cut into span column tiles: ratings-like values, a small rate. On the cores a round runs one
+ * pass a core at once, each on factors of its own: the planner's split runs every core at once, where a
+ * pass measured alone had the memory system to itself (69M updates/s a core on a 16-core H200 host,
+ * against 28-30M in the split, bench/PLACEMENT.md). */
+static int sgd_rounds(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k, int64_t span)
 {
 	int rc = 1;
-	struct sgd_ctx g = {.step = {k, 0.001f, 0.05f, 0.05f, 1.5f, 1, 0, 1, 0, 0}};
-	g.copies = calibrating == STARFA_WORKER_CPU ? starfa_worker_count(STARFA_WORKER_CPU) : 1;
+	struct sgd_ctx g = {.step = {k, 0.001f, 0.05f, 0.05f, 1.5f, 1, 0, 1, 0, 0}, .span = span > 1 ? span : 1};
+	g.copies = calibrating == STARFA_WORKER_CPU && span <= 1 ? starfa_worker_count(STARFA_WORKER_CPU) : 1;
 	if (g.copies > MAX_SGD_COPIES)
 		g.copies = MAX_SGD_COPIES;
 	if (g.copies < 1)
@@ -769,7 +771,7 @@ static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, i
 		memcpy(U + (size_t)i * nu, U, nu * sizeof *U);
 		memcpy(V + (size_t)i * nv, V, nv * sizeof *V);
 	}
-	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, 1, 0, 0, 0});
+	starfa_tiling_options one_tile = placed((starfa_tiling_options){1, g.span, 0, 0, 0});
 	if (starfa_tiled_create(csr, &one_tile, &g.S) || starfa_sums_create(g.copies, &g.sse)) {
 		cli_library_error();
 		goto out;
@@ -785,11 +787,11 @@ static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, i
 			goto out;
 		}
 	}
-	rc = run_rounds(c, "sgd", k, csr->nnz, insert_sgd_op, &g, 0);
-	if (rc == 0 && calibrating == STARFA_WORKER_CUDA && last_fastest_ms > 0)
+	rc = run_rounds(c, g.span > 1 ? "sgd span" : "sgd", k, csr->nnz, insert_sgd_op, &g, 0);
+	if (rc == 0 && g.span == 1 && calibrating == STARFA_WORKER_CUDA && last_fastest_ms > 0)
 		sgd_gpu_growth(c, k, csr->nnz, (double)csr->nnz / last_fastest_ms);
 	if (rc == 0)
-		rc = run_rounds(c, "sgd (FP16 rows)", k, csr->nnz, insert_sgd_op, &g, 1);
+		rc = run_rounds(c, g.span > 1 ? "sgd span (FP16 rows)" : "sgd (FP16 rows)", k, csr->nnz, insert_sgd_op, &g, 1);
 out:
 	starfa_sums_free(g.sse);
 	for (int i = 0; i < g.copies; i++) {
@@ -803,6 +805,18 @@ out:
 	free(V);
 	free(HU);
 	free(HV);
+	return rc;
+}
+
+/* The one-tile passes; on the GPUs also the span a GPU runs in an SGD split (graphs/sgd.c: one task over
+ * a column block of as many tiles as there are cores), a variant of its own in the model, from which the
+ * planner predicts a split's GPU part. */
+static int calibrate_sgd(const struct calibrate_cli *c, const starfa_csr *csr, int64_t k)
+{
+	int rc = sgd_rounds(c, csr, k, 1);
+	const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU);
+	if (rc == 0 && calibrating == STARFA_WORKER_CUDA && ncpu > 1 && ncpu <= csr->ncols)
+		rc = sgd_rounds(c, csr, k, ncpu);
 	return rc;
 }
 

@@ -10,7 +10,9 @@
  * between the measured costs (log-log), linear in C beyond the largest and flat below the smallest
  * (per-task overhead); of the caller's variant alone when it names one (an SGD pass's rank: on a GPU
  * rank 32 costs twice rank 16 and takes about as long; a core's rank-16 rows are padded to 20 floats),
- * a core's curve falling back on every variant where its own has none. A core's task is predicted at
+ * a core's curve falling back on every variant where its own has none; a split's GPU part from the
+ * variant of the tasks a GPU runs there when the caller names one (SGD's span over a column block, 8%
+ * faster an entry than a tile at rank 16). A core's task is predicted at
  * the slowest of the cores running one side by side (the mean, and the deviation times
  * starfa_plan_slowest_of), since a sweep waits for its last core and SGD's sub-strata for their slowest
  * one each. Before both kinds have samples the GPUs work alone: a core runs these kernels tens of times
@@ -178,25 +180,35 @@ static int load_curves(const char *symbol, const uint32_t *only, struct starfa_p
 	return rc;
 }
 
-/* The sweep in microseconds with share s on the cores: the GPUs run their bands one after the other,
- * each core its one band as cpu_tasks tasks one after the other, each at the slowest core's time (z, the
- * slowest core's lag in deviations: starfa_plan_slowest_of(ncpu)). */
-static double sweep_us(const struct starfa_plan_curve *cpu, const struct starfa_plan_curve *cuda, double cost, double s,
-		       const struct starfa_plan_workers *w, double z, double *gpu_us, double *cpu_us)
+/* The curves of one side's plan: a core's, a GPU's alone, and a GPU's in a split. */
+struct curves {
+	const struct starfa_plan_curve *cpu, *cuda, *cuda_split;
+};
+
+/* The sweep in microseconds with share s on the cores: the GPUs run their bands one after the other
+ * (in a split, each as gpu_split_tasks tasks of the split's curve), each core its one band as cpu_tasks
+ * tasks one after the other, each at the slowest core's time (z, the slowest core's lag in deviations:
+ * starfa_plan_slowest_of(ncpu)). */
+static double sweep_us(const struct curves *k, double cost, double s, const struct starfa_plan_workers *w, double z,
+		       double *gpu_us, double *cpu_us)
 {
-	*gpu_us = s < 1 ? (double)w->per_gpu * starfa_plan_predict(cuda, (1 - s) * cost / (double)(w->ngpu * w->per_gpu), NULL) : 0;
+	const double tasks = (double)w->per_gpu * (s > 0 && w->gpu_split_tasks > 0 ? (double)w->gpu_split_tasks : 1.0);
+	const struct starfa_plan_curve *gpu = s > 0 ? k->cuda_split : k->cuda;
+	*gpu_us = s < 1 ? tasks * starfa_plan_predict(gpu, (1 - s) * cost / ((double)w->ngpu * tasks), NULL) : 0;
 	*cpu_us = 0;
 	if (s > 0) {
 		double sd;
-		const double mean = starfa_plan_predict(cpu, s * cost / (double)(w->ncpu * w->cpu_tasks), &sd);
+		const double mean = starfa_plan_predict(k->cpu, s * cost / (double)(w->ncpu * w->cpu_tasks), &sd);
 		*cpu_us = (double)w->cpu_tasks * (mean + z * sd);
 	}
 	return fmax(*gpu_us, *cpu_us);
 }
 
-void starfa_plan_side(const struct starfa_plan_curve *cpu, const struct starfa_plan_curve *cuda, double cost,
-		      const struct starfa_plan_workers *w, starfa_placement mode, double forced, starfa_split *out)
+void starfa_plan_side(const struct starfa_plan_curve *cpu, const struct starfa_plan_curve *cuda,
+		      const struct starfa_plan_curve *cuda_split, double cost, const struct starfa_plan_workers *w,
+		      starfa_placement mode, double forced, starfa_split *out)
 {
+	const struct curves k = {cpu, cuda, cuda_split && cuda_split->n > 0 ? cuda_split : cuda};
 	const int ngpu = w->ngpu, ncpu = w->ncpu;
 	*out = (starfa_split){.cuda_bands = ngpu * w->per_gpu, .cuda_ms = NAN, .cpu_ms = NAN, .split_ms = NAN,
 			      .best_share = NAN, .best_ms = NAN, .needed_ms = NAN};
@@ -204,13 +216,13 @@ void starfa_plan_side(const struct starfa_plan_curve *cpu, const struct starfa_p
 	const double z = starfa_plan_slowest_of(ncpu);
 	double g, c;
 	if (cuda->n > 0 && ngpu > 0)
-		out->cuda_ms = out->split_ms = sweep_us(cpu, cuda, cost, 0, w, z, &g, &c) * 1e-3;
+		out->cuda_ms = out->split_ms = sweep_us(&k, cost, 0, w, z, &g, &c) * 1e-3;
 	if (cpu->n > 0 && ncpu > 0)
 		out->cpu_ms = starfa_plan_predict(cpu, cost / ncpu, NULL) * 1e-3;
 	if (mode == STARFA_PLACE_SPLIT && forced > 0 && ncpu > 0) { /* STARFA_CPU_SHARE: the share given */
 		out->cpu_share = forced;
 		out->cpu_bands = ncpu;
-		out->split_ms = out->calibrated && ngpu > 0 ? sweep_us(cpu, cuda, cost, forced, w, z, &g, &c) * 1e-3 : NAN;
+		out->split_ms = out->calibrated && ngpu > 0 ? sweep_us(&k, cost, forced, w, z, &g, &c) * 1e-3 : NAN;
 		return;
 	}
 	if (mode != STARFA_PLACE_SPLIT || !out->calibrated || ncpu == 0 || ngpu == 0 || !(cost > 0))
@@ -220,13 +232,13 @@ void starfa_plan_side(const struct starfa_plan_curve *cpu, const struct starfa_p
 	double lo = 0, hi = 1;
 	for (int it = 0; it < 50; it++) {
 		const double mid = 0.5 * (lo + hi);
-		sweep_us(cpu, cuda, cost, mid, w, z, &g, &c);
+		sweep_us(&k, cost, mid, w, z, &g, &c);
 		if (c < CPU_MARGIN * g)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	const double best = sweep_us(cpu, cuda, cost, lo, w, z, &g, &c) * 1e-3;
+	const double best = sweep_us(&k, cost, lo, w, z, &g, &c) * 1e-3;
 	out->best_share = lo;
 	out->best_ms = best;
 	const double overhead_us = w->band_overhead_us > 0 ? w->band_overhead_us : BAND_OVERHEAD_US;
@@ -294,13 +306,28 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 		starfa_plan_curve_free(&cuda);
 		return starfa_set_error(STARFA_ENOMEM, "out of memory reading the model of '%s'", operation);
 	}
-	const struct starfa_plan_workers w = {ngpu, (int)starpu_cpu_worker_get_count(), bands_per_gpu,
+	/* a split's GPU tasks, where they are a variant of their own (their CPU samples are not read) */
+	struct starfa_plan_curve no_cpu = {0, 0, NULL}, cuda_split = {0, 0, NULL};
+	if (tiling && tiling->by_split_variant &&
+	    load_curves(symbol, &tiling->split_model_variant, &no_cpu, &cuda_split)) {
+		starfa_plan_curve_free(&cpu);
+		starfa_plan_curve_free(&cuda);
+		starfa_plan_curve_free(&no_cpu);
+		starfa_plan_curve_free(&cuda_split);
+		return starfa_set_error(STARFA_ENOMEM, "out of memory reading the model of '%s'", operation);
+	}
+	const struct starfa_plan_workers w = {ngpu,
+					      (int)starpu_cpu_worker_get_count(),
+					      bands_per_gpu,
 					      tiling && tiling->cpu_band_tasks > 0 ? tiling->cpu_band_tasks : 1,
-					      tiling ? tiling->cpu_band_overhead_us : 0};
-	starfa_plan_side(&cpu, &cuda, row_sweep_cost, &w, mode, forced, &split[0]);
-	starfa_plan_side(&cpu, &cuda, col_sweep_cost, &w, mode, forced, &split[1]);
+					      tiling ? tiling->cpu_band_overhead_us : 0,
+					      tiling && tiling->cuda_split_tasks > 0 ? tiling->cuda_split_tasks : 1};
+	starfa_plan_side(&cpu, &cuda, &cuda_split, row_sweep_cost, &w, mode, forced, &split[0]);
+	starfa_plan_side(&cpu, &cuda, &cuda_split, col_sweep_cost, &w, mode, forced, &split[1]);
 	starfa_plan_curve_free(&cpu);
 	starfa_plan_curve_free(&cuda);
+	starfa_plan_curve_free(&no_cpu);
+	starfa_plan_curve_free(&cuda_split);
 	if (tiling) {
 		int64_t cpu_bands = split[0].cpu_bands > split[1].cpu_bands ? split[0].cpu_bands : split[1].cpu_bands;
 		tiling->placed = 1;

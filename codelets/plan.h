@@ -39,11 +39,14 @@ struct starfa_plan_workers {
 	int64_t per_gpu;          /* bands a GPU, run one after the other */
 	int64_t cpu_tasks;        /* the tasks a core's band runs as, one after the other */
 	double band_overhead_us;  /* what a CPU band costs the sweep beyond its tasks */
+	int64_t gpu_split_tasks;  /* the tasks a GPU band runs as in a split, one after the other (0: one) */
 };
 
 /* The split of one sweep of `cost`: computed under STARFA_PLACE_SPLIT (forced > 0: that share, whatever
- * the curves say), the GPUs alone otherwise; the prediction is made either way. */
-void starfa_plan_side(const struct starfa_plan_curve *cpu, const struct starfa_plan_curve *cuda, double cost,
-		      const struct starfa_plan_workers *w, starfa_placement mode, double forced, starfa_split *out);
+ * the curves say), the GPUs alone otherwise; the prediction is made either way. A split's GPU part reads
+ * cuda_split where it has points (the tasks a GPU runs in a split, when they differ), else cuda. */
+void starfa_plan_side(const struct starfa_plan_curve *cpu, const struct starfa_plan_curve *cuda,
+		      const struct starfa_plan_curve *cuda_split, double cost, const struct starfa_plan_workers *w,
+		      starfa_placement mode, double forced, starfa_split *out);
 
 #endif

@@ -125,6 +125,11 @@ uint32_t starfa_sgd_model_variant(const starfa_sgd_step *step)
 	return variant_of(step->rank, step->adagrad, step->half, 0);
 }
 
+uint32_t starfa_sgd_span_model_variant(const starfa_sgd_step *step)
+{
+	return variant_of(step->rank, step->adagrad, step->half, 1);
+}
+
 STARFA_CODELET(sgd, sgd_cost, sgd_variant, sgd_cpu, STARFA_CUDA_FUNC(sgd_cuda));
 
 int starfa_task_sgd_span(const starfa_tiled *S, int64_t i, int64_t j, int64_t ntiles, starfa_dense *U, starfa_dense *V,

@@ -239,6 +239,12 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		const starfa_sgd_step settings = {.rank = g->k, .adagrad = g->o.schedule == SCHEDULE_ADAGRAD, .half = g->o.fp16};
 		tiling.by_variant = 1;
 		tiling.model_variant = starfa_sgd_model_variant(&settings);
+		/* in a split a GPU's band runs G + 1 span tasks, one a stratum, each over a whole column block: a
+		 * span updates faster an entry than a tile (8% at rank 16 on the H200), so its own samples predict
+		 * the split's GPU part where the model has them (starfa calibrate and split runs record them) */
+		tiling.by_split_variant = 1;
+		tiling.split_model_variant = starfa_sgd_span_model_variant(&settings);
+		tiling.cuda_split_tasks = ngpu + 1;
 		tiling.cpu_band_overhead_us = SPLIT_OVERHEAD_US;
 		tiling.split_by_default = 1; /* planned, it ran 1.12-1.20x faster than the GPU alone: bench/PLACEMENT.md */
 		if ((rc = starfa_plan_tiling("sgd", epoch, epoch, per_gpu, &tiling, g->split)))

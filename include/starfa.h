@@ -228,6 +228,13 @@ typedef struct starfa_tiling_options {
 	 * STARFA_PLACEMENT=split does (an operation whose planned split measured faster than the GPUs alone:
 	 * SGD); 0 keeps the GPUs alone there. */
 	int split_by_default;
+	/* For starfa_plan_tiling, where a split's GPU bands run other tasks than the GPUs alone do (SGD's
+	 * span over a whole column block): with by_split_variant 1, a split's GPU part is predicted from the
+	 * samples of variant split_model_variant (starfa_sgd_span_model_variant), those of model_variant where
+	 * the model has none, each band as cuda_split_tasks tasks one after the other (0: one). */
+	int by_split_variant;
+	uint32_t split_model_variant;
+	int64_t cuda_split_tasks;
 } starfa_tiling_options;
 
 /* How a sweep is shared between the worker kinds, from the calibrated performance models of the
@@ -624,6 +631,8 @@ int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U
  * of several nonempty tiles (starfa_task_sgd_span) is kept apart as well, as a GPU updates it faster
  * than one tile of the same cost. */
 uint32_t starfa_sgd_model_variant(const starfa_sgd_step *step);
+/* The variant of a span of several tiles of these settings (starfa_task_sgd_span with ntiles > 1). */
+uint32_t starfa_sgd_span_model_variant(const starfa_sgd_step *step);
 /* The same pass over the ntiles tiles (i, j) .. (i, j + ntiles - 1) of one row band as one task (tile
  * after tile on a CPU; on a GPU, up to 32 tiles a launch as one wide tile: its updaters dealt to the
  * tiles in proportion to their chunks of 256 entries, so they spread over every tile's item rows), reading and writing U's

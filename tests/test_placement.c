@@ -214,7 +214,7 @@ TEST(placement, plan_arithmetic)
 		 * s / (1 - s) = 0.9 / f, f the slowest core's factor over the mean */
 		starfa_plan_curve_free(&cpu);
 		rc = linear_curve(&cpu, 1e3, 1e9, 14e-3, 0, noisy ? 0.1 : 0);
-		starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+		starfa_plan_side(&cpu, &gpu, NULL, X, &w, STARFA_PLACE_SPLIT, 0, &s);
 		const double f = 1 + (noisy ? 0.1 * starfa_plan_slowest_of(14) : 0), want = 0.9 / (f + 0.9);
 		CHECK_MSG(s.calibrated && s.cpu_bands == 14 && fabs(s.cpu_share - want) < 1e-6 && fabs(s.cuda_ms - 1000) < 1e-6 &&
 			  fabs(s.split_ms - 1000 * (1 - want)) < 1e-3 && fabs(s.needed_ms - 50) < 1e-9,
@@ -229,32 +229,47 @@ TEST(placement, plan_arithmetic)
 	 * but reported) */
 	starfa_plan_curve_free(&cpu);
 	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 10 * 14e-3, 0, 0);
-	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	starfa_plan_side(&cpu, &gpu, NULL, X, &w, STARFA_PLACE_SPLIT, 0, &s);
 	CHECK(fabs(s.cpu_share - 0.9 / 10.9) < 1e-6 && s.cpu_bands == 14 && fabs(s.needed_ms - 50) < 1e-9);
 	w.band_overhead_us = 6000; /* 84 ms to gain: more than the 82.6 */
-	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	starfa_plan_side(&cpu, &gpu, NULL, X, &w, STARFA_PLACE_SPLIT, 0, &s);
 	CHECK(s.cpu_bands == 0 && s.cpu_share == 0 && fabs(s.best_share - 0.9 / 10.9) < 1e-6 && fabs(s.needed_ms - 84) < 1e-9 &&
 	      s.split_ms == s.cuda_ms);
 	w.band_overhead_us = 0; /* the default, 0.3 ms a core: 4.2 ms, under the 5% */
-	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	starfa_plan_side(&cpu, &gpu, NULL, X, &w, STARFA_PLACE_SPLIT, 0, &s);
 	CHECK(s.cpu_bands == 14 && fabs(s.needed_ms - 50) < 1e-9);
 	starfa_plan_curve_free(&cpu);
 	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 25 * 14e-3, 0, 0);
-	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	starfa_plan_side(&cpu, &gpu, NULL, X, &w, STARFA_PLACE_SPLIT, 0, &s);
 	CHECK(s.cpu_bands == 0 && fabs(s.best_share - 0.9 / 25.9) < 1e-6 && s.best_ms > 960);
+	/* the same with the split's GPU tasks 8% faster than the GPU's alone (SGD's span): the GPUs' part
+	 * 0.92 (1 - s) of 1,000 ms, the cores' end at 90% of it, s = 0.828 / 25.828; taken, as two tasks a
+	 * band change nothing on a linear curve; an empty split curve reads the GPU's */
+	struct starfa_plan_curve span = {0, 0, NULL};
+	rc = rc ? rc : linear_curve(&span, 1e3, 1e9, 0.92e-3, 0, 0);
+	w.gpu_split_tasks = 2;
+	starfa_plan_side(&cpu, &gpu, &span, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	const double want_span = 0.828 / 25.828;
+	CHECK_MSG(s.cpu_bands == 14 && fabs(s.cpu_share - want_span) < 1e-6 && fabs(s.cuda_ms - 1000) < 1e-6 &&
+		  fabs(s.split_ms - 920 * (1 - want_span)) < 1e-3,
+		  "with the span curve: share %g (want %g), sweep %g ms of %g", s.cpu_share, want_span, s.split_ms, s.cuda_ms);
+	starfa_plan_side(&cpu, &gpu, &none, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	CHECK(s.cpu_bands == 0 && fabs(s.best_share - 0.9 / 25.9) < 1e-6);
+	w.gpu_split_tasks = 0;
+	starfa_plan_curve_free(&span);
 	/* a core's band as 28 tasks in turn: each task pays the curve's flat 1 ms, so the share shrinks */
 	starfa_plan_curve_free(&cpu);
 	rc = rc ? rc : linear_curve(&cpu, 1e3, 1e9, 14e-3, 1000, 0);
 	w.cpu_tasks = 28;
-	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	starfa_plan_side(&cpu, &gpu, NULL, X, &w, STARFA_PLACE_SPLIT, 0, &s);
 	CHECK(s.cpu_bands == 14 && s.cpu_share < share0 && s.cpu_share > 0.4);
 	w.cpu_tasks = 1;
 	/* the share given by hand, the GPUs-alone mode, and no samples on the cores */
-	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_SPLIT, 0.25, &s);
+	starfa_plan_side(&cpu, &gpu, NULL, X, &w, STARFA_PLACE_SPLIT, 0.25, &s);
 	CHECK(s.cpu_share == 0.25 && s.cpu_bands == 14 && fabs(s.split_ms - 750) < 1.5);
-	starfa_plan_side(&cpu, &gpu, X, &w, STARFA_PLACE_GPU, 0, &s);
+	starfa_plan_side(&cpu, &gpu, NULL, X, &w, STARFA_PLACE_GPU, 0, &s);
 	CHECK(s.cpu_bands == 0 && fabs(s.cuda_ms - 1000) < 1e-6 && isnan(s.best_share));
-	starfa_plan_side(&none, &gpu, X, &w, STARFA_PLACE_SPLIT, 0, &s);
+	starfa_plan_side(&none, &gpu, NULL, X, &w, STARFA_PLACE_SPLIT, 0, &s);
 	CHECK(!s.calibrated && s.cpu_bands == 0 && isnan(s.cpu_ms) && fabs(s.cuda_ms - 1000) < 1e-6);
 	starfa_plan_curve_free(&cpu);
 	starfa_plan_curve_free(&gpu);
