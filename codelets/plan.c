@@ -67,6 +67,13 @@ static int by_cost(const void *a, const void *b)
 	return (x->cost > y->cost) - (x->cost < y->cost);
 }
 
+/* Costs within this factor of a group's smallest make one point: their mean cost, time and deviation.
+ * A job's runs leave hundreds of costs a few percent apart (each core's tiles, each run's spans), whose
+ * times differ by up to 20% from one run to the next on the same host; interpolated point to point,
+ * that noise set the curve's local slope, and in six SGD runs in turn the cores' share crept from 5.5%
+ * to 7.8%, past where the split gains (bench/PLACEMENT.md). A mean is exact on a linear curve. */
+#define NEAR_COST 1.1
+
 void starfa_plan_curve_sort(struct starfa_plan_curve *c)
 {
 	if (c->n == 0)
@@ -82,6 +89,20 @@ void starfa_plan_curve_sort(struct starfa_plan_curve *c)
 		}
 	}
 	c->n = kept + 1;
+	int64_t out = 0;
+	for (int64_t i = 0; i < c->n;) {
+		struct starfa_plan_point sum = {0, 0, 0};
+		int64_t j = i;
+		for (; j < c->n && c->pt[j].cost <= NEAR_COST * c->pt[i].cost; j++) {
+			sum.cost += c->pt[j].cost;
+			sum.us += c->pt[j].us;
+			sum.sd_us += c->pt[j].sd_us;
+		}
+		const double n = (double)(j - i);
+		c->pt[out++] = (struct starfa_plan_point){sum.cost / n, sum.us / n, sum.sd_us / n};
+		i = j;
+	}
+	c->n = out;
 }
 
 double starfa_plan_predict(const struct starfa_plan_curve *c, double x, double *sd_us)

@@ -197,6 +197,17 @@ TEST(placement, plan_arithmetic)
 	CHECK(fabs(starfa_plan_predict(&c, 4e6, &sd) - 4000) < 1e-6 && fabs(sd - 400) < 1e-6);
 	starfa_plan_curve_free(&c);
 	CHECK(c.n == 0 && isnan(starfa_plan_predict(&c, 1e6, &sd)) && isnan(sd));
+	/* costs within 10% of each other are one point, their mean: runs of one job at costs 2-5% apart, times
+	 * alternating by 20%, predict their mean between them and no slope from point to point */
+	CHECK(starfa_plan_curve_add(&c, 1e3, 10, 1) == 0 && starfa_plan_curve_add(&c, 1.00e6, 1100, 110) == 0 &&
+	      starfa_plan_curve_add(&c, 1.03e6, 900, 90) == 0 && starfa_plan_curve_add(&c, 1.05e6, 1100, 110) == 0 &&
+	      starfa_plan_curve_add(&c, 1.08e6, 900, 90) == 0 && starfa_plan_curve_add(&c, 1.2e6, 1200, 120) == 0);
+	starfa_plan_curve_sort(&c);
+	CHECK_MSG(c.n == 3 && fabs(c.pt[1].cost - 1.04e6) < 1e-3 && fabs(c.pt[1].us - 1000) < 1e-9 &&
+		  fabs(c.pt[1].sd_us - 100) < 1e-9 && c.pt[2].cost == 1.2e6,
+		  "%lld points, the middle one at %g: %g us", (long long)c.n, c.n > 1 ? c.pt[1].cost : NAN,
+		  c.n > 1 ? c.pt[1].us : NAN);
+	starfa_plan_curve_free(&c);
 
 	/* the expected largest of n standard normals: 0, 0.56, 1.70 (exact: 0, 0.564, 1.703) */
 	CHECK(starfa_plan_slowest_of(1) == 0 && fabs(starfa_plan_slowest_of(2) - 0.564) < 0.03 &&
