@@ -348,6 +348,7 @@ struct gpu_case {
 	float *d_out, *d_mag;	      /* nnz: SDDMM results and the sums of |products| */
 	float *h_out, *h_mag, *h_ref; /* host copies (h_ref: an accepted cuSPARSE result) */
 	int have_mag, have_ref;
+	uint64_t auto_pattern; /* the pattern id the unscaled AUTO kernel tuned under (0 before it ran) */
 };
 
 static int64_t sddmm_bytes(const struct gpu_case *c)
@@ -576,6 +577,8 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 	struct bench_result *r = bench_result_add(c->m, c->k, name);
 	static uint64_t patterns; /* one id per matrix and rank: the tuned kernel's kept row order */
 	struct starfa_sddmm_arg arg = {c, scaled, variant, ++patterns, density, by_column};
+	if (variant == STARFA_CUDA_SDDMM_AUTO && !scaled && density <= 0 && !by_column)
+		c->auto_pattern = arg.pattern;
 	int rc = starfa_sddmm_checked(c, &arg, r);
 	if (rc < 0)
 		bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
@@ -629,8 +632,10 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 static void bench_starfa_sddmm_call(struct gpu_case *c)
 {
 	struct bench_result *r = bench_result_add(c->m, c->k, "sddmm.starfa.cuda.call");
-	static uint64_t patterns = 1ull << 40; /* ids apart from bench_starfa_sddmm's */
-	struct starfa_sddmm_arg arg = {c, 0, STARFA_CUDA_SDDMM_AUTO, ++patterns, 0, 0};
+	/* the AUTO row's pattern id, so that the call runs the kernel that row tuned and timed (an id of its
+	 * own would tune afresh, and could keep another variant) */
+	static uint64_t patterns = 1ull << 40; /* ids apart from bench_starfa_sddmm's, where that row did not run */
+	struct starfa_sddmm_arg arg = {c, 0, STARFA_CUDA_SDDMM_AUTO, c->auto_pattern ? c->auto_pattern : ++patterns, 0, 0};
 	int rc = starfa_sddmm_checked(c, &arg, r);
 	if (rc < 0)
 		bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
@@ -654,7 +659,10 @@ static void bench_starfa_sddmm_call(struct gpu_case *c)
 	if (rc)
 		goto fail;
 	record_times(r, c, ms, c->o->repeat, (double)sddmm_bytes(c));
-	snprintf(r->note, sizeof r->note, "host clock: launch + cudaStreamSynchronize, L2 not flushed");
+	char note[sizeof r->note];
+	snprintf(note, sizeof note, "%s", r->note); /* starfa_sddmm_checked's ("not compared with cuSPARSE ...") */
+	snprintf(r->note, sizeof r->note, "host clock: launch + cudaStreamSynchronize, L2 not flushed%s%.150s",
+		 note[0] ? "; " : "", note);
 	free(ms);
 	return;
 fail:

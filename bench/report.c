@@ -116,7 +116,7 @@ static void make_row(const struct bench_result *first, struct table_row *t)
 	const struct bench_result *call = find(mx, k, "sddmm.starfa.cuda.call");
 	char oc[24];
 	number_cell(oc, sizeof oc,
-		    graph && graph->status == BENCH_OK && call && call->status == BENCH_OK
+		    graph && graph->status == BENCH_OK && call && call->status == BENCH_OK && call->repeats > 0
 			    ? (graph->median_ms / call->median_ms - 1.0) * 100.0
 			    : NAN,
 		    "%+.0f%%");

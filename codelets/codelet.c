@@ -272,10 +272,11 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 					 STARPU_FLOPS, flops, STARPU_PRIORITY, priority, STARPU_EXECUTE_WHERE,
 					 (unsigned long long)where, STARPU_CALLBACK_WITH_ARG_NFREE, task_done, record,
 					 STARPU_NAME, cl->name + 7, 0);
-	if (ret != 0) {
+	if (ret == -ENODEV) { /* StarPU destroyed the task: its callback will not run */
 		free(record);
 		starfa_task_finished();
 	}
+	/* Any other error may come after the task was queued, so its callback still owns the record. */
 	if (ret == -ENODEV)
 		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s%s", cl->name,
 					where >= 0 ? " on the workers it was placed on" : "");

@@ -67,7 +67,8 @@ static int by_cost(const void *a, const void *b)
 	return (x->cost > y->cost) - (x->cost < y->cost);
 }
 
-/* Costs within this factor of a group's smallest make one point: their mean cost, time and deviation.
+/* Costs within this factor of a group's smallest make one point: their mean cost and time, and their
+ * deviations pooled.
  * A job's runs leave hundreds of costs a few percent apart (each core's tiles, each run's spans), whose
  * times differ by up to 20% from one run to the next on the same host; interpolated point to point,
  * that noise set the curve's local slope, and in six SGD runs in turn the cores' share crept from 5.5%
@@ -96,10 +97,13 @@ void starfa_plan_curve_sort(struct starfa_plan_curve *c)
 		for (; j < c->n && c->pt[j].cost <= NEAR_COST * c->pt[i].cost; j++) {
 			sum.cost += c->pt[j].cost;
 			sum.us += c->pt[j].us;
-			sum.sd_us += c->pt[j].sd_us;
+			sum.sd_us += c->pt[j].sd_us * c->pt[j].sd_us;
 		}
 		const double n = (double)(j - i);
-		c->pt[out++] = (struct starfa_plan_point){sum.cost / n, sum.us / n, sum.sd_us / n};
+		/* the deviation pooled within the points (their root mean square); the spread of the points'
+		 * means is left out: it is run-to-run drift, which every core of one run shares, not the
+		 * spread among one step's cores that the slowest-core factor scales */
+		c->pt[out++] = (struct starfa_plan_point){sum.cost / n, sum.us / n, sqrt(sum.sd_us / n)};
 		i = j;
 	}
 	c->n = out;

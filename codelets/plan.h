@@ -23,7 +23,7 @@ struct starfa_plan_curve {
 /* Appends a point (us > 0: the log-log interpolation takes logarithms); -1 when out of memory. */
 int starfa_plan_curve_add(struct starfa_plan_curve *c, double cost, double us, double sd_us);
 /* Sorts by cost, keeps the fastest point of each cost (other variants, other GPUs) with its deviation,
- * then makes costs within 10% of each other one point, their mean. */
+ * then makes costs within 10% of each other one point: their mean, with their deviations pooled. */
 void starfa_plan_curve_sort(struct starfa_plan_curve *c);
 void starfa_plan_curve_free(struct starfa_plan_curve *c);
 /* Microseconds of one task of cost x (NAN without points), and its deviation in *sd_us when not NULL:

@@ -411,6 +411,7 @@ int starfa_init(const starfa_options *opts)
 		saved_sched = env_sched ? strdup(env_sched) : NULL;
 		setenv("STARPU_SCHED", opts->scheduler, 1);
 	}
+	starfa_task_count_reset();
 	int ret = starpu_init(&conf);
 	if (opts->scheduler) {
 		if (saved_sched)
@@ -492,6 +493,7 @@ void starfa_shutdown(void)
 		}
 #endif
 		starpu_shutdown();
+		starfa_task_count_reset(); /* every callback has run */
 		unbind_submitter();
 		blas_threads_restore();
 		free(worker_total);

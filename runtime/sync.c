@@ -83,12 +83,18 @@ void starfa_task_finished(void)
 	atomic_fetch_sub_explicit(&in_flight, 1, memory_order_release);
 }
 
+void starfa_task_count_reset(void)
+{
+	atomic_store_explicit(&in_flight, 0, memory_order_release);
+}
+
 /* StarPU counts a task down a little after its callback, and also counts tasks that starfa_submit
- * did not insert: its count is read once starfa's own is zero. */
+ * did not insert: its count is read once starfa's own is zero (or below: a count that went wrong then
+ * costs no more than StarPU's own poll). */
 static int no_tasks_left(void *arg)
 {
 	(void)arg;
-	return atomic_load_explicit(&in_flight, memory_order_acquire) == 0 && starpu_task_nsubmitted() == 0;
+	return atomic_load_explicit(&in_flight, memory_order_acquire) <= 0 && starpu_task_nsubmitted() == 0;
 }
 
 int starfa_wait(void)

@@ -27,6 +27,8 @@ void starfa_wait_spin_enable(int on);
 /* starfa_submit counts its tasks in and their callbacks count them out, for starfa_wait's lock-free poll. */
 void starfa_task_inserted(void);
 void starfa_task_finished(void);
+/* Sets the count back to zero (starfa_init, before any task; and once shutdown's last wait is over). */
+void starfa_task_count_reset(void);
 
 /* starpu_data_acquire(handle, mode) with the spin first; returns StarPU's code. */
 int starfa_acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode);

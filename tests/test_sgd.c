@@ -1104,13 +1104,33 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	/* The bold driver's copies of a GPU's item blocks run on that GPU before its next epoch's span: on
 	 * each CUDA worker, no copy (dense_map) between an sgd task and the next evaluation (the loss's
 	 * sqerr_band and dense_reduce tasks) */
-	int64_t gpu_copies = 0;
-	for (int64_t w = 0; w < n; w++)
-		gpu_copies += strcmp(log[w].codelet, "dense_map") == 0 && log[w].worker > 0 &&
-			      starpu_worker_get_type(log[w].worker - 1) == STARPU_CUDA_WORKER;
-	/* every accepted epoch copies the factors, a GPU's user and item blocks on that GPU */
-	CHECK_MSG(gpu_copies >= 2 * ngpu * (epochs - 1), "%lld copies on the GPUs in %lld epochs", (long long)gpu_copies,
-		  (long long)epochs);
+	/* A GPU band's user block keeps to its GPU: once the epochs have begun, every copy (dense_map) and
+	 * regularization sum (dense_reduce) that touches it runs on that GPU's worker, and every accepted
+	 * epoch copies it (dense_map: data[0] written, data[1] read). */
+	double first_sgd = INFINITY;
+	for (int64_t a = 0; a < n; a++)
+		if (strcmp(log[a].codelet, "sgd") == 0)
+			first_sgd = fmin(first_sgd, log[a].start_us);
+	for (int64_t u = 0; u < nu; u++) {
+		if (!ukind[u])
+			continue;
+		int64_t copies = 0;
+		for (int64_t a = 0; a < n; a++) {
+			const int map = strcmp(log[a].codelet, "dense_map") == 0;
+			if ((!map && strcmp(log[a].codelet, "dense_reduce") != 0) || log[a].start_us < first_sgd)
+				continue;
+			int touches = 0;
+			for (int b = 0; b < log[a].nbuffers && b < STARFA_TASK_LOG_BUFFERS; b++)
+				touches |= log[a].data[b] == ublock[u];
+			if (!touches)
+				continue;
+			copies += map;
+			CHECK_MSG(log[a].worker == uworker[u], "a %s on GPU user block %lld ran on worker %d, not its GPU's %d",
+				  log[a].codelet, (long long)u, log[a].worker, uworker[u]);
+		}
+		CHECK_MSG(copies >= epochs - 1, "GPU user block %lld copied %lld times in %lld epochs", (long long)u,
+			  (long long)copies, (long long)epochs);
+	}
 	for (int64_t w = 0; w < n; w++) {
 		if (strcmp(log[w].codelet, "sgd") != 0 || starpu_worker_get_type(log[w].worker - 1) != STARPU_CUDA_WORKER)
 			continue;
