@@ -75,6 +75,7 @@ struct sgd {
 	int64_t epoch;            /* epochs accepted so far */
 	int halvings;             /* bold driver: halvings since the last accepted epoch */
 	int64_t cores_block;      /* split: the column block the cores took last (-1: none) */
+	int cores_pinned;         /* split: core c runs band G + c's tiles (else any core takes a ready one) */
 	int rejected;             /* the last iteration's epoch was undone */
 	struct starfa_matched test;
 	struct starfa_test_grid tgrid; /* the test entries on the training grid: the RMSE in the graph */
@@ -282,6 +283,14 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		g->Q = tiling.col_tiles = (G + 1) * C;
 		g->G = G;
 		g->C = C;
+		/* The cores' tiles go to whichever core is free under heteroprio (the default with GPUs), whose
+		 * idle cores take a ready task at once: pinned a band a core, the same split ran 1.7x slower
+		 * in one run (0.0325 s an epoch against 0.0184) with every core's tiles as fast, its cores idle
+		 * between tiles; and one core shared with another program held back every sub-stratum (0.0349
+		 * against 0.0213; bench/PLACEMENT.md). A scheduler that queues a ready task behind a busy core
+		 * (dmda, before its models know these tasks) left half the cores idle: there each band keeps to
+		 * its core, its tasks a chain anyway. */
+		g->cores_pinned = strcmp(starfa_scheduler_name(), "heteroprio") != 0;
 	}
 	if ((rc = starfa_tiled_create(c, &tiling, &g->S)))
 		return rc;
@@ -403,9 +412,8 @@ static int sgd_iterate(void *state, int64_t iteration)
 				rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j, NULL);
 			}
 	}
-	/* In a split each band keeps to one worker: its tasks are a chain anyway, and a scheduler that
-	 * queues a ready task behind a busy core (dmda, before its models know these tasks) left half the
-	 * cores idle. */
+	/* In a split a GPU's band keeps to that GPU; the cores' tiles go to any core, or to the band's
+	 * (g->cores_pinned, sgd_setup). */
 	const int ncpu = starfa_worker_count(STARFA_WORKER_CPU), ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
 	int64_t *sub = shifts + P;
 	for (int64_t s = 0; C > 0 && s < blocks && !rc; s++) {
@@ -420,7 +428,9 @@ static int sgd_iterate(void *state, int64_t iteration)
 		for (int64_t t = 0; t < C && !rc; t++)
 			for (int64_t c = 0; c < C && !rc; c++) {
 				const int64_t i = G + c, j = first + (c + sub[t]) % C;
-				const starfa_task_attr on = {0, starfa_worker_of(STARFA_WORKER_CPU, ncpu > 0 ? (int)(c % ncpu) : 0), 0};
+				const starfa_task_attr on =
+					g->cores_pinned ? (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CPU, ncpu > 0 ? (int)(c % ncpu) : 0), 0}
+							: (starfa_task_attr){0, 0, STARFA_WHERE_CPU};
 				rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j, &on);
 			}
 	}
