@@ -577,13 +577,13 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 	struct bench_result *r = bench_result_add(c->m, c->k, name);
 	static uint64_t patterns; /* one id per matrix and rank: the tuned kernel's kept row order */
 	struct starfa_sddmm_arg arg = {c, scaled, variant, ++patterns, density, by_column};
-	if (variant == STARFA_CUDA_SDDMM_AUTO && !scaled && density <= 0 && !by_column)
-		c->auto_pattern = arg.pattern;
 	int rc = starfa_sddmm_checked(c, &arg, r);
 	if (rc < 0)
 		bench_result_fail(r, BENCH_ERROR, "%s", gpu_error);
 	if (rc != 0)
 		return;
+	if (variant == STARFA_CUDA_SDDMM_AUTO && !scaled && density <= 0 && !by_column)
+		c->auto_pattern = arg.pattern; /* checked, so tuned under this id */
 	starfa_cuda_sddmm_variant ran = variant;
 	if (density > 0) { /* how many rows went dense */
 		int64_t dense = 0;
@@ -634,7 +634,7 @@ static void bench_starfa_sddmm_call(struct gpu_case *c)
 	struct bench_result *r = bench_result_add(c->m, c->k, "sddmm.starfa.cuda.call");
 	/* the AUTO row's pattern id, so that the call runs the kernel that row tuned and timed (an id of its
 	 * own would tune afresh, and could keep another variant) */
-	static uint64_t patterns = 1ull << 40; /* ids apart from bench_starfa_sddmm's, where that row did not run */
+	static uint64_t patterns = 1ull << 40; /* ids apart from bench_starfa_sddmm's, where that row failed */
 	struct starfa_sddmm_arg arg = {c, 0, STARFA_CUDA_SDDMM_AUTO, c->auto_pattern ? c->auto_pattern : ++patterns, 0, 0};
 	int rc = starfa_sddmm_checked(c, &arg, r);
 	if (rc < 0)

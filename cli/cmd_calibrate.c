@@ -239,9 +239,12 @@ static void random_order(int64_t *p, int64_t n, uint64_t *s)
 }
 
 /* A ratings-like random matrix: row lengths by Zipf's law (the row of rank i, the ranks in a random order,
- * has about C / (i + nrows / 480) entries), columns drawn with weight rank^-1/2 over a random order of
- * the columns (the bench's Netflix shape, bench/matrices.c); repeated draws merge, so it holds a little
- * under nnz entries. */
+ * has about C / (i + nrows / 480) draws, at most ncols), columns drawn with weight rank^-1/2 over a random
+ * order of the columns (the shape of the bench's Netflix matrix, bench/matrices.c). The draws are nnz in
+ * all; a row's repeated draws count once, so it holds fewer entries: 60-70% of nnz from 16K entries to
+ * 1M, 72% at 4M, 88% at 16M (the row caps and the repeats of the popular columns). The sizes calibrated
+ * are what it holds (csr->nnz); from them the planner predicted the Netflix shape's GPU-alone epochs
+ * within 1% (bench/PLACEMENT.md). Prints its error and returns NULL on failure. */
 static starfa_csr *ratings_matrix(int64_t nrows, int64_t ncols, int64_t nnz, uint64_t seed)
 {
 	int64_t *perm_r = malloc((size_t)nrows * sizeof *perm_r), *perm_c = malloc((size_t)ncols * sizeof *perm_c);
@@ -249,6 +252,8 @@ static starfa_csr *ratings_matrix(int64_t nrows, int64_t ncols, int64_t nnz, uin
 	if (!coo) {
 		free(perm_r);
 		free(perm_c);
+		cli_error("out of memory for a %lld x %lld calibration matrix of %lld entries", (long long)nrows,
+			  (long long)ncols, (long long)nnz);
 		return NULL;
 	}
 	uint64_t s = seed * 0x9e3779b97f4a7c15ull + 3;
@@ -281,6 +286,8 @@ static starfa_csr *ratings_matrix(int64_t nrows, int64_t ncols, int64_t nnz, uin
 	if (!rc)
 		rc = starfa_csr_from_coo(coo, &csr);
 	starfa_coo_free(coo);
+	if (rc)
+		cli_library_error();
 	return rc ? NULL : csr;
 }
 
@@ -1019,16 +1026,19 @@ static int calibrate_group(const struct calibrate_cli *c, int64_t nrows, int64_t
 {
 	int needed = 0;
 	for (int r = 0; r < ranks->n; r++)
-		needed += !is_slow(calibrate, ranks->rank[r], nnz / 2); /* nnz: the target, the matrix has about it */
+		needed += !is_slow(calibrate, ranks->rank[r], nnz / 2); /* nnz: the target; the matrix holds 0.6-1x it */
 	if (!needed)
 		return 0;
 	/* SGD's on a ratings-like matrix: on uniform rows and columns the GPU's passes ran 17-19% faster than on
 	 * the Netflix shape, and the planner then predicted a split no faster than the GPU alone, which the
 	 * job ran 1.12x faster (bench/PLACEMENT.md) */
-	starfa_csr *csr = calibrate == calibrate_sgd ? ratings_matrix(nrows, ncols, nnz, seed)
-						     : random_matrix(nrows, used_rows, ncols, nnz, seed);
-	if (!csr)
+	starfa_csr *csr = NULL;
+	if (calibrate == calibrate_sgd) {
+		if (!(csr = ratings_matrix(nrows, ncols, nnz, seed)))
+			return 1; /* its error printed */
+	} else if (!(csr = random_matrix(nrows, used_rows, ncols, nnz, seed))) {
 		return cli_library_error();
+	}
 	int rc = 0;
 	current_group = calibrate;
 	for (int r = 0; r < ranks->n && rc == 0; r++)

@@ -275,11 +275,10 @@ int starfa_submit(struct starpu_codelet *cl, const void *args, size_t args_size,
 	if (ret == -ENODEV) { /* StarPU destroyed the task: its callback will not run */
 		free(record);
 		starfa_task_finished();
-	}
-	/* Any other error may come after the task was queued, so its callback still owns the record. */
-	if (ret == -ENODEV)
 		return starfa_set_error(STARFA_ENODEV, "no worker can run codelet %s%s", cl->name,
 					where >= 0 ? " on the workers it was placed on" : "");
+	}
+	/* Any other error may come after the task was queued, so its callback still owns the record. */
 	if (ret != 0)
 		return starfa_set_error(STARFA_ERUNTIME, "starpu_task_insert(%s) failed: %s", cl->name, strerror(-ret));
 	return 0;

@@ -43,6 +43,11 @@
 
 int starfa_plan_curve_add(struct starfa_plan_curve *c, double cost, double us, double sd_us)
 {
+	return starfa_plan_curve_add_n(c, cost, us, sd_us, 1);
+}
+
+int starfa_plan_curve_add_n(struct starfa_plan_curve *c, double cost, double us, double sd_us, double n)
+{
 	if (c->n == c->cap) {
 		const int64_t cap = c->cap ? 2 * c->cap : 64;
 		struct starfa_plan_point *pt = realloc(c->pt, (size_t)cap * sizeof *pt);
@@ -51,7 +56,7 @@ int starfa_plan_curve_add(struct starfa_plan_curve *c, double cost, double us, d
 		c->pt = pt;
 		c->cap = cap;
 	}
-	c->pt[c->n++] = (struct starfa_plan_point){cost, us, sd_us > 0 ? sd_us : 0};
+	c->pt[c->n++] = (struct starfa_plan_point){cost, us, sd_us > 0 ? sd_us : 0, n >= 1 ? n : 1};
 	return 0;
 }
 
@@ -92,18 +97,25 @@ void starfa_plan_curve_sort(struct starfa_plan_curve *c)
 	c->n = kept + 1;
 	int64_t out = 0;
 	for (int64_t i = 0; i < c->n;) {
-		struct starfa_plan_point sum = {0, 0, 0};
+		double n = 0, cost = 0, us = 0, dof = 0, var = 0, plain_var = 0;
 		int64_t j = i;
 		for (; j < c->n && c->pt[j].cost <= NEAR_COST * c->pt[i].cost; j++) {
-			sum.cost += c->pt[j].cost;
-			sum.us += c->pt[j].us;
-			sum.sd_us += c->pt[j].sd_us * c->pt[j].sd_us;
+			const struct starfa_plan_point *p = &c->pt[j];
+			n += p->n;
+			cost += p->cost; /* the points alike, their samples apart: a mean exact on a line */
+			us += p->us;
+			dof += p->n - 1;
+			var += (p->n - 1) * p->sd_us * p->sd_us;
+			plain_var += p->sd_us * p->sd_us;
 		}
-		const double n = (double)(j - i);
-		/* the deviation pooled within the points (their root mean square); the spread of the points'
-		 * means is left out: it is run-to-run drift, which every core of one run shares, not the
-		 * spread among one step's cores that the slowest-core factor scales */
-		c->pt[out++] = (struct starfa_plan_point){sum.cost / n, sum.us / n, sqrt(sum.sd_us / n)};
+		/* the deviation pooled within the points, each variance weighted by its samples less one (a
+		 * one-sample point, whose deviation StarPU leaves 0, weighs nothing; points all of one sample,
+		 * given by hand, pool as a root mean square); the spread of the points' means is left out: it is
+		 * run-to-run drift, which every core of one run shares, not the spread among one step's cores
+		 * that the slowest-core factor scales */
+		const double sd = dof > 0 ? sqrt(var / dof) : sqrt(plain_var / (double)(j - i));
+		const double points = (double)(j - i);
+		c->pt[out++] = (struct starfa_plan_point){cost / points, us / points, sd, n};
 		i = j;
 	}
 	c->n = out;
@@ -168,7 +180,7 @@ static int add_history(struct starfa_plan_curve *c, const struct starpu_perfmode
 			continue;
 		if (only && e->footprint != starfa_cost_footprint((uint64_t)e->size, *only))
 			continue;
-		if (starfa_plan_curve_add(c, (double)e->size, e->mean, e->deviation))
+		if (starfa_plan_curve_add_n(c, (double)e->size, e->mean, e->deviation, (double)e->nsample))
 			return -1;
 	}
 	return 0;

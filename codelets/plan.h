@@ -12,6 +12,7 @@
 /* One measured cost: the task's mean time and the deviation of its samples, in microseconds. */
 struct starfa_plan_point {
 	double cost, us, sd_us;
+	double n; /* the samples behind it (1 for a point given by hand) */
 };
 
 /* The measured points of one worker kind, sorted by cost, one a cost (starfa_plan_curve_sort). */
@@ -22,8 +23,11 @@ struct starfa_plan_curve {
 
 /* Appends a point (us > 0: the log-log interpolation takes logarithms); -1 when out of memory. */
 int starfa_plan_curve_add(struct starfa_plan_curve *c, double cost, double us, double sd_us);
+/* The same for a point of n samples (a perfmodel history entry's), which weigh it in a merge. */
+int starfa_plan_curve_add_n(struct starfa_plan_curve *c, double cost, double us, double sd_us, double n);
 /* Sorts by cost, keeps the fastest point of each cost (other variants, other GPUs) with its deviation,
- * then makes costs within 10% of each other one point: their mean, with their deviations pooled. */
+ * then makes costs within 10% of each other one point: their mean, with their deviations pooled (the
+ * root of the mean variance, each weighted by its samples less one). */
 void starfa_plan_curve_sort(struct starfa_plan_curve *c);
 void starfa_plan_curve_free(struct starfa_plan_curve *c);
 /* Microseconds of one task of cost x (NAN without points), and its deviation in *sd_us when not NULL:

@@ -284,12 +284,12 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		g->G = G;
 		g->C = C;
 		/* The cores' tiles go to whichever core is free under heteroprio (the default with GPUs), whose
-		 * idle cores take a ready task at once: pinned a band a core, the same split ran 1.7x slower
-		 * in one run (0.0325 s an epoch against 0.0184) with every core's tiles as fast, its cores idle
-		 * between tiles; and one core shared with another program held back every sub-stratum (0.0349
-		 * against 0.0213; bench/PLACEMENT.md). A scheduler that queues a ready task behind a busy core
-		 * (dmda, before its models know these tasks) left half the cores idle: there each band keeps to
-		 * its core, its tasks a chain anyway. */
+		 * idle cores take a ready task at once. Pinned a band a core, one core shared with another
+		 * program held back every epoch: 1.6x slower than the GPU alone, against 1.07x dealt (its busy
+		 * core took half the others' tiles); without a busy core the two measured the same, but for one
+		 * pinned run 1.7x slower whose cause was not found (bench/PLACEMENT.md). Any other scheduler
+		 * keeps each band on its core, its tasks a chain anyway: dmda, before its models know these
+		 * tasks, queued ready tiles behind busy cores and left half the cores idle. */
 		g->cores_pinned = strcmp(starfa_scheduler_name(), "heteroprio") != 0;
 	}
 	if ((rc = starfa_tiled_create(c, &tiling, &g->S)))
@@ -477,15 +477,19 @@ static const starfa_task_attr *item_block_attr(const struct sgd *g, int64_t bloc
 }
 
 /* Split: the same for user block `block` (a row band's), whose band keeps to one worker every epoch:
- * GPU band i to GPU i mod ngpu, the cores' bands to the cores. With two GPUs or more, a copy placed on
+ * GPU band i to GPU i mod ngpu, the cores' bands to the cores (to the band's core where they are pinned). With two GPUs or more, a copy placed on
  * the CUDA kind alone could otherwise run on another GPU than the band's, after that GPU's next span. */
 static const starfa_task_attr *user_block_attr(const struct sgd *g, int64_t block, starfa_task_attr *buf)
 {
 	if (g->C == 0 || g->cores_block < 0)
 		return NULL;
-	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
-	*buf = block >= g->G ? (starfa_task_attr){0, 0, STARFA_WHERE_CPU}
-			     : (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, ngpu > 0 ? (int)(block % ngpu) : 0), 0};
+	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA), ncpu = starfa_worker_count(STARFA_WORKER_CPU);
+	if (block < g->G)
+		*buf = (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, ngpu > 0 ? (int)(block % ngpu) : 0), 0};
+	else if (g->cores_pinned) /* the band's own core, as its tiles (sgd_iterate) */
+		*buf = (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CPU, ncpu > 0 ? (int)((block - g->G) % ncpu) : 0), 0};
+	else
+		*buf = (starfa_task_attr){0, 0, STARFA_WHERE_CPU};
 	return buf;
 }
 

@@ -208,6 +208,15 @@ TEST(placement, plan_arithmetic)
 		  "%lld points, the middle one at %g: %g us", (long long)c.n, c.n > 1 ? c.pt[1].cost : NAN,
 		  c.n > 1 ? c.pt[1].us : NAN);
 	starfa_plan_curve_free(&c);
+	/* history entries pool by their samples: a one-sample entry (deviation 0) weighs nothing, 3 and 5
+	 * samples weigh 2 and 4 */
+	CHECK(starfa_plan_curve_add_n(&c, 1.00e6, 1000, 100, 5) == 0 && starfa_plan_curve_add_n(&c, 1.02e6, 1100, 0, 1) == 0 &&
+	      starfa_plan_curve_add_n(&c, 1.04e6, 900, 40, 3) == 0);
+	starfa_plan_curve_sort(&c);
+	CHECK_MSG(c.n == 1 && fabs(c.pt[0].sd_us - sqrt((4 * 100.0 * 100 + 2 * 40.0 * 40) / 6)) < 1e-9 && fabs(c.pt[0].us - 1000) < 1e-9 &&
+		  c.pt[0].n == 9, "%lld points, sd %g, %g us, %g samples", (long long)c.n, c.n ? c.pt[0].sd_us : NAN,
+		  c.n ? c.pt[0].us : NAN, c.n ? c.pt[0].n : NAN);
+	starfa_plan_curve_free(&c);
 
 	/* the expected largest of n standard normals: 0, 0.56, 1.70 (exact: 0, 0.564, 1.703) */
 	CHECK(starfa_plan_slowest_of(1) == 0 && fabs(starfa_plan_slowest_of(2) - 0.564) < 0.03 &&

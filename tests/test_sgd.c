@@ -1104,12 +1104,11 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	CHECK_MSG(on_gpus == ngpu && nsgd == epochs * ((ngpu + 1) * ngpu + core_tiles) && tiles == split.P * split.Q,
 		  "%lld user blocks on GPUs, %lld tasks, %lld tiles", (long long)on_gpus, (long long)nsgd, (long long)tiles);
 	free(pairs);
-	/* The bold driver's copies of a GPU's item blocks run on that GPU before its next epoch's span: on
-	 * each CUDA worker, no copy (dense_map) between an sgd task and the next evaluation (the loss's
-	 * sqerr_band and dense_reduce tasks) */
 	/* A GPU band's user block keeps to its GPU: once the epochs have begun, every copy (dense_map) and
 	 * regularization sum (dense_reduce) that touches it runs on that GPU's worker, and every accepted
-	 * epoch copies it (dense_map: data[0] written, data[1] read). */
+	 * epoch copies it (dense_map: data[0] written, data[1] read). With one GPU this cannot tell the band's
+	 * GPU from any CUDA worker (user_block_attr's reason); invtime accepts every epoch, so the bold
+	 * driver's restore does not run here. */
 	double first_sgd = INFINITY;
 	for (int64_t a = 0; a < n; a++)
 		if (strcmp(log[a].codelet, "sgd") == 0)
@@ -1134,6 +1133,9 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 		CHECK_MSG(copies >= epochs - 1, "GPU user block %lld copied %lld times in %lld epochs", (long long)u,
 			  (long long)copies, (long long)epochs);
 	}
+	/* The bold driver's copies of a GPU's item blocks run on that GPU before its next epoch's span: on
+	 * each CUDA worker, no copy (dense_map) between an sgd task and the next evaluation (the loss's
+	 * sqerr_band and dense_reduce tasks) */
 	for (int64_t w = 0; w < n; w++) {
 		if (strcmp(log[w].codelet, "sgd") != 0 || starpu_worker_get_type(log[w].worker - 1) != STARPU_CUDA_WORKER)
 			continue;
