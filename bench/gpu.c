@@ -22,6 +22,7 @@
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -561,6 +562,19 @@ static int dense_row_count(struct gpu_case *c, uint64_t pattern, double density,
 	return 0;
 }
 
+/* Puts text (printf-formatted) before r's note, "; " between them, the old note cut to 150 characters. */
+static void note_before(struct bench_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_before(struct bench_result *r, const char *fmt, ...)
+{
+	char note[sizeof r->note], text[sizeof r->note - 160]; /* with "; " and 150 of the old note, it fits */
+	snprintf(note, sizeof note, "%s", r->note);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	snprintf(r->note, sizeof r->note, "%s%s%.150s", text, note[0] ? "; " : "", note);
+}
+
 /* starfa's kernel as the codelet runs it (AUTO), or one variant of it. */
 static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm_variant variant, double density,
 			       int by_column)
@@ -589,9 +603,7 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 		int64_t dense = 0;
 		if (dense_row_count(c, arg.pattern, density, scaled, &dense, r))
 			return;
-		char note[sizeof r->note];
-		snprintf(note, sizeof note, "%s", r->note);
-		snprintf(r->note, sizeof r->note, "%lld dense rows%s%.150s", (long long)dense, note[0] ? "; " : "", note);
+		note_before(r, "%lld dense rows", (long long)dense);
 	}
 	if (variant == STARFA_CUDA_SDDMM_AUTO && !by_column) { /* which variant the automatic choice ran */
 		ran = starfa_cuda_sddmm_choose(c->nrows, c->ncols, c->nnz, c->k, c->d_A, c->k, c->d_B, c->k);
@@ -611,11 +623,8 @@ static void bench_starfa_sddmm(struct gpu_case *c, int scaled, starfa_cuda_sddmm
 	}
 	if (ran == STARFA_CUDA_SDDMM_PANEL) { /* the L2 model's panels, for judging it */
 		int64_t cols = starfa_cuda_sddmm_panel_cols(c->ncols, c->k);
-		char note[sizeof r->note];
-		snprintf(note, sizeof note, "%s", r->note);
-		snprintf(r->note, sizeof r->note, "%lld panels of %lld columns%s%.150s",
-			 (long long)(cols > 0 ? (c->ncols + cols - 1) / cols : 0), (long long)cols, note[0] ? "; " : "",
-			 note);
+		note_before(r, "%lld panels of %lld columns", (long long)(cols > 0 ? (c->ncols + cols - 1) / cols : 0),
+			    (long long)cols);
 	}
 	double *ms = bench_alloc((size_t)c->o->repeat, sizeof *ms, "timings");
 	if (!ms || time_runs(NULL, run_starfa_sddmm, &arg, c->o->warmup, c->o->repeat, ms))
@@ -659,10 +668,8 @@ static void bench_starfa_sddmm_call(struct gpu_case *c)
 	if (rc)
 		goto fail;
 	record_times(r, c, ms, c->o->repeat, (double)sddmm_bytes(c));
-	char note[sizeof r->note];
-	snprintf(note, sizeof note, "%s", r->note); /* starfa_sddmm_checked's ("not compared with cuSPARSE ...") */
-	snprintf(r->note, sizeof r->note, "host clock: launch + cudaStreamSynchronize, L2 not flushed%s%.150s",
-		 note[0] ? "; " : "", note);
+	/* before starfa_sddmm_checked's note ("not compared with cuSPARSE ...") */
+	note_before(r, "host clock: launch + cudaStreamSynchronize, L2 not flushed");
 	free(ms);
 	return;
 fail:

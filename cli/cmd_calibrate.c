@@ -195,6 +195,15 @@ static int parse(int argc, char **argv, struct calibrate_cli *c)
 	return 0;
 }
 
+/* The generators' random stream (xorshift64). */
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 /* A random nrows x ncols matrix with about nnz entries of values in [1, 2). */
 /* Entries in the first used_rows of nrows rows (all of them when used_rows is nrows). */
 static starfa_csr *random_matrix(int64_t nrows, int64_t used_rows, int64_t ncols, int64_t nnz, uint64_t seed)
@@ -204,9 +213,7 @@ static starfa_csr *random_matrix(int64_t nrows, int64_t used_rows, int64_t ncols
 		return NULL;
 	uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
 	for (int64_t e = 0; e < nnz; e++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
+		xorshift(&s);
 		coo->row[e] = (int32_t)(s % (uint64_t)used_rows);
 		coo->col[e] = (int32_t)((s >> 32) % (uint64_t)ncols);
 		coo->val[e] = 1.0f + (float)(s >> 40) / 16777216.0f;
@@ -216,14 +223,6 @@ static starfa_csr *random_matrix(int64_t nrows, int64_t used_rows, int64_t ncols
 	int rc = starfa_csr_from_coo(coo, &csr);
 	starfa_coo_free(coo);
 	return rc ? NULL : csr;
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
 }
 
 /* A random permutation of [0, n) into p. */
@@ -281,8 +280,7 @@ static starfa_csr *ratings_matrix(int64_t nrows, int64_t ncols, int64_t nnz, uin
 	free(perm_r);
 	free(perm_c);
 	starfa_csr *csr = NULL;
-	int64_t removed = 0;
-	int rc = starfa_coo_dedupe(coo, &removed);
+	int rc = starfa_coo_dedupe(coo, NULL);
 	if (!rc)
 		rc = starfa_csr_from_coo(coo, &csr);
 	starfa_coo_free(coo);
@@ -296,9 +294,7 @@ static void fill(float *x, size_t n, uint64_t seed)
 {
 	uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
 	for (size_t i = 0; i < n; i++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
+		xorshift(&s);
 		x[i] = (float)(s >> 40) / 16777216.0f - 0.5f;
 	}
 }

@@ -190,6 +190,7 @@ static void sgd_free(void *state)
 }
 
 static int objective(struct sgd *g, double *sse_out, double *loss_out);
+static const starfa_task_attr *user_block_attr(const struct sgd *g, int64_t block, starfa_task_attr *buf);
 
 static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void *params, void **state)
 {
@@ -414,7 +415,7 @@ static int sgd_iterate(void *state, int64_t iteration)
 	}
 	/* In a split a GPU's band keeps to that GPU; the cores' tiles go to any core, or to the band's
 	 * (g->cores_pinned, sgd_setup). */
-	const int ncpu = starfa_worker_count(STARFA_WORKER_CPU), ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
 	int64_t *sub = shifts + P;
 	for (int64_t s = 0; C > 0 && s < blocks && !rc; s++) {
 		for (int64_t i = 0; i < G && !rc; i++) {
@@ -428,10 +429,9 @@ static int sgd_iterate(void *state, int64_t iteration)
 		for (int64_t t = 0; t < C && !rc; t++)
 			for (int64_t c = 0; c < C && !rc; c++) {
 				const int64_t i = G + c, j = first + (c + sub[t]) % C;
-				const starfa_task_attr on =
-					g->cores_pinned ? (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CPU, ncpu > 0 ? (int)(c % ncpu) : 0), 0}
-							: (starfa_task_attr){0, 0, STARFA_WHERE_CPU};
-				rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j, &on);
+				starfa_task_attr on; /* the band's user block's placement: its core, or any core */
+				rc = starfa_task_sgd(g->S, i, j, U, V, g->dGU, g->dGV, &step, g->sse, i * Q + j,
+						     user_block_attr(g, i, &on));
 			}
 	}
 	free(shifts);
@@ -477,8 +477,9 @@ static const starfa_task_attr *item_block_attr(const struct sgd *g, int64_t bloc
 }
 
 /* Split: the same for user block `block` (a row band's), whose band keeps to one worker every epoch:
- * GPU band i to GPU i mod ngpu, the cores' bands to the cores (to the band's core where they are pinned). With two GPUs or more, a copy placed on
- * the CUDA kind alone could otherwise run on another GPU than the band's, after that GPU's next span. */
+ * GPU band i to GPU i mod ngpu, the cores' bands to the cores (band G + c to core c where they are
+ * pinned); the cores' tiles take it too (sgd_iterate). With two GPUs or more, a copy placed on the CUDA
+ * kind alone could otherwise run on another GPU than the band's, after that GPU's next span. */
 static const starfa_task_attr *user_block_attr(const struct sgd *g, int64_t block, starfa_task_attr *buf)
 {
 	if (g->C == 0 || g->cores_block < 0)
