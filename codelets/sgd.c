@@ -1,6 +1,6 @@
-/* The SGD codelet: one pass of matrix-factorization updates over tiles of one row band (one tile, or a
- * span of them), reading and writing the band's user block and the tiles' item blocks (so that StarPU
- * runs the tasks of a stratum, which share no block, at once, and orders the others). */
+/* The SGD codelet: one pass of matrix-factorization updates over tiles (one tile, a span of one row
+ * band's, or a square block of several bands'), reading and writing the tiles' user and item blocks (so
+ * that StarPU runs the tasks of a stratum, which share no block, at once, and orders the others). */
 #include "codelets/codelet.h"
 #include "codelets/zero.h"
 
@@ -11,24 +11,41 @@
 #include <starpu_cuda.h>
 #endif
 
-/* The codelet's arguments: the pass and the keys of the task's tiles (cl_arg of variable size). */
-struct sgd_args {
-	struct starfa_sgd_pass pass;
-	int64_t ntiles;
-	uint64_t ids[];
+/* The codelet's arguments: the pass, the task's user and item blocks and, for each tile, its key and
+ * the blocks it reads (cl_arg of variable size). */
+struct sgd_ref {
+	uint64_t id;      /* the tile's key in the visiting order */
+	int32_t u, v;     /* its user block and item block among the task's */
 };
 
-/* Buffers: 0 the U block (RW), 1 the slot of the squared errors (W), with AdaGrad 2 the U block's
- * accumulators (RW); then for each tile its CSR (R) and V block (RW), and with AdaGrad the V block's
- * accumulators (RW). */
-static int64_t head(const struct starfa_sgd_pass *pass)
+struct sgd_args {
+	struct starfa_sgd_pass pass;
+	int64_t ntiles, nusers, nitems;
+	int block;        /* a block of several row bands (starfa_task_sgd_block): a model variant of its own */
+	struct sgd_ref refs[];
+};
+
+/* Buffers: 0 the slot of the squared errors (W); then the nusers user blocks, each U (RW) and with
+ * AdaGrad its accumulators (RW); then the nitems item blocks, V (RW) and with AdaGrad theirs (RW); then
+ * the tiles' CSR (R), in visiting order. */
+static int64_t per_block(const struct starfa_sgd_pass *pass)
 {
-	return pass->adagrad ? 3 : 2;
+	return pass->adagrad ? 2 : 1;
 }
 
-static int64_t stride(const struct starfa_sgd_pass *pass)
+static int64_t user_buffer(const struct sgd_args *a, int64_t u)
 {
-	return pass->adagrad ? 3 : 2;
+	return 1 + u * per_block(&a->pass);
+}
+
+static int64_t item_buffer(const struct sgd_args *a, int64_t v)
+{
+	return 1 + (a->nusers + v) * per_block(&a->pass);
+}
+
+static int64_t first_tile_buffer(const struct sgd_args *a)
+{
+	return 1 + (a->nusers + a->nitems) * per_block(&a->pass);
 }
 
 /* A factor block's leading dimension in its elements: FP16 rows are packed two to a float. */
@@ -37,27 +54,25 @@ static int64_t factor_ld(void *buffers[], const struct starfa_sgd_pass *pass, in
 	return (int64_t)STARPU_MATRIX_GET_LD(buffers[b]) * (pass->half ? 2 : 1);
 }
 
-/* Tile m of the task, its V block and accumulators as buffers give them. */
+/* Tile m of the task with its user and item rows and accumulators, as buffers give them. */
 static struct starfa_sgd_tile task_tile(void *buffers[], const struct sgd_args *a, int64_t m)
 {
 	const struct starfa_sgd_pass *pass = &a->pass;
-	const int64_t b = head(pass) + m * stride(pass);
+	const int64_t b = first_tile_buffer(a) + m, ub = user_buffer(a, a->refs[m].u), vb = item_buffer(a, a->refs[m].v);
 	return (struct starfa_sgd_tile){STARPU_CSR_GET_NROW(buffers[b]),
 					STARPU_CSR_GET_NNZ(buffers[b]),
 					STARPU_CSR_GET_ROWPTR(buffers[b]),
 					STARPU_CSR_GET_COLIND(buffers[b]),
 					(const float *)STARPU_CSR_GET_NZVAL(buffers[b]),
-					(void *)STARPU_MATRIX_GET_PTR(buffers[b + 1]),
-					factor_ld(buffers, pass, b + 1),
-					pass->adagrad ? (float *)STARPU_MATRIX_GET_PTR(buffers[b + 2]) : NULL,
-					pass->adagrad ? (int64_t)STARPU_MATRIX_GET_LD(buffers[b + 2]) : 0,
-					a->ids[m]};
-}
-
-static float *user_accumulator(void *buffers[], const struct starfa_sgd_pass *pass, int64_t *ld)
-{
-	*ld = pass->adagrad ? (int64_t)STARPU_MATRIX_GET_LD(buffers[2]) : 0;
-	return pass->adagrad ? (float *)STARPU_MATRIX_GET_PTR(buffers[2]) : NULL;
+					(void *)STARPU_MATRIX_GET_PTR(buffers[vb]),
+					factor_ld(buffers, pass, vb),
+					pass->adagrad ? (float *)STARPU_MATRIX_GET_PTR(buffers[vb + 1]) : NULL,
+					pass->adagrad ? (int64_t)STARPU_MATRIX_GET_LD(buffers[vb + 1]) : 0,
+					a->refs[m].id,
+					(void *)STARPU_MATRIX_GET_PTR(buffers[ub]),
+					factor_ld(buffers, pass, ub),
+					pass->adagrad ? (float *)STARPU_MATRIX_GET_PTR(buffers[ub + 1]) : NULL,
+					pass->adagrad ? (int64_t)STARPU_MATRIX_GET_LD(buffers[ub + 1]) : 0};
 }
 
 /* The tiles one after the other, each in its own order. */
@@ -65,21 +80,18 @@ static void sgd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct sgd_args *a = cl_arg;
 	struct starfa_sgd_pass pass = a->pass;
-	int64_t ldgu;
-	float *Gu = user_accumulator(buffers, &pass, &ldgu);
-	void *U = (void *)STARPU_MATRIX_GET_PTR(buffers[0]);
-	const int64_t ldu = factor_ld(buffers, &pass, 0);
 	double sse = 0;
 	for (int64_t m = 0; m < a->ntiles; m++) {
 		const struct starfa_sgd_tile t = task_tile(buffers, a, m);
 		pass.tile = t.id;
-		sse += starfa_cpu_sgd(t.nrows, t.rowptr, t.colind, t.val, U, ldu, t.V, t.ldv, Gu, ldgu, t.Gv, t.ldgv, &pass);
+		sse += starfa_cpu_sgd(t.nrows, t.rowptr, t.colind, t.val, t.U, t.ldu, t.V, t.ldv, t.Gu, t.ldgu, t.Gv, t.ldgv,
+				      &pass);
 	}
-	*(double *)STARPU_VARIABLE_GET_PTR(buffers[1]) = sse;
+	*(double *)STARPU_VARIABLE_GET_PTR(buffers[0]) = sse;
 }
 
 #ifdef STARFA_USE_CUDA
-/* The tiles in one launch, as one wide tile (gpu/sgd.h). */
+/* The tiles in launches of up to STARFA_SGD_SPAN_MAX, each as one wide tile (gpu/sgd.h). */
 static void sgd_cuda(void *buffers[], void *cl_arg)
 {
 	const struct sgd_args *a = cl_arg;
@@ -88,11 +100,8 @@ static void sgd_cuda(void *buffers[], void *cl_arg)
 		starfa_cpu_fail("sgd");
 	for (int64_t m = 0; m < a->ntiles; m++)
 		tiles[m] = task_tile(buffers, a, m);
-	int64_t ldgu;
-	float *Gu = user_accumulator(buffers, &a->pass, &ldgu);
-	cudaError_t err = starfa_cuda_sgd_span((int)a->ntiles, tiles, (void *)STARPU_MATRIX_GET_PTR(buffers[0]),
-					       factor_ld(buffers, &a->pass, 0), Gu, ldgu, &a->pass, 0,
-					       (double *)STARPU_VARIABLE_GET_PTR(buffers[1]), starpu_cuda_get_local_stream());
+	cudaError_t err = starfa_cuda_sgd_tiles((int)a->ntiles, tiles, &a->pass, 0,
+						(double *)STARPU_VARIABLE_GET_PTR(buffers[0]), starpu_cuda_get_local_stream());
 	free(tiles);
 	STARFA_CUDA_CHECK("sgd", err);
 }
@@ -102,51 +111,47 @@ static void sgd_cuda(void *buffers[], void *cl_arg)
 static uint64_t sgd_cost(const struct starpu_task *task)
 {
 	const struct sgd_args *a = task->cl_arg;
-	return starfa_band_task_nnz(task, (unsigned)head(&a->pass), (unsigned)stride(&a->pass), (int)a->ntiles) *
-	       (uint64_t)a->pass.k;
+	return starfa_band_task_nnz(task, (unsigned)first_tile_buffer(a), 1, (int)a->ntiles) * (uint64_t)a->pass.k;
 }
 
 /* A span of several tiles is a variant of its own: on a GPU it updates faster than one tile of the same
  * cost (bench/SGD.md), and its samples made the planner predict the GPU-alone tiles 5-12% short
- * (bench/PLACEMENT.md). */
-static uint32_t variant_of(int64_t k, int adagrad, int half, int span)
+ * (bench/PLACEMENT.md). A block over several row bands (the split's fallback) is another: its tiles are
+ * the cores' thin ones. */
+static uint32_t variant_of(int64_t k, int adagrad, int half, int span, int block)
 {
-	return (uint32_t)(adagrad != 0) | (uint32_t)(half != 0) << 1 | (uint32_t)(span != 0) << 2 | (uint32_t)k << 3;
+	return (uint32_t)(adagrad != 0) | (uint32_t)(half != 0) << 1 | (uint32_t)(span != 0) << 2 |
+	       (uint32_t)(block != 0) << 3 | (uint32_t)k << 4;
 }
 
 static uint32_t sgd_variant(const struct starpu_task *task)
 {
 	const struct sgd_args *a = task->cl_arg;
-	return variant_of(a->pass.k, a->pass.adagrad, a->pass.half, a->ntiles > 1);
+	return variant_of(a->pass.k, a->pass.adagrad, a->pass.half, a->ntiles > 1, a->block);
 }
 
 uint32_t starfa_sgd_model_variant(const starfa_sgd_step *step)
 {
-	return variant_of(step->rank, step->adagrad, step->half, 0);
+	return variant_of(step->rank, step->adagrad, step->half, 0, 0);
 }
 
 uint32_t starfa_sgd_span_model_variant(const starfa_sgd_step *step)
 {
-	return variant_of(step->rank, step->adagrad, step->half, 1);
+	return variant_of(step->rank, step->adagrad, step->half, 1, 0);
 }
 
 STARFA_CODELET(sgd, sgd_cost, sgd_variant, sgd_cpu, STARFA_CUDA_FUNC(sgd_cuda));
 
-int starfa_task_sgd_span(const starfa_tiled *S, int64_t i, int64_t j, int64_t ntiles, starfa_dense *U, starfa_dense *V,
-			 starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
-			 const starfa_task_attr *attr)
+/* What every pass task checks: U and V S's factors, blocked along its bands, the step's numbers. */
+static int check_pass(const char *what, const starfa_tiled *S, const starfa_dense *U, const starfa_dense *V,
+		      const starfa_dense *Gu, const starfa_dense *Gv, const starfa_sgd_step *step,
+		      const starfa_sums *sse, int64_t slot)
 {
-	const char *what = ntiles == 1 ? "starfa_task_sgd" : "starfa_task_sgd_span";
 	if (!S || !U || !V || !step)
 		return starfa_set_error(STARFA_EINVAL, "%s: missing operand", what);
 	int rc = starfa_check_slot(what, sse, slot);
 	if (rc)
 		return rc;
-	if (i < 0 || j < 0 || i >= S->grid.nr || j >= S->grid.nc)
-		return starfa_index_error(what, "tile", i, j, S->grid.nr, S->grid.nc);
-	if (ntiles < 1 || ntiles > S->grid.nc - j)
-		return starfa_set_error(STARFA_EINVAL, "%s: %lld tiles from column band %lld do not fit the grid's %lld",
-					what, (long long)ntiles, (long long)j, (long long)S->grid.nc);
 	const int64_t width = U->cols * (step->half ? 2 : 1); /* the rows' elements */
 	if (step->rank < 1 || step->rank > STARFA_SGD_MAX_RANK || width < step->rank + 2 || V->cols != U->cols ||
 	    U->rows != S->nrows || V->rows != S->ncols)
@@ -163,50 +168,161 @@ int starfa_task_sgd_span(const starfa_tiled *S, int64_t i, int64_t j, int64_t nt
 			      !starfa_dense_blocked_along(Gv, S->col_bounds, S->grid.nc)))
 		return starfa_set_error(STARFA_EINVAL, "%s: AdaGrad needs the accumulators Gu and Gv, one column each, "
 						       "blocked like U and V", what);
+	return 0;
+}
+
+/* Submits one pass over the n tiles (ti[m], tj[m]) in that order (a tile's bands among ui[0..nu) and
+ * vj[0..nv)), reading and writing the bands of its nonempty tiles only; placed by attr, else by the
+ * first tile's row band. */
+static int submit_pass(const starfa_tiled *S, int64_t n, const int64_t *ti, const int64_t *tj, int64_t nu,
+		       const int64_t *ui, int64_t nv, const int64_t *vj, int block, starfa_dense *U, starfa_dense *V,
+		       starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
+		       const starfa_task_attr *attr)
+{
 	starfa_task_attr placed;
-	attr = starfa_placed(&placed, attr, starfa_band_where(S, STARFA_ROWS, i));
-	int64_t nonempty = 0, nnz = 0;
-	for (int64_t t = j; t < j + ntiles; t++) {
-		const int64_t tile_nnz = starfa_grid_tile(&S->grid, i, t)->nnz;
-		nonempty += tile_nnz > 0;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, STARFA_ROWS, ti[0]));
+	/* the task's bands: those of its nonempty tiles, numbered in the order of ui and vj */
+	int32_t *un = starfa_malloc((size_t)(nu + nv), sizeof *un), *vn = un ? un + nu : NULL;
+	if (!un)
+		return STARFA_ENOMEM;
+	for (int64_t b = 0; b < nu + nv; b++)
+		un[b] = -1;
+	int64_t nonempty = 0, nnz = 0, tu = 0, tv = 0;
+	for (int64_t m = 0; m < n; m++) {
+		const int64_t tile_nnz = starfa_grid_tile(&S->grid, ti[m], tj[m])->nnz;
+		if (tile_nnz == 0)
+			continue;
+		nonempty++;
 		nnz += tile_nnz;
+		int64_t u = 0, v = 0;
+		while (ui[u] != ti[m])
+			u++;
+		while (vj[v] != tj[m])
+			v++;
+		un[u] = 1;
+		vn[v] = 1;
 	}
-	if (nonempty == 0)
+	for (int64_t b = 0; b < nu; b++)
+		un[b] = un[b] > 0 ? (int32_t)tu++ : -1;
+	for (int64_t b = 0; b < nv; b++)
+		vn[b] = vn[b] > 0 ? (int32_t)tv++ : -1;
+	if (nonempty == 0) {
+		free(un);
 		return starfa_submit_zero(sse->handles[slot], STARFA_ZERO_VARIABLE, attr);
+	}
 	const struct starfa_sgd_pass pass = {step->rank,   step->lr,	 step->lambda,
 					     step->lambda_bias, step->mu, step->biases,
 					     step->adagrad != 0, step->seed, step->epoch,
-					     (uint64_t)(i * S->grid.nc + j), step->half != 0};
-	const size_t args_size = sizeof(struct sgd_args) + (size_t)nonempty * sizeof(uint64_t);
-	const int64_t nbuffers = head(&pass) + nonempty * stride(&pass);
+					     (uint64_t)(ti[0] * S->grid.nc + tj[0]), step->half != 0};
+	const size_t args_size = sizeof(struct sgd_args) + (size_t)nonempty * sizeof(struct sgd_ref);
 	struct sgd_args *args = starfa_malloc(1, args_size);
-	struct starpu_data_descr *buffers = starfa_malloc((size_t)nbuffers, sizeof *buffers);
-	if (!args || !buffers) {
+	struct starpu_data_descr *buffers = NULL;
+	if (args) {
+		*args = (struct sgd_args){pass, nonempty, tu, tv, block};
+		buffers = starfa_malloc((size_t)(first_tile_buffer(args) + nonempty), sizeof *buffers);
+	}
+	if (!buffers) {
+		free(un);
 		free(args);
-		free(buffers);
 		return STARFA_ENOMEM;
 	}
-	args->pass = pass;
-	args->ntiles = nonempty;
-	buffers[0] = (struct starpu_data_descr){U->blocks[i], STARPU_RW};
-	buffers[1] = (struct starpu_data_descr){sse->handles[slot], STARPU_W};
-	if (step->adagrad)
-		buffers[2] = (struct starpu_data_descr){Gu->blocks[i], STARPU_RW};
-	for (int64_t t = j, m = 0; t < j + ntiles; t++) {
-		const struct starfa_tile *tile = starfa_grid_tile(&S->grid, i, t);
+	const int64_t nbuffers = first_tile_buffer(args) + nonempty;
+	buffers[0] = (struct starpu_data_descr){sse->handles[slot], STARPU_W};
+	for (int64_t u = 0; u < nu; u++) {
+		if (un[u] < 0)
+			continue;
+		struct starpu_data_descr *b = buffers + user_buffer(args, un[u]);
+		b[0] = (struct starpu_data_descr){U->blocks[ui[u]], STARPU_RW};
+		if (step->adagrad)
+			b[1] = (struct starpu_data_descr){Gu->blocks[ui[u]], STARPU_RW};
+	}
+	for (int64_t v = 0; v < nv; v++) {
+		if (vn[v] < 0)
+			continue;
+		struct starpu_data_descr *b = buffers + item_buffer(args, vn[v]);
+		b[0] = (struct starpu_data_descr){V->blocks[vj[v]], STARPU_RW};
+		if (step->adagrad)
+			b[1] = (struct starpu_data_descr){Gv->blocks[vj[v]], STARPU_RW};
+	}
+	for (int64_t t = 0, m = 0; t < n; t++) {
+		const struct starfa_tile *tile = starfa_grid_tile(&S->grid, ti[t], tj[t]);
 		if (tile->nnz == 0)
 			continue;
-		args->ids[m] = (uint64_t)(i * S->grid.nc + t);
-		struct starpu_data_descr *b = buffers + head(&pass) + m++ * stride(&pass);
-		b[0] = (struct starpu_data_descr){tile->handle, STARPU_R};
-		b[1] = (struct starpu_data_descr){V->blocks[t], STARPU_RW};
-		if (step->adagrad)
-			b[2] = (struct starpu_data_descr){Gv->blocks[t], STARPU_RW};
+		int64_t u = 0, v = 0;
+		while (ui[u] != ti[t])
+			u++;
+		while (vj[v] != tj[t])
+			v++;
+		args->refs[m] = (struct sgd_ref){(uint64_t)(ti[t] * S->grid.nc + tj[t]), un[u], vn[v]};
+		buffers[first_tile_buffer(args) + m++] = (struct starpu_data_descr){tile->handle, STARPU_R};
 	}
+	free(un);
 	double flops = (step->adagrad ? 12.0 : 8.0) * (double)step->rank * (double)nnz;
-	rc = starfa_submit(&sgd_cl, args, args_size, flops, attr, (int)nbuffers, buffers);
+	int rc = starfa_submit(&sgd_cl, args, args_size, flops, attr, (int)nbuffers, buffers);
 	free(args);
 	free(buffers);
+	return rc;
+}
+
+int starfa_task_sgd_span(const starfa_tiled *S, int64_t i, int64_t j, int64_t ntiles, starfa_dense *U, starfa_dense *V,
+			 starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
+			 const starfa_task_attr *attr)
+{
+	const char *what = ntiles == 1 ? "starfa_task_sgd" : "starfa_task_sgd_span";
+	int rc = check_pass(what, S, U, V, Gu, Gv, step, sse, slot);
+	if (rc)
+		return rc;
+	if (i < 0 || j < 0 || i >= S->grid.nr || j >= S->grid.nc)
+		return starfa_index_error(what, "tile", i, j, S->grid.nr, S->grid.nc);
+	if (ntiles < 1 || ntiles > S->grid.nc - j)
+		return starfa_set_error(STARFA_EINVAL, "%s: %lld tiles from column band %lld do not fit the grid's %lld",
+					what, (long long)ntiles, (long long)j, (long long)S->grid.nc);
+	int64_t *ti = starfa_malloc((size_t)(2 * ntiles), sizeof *ti);
+	if (!ti)
+		return STARFA_ENOMEM;
+	int64_t *tj = ti + ntiles;
+	for (int64_t m = 0; m < ntiles; m++) {
+		ti[m] = i;
+		tj[m] = j + m;
+	}
+	rc = submit_pass(S, ntiles, ti, tj, 1, &i, ntiles, tj, 0, U, V, Gu, Gv, step, sse, slot, attr);
+	free(ti);
+	return rc;
+}
+
+int starfa_task_sgd_block(const starfa_tiled *S, int64_t i, int64_t j, int64_t n, starfa_dense *U, starfa_dense *V,
+			  starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse,
+			  int64_t slot, const starfa_task_attr *attr)
+{
+	const char *what = "starfa_task_sgd_block";
+	int rc = check_pass(what, S, U, V, Gu, Gv, step, sse, slot);
+	if (rc)
+		return rc;
+	if (i < 0 || j < 0 || i >= S->grid.nr || j >= S->grid.nc)
+		return starfa_index_error(what, "tile", i, j, S->grid.nr, S->grid.nc);
+	if (n < 1 || n > S->grid.nr - i || n > S->grid.nc - j)
+		return starfa_set_error(STARFA_EINVAL, "%s: a block of %lld x %lld tiles from tile (%lld, %lld) does not "
+						       "fit the %lld x %lld grid", what, (long long)n, (long long)n,
+					(long long)i, (long long)j, (long long)S->grid.nr, (long long)S->grid.nc);
+	if (n > INT32_MAX / n)
+		return starfa_set_error(STARFA_EINVAL, "%s: a block of %lld x %lld tiles is too many for one task", what,
+					(long long)n, (long long)n);
+	int64_t *ti = starfa_malloc((size_t)(2 * n * n + 2 * n), sizeof *ti);
+	if (!ti)
+		return STARFA_ENOMEM;
+	int64_t *tj = ti + n * n, *ui = tj + n * n, *vj = ui + n;
+	/* n diagonals of n tiles, each sharing no band */
+	for (int64_t t = 0, m = 0; t < n; t++)
+		for (int64_t c = 0; c < n; c++, m++) {
+			ti[m] = i + c;
+			tj[m] = j + (c + t) % n;
+		}
+	for (int64_t c = 0; c < n; c++) {
+		ui[c] = i + c;
+		vj[c] = j + c;
+	}
+	rc = submit_pass(S, n * n, ti, tj, n, ui, n, vj, n > 1, U, V, Gu, Gv, step, sse, slot, attr);
+	free(ti);
 	return rc;
 }
 

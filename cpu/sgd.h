@@ -80,9 +80,10 @@ struct starfa_sgd_pass {
 	int half;              /* the factor rows are FP16 (cpu/half.h), read into FP32 for each update */
 };
 
-/* One tile of a row band's pass: its entries (CSR, rows local to the band, columns local to the tile's
- * column band), its item rows V (and AdaGrad accumulators Gv, leading dimension ldgv; else NULL) and its
- * key in the visiting order (id: pass->tile for a tile alone). */
+/* One tile of a pass: its entries (CSR, rows local to the tile's row band, columns local to its column
+ * band), its item rows V (and AdaGrad accumulators Gv, leading dimension ldgv; else NULL), its key in the
+ * visiting order (id: pass->tile for a tile alone) and its user rows U and their accumulators Gu (leading
+ * dimensions ldu, ldgu; starfa_cuda_sgd_span fills them with its band's). */
 struct starfa_sgd_tile {
 	int64_t nrows;
 	uint32_t nnz;
@@ -93,6 +94,10 @@ struct starfa_sgd_tile {
 	float *Gv;
 	int64_t ldgv;
 	uint64_t id;
+	void *U;
+	int64_t ldu;
+	float *Gu;
+	int64_t ldgu;
 };
 
 /* The most tiles one CUDA launch takes (its arguments hold their descriptions): more run in launches of

@@ -1,4 +1,4 @@
-/* SGD matrix-factorization updates on CSR tiles of one row band on CUDA. An update is run by a group of kLanes lanes
+/* SGD matrix-factorization updates on CSR tiles on CUDA. An update is run by a group of kLanes lanes
  * (8, 16 or 32: as many as the rank needs for one 16-byte load each), so a warp runs 32 / kLanes updates
  * at once. A launch takes up to STARFA_SGD_SPAN_MAX tiles: the groups in flight are dealt to the tiles in
  * proportion to their chunks, each tile's chunks round-robin to its groups, and each group runs its
@@ -8,6 +8,7 @@
 #include "cpu/half.h"
 
 #include <cuda_fp16.h>
+#include <stdlib.h>
 
 namespace {
 
@@ -212,8 +213,7 @@ __device__ __forceinline__ float update(T *u, T *v, float r, const starfa_sgd_pa
  * group's lanes), then runs its updates in the chunk's order. */
 template <typename T, int kLanes, bool kVec>
 __global__ void __launch_bounds__(kThreads)
-	sgd_kernel(const __grid_constant__ Span span, T *U, int64_t ldu, float *Gu, int64_t ldgu, const starfa_sgd_pass s,
-		   double *sse)
+	sgd_kernel(const __grid_constant__ Span span, const starfa_sgd_pass s, double *sse)
 {
 	constexpr int kGroups = kThreads / kLanes;
 	__shared__ uint32_t s_row[kGroups][STARFA_SGD_CHUNK];
@@ -223,11 +223,11 @@ __global__ void __launch_bounds__(kThreads)
 	const starfa_sgd_tile *t = tile_of(span, ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes, &mine, &nupdaters);
 	if (!t)
 		return; /* a whole group */
-	const int64_t nrows = t->nrows, ldv = t->ldv, ldgv = t->ldgv;
+	const int64_t nrows = t->nrows, ldu = t->ldu, ldv = t->ldv, ldgu = t->ldgu, ldgv = t->ldgv;
 	const uint32_t nnz = t->nnz, *__restrict__ rowptr = t->rowptr, *__restrict__ colind = t->colind;
 	const float *__restrict__ val = t->val;
-	T *V = static_cast<T *>(t->V);
-	float *Gv = Gu ? t->Gv : nullptr;
+	T *U = static_cast<T *>(t->U), *V = static_cast<T *>(t->V);
+	float *Gu = s.adagrad ? t->Gu : nullptr, *Gv = s.adagrad ? t->Gv : nullptr;
 	double local = 0.0;
 	const uint32_t nchunks = chunks_of(nnz);
 	for (uint32_t chunk = (uint32_t)mine; chunk < nchunks; chunk += (uint32_t)nupdaters) {
@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(kThreads)
  * 0 of the group keeps the biases. */
 template <typename T, int kLanes>
 __global__ void __launch_bounds__(kThreads)
-	sgd_pipelined_kernel(const __grid_constant__ Span span, T *U, int64_t ldu, const starfa_sgd_pass s, double *sse)
+	sgd_pipelined_kernel(const __grid_constant__ Span span, const starfa_sgd_pass s, double *sse)
 {
 	using P = Pack<T>;
 	constexpr int N = P::N, kGroups = kThreads / kLanes;
@@ -268,10 +268,10 @@ __global__ void __launch_bounds__(kThreads)
 	const starfa_sgd_tile *t = tile_of(span, ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kLanes, &mine, &nupdaters);
 	if (!t)
 		return; /* a whole group */
-	const int64_t nrows = t->nrows, ldv = t->ldv;
+	const int64_t nrows = t->nrows, ldu = t->ldu, ldv = t->ldv;
 	const uint32_t nnz = t->nnz, *__restrict__ rowptr = t->rowptr, *__restrict__ colind = t->colind;
 	const float *__restrict__ val = t->val;
-	T *V = static_cast<T *>(t->V);
+	T *U = static_cast<T *>(t->U), *V = static_cast<T *>(t->V);
 	const int64_t k = s.k;
 	const bool active = lane < k / N; /* the lane's 16 bytes of the factors */
 	const float lr = s.lr, lambda = s.lambda, lambda_b = s.lambda_bias;
@@ -390,10 +390,10 @@ cudaError_t one_wave(Kernel kernel, int64_t *blocks)
  * holds (more would wait for a second wave), dealt to the tiles in proportion to their chunks; fewer
  * updaters than tiles run the tiles one launch after the other. */
 template <typename T, int kLanes, bool kVec>
-cudaError_t launch(Span &span, const uint32_t *chunks, void *U, int64_t ldu, float *Gu, int64_t ldgu,
-		   const starfa_sgd_pass &s, int64_t nupdaters, double *sse, cudaStream_t stream)
+cudaError_t launch(Span &span, const uint32_t *chunks, const starfa_sgd_pass &s, int64_t nupdaters, double *sse,
+		   cudaStream_t stream)
 {
-	const bool pipelined = kVec && !Gu && s.k <= (int64_t)kLanes * Pack<T>::N;
+	const bool pipelined = kVec && !s.adagrad && s.k <= (int64_t)kLanes * Pack<T>::N;
 	if (nupdaters == 0) {
 		int64_t wave = 0;
 		cudaError_t err = pipelined ? one_wave(sgd_pipelined_kernel<T, kLanes>, &wave)
@@ -414,7 +414,7 @@ cudaError_t launch(Span &span, const uint32_t *chunks, void *U, int64_t ldu, flo
 		one.n = 1;
 		for (int m = 0; m < span.n; m++) {
 			one.t[0] = span.t[m];
-			cudaError_t err = launch<T, kLanes, kVec>(one, chunks + m, U, ldu, Gu, ldgu, s, nupdaters, sse, stream);
+			cudaError_t err = launch<T, kLanes, kVec>(one, chunks + m, s, nupdaters, sse, stream);
 			if (err != cudaSuccess)
 				return err;
 		}
@@ -429,17 +429,17 @@ cudaError_t launch(Span &span, const uint32_t *chunks, void *U, int64_t ldu, flo
 	}
 	const unsigned blocks = (unsigned)((span.first[span.n] * kLanes + kThreads - 1) / kThreads);
 	if (pipelined)
-		sgd_pipelined_kernel<T, kLanes><<<blocks, kThreads, 0, stream>>>(span, static_cast<T *>(U), ldu, s, sse);
+		sgd_pipelined_kernel<T, kLanes><<<blocks, kThreads, 0, stream>>>(span, s, sse);
 	else
-		sgd_kernel<T, kLanes, kVec><<<blocks, kThreads, 0, stream>>>(span, static_cast<T *>(U), ldu, Gu, ldgu, s, sse);
+		sgd_kernel<T, kLanes, kVec><<<blocks, kThreads, 0, stream>>>(span, s, sse);
 	return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t dispatch(int lanes, bool vec, Span &span, const uint32_t *chunks, void *U, int64_t ldu, float *Gu,
-		     int64_t ldgu, const starfa_sgd_pass &s, int64_t nupdaters, double *sse, cudaStream_t stream)
+cudaError_t dispatch(int lanes, bool vec, Span &span, const uint32_t *chunks, const starfa_sgd_pass &s,
+		     int64_t nupdaters, double *sse, cudaStream_t stream)
 {
-#define STARFA_SGD_LAUNCH(L, VEC) launch<T, L, VEC>(span, chunks, U, ldu, Gu, ldgu, s, nupdaters, sse, stream)
+#define STARFA_SGD_LAUNCH(L, VEC) launch<T, L, VEC>(span, chunks, s, nupdaters, sse, stream)
 	if (vec)
 		return lanes == 8 ? STARFA_SGD_LAUNCH(8, true) : lanes == 16 ? STARFA_SGD_LAUNCH(16, true) : STARFA_SGD_LAUNCH(32, true);
 	return lanes == 8 ? STARFA_SGD_LAUNCH(8, false) : lanes == 16 ? STARFA_SGD_LAUNCH(16, false) : STARFA_SGD_LAUNCH(32, false);
@@ -454,12 +454,9 @@ extern "C" int starfa_cuda_sgd_lanes(int64_t k, int half, int vec)
 	return need <= 8 ? 8 : need <= 16 ? 16 : 32;
 }
 
-extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_tile *tiles, void *U, int64_t ldu,
-					    float *Gu, int64_t ldgu, const struct starfa_sgd_pass *pass, int updaters,
-					    double *sse, cudaStream_t stream)
+extern "C" cudaError_t starfa_cuda_sgd_tiles(int ntiles, const struct starfa_sgd_tile *tiles,
+					     const struct starfa_sgd_pass *pass, int updaters, double *sse, cudaStream_t stream)
 {
-	if (!pass->adagrad)
-		Gu = nullptr;
 	if (sse) {
 		cudaError_t err = cudaMemsetAsync(sse, 0, sizeof *sse, stream);
 		if (err != cudaSuccess)
@@ -469,10 +466,11 @@ extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_
 		return cudaErrorInvalidValue;
 	/* 16-byte loads when every row allows them */
 	const int64_t per16 = pass->half ? 8 : 4;
-	bool vec = pass->k % per16 == 0 && ldu % per16 == 0 && (uintptr_t)U % 16 == 0;
+	bool vec = pass->k % per16 == 0;
 	for (int m = 0; m < ntiles; m++)
 		if (!empty(tiles[m]))
-			vec = vec && tiles[m].ldv % per16 == 0 && (uintptr_t)tiles[m].V % 16 == 0;
+			vec = vec && tiles[m].ldu % per16 == 0 && (uintptr_t)tiles[m].U % 16 == 0 &&
+			      tiles[m].ldv % per16 == 0 && (uintptr_t)tiles[m].V % 16 == 0;
 	const int lanes = starfa_cuda_sgd_lanes(pass->k, pass->half, vec);
 	/* the non-empty tiles, STARFA_SGD_SPAN_MAX a launch */
 	Span span = {};
@@ -481,10 +479,8 @@ extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_
 		if (m < ntiles && empty(tiles[m]))
 			continue;
 		if (span.n == STARFA_SGD_SPAN_MAX || (m == ntiles && span.n > 0)) {
-			cudaError_t err = pass->half ? dispatch<uint16_t>(lanes, vec, span, chunks, U, ldu, Gu, ldgu, *pass,
-									  updaters, sse, stream)
-						     : dispatch<float>(lanes, vec, span, chunks, U, ldu, Gu, ldgu, *pass, updaters,
-								       sse, stream);
+			cudaError_t err = pass->half ? dispatch<uint16_t>(lanes, vec, span, chunks, *pass, updaters, sse, stream)
+						     : dispatch<float>(lanes, vec, span, chunks, *pass, updaters, sse, stream);
 			if (err != cudaSuccess)
 				return err;
 			span.n = 0;
@@ -497,6 +493,28 @@ extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_
 	return cudaSuccess;
 }
 
+extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_tile *tiles, void *U, int64_t ldu,
+					    float *Gu, int64_t ldgu, const struct starfa_sgd_pass *pass, int updaters,
+					    double *sse, cudaStream_t stream)
+{
+	if (ntiles < 0 || (ntiles > 0 && !tiles))
+		return cudaErrorInvalidValue;
+	/* every tile with the band's rows */
+	starfa_sgd_tile *band = static_cast<starfa_sgd_tile *>(malloc((size_t)(ntiles > 0 ? ntiles : 1) * sizeof *band));
+	if (!band)
+		return cudaErrorMemoryAllocation;
+	for (int m = 0; m < ntiles; m++) {
+		band[m] = tiles[m];
+		band[m].U = U;
+		band[m].ldu = ldu;
+		band[m].Gu = Gu;
+		band[m].ldgu = ldgu;
+	}
+	cudaError_t err = starfa_cuda_sgd_tiles(ntiles, band, pass, updaters, sse, stream);
+	free(band);
+	return err;
+}
+
 extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
 				       const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu,
 				       int64_t ldgu, float *Gv, int64_t ldgv, const struct starfa_sgd_pass *pass,
@@ -504,6 +522,6 @@ extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_
 {
 	if (nnz < 0 || nnz > (int64_t)UINT32_MAX)
 		return cudaErrorInvalidValue;
-	const starfa_sgd_tile tile = {nrows, (uint32_t)nnz, rowptr, colind, val, V, ldv, Gv, ldgv, pass->tile};
-	return starfa_cuda_sgd_span(1, &tile, U, ldu, Gu, ldgu, pass, updaters, sse, stream);
+	const starfa_sgd_tile tile = {nrows, (uint32_t)nnz, rowptr, colind, val, V, ldv, Gv, ldgv, pass->tile, U, ldu, Gu, ldgu};
+	return starfa_cuda_sgd_tiles(1, &tile, pass, updaters, sse, stream);
 }

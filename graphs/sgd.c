@@ -28,6 +28,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { SCHEDULE_BOLDDRIVER = 0, SCHEDULE_INVTIME = 1, SCHEDULE_ADAGRAD = 2 };
@@ -49,6 +50,14 @@ struct sgd_options {
  * on an H200 host with 14 cores, the GPU stood idle 0.5 ms an epoch longer in a 5% split than alone, 36 µs
  * a core (bench/PLACEMENT.md); a split is also taken only where it gains 5% of the epoch. */
 #define SPLIT_OVERHEAD_US 50.0
+
+/* The split's guard (split_guard): an epoch loses when it ran longer than SPLIT_GUARD_MARGIN times what the
+ * GPUs alone would have taken at the speed they ran it; after SPLIT_GUARD_LOSSES losing epochs (the first,
+ * which moves every tile to its worker, not counted) the GPUs take the cores' blocks for the rest of the
+ * training. */
+#define SPLIT_GUARD_MARGIN 1.02
+#define SPLIT_GUARD_LOSSES 2
+enum { GUARD_ON = 0, GUARD_OFF = 1, GUARD_FORCE = 2 };
 
 /* A bold driver that keeps halving without an epoch that lowers the loss has diverged. */
 #define MAX_HALVINGS 30
@@ -76,6 +85,12 @@ struct sgd {
 	int halvings;             /* bold driver: halvings since the last accepted epoch */
 	int64_t cores_block;      /* split: the column block the cores took last (-1: none) */
 	int cores_pinned;         /* split: core c runs band G + c's tiles (else any core takes a ready one) */
+	int guard;                /* split: STARFA_SPLIT_GUARD (GUARD_ON, GUARD_OFF, GUARD_FORCE) */
+	int fallen_back;          /* split: the GPUs run the cores' blocks too (split_guard), from the next epoch */
+	int cores_gpu;            /* fallen back: the GPU that ran the cores' block last */
+	int64_t split_epochs, losing; /* split: epochs run, and those slower than the GPUs alone (split_guard) */
+	double gpu_share;         /* split: the GPUs' bands' entries over all */
+	double gpu_alone_s;       /* split: the last epoch on the GPUs alone at their measured speed (NAN: unknown) */
 	int rejected;             /* the last iteration's epoch was undone */
 	struct starfa_matched test;
 	struct starfa_test_grid tgrid; /* the test entries on the training grid: the RMSE in the graph */
@@ -192,6 +207,24 @@ static void sgd_free(void *state)
 static int objective(struct sgd *g, double *sse_out, double *loss_out);
 static const starfa_task_attr *user_block_attr(const struct sgd *g, int64_t block, starfa_task_attr *buf);
 
+/* STARFA_SPLIT_GUARD: "on" (unset, the default: split_guard may hand the cores' blocks to the GPUs),
+ * "off" (the split stays, however slow the cores), "force" (the GPUs take the cores' blocks after the first
+ * epoch: how the fallback itself runs). */
+static int guard_mode(int *mode)
+{
+	const char *v = getenv("STARFA_SPLIT_GUARD");
+	*mode = GUARD_ON;
+	if (!v || !*v || strcmp(v, "on") == 0)
+		return 0;
+	if (strcmp(v, "off") == 0)
+		*mode = GUARD_OFF;
+	else if (strcmp(v, "force") == 0)
+		*mode = GUARD_FORCE;
+	else
+		return starfa_set_error(STARFA_EINVAL, "STARFA_SPLIT_GUARD must be on, off or force, not '%s'", v);
+	return 0;
+}
+
 static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void *params, void **state)
 {
 	struct sgd *g = starfa_calloc(1, sizeof *g);
@@ -292,9 +325,19 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		 * keeps each band on its core, its tasks a chain anyway: dmda, before its models know these
 		 * tasks, queued ready tiles behind busy cores and left half the cores idle. */
 		g->cores_pinned = strcmp(starfa_scheduler_name(), "heteroprio") != 0;
+		if ((rc = guard_mode(&g->guard)))
+			return rc;
 	}
 	if ((rc = starfa_tiled_create(c, &tiling, &g->S)))
 		return rc;
+	if (g->C > 0) {
+		int64_t on_gpus = 0;
+		for (int64_t i = 0; i < g->G; i++)
+			for (int64_t j = 0; j < g->Q; j++)
+				on_gpus += starfa_tiled_tile_nnz(g->S, i, j);
+		g->gpu_share = (double)on_gpus / (double)c->nnz;
+	}
+	g->gpu_alone_s = NAN;
 	size_t nu = (size_t)(c->nrows * g->w), ni = (size_t)(c->ncols * g->w);
 	g->U = starfa_malloc(nu, sizeof *g->U);
 	g->V = starfa_malloc(ni, sizeof *g->V);
@@ -414,7 +457,7 @@ static int sgd_iterate(void *state, int64_t iteration)
 			}
 	}
 	/* In a split a GPU's band keeps to that GPU; the cores' tiles go to any core, or to the band's
-	 * (g->cores_pinned, sgd_setup). */
+	 * (g->cores_pinned, sgd_setup), or once the cores have fallen behind, as a block to a GPU. */
 	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
 	int64_t *sub = shifts + P;
 	for (int64_t s = 0; C > 0 && s < blocks && !rc; s++) {
@@ -425,6 +468,12 @@ static int sgd_iterate(void *state, int64_t iteration)
 		}
 		const int64_t first = (G + shifts[s]) % blocks * C; /* the cores' block */
 		g->cores_block = first / C;
+		if (g->fallen_back) { /* the cores' block in one task on a GPU (split_guard) */
+			g->cores_gpu = ngpu > 0 ? (int)(s % ngpu) : 0;
+			const starfa_task_attr on = {0, starfa_worker_of(STARFA_WORKER_CUDA, g->cores_gpu), 0};
+			rc = starfa_task_sgd_block(g->S, G, first, C, U, V, g->dGU, g->dGV, &step, g->sse, G * Q + first, &on);
+			continue;
+		}
 		shuffle(sub, C, &rng);
 		for (int64_t t = 0; t < C && !rc; t++)
 			for (int64_t c = 0; c < C && !rc; c++) {
@@ -446,13 +495,18 @@ static void first_bad_tile(struct sgd *g, int64_t *ti, int64_t *tj, int64_t *spa
 	*span = 1;
 	if (starfa_sums_read(g->sse, g->slots) != 0)
 		return;
-	for (int64_t t = 0; t < g->P * g->Q; t++)
+	for (int64_t t = 0; t < g->P * g->Q; t++) {
+		const int64_t i = t / g->Q, j = t % g->Q;
+		/* fallen back, the cores' blocks' sums are in their first tile's slot (the others' are stale) */
+		if (g->fallen_back && i >= g->G && (i > g->G || j % g->C != 0))
+			continue;
 		if (!isfinite(g->slots[t])) {
-			*ti = t / g->Q;
-			*tj = t % g->Q;
-			*span = g->C > 0 && *ti < g->G ? g->C : 1; /* a GPU's span task: its block's C tiles in one slot */
+			*ti = i;
+			*tj = j;
+			*span = g->C > 0 && (i < g->G || g->fallen_back) ? g->C : 1; /* a span or block: C tiles a slot */
 			return;
 		}
+	}
 }
 
 /* Copies src's blocks into dst's, by tasks. */
@@ -471,8 +525,9 @@ static const starfa_task_attr *item_block_attr(const struct sgd *g, int64_t bloc
 	/* in the last stratum GPU band i took item block (i + shift) mod blocks, the cores block G's */
 	const int64_t band = (block / g->C - g->cores_block + g->G + blocks) % blocks;
 	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
-	*buf = band == g->G ? (starfa_task_attr){0, 0, STARFA_WHERE_CPU}
-			    : (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, ngpu > 0 ? (int)(band % ngpu) : 0), 0};
+	const int gpu = band < g->G ? (ngpu > 0 ? (int)(band % ngpu) : 0) : g->fallen_back ? g->cores_gpu : -1;
+	*buf = gpu < 0 ? (starfa_task_attr){0, 0, STARFA_WHERE_CPU}
+		       : (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, gpu), 0};
 	return buf;
 }
 
@@ -487,6 +542,8 @@ static const starfa_task_attr *user_block_attr(const struct sgd *g, int64_t bloc
 	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA), ncpu = starfa_worker_count(STARFA_WORKER_CPU);
 	if (block < g->G)
 		*buf = (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, ngpu > 0 ? (int)(block % ngpu) : 0), 0};
+	else if (g->fallen_back) /* the GPU that ran the cores' block last */
+		*buf = (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, g->cores_gpu), 0};
 	else if (g->cores_pinned) /* the band's own core, as its tiles (sgd_iterate) */
 		*buf = (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CPU, ncpu > 0 ? (int)((block - g->G) % ncpu) : 0), 0};
 	else
@@ -562,6 +619,30 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
 	return rc ? rc : objective_read(g, sse_out, loss_out);
 }
 
+/* The split's guard, after each epoch with the cores: the GPUs alone would have taken their busy time
+ * over their share of the entries (at the speed they ran this epoch's spans, which is faster an entry
+ * than the tiles they would run alone, so this is the GPUs alone at their best). An epoch longer than
+ * that by SPLIT_GUARD_MARGIN lost time to the cores: a core busy with another program holds back the
+ * tiles of its band and their column blocks (1.07x the GPU alone, bench/PLACEMENT.md). After
+ * SPLIT_GUARD_LOSSES such epochs, the first epoch aside, the GPUs take the cores' blocks from the next
+ * epoch on, each in one task (starfa_task_sgd_block). */
+static void split_guard(struct sgd *g, const starfa_train_progress *p)
+{
+	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+	const double busy = p->stats.seconds[STARFA_WORKER_CUDA] / (ngpu > 0 ? ngpu : 1);
+	/* fallen back, the GPUs' busy time is the whole epoch's on them */
+	const double share = g->fallen_back ? 1.0 : g->gpu_share;
+	g->gpu_alone_s = busy > 0 && share > 0 ? busy / share : NAN;
+	if (g->fallen_back || g->guard == GUARD_OFF)
+		return;
+	if (g->guard == GUARD_FORCE) {
+		g->fallen_back = 1;
+		return;
+	}
+	if (++g->split_epochs > 1 && p->seconds > SPLIT_GUARD_MARGIN * g->gpu_alone_s && ++g->losing >= SPLIT_GUARD_LOSSES)
+		g->fallen_back = 1;
+}
+
 static int sgd_evaluate(void *state, starfa_train_progress *p)
 {
 	struct sgd *g = state;
@@ -569,6 +650,8 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	p->row_tiles = g->P;
 	p->col_tiles = g->Q;
 	p->split = g->split;
+	if (g->C > 0)
+		split_guard(g, p);
 	double sse, loss;
 	/* The test entries' tasks go in with the loss's, before its read-back: they run beside it rather than
 	 * after the bold driver's copies. An epoch undone discards them. (Under the split, the cores' test
@@ -638,6 +721,11 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	starfa_progress_column(p, "loss", 4, p->train_loss);
 	starfa_progress_column(p, "test_rmse", 4, p->has_test ? p->test.rmse : NAN);
 	starfa_progress_column(p, "redone", 0, g->rejected ? 1.0 : 0.0);
+	if (g->C > 0) {
+		/* the split: whether the cores still take their blocks, and the GPUs alone at their speed */
+		starfa_progress_column(p, "cores", 0, g->fallen_back ? 0.0 : 1.0);
+		starfa_progress_column(p, "gpu_alone_s", 4, g->gpu_alone_s);
+	}
 	return 0;
 }
 

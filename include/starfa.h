@@ -642,6 +642,15 @@ uint32_t starfa_sgd_span_model_variant(const starfa_sgd_step *step);
 int starfa_task_sgd_span(const starfa_tiled *S, int64_t i, int64_t j, int64_t ntiles, starfa_dense *U, starfa_dense *V,
 			 starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
 			 const starfa_task_attr *attr);
+/* The same pass over the n x n tiles (i .. i + n - 1, j .. j + n - 1) as one task: n diagonals of n
+ * tiles, tile (i + c, j + (c + t) mod n) in diagonal t, one tile after the other on a CPU and on a GPU up
+ * to 32 tiles a launch at once (as a span's, Hogwild between tiles that share a band), reading and
+ * writing U's blocks i .. i + n - 1 and V's j .. j + n - 1; sse's slot gets the sum over the tiles. For a
+ * GPU that takes over a block of thin tiles that the cores would otherwise run tile by tile (SGD's split
+ * when the cores fall behind: graphs/sgd.c). Its samples are a model variant of their own. */
+int starfa_task_sgd_block(const starfa_tiled *S, int64_t i, int64_t j, int64_t n, starfa_dense *U, starfa_dense *V,
+			  starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse,
+			  int64_t slot, const starfa_task_attr *attr);
 
 /* CCD++ (Yu, Hsieh, Si, Dhillon, ICDM 2012) in the fused form of cuMF's cumf_ccd: one pass over tile
  * (i, j) of `side`'s grid of the residual R (S's values on that side), x the side whose rank-one feature

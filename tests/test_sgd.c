@@ -261,6 +261,41 @@ static int factors_open(struct factors_case *f, const starfa_tiled *t, int64_t m
 	return 0;
 }
 
+/* AdaGrad's accumulators for t's rows and columns, drawn in [1, 2), with their reference copies. */
+struct accumulators_case {
+	float *GU, *GV;
+	double *RGU, *RGV;
+	starfa_dense *dGU, *dGV;
+};
+
+static void accumulators_close(struct accumulators_case *a)
+{
+	starfa_dense_free(a->dGU);
+	starfa_dense_free(a->dGV);
+	free(a->GU);
+	free(a->GV);
+	free(a->RGU);
+	free(a->RGV);
+	memset(a, 0, sizeof *a);
+}
+
+static int accumulators_open(struct accumulators_case *a, const starfa_tiled *t, int64_t m, int64_t n, uint64_t *rng)
+{
+	memset(a, 0, sizeof *a);
+	a->GU = malloc(sizeof(float) * (size_t)m);
+	a->GV = malloc(sizeof(float) * (size_t)n);
+	a->RGU = malloc(sizeof(double) * (size_t)m);
+	a->RGV = malloc(sizeof(double) * (size_t)n);
+	CHECK(a->GU && a->GV && a->RGU && a->RGV);
+	for (int64_t r = 0; r < m; r++)
+		a->RGU[r] = a->GU[r] = 1.0f + (float)testing_uniform(rng);
+	for (int64_t r = 0; r < n; r++)
+		a->RGV[r] = a->GV[r] = 1.0f + (float)testing_uniform(rng);
+	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, a->GU, 1, &a->dGU));
+	CHECK_OK(starfa_dense_create(t, STARFA_COLS, a->GV, 1, &a->dGV));
+	return 0;
+}
+
 /* The reference over tile (i, j) of t with step's pass, its rows and columns offset into the whole
  * factors RU, RV (and accumulators RGU, RGV with AdaGrad). */
 static void reference_tile(const starfa_tiled *t, int64_t i, int64_t j, const starfa_sgd_step *st, double *RU, double *RV,
@@ -315,16 +350,12 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	CHECK_OK(starfa_sums_total(sse, &total));
 	CHECK(isfinite(total) && total > 0);
 	/* A span task a row band, over its last P - i tiles, with AdaGrad: the reference tile after tile. */
-	float *GU = malloc(sizeof(float) * (size_t)m), *GV = malloc(sizeof(float) * (size_t)n);
-	double *RGU = malloc(sizeof(double) * (size_t)m), *RGV = malloc(sizeof(double) * (size_t)n);
-	CHECK(GU && GV && RGU && RGV);
-	for (int64_t r = 0; r < m; r++)
-		RGU[r] = GU[r] = 1.0f + (float)testing_uniform(&rng);
-	for (int64_t r = 0; r < n; r++)
-		RGV[r] = GV[r] = 1.0f + (float)testing_uniform(&rng);
-	starfa_dense *dGU = NULL, *dGV = NULL;
-	CHECK_OK(starfa_dense_create(t, STARFA_ROWS, GU, 1, &dGU));
-	CHECK_OK(starfa_dense_create(t, STARFA_COLS, GV, 1, &dGV));
+	struct accumulators_case ac;
+	if (accumulators_open(&ac, t, m, n, &rng))
+		return 1;
+	float *GU = ac.GU, *GV = ac.GV;
+	double *RGU = ac.RGU, *RGV = ac.RGV;
+	starfa_dense *dGU = ac.dGU, *dGV = ac.dGV;
 	starfa_sgd_step ada = step;
 	ada.adagrad = 1;
 	ada.epoch = 5;
@@ -348,12 +379,7 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 	/* operands checked */
 	CHECK(starfa_task_sgd_span(t, 0, 1, P, dU, dV, dGU, dGV, &ada, sse, 0, NULL) == STARFA_EINVAL);
 	CHECK(starfa_task_sgd_span(t, 0, 0, 0, dU, dV, dGU, dGV, &ada, sse, 0, NULL) == STARFA_EINVAL);
-	starfa_dense_free(dGU);
-	starfa_dense_free(dGV);
-	free(GU);
-	free(GV);
-	free(RGU);
-	free(RGV);
+	accumulators_close(&ac);
 	CHECK(starfa_task_sgd(t, P, 0, dU, dV, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
 	CHECK(starfa_task_sgd(t, 0, 0, dV, dU, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
 	/* AdaGrad without its accumulators */
@@ -416,6 +442,69 @@ TEST(sgd, span_skips_empty_tiles)
 	CHECK_OK(starfa_dense_sync(fc.dV));
 	if (close_arrays(fc.U, fc.RU, (size_t)(m * w), 1e-4, "U") || close_arrays(fc.V, fc.RV, (size_t)(n * w), 1e-4, "V"))
 		return 1;
+	starfa_sums_free(sse);
+	factors_close(&fc);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	return 0;
+}
+
+/* A block task over n x n tiles of several row bands (the split's fallback on a GPU): on one CPU worker,
+ * its n diagonals tile after tile, plain and with AdaGrad, against the reference in the same order (the
+ * rows and columns outside the block untouched, as the reference leaves them); operands checked. */
+TEST(sgd, block_matches_reference_diagonal_by_diagonal)
+{
+	CHECK_OK(testing_runtime_cpus(1));
+	uint64_t rng = testing_seed() + 37;
+	const int64_t m = 120, n = 100, k = 8, w = k + 2, P = 4;
+	starfa_csr *S = ratings(m, n, 3000, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {P, P, 0, 0, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	struct factors_case fc;
+	if (factors_open(&fc, t, m, n, k, w, &rng))
+		return 1;
+	struct accumulators_case ac;
+	if (accumulators_open(&ac, t, m, n, &rng))
+		return 1;
+	float *GU = ac.GU, *GV = ac.GV;
+	double *RGU = ac.RGU, *RGV = ac.RGV;
+	starfa_dense *dGU = ac.dGU, *dGV = ac.dGV;
+	starfa_sums *sse = NULL;
+	CHECK_OK(starfa_sums_create(2, &sse));
+	starfa_sgd_step step = {k, 0.02f, 0.05f, 0.05f, 3.0f, 1, 0, testing_seed(), 6};
+	/* plain: 3 x 3 from tile (1, 0); AdaGrad: 2 x 2 from (0, 2) */
+	const int64_t bi[2] = {1, 0}, bj[2] = {0, 2}, bn[2] = {3, 2};
+	for (int a = 0; a < 2; a++) {
+		starfa_sgd_step st = step;
+		st.adagrad = a;
+		st.epoch += (uint64_t)a;
+		double slot = NAN;
+		CHECK_OK(starfa_task_sgd_block(t, bi[a], bj[a], bn[a], fc.dU, fc.dV, dGU, dGV, &st, sse, a, NULL));
+		CHECK_OK(starfa_sums_read_slots(sse, a, 1, &slot));
+		CHECK_MSG(isfinite(slot) && slot > 0, "block %d: the slot holds %g", a, slot);
+		for (int64_t d = 0; d < bn[a]; d++)
+			for (int64_t c = 0; c < bn[a]; c++)
+				reference_tile(t, bi[a] + c, bj[a] + (c + d) % bn[a], &st, fc.RU, fc.RV, w, a ? RGU : NULL,
+					       a ? RGV : NULL);
+		CHECK_OK(starfa_dense_sync(fc.dU));
+		CHECK_OK(starfa_dense_sync(fc.dV));
+		CHECK_OK(starfa_dense_sync(dGU));
+		CHECK_OK(starfa_dense_sync(dGV));
+		if (close_arrays(fc.U, fc.RU, (size_t)(m * w), 1e-4, "U") || close_arrays(fc.V, fc.RV, (size_t)(n * w), 1e-4, "V") ||
+		    close_arrays(GU, RGU, (size_t)m, 1e-4, "Gu") || close_arrays(GV, RGV, (size_t)n, 1e-4, "Gv"))
+			return 1;
+	}
+	/* operands checked: past the grid, empty, not square on the grid's rows */
+	CHECK(starfa_task_sgd_block(t, 2, 0, 3, fc.dU, fc.dV, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_sgd_block(t, 0, 2, 3, fc.dU, fc.dV, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_sgd_block(t, 0, 0, 0, fc.dU, fc.dV, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_sgd_block(t, -1, 0, 1, fc.dU, fc.dV, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
+	CHECK(starfa_task_sgd_block(t, 0, 0, 2, fc.dU, fc.dV, NULL, NULL, &step, sse, 2, NULL) == STARFA_EINVAL);
+	step.adagrad = 1;
+	CHECK(starfa_task_sgd_block(t, 0, 0, 2, fc.dU, fc.dV, NULL, NULL, &step, sse, 0, NULL) == STARFA_EINVAL);
+	accumulators_close(&ac);
 	starfa_sums_free(sse);
 	factors_close(&fc);
 	starfa_tiled_free(t);
@@ -594,8 +683,8 @@ static int sgd_tasks_share_nothing(const starfa_task_record *log, int64_t n, int
 		if (strcmp(log[a].codelet, "sgd") != 0)
 			continue;
 		++*nsgd;
-		/* the user block, the loss slot and the item block of each tile (buffers: U, slot, then tile
-		 * and item block pairs) */
+		/* the loss slot, the user block and the item block of each tile (buffers: slot, U, the item
+		 * blocks, then the tiles) */
 		const int written = log[a].nwrites;
 		CHECK_MSG(written == 2 + (log[a].nbuffers - 2) / 2 && log[a].worker >= 1 && log[a].end_us >= log[a].start_us,
 			  "sgd task %lld: %d written buffers, worker %d", (long long)a, written, log[a].worker);
@@ -1065,11 +1154,11 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 		if (strcmp(log[a].codelet, "sgd") != 0)
 			continue;
 		int64_t u = 0;
-		while (u < nu && ublock[u] != log[a].data[0])
+		while (u < nu && ublock[u] != log[a].data[1]) /* buffers: the sum's slot, U, then V blocks */
 			u++;
 		const int kind = starpu_worker_get_type(log[a].worker - 1) == STARPU_CUDA_WORKER;
 		if (u == nu) {
-			ublock[nu++] = log[a].data[0];
+			ublock[nu++] = log[a].data[1];
 			ukind[u] = kind;
 			uworker[u] = log[a].worker;
 		}
@@ -1081,11 +1170,11 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 		CHECK_MSG(span == (kind ? ncpu : 1), "an tc.sgd task on %s over %d tiles", kind ? "a GPU" : "a core", span);
 		for (int b = 0; b < span; b++) {
 			int64_t v = 0;
-			while (v < nv && vblock[v] != log[a].data[3 + 2 * b])
+			while (v < nv && vblock[v] != log[a].data[2 + b])
 				v++;
 			CHECK(u < MAXB && v < MAXB);
 			if (v == nv)
-				vblock[nv++] = log[a].data[3 + 2 * b];
+				vblock[nv++] = log[a].data[2 + b];
 			pairs[u][v]++;
 		}
 	}
@@ -1152,6 +1241,175 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	}
 	CHECK_MSG(split.last < split.first && split.last <= 1.05 * alone.last + 0.01,
 		  "training RMSE %g -> %g split, %g on the GPUs alone", split.first, split.last, alone.last);
+	free(log);
+	sgd_case_close(&tc);
+	return 0;
+}
+
+/* A block task (the split's fallback) on a GPU against the same block on a core: at a rate of 0 both
+ * meet every entry once (the same errors); at a rate of 0.02 the GPU's concurrent tiles lower the error
+ * as far as the core's tile after tile, within 5%. */
+TEST(sgd_cuda, block_on_a_gpu_matches_a_core)
+{
+	SKIP_UNLESS_BOTH_KINDS();
+	uint64_t rng = testing_seed() + 38;
+	const int64_t m = 900, n = 700, k = 16, w = (k + 2 + 3) / 4 * 4, P = 5, b0 = 1, nb = 4;
+	starfa_csr *S = ratings(m, n, 60000, &rng);
+	CHECK(S);
+	starfa_tiling_options tiling = {P, P, 0, 0, 0};
+	starfa_tiled *t = NULL;
+	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
+	float *U[2], *V[2];
+	starfa_dense *dU[2], *dV[2];
+	for (int x = 0; x < 2; x++) {
+		U[x] = malloc(sizeof(float) * (size_t)(m * w));
+		V[x] = malloc(sizeof(float) * (size_t)(n * w));
+		CHECK(U[x] && V[x]);
+	}
+	fill_rows(U[0], m, k, w, 1, &rng);
+	fill_rows(V[0], n, k, w, 0, &rng);
+	memcpy(U[1], U[0], sizeof(float) * (size_t)(m * w));
+	memcpy(V[1], V[0], sizeof(float) * (size_t)(n * w));
+	float *U0 = malloc(sizeof(float) * (size_t)(m * w)); /* U before any pass */
+	CHECK(U0);
+	memcpy(U0, U[0], sizeof(float) * (size_t)(m * w));
+	for (int x = 0; x < 2; x++) {
+		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, U[x], w, &dU[x]));
+		CHECK_OK(starfa_dense_create(t, STARFA_COLS, V[x], w, &dV[x]));
+	}
+	starfa_sums *sse = NULL;
+	CHECK_OK(starfa_sums_create(6, &sse));
+	const starfa_task_attr on[2] = {{0, starfa_worker_of(STARFA_WORKER_CPU, 0), 0},
+					{0, starfa_worker_of(STARFA_WORKER_CUDA, 0), 0}};
+	starfa_sgd_step still = {k, 1e-30f, 0.0f, 0.0f, 3.0f, 1, 0, testing_seed(), 2}, step = still;
+	step.lr = 0.02f;
+	step.lambda = step.lambda_bias = 0.05f;
+	/* x = 0 on the core, 1 on the GPU: the error before, after one pass, and the pass's own */
+	double e[2][3];
+	for (int x = 0; x < 2; x++) {
+		CHECK_OK(starfa_task_sgd_block(t, b0, b0, nb, dU[x], dV[x], NULL, NULL, &still, sse, 3 * x, &on[x]));
+		CHECK_OK(starfa_task_sgd_block(t, b0, b0, nb, dU[x], dV[x], NULL, NULL, &step, sse, 3 * x + 1, &on[x]));
+		CHECK_OK(starfa_task_sgd_block(t, b0, b0, nb, dU[x], dV[x], NULL, NULL, &still, sse, 3 * x + 2, &on[x]));
+	}
+	double slots[6];
+	CHECK_OK(starfa_sums_read(sse, slots));
+	for (int x = 0; x < 2; x++)
+		for (int q = 0; q < 3; q++)
+			e[x][q] = slots[3 * x + q];
+	CHECK_MSG(isfinite(e[0][0]) && fabs(e[1][0] - e[0][0]) <= 1e-5 * e[0][0],
+		  "rate ~0: the GPU's block met errors %.9g, the core's %.9g", e[1][0], e[0][0]);
+	CHECK_MSG(e[0][2] < e[0][0] && isfinite(e[1][2]) && e[1][2] < e[1][0] && e[1][2] <= 1.05 * e[0][2],
+		  "after a pass at 0.02: core %g -> %g, GPU %g -> %g", e[0][0], e[0][2], e[1][0], e[1][2]);
+	/* outside the block (row band 0, column band 0) nothing moved on either worker */
+	CHECK_OK(starfa_dense_sync(dU[1]));
+	CHECK_OK(starfa_dense_sync(dV[1]));
+	const int64_t r1 = starfa_tiled_row_bounds(t)[b0];
+	int moved = 0, inside = 0;
+	for (int64_t i = 0; i < m * w; i++) {
+		moved |= i < r1 * w && U0[i] != U[1][i];
+		inside |= i >= r1 * w && U0[i] != U[1][i];
+	}
+	CHECK_MSG(!moved && inside, "the GPU's block wrote user rows outside its bands (%d) or none inside (%d)", moved,
+		  !inside);
+	free(U0);
+	for (int x = 0; x < 2; x++) {
+		starfa_dense_free(dU[x]);
+		starfa_dense_free(dV[x]);
+		free(U[x]);
+		free(V[x]);
+	}
+	starfa_sums_free(sse);
+	starfa_tiled_free(t);
+	starfa_csr_free(S);
+	return 0;
+}
+
+/* The split's guard forced (STARFA_SPLIT_GUARD=force): the cores run their tiles in the first epoch only,
+ * then a GPU takes their block each stratum in one task; training goes on as well as on the GPUs alone,
+ * and the progress says the cores stopped. A guard mode that is not one of on, off, force is refused. */
+struct guard_run {
+	double first, last;
+	int64_t epochs;
+	double cores[8];
+};
+
+static int guard_record(const starfa_train_progress *p, void *user_data)
+{
+	struct guard_run *r = user_data;
+	if (p->iteration == 1)
+		r->first = p->train_rmse;
+	r->last = p->train_rmse;
+	for (int c = 0; c < p->ncolumns; c++)
+		if (strcmp(p->columns[c], "cores") == 0 && r->epochs < 8)
+			r->cores[r->epochs] = p->values[c];
+	r->epochs++;
+	return 0;
+}
+
+TEST(sgd_cuda, split_guard_hands_the_cores_blocks_to_the_gpus)
+{
+	SKIP_UNLESS_BOTH_KINDS();
+	starfa_options three;
+	starfa_options_default(&three);
+	three.ncpus = 3;
+	CHECK_OK(testing_runtime_with(&three));
+	const int64_t ncpu = starfa_worker_count(STARFA_WORKER_CPU), ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
+	CHECK(ncpu == 3);
+	uint64_t rng = testing_seed() + 79;
+	struct sgd_case tc;
+	if (sgd_case_open(&tc, 3000, 2000, 120000, &rng))
+		return 1;
+	const int64_t epochs = 5;
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "iters", "5"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "schedule", "invtime"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "tol", "0"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "rank", "16"));
+	CHECK_OK(starfa_param_set(tc.sgd, tc.params, "lr", "0.02"));
+	starfa_model *m = NULL;
+	struct guard_run alone = {0}, guarded = {0};
+	setenv("STARFA_PLACEMENT", "gpu", 1);
+	CHECK_OK(starfa_train(tc.sgd, tc.params, tc.coo, NULL, guard_record, &alone, &m));
+	starfa_model_free(m);
+	m = NULL;
+	setenv("STARFA_PLACEMENT", "split", 1);
+	setenv("STARFA_CPU_SHARE", "0.2", 1);
+	setenv("STARFA_SPLIT_GUARD", "sometimes", 1);
+	int refused = starfa_train(tc.sgd, tc.params, tc.coo, NULL, guard_record, &guarded, &m);
+	CHECK_MSG(refused == STARFA_EINVAL && strstr(starfa_last_error(), "STARFA_SPLIT_GUARD") && !m,
+		  "a bad guard mode: %d (%s)", refused, starfa_last_error());
+	guarded = (struct guard_run){0};
+	setenv("STARFA_SPLIT_GUARD", "force", 1);
+	int rc = starfa_task_log_begin();
+	int trained = rc ? rc : starfa_train(tc.sgd, tc.params, tc.coo, NULL, guard_record, &guarded, &m);
+	starfa_task_record *log = NULL;
+	int64_t n = 0;
+	if (!rc)
+		rc = starfa_task_log_end(&log, &n);
+	unsetenv("STARFA_SPLIT_GUARD");
+	unsetenv("STARFA_CPU_SHARE");
+	unsetenv("STARFA_PLACEMENT");
+	CHECK_OK(rc);
+	CHECK_OK(trained);
+	starfa_model_free(m);
+	/* epoch 1: G (G + 1) spans on the GPUs and the cores' C x C tiles (C = the cores); then G + 1 strata
+	 * of G spans and one block, all on the GPUs */
+	int64_t on_cpu = 0, on_gpu = 0;
+	for (int64_t a = 0; a < n; a++) {
+		if (strcmp(log[a].codelet, "sgd") != 0)
+			continue;
+		if (starpu_worker_get_type(log[a].worker - 1) == STARPU_CUDA_WORKER)
+			on_gpu++;
+		else
+			on_cpu++;
+	}
+	CHECK_MSG(on_cpu == ncpu * ncpu && on_gpu == ngpu * (ngpu + 1) + (epochs - 1) * (ngpu + 1) * (ngpu + 1),
+		  "%lld sgd tasks on cores, %lld on GPUs", (long long)on_cpu, (long long)on_gpu);
+	CHECK_MSG(guarded.epochs == epochs && guarded.cores[0] == 1.0 && guarded.cores[1] == 0.0 &&
+			  guarded.cores[epochs - 1] == 0.0,
+		  "%lld epochs, cores column %g, %g, ..., %g", (long long)guarded.epochs, guarded.cores[0],
+		  guarded.cores[1], guarded.cores[epochs - 1]);
+	CHECK_MSG(guarded.last < guarded.first && guarded.last <= 1.05 * alone.last + 0.01,
+		  "training RMSE %g -> %g fallen back, %g on the GPUs alone", guarded.first, guarded.last, alone.last);
 	free(log);
 	sgd_case_close(&tc);
 	return 0;
