@@ -624,7 +624,7 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
  * than the tiles they would run alone, so this is the GPUs alone at their best). An epoch longer than
  * that by SPLIT_GUARD_MARGIN lost time to the cores: a core busy with another program holds back the
  * tiles of its band and their column blocks (1.07x the GPU alone, bench/PLACEMENT.md). After
- * SPLIT_GUARD_LOSSES such epochs, the first epoch aside, the GPUs take the cores' blocks from the next
+ * SPLIT_GUARD_LOSSES such epochs (the first and those after an undone one aside), the GPUs take the cores' blocks from the next
  * epoch on, each in one task (starfa_task_sgd_block). */
 static void split_guard(struct sgd *g, const starfa_train_progress *p)
 {
@@ -639,7 +639,10 @@ static void split_guard(struct sgd *g, const starfa_train_progress *p)
 		g->fallen_back = 1;
 		return;
 	}
-	if (++g->split_epochs > 1 && p->seconds > SPLIT_GUARD_MARGIN * g->gpu_alone_s && ++g->losing >= SPLIT_GUARD_LOSSES)
+	/* the first epoch, and one after an undone epoch (whose restore brought the factors home), moved
+	 * the factors to their workers as well */
+	const int moved = ++g->split_epochs == 1 || g->rejected;
+	if (!moved && p->seconds > SPLIT_GUARD_MARGIN * g->gpu_alone_s && ++g->losing >= SPLIT_GUARD_LOSSES)
 		g->fallen_back = 1;
 }
 
