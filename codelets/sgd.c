@@ -120,8 +120,9 @@ static uint64_t sgd_cost(const struct starpu_task *task)
  * the cores' thin ones. */
 static uint32_t variant_of(int64_t k, int adagrad, int half, int span, int block)
 {
-	return (uint32_t)(adagrad != 0) | (uint32_t)(half != 0) << 1 | (uint32_t)(span != 0) << 2 |
-	       (uint32_t)(block != 0) << 3 | (uint32_t)k << 4;
+	/* the block's bit above the rank's, so that the other variants keep the keys models already hold */
+	return (uint32_t)(adagrad != 0) | (uint32_t)(half != 0) << 1 | (uint32_t)(span != 0) << 2 | (uint32_t)k << 3 |
+	       (uint32_t)(block != 0) << 31;
 }
 
 static uint32_t sgd_variant(const struct starpu_task *task)

@@ -52,9 +52,9 @@ struct sgd_options {
 #define SPLIT_OVERHEAD_US 50.0
 
 /* The split's guard (split_guard): an epoch loses when it ran longer than SPLIT_GUARD_MARGIN times what the
- * GPUs alone would have taken at the speed they ran it; after SPLIT_GUARD_LOSSES losing epochs (the first,
- * which moves every tile to its worker, not counted) the GPUs take the cores' blocks for the rest of the
- * training. */
+ * GPUs alone would have taken at the speed they ran it; once the losing epochs outnumber the winning ones
+ * by SPLIT_GUARD_LOSSES (the first, which moves every tile to its worker, not counted) the GPUs take the
+ * cores' blocks for the rest of the training. */
 #define SPLIT_GUARD_MARGIN 1.02
 #define SPLIT_GUARD_LOSSES 2
 enum { GUARD_ON = 0, GUARD_OFF = 1, GUARD_FORCE = 2 };
@@ -87,6 +87,7 @@ struct sgd {
 	int cores_pinned;         /* split: core c runs band G + c's tiles (else any core takes a ready one) */
 	int guard;                /* split: STARFA_SPLIT_GUARD (GUARD_ON, GUARD_OFF, GUARD_FORCE) */
 	int fallen_back;          /* split: the GPUs run the cores' blocks too (split_guard), from the next epoch */
+	int ran_blocks;           /* split: the last epoch ran so (fallen_back as it began) */
 	int cores_gpu;            /* fallen back: the GPU that ran the cores' block last */
 	int64_t split_epochs, losing; /* split: epochs run, and those slower than the GPUs alone (split_guard) */
 	double gpu_share;         /* split: the GPUs' bands' entries over all */
@@ -238,7 +239,9 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 	/* rows padded with zeros to 16 bytes: the kernels' vector loads */
 	g->w = g->o.fp16 ? (g->k + 2 + 7) / 8 * 8 : (g->k + 2 + 3) / 4 * 4;
 	g->lr = g->o.lr;
-	int rc = starfa_csr_from_coo(train, &g->csr);
+	int rc = guard_mode(&g->guard);
+	if (!rc)
+		rc = starfa_csr_from_coo(train, &g->csr);
 	if (rc)
 		return rc;
 	const starfa_csr *c = g->csr;
@@ -325,8 +328,6 @@ static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void
 		 * keeps each band on its core, its tasks a chain anyway: dmda, before its models know these
 		 * tasks, queued ready tiles behind busy cores and left half the cores idle. */
 		g->cores_pinned = strcmp(starfa_scheduler_name(), "heteroprio") != 0;
-		if ((rc = guard_mode(&g->guard)))
-			return rc;
 	}
 	if ((rc = starfa_tiled_create(c, &tiling, &g->S)))
 		return rc;
@@ -434,6 +435,7 @@ static int sgd_iterate(void *state, int64_t iteration)
 	int64_t *shifts = starfa_malloc((size_t)(P + C), sizeof *shifts);
 	if (!shifts)
 		return STARFA_ENOMEM;
+	g->ran_blocks = g->fallen_back;
 	/* Every attempt draws its own orders, a redone epoch too. */
 	uint64_t rng = starfa_seed_stream((uint64_t)g->o.seed, (uint64_t)iteration << 8 | 3);
 	shuffle(shifts, C > 0 ? blocks : P, &rng);
@@ -468,7 +470,7 @@ static int sgd_iterate(void *state, int64_t iteration)
 		}
 		const int64_t first = (G + shifts[s]) % blocks * C; /* the cores' block */
 		g->cores_block = first / C;
-		if (g->fallen_back) { /* the cores' block in one task on a GPU (split_guard) */
+		if (g->ran_blocks) { /* the cores' block in one task on a GPU (split_guard) */
 			g->cores_gpu = ngpu > 0 ? (int)(s % ngpu) : 0;
 			const starfa_task_attr on = {0, starfa_worker_of(STARFA_WORKER_CUDA, g->cores_gpu), 0};
 			rc = starfa_task_sgd_block(g->S, G, first, C, U, V, g->dGU, g->dGV, &step, g->sse, G * Q + first, &on);
@@ -489,21 +491,22 @@ static int sgd_iterate(void *state, int64_t iteration)
 }
 
 /* The first tile whose pass met a non-finite error, for the message of a diverged epoch. */
-static void first_bad_tile(struct sgd *g, int64_t *ti, int64_t *tj, int64_t *span)
+static void first_bad_tile(struct sgd *g, int64_t *ti, int64_t *tj, int64_t *rows, int64_t *span)
 {
 	*ti = *tj = -1;
-	*span = 1;
+	*rows = *span = 1;
 	if (starfa_sums_read(g->sse, g->slots) != 0)
 		return;
 	for (int64_t t = 0; t < g->P * g->Q; t++) {
 		const int64_t i = t / g->Q, j = t % g->Q;
-		/* fallen back, the cores' blocks' sums are in their first tile's slot (the others' are stale) */
-		if (g->fallen_back && i >= g->G && (i > g->G || j % g->C != 0))
+		/* run as blocks, the cores' blocks' sums are in their first tile's slot (the others' are stale) */
+		if (g->ran_blocks && i >= g->G && (i > g->G || j % g->C != 0))
 			continue;
 		if (!isfinite(g->slots[t])) {
 			*ti = i;
 			*tj = j;
-			*span = g->C > 0 && (i < g->G || g->fallen_back) ? g->C : 1; /* a span or block: C tiles a slot */
+			*span = g->C > 0 && (i < g->G || g->ran_blocks) ? g->C : 1; /* a span or block: C tiles a slot */
+			*rows = g->C > 0 && i >= g->G && g->ran_blocks ? g->C : 1;
 			return;
 		}
 	}
@@ -525,7 +528,7 @@ static const starfa_task_attr *item_block_attr(const struct sgd *g, int64_t bloc
 	/* in the last stratum GPU band i took item block (i + shift) mod blocks, the cores block G's */
 	const int64_t band = (block / g->C - g->cores_block + g->G + blocks) % blocks;
 	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
-	const int gpu = band < g->G ? (ngpu > 0 ? (int)(band % ngpu) : 0) : g->fallen_back ? g->cores_gpu : -1;
+	const int gpu = band < g->G ? (ngpu > 0 ? (int)(band % ngpu) : 0) : g->ran_blocks ? g->cores_gpu : -1;
 	*buf = gpu < 0 ? (starfa_task_attr){0, 0, STARFA_WHERE_CPU}
 		       : (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, gpu), 0};
 	return buf;
@@ -542,7 +545,7 @@ static const starfa_task_attr *user_block_attr(const struct sgd *g, int64_t bloc
 	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA), ncpu = starfa_worker_count(STARFA_WORKER_CPU);
 	if (block < g->G)
 		*buf = (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, ngpu > 0 ? (int)(block % ngpu) : 0), 0};
-	else if (g->fallen_back) /* the GPU that ran the cores' block last */
+	else if (g->ran_blocks) /* the GPU that ran the cores' block last */
 		*buf = (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CUDA, g->cores_gpu), 0};
 	else if (g->cores_pinned) /* the band's own core, as its tiles (sgd_iterate) */
 		*buf = (starfa_task_attr){0, starfa_worker_of(STARFA_WORKER_CPU, ncpu > 0 ? (int)((block - g->G) % ncpu) : 0), 0};
@@ -624,14 +627,14 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
  * than the tiles they would run alone, so this is the GPUs alone at their best). An epoch longer than
  * that by SPLIT_GUARD_MARGIN lost time to the cores: a core busy with another program holds back the
  * tiles of its band and their column blocks (1.07x the GPU alone, bench/PLACEMENT.md). After
- * SPLIT_GUARD_LOSSES such epochs (the first and those after an undone one aside), the GPUs take the cores' blocks from the next
- * epoch on, each in one task (starfa_task_sgd_block). */
+ * SPLIT_GUARD_LOSSES more such epochs than faster ones (the first and those after an undone one aside),
+ * the GPUs take the cores' blocks from the next epoch on, each in one task (starfa_task_sgd_block). */
 static void split_guard(struct sgd *g, const starfa_train_progress *p)
 {
 	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
 	const double busy = p->stats.seconds[STARFA_WORKER_CUDA] / (ngpu > 0 ? ngpu : 1);
 	/* fallen back, the GPUs' busy time is the whole epoch's on them */
-	const double share = g->fallen_back ? 1.0 : g->gpu_share;
+	const double share = g->ran_blocks ? 1.0 : g->gpu_share;
 	g->gpu_alone_s = busy > 0 && share > 0 ? busy / share : NAN;
 	if (g->fallen_back || g->guard == GUARD_OFF)
 		return;
@@ -642,8 +645,13 @@ static void split_guard(struct sgd *g, const starfa_train_progress *p)
 	/* the first epoch, and one after an undone epoch (whose restore brought the factors home), moved
 	 * the factors to their workers as well */
 	const int moved = ++g->split_epochs == 1 || g->rejected;
-	if (!moved && p->seconds > SPLIT_GUARD_MARGIN * g->gpu_alone_s && ++g->losing >= SPLIT_GUARD_LOSSES)
-		g->fallen_back = 1;
+	if (moved)
+		return;
+	/* a losing epoch counts up, a winning one down: scattered slow epochs add up, lone noise does not */
+	if (p->seconds > SPLIT_GUARD_MARGIN * g->gpu_alone_s)
+		g->fallen_back = ++g->losing >= SPLIT_GUARD_LOSSES;
+	else if (g->losing > 0)
+		g->losing--;
 }
 
 static int sgd_evaluate(void *state, starfa_train_progress *p)
@@ -686,10 +694,13 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 				  (rc = starfa_insert_dense_convert(g->dhV, STARFA_TO_HALF, g->dV))))
 			return rc;
 	} else if (!finite) {
-		int64_t ti, tj, span;
-		first_bad_tile(g, &ti, &tj, &span);
+		int64_t ti, tj, rows, span;
+		first_bad_tile(g, &ti, &tj, &rows, &span);
 		char tiles[96];
-		if (span > 1)
+		if (rows > 1)
+			snprintf(tiles, sizeof tiles, "tiles %lld-%lld, %lld-%lld", (long long)ti, (long long)(ti + rows - 1),
+				 (long long)tj, (long long)(tj + span - 1));
+		else if (span > 1)
 			snprintf(tiles, sizeof tiles, "tiles %lld, %lld-%lld", (long long)ti, (long long)tj, (long long)(tj + span - 1));
 		else
 			snprintf(tiles, sizeof tiles, "tile %lld, %lld", (long long)ti, (long long)tj);
@@ -726,7 +737,7 @@ static int sgd_evaluate(void *state, starfa_train_progress *p)
 	starfa_progress_column(p, "redone", 0, g->rejected ? 1.0 : 0.0);
 	if (g->C > 0) {
 		/* the split: whether the cores still take their blocks, and the GPUs alone at their speed */
-		starfa_progress_column(p, "cores", 0, g->fallen_back ? 0.0 : 1.0);
+		starfa_progress_column(p, "cores", 0, g->ran_blocks ? 0.0 : 1.0);
 		starfa_progress_column(p, "gpu_alone_s", 4, g->gpu_alone_s);
 	}
 	return 0;

@@ -645,7 +645,8 @@ int starfa_task_sgd_span(const starfa_tiled *S, int64_t i, int64_t j, int64_t nt
 /* The same pass over the n x n tiles (i .. i + n - 1, j .. j + n - 1) as one task: n diagonals of n
  * tiles, tile (i + c, j + (c + t) mod n) in diagonal t, one tile after the other on a CPU and on a GPU up
  * to 32 tiles a launch at once (as a span's, Hogwild between tiles that share a band), reading and
- * writing U's blocks i .. i + n - 1 and V's j .. j + n - 1; sse's slot gets the sum over the tiles. For a
+ * writing the blocks of U and V of its nonempty tiles' bands (of U's i .. i + n - 1 and V's j .. j + n -
+ * 1); sse's slot gets the sum over the tiles (0 when every tile is empty). For a
  * GPU that takes over a block of thin tiles that the cores would otherwise run tile by tile (SGD's split
  * when the cores fall behind: graphs/sgd.c). Its samples are a model variant of their own. */
 int starfa_task_sgd_block(const starfa_tiled *S, int64_t i, int64_t j, int64_t n, starfa_dense *U, starfa_dense *V,

@@ -395,9 +395,10 @@ TEST(sgd, graph_epoch_matches_reference_tile_by_tile)
 }
 
 /* A span with an empty tile in its middle skips it (its item block untouched, the tiles after it still
- * keyed by their own place), and a span of empty tiles zeroes its slot: against the reference tile by
- * tile on one CPU worker. Rows 30-59 have entries only in the outer columns, so with row bands of 30 rows
- * and the columns cut in three by nonzeros, tile (1, 1) is empty. */
+ * keyed by their own place), a span of empty tiles zeroes its slot, and a block holding the empty tile
+ * skips it as well: against the reference tile by tile on one CPU worker. Rows 30-59 have entries only in
+ * the outer columns, so with row bands of 30 rows and the columns cut in three by nonzeros, tile (1, 1) is
+ * empty. */
 TEST(sgd, span_skips_empty_tiles)
 {
 	CHECK_OK(testing_runtime_cpus(1));
@@ -438,6 +439,11 @@ TEST(sgd, span_skips_empty_tiles)
 	CHECK_OK(starfa_task_sgd_span(t, 1, 1, 1, fc.dU, fc.dV, NULL, NULL, &step, sse, 1, NULL)); /* only the empty tile */
 	CHECK_OK(starfa_sums_read_slots(sse, 1, 1, &after));
 	CHECK_MSG(isfinite(before) && before > 0 && after == 0.0, "the slot: %g, then %g", before, after);
+	/* a block over the whole 3 x 3 grid, the empty tile (1, 1) in its first diagonal */
+	CHECK_OK(starfa_task_sgd_block(t, 0, 0, 3, fc.dU, fc.dV, NULL, NULL, &step, sse, 0, NULL));
+	for (int64_t d = 0; d < 3; d++)
+		for (int64_t c = 0; c < 3; c++)
+			reference_tile(t, c, (c + d) % 3, &step, fc.RU, fc.RV, w, NULL, NULL);
 	CHECK_OK(starfa_dense_sync(fc.dU));
 	CHECK_OK(starfa_dense_sync(fc.dV));
 	if (close_arrays(fc.U, fc.RU, (size_t)(m * w), 1e-4, "U") || close_arrays(fc.V, fc.RV, (size_t)(n * w), 1e-4, "V"))
@@ -1246,9 +1252,10 @@ TEST(sgd_cuda, split_epoch_covers_the_grid)
 	return 0;
 }
 
-/* A block task (the split's fallback) on a GPU against the same block on a core: at a rate of 0 both
- * meet every entry once (the same errors); at a rate of 0.02 the GPU's concurrent tiles lower the error
- * as far as the core's tile after tile, within 5%. */
+/* A block task (the split's fallback) on a GPU against the same block on a core, plain and with AdaGrad
+ * (each tile's own user rows and accumulators): at a rate near 0 both meet every entry once (the same
+ * errors); at 0.02 (AdaGrad: 0.1) the GPU's concurrent tiles lower the error as far as the core's tile
+ * after tile, within 5%; the user rows outside the block's row bands stay as they were. */
 TEST(sgd_cuda, block_on_a_gpu_matches_a_core)
 {
 	SKIP_UNLESS_BOTH_KINDS();
@@ -1259,65 +1266,80 @@ TEST(sgd_cuda, block_on_a_gpu_matches_a_core)
 	starfa_tiling_options tiling = {P, P, 0, 0, 0};
 	starfa_tiled *t = NULL;
 	CHECK_OK(starfa_tiled_create(S, &tiling, &t));
-	float *U[2], *V[2];
-	starfa_dense *dU[2], *dV[2];
+	const int64_t r1 = starfa_tiled_row_bounds(t)[b0];
+	float *U[2], *V[2], *GU[2], *GV[2], *U0 = malloc(sizeof(float) * (size_t)(m * w));
+	starfa_dense *dU[2], *dV[2], *dGU[2], *dGV[2];
+	CHECK(U0);
 	for (int x = 0; x < 2; x++) {
 		U[x] = malloc(sizeof(float) * (size_t)(m * w));
 		V[x] = malloc(sizeof(float) * (size_t)(n * w));
-		CHECK(U[x] && V[x]);
-	}
-	fill_rows(U[0], m, k, w, 1, &rng);
-	fill_rows(V[0], n, k, w, 0, &rng);
-	memcpy(U[1], U[0], sizeof(float) * (size_t)(m * w));
-	memcpy(V[1], V[0], sizeof(float) * (size_t)(n * w));
-	float *U0 = malloc(sizeof(float) * (size_t)(m * w)); /* U before any pass */
-	CHECK(U0);
-	memcpy(U0, U[0], sizeof(float) * (size_t)(m * w));
-	for (int x = 0; x < 2; x++) {
-		CHECK_OK(starfa_dense_create(t, STARFA_ROWS, U[x], w, &dU[x]));
-		CHECK_OK(starfa_dense_create(t, STARFA_COLS, V[x], w, &dV[x]));
+		GU[x] = malloc(sizeof(float) * (size_t)m);
+		GV[x] = malloc(sizeof(float) * (size_t)n);
+		CHECK(U[x] && V[x] && GU[x] && GV[x]);
 	}
 	starfa_sums *sse = NULL;
 	CHECK_OK(starfa_sums_create(6, &sse));
 	const starfa_task_attr on[2] = {{0, starfa_worker_of(STARFA_WORKER_CPU, 0), 0},
 					{0, starfa_worker_of(STARFA_WORKER_CUDA, 0), 0}};
-	starfa_sgd_step still = {k, 1e-30f, 0.0f, 0.0f, 3.0f, 1, 0, testing_seed(), 2}, step = still;
-	step.lr = 0.02f;
-	step.lambda = step.lambda_bias = 0.05f;
-	/* x = 0 on the core, 1 on the GPU: the error before, after one pass, and the pass's own */
-	double e[2][3];
-	for (int x = 0; x < 2; x++) {
-		CHECK_OK(starfa_task_sgd_block(t, b0, b0, nb, dU[x], dV[x], NULL, NULL, &still, sse, 3 * x, &on[x]));
-		CHECK_OK(starfa_task_sgd_block(t, b0, b0, nb, dU[x], dV[x], NULL, NULL, &step, sse, 3 * x + 1, &on[x]));
-		CHECK_OK(starfa_task_sgd_block(t, b0, b0, nb, dU[x], dV[x], NULL, NULL, &still, sse, 3 * x + 2, &on[x]));
+	for (int ada = 0; ada < 2; ada++) {
+		fill_rows(U0, m, k, w, 1, &rng);
+		fill_rows(V[0], n, k, w, 0, &rng);
+		for (int x = 0; x < 2; x++) {
+			memcpy(U[x], U0, sizeof(float) * (size_t)(m * w));
+			memcpy(V[x], V[0], sizeof(float) * (size_t)(n * w));
+			for (int64_t r = 0; r < m; r++)
+				GU[x][r] = 1.0f;
+			for (int64_t r = 0; r < n; r++)
+				GV[x][r] = 1.0f;
+			CHECK_OK(starfa_dense_create(t, STARFA_ROWS, U[x], w, &dU[x]));
+			CHECK_OK(starfa_dense_create(t, STARFA_COLS, V[x], w, &dV[x]));
+			CHECK_OK(starfa_dense_create(t, STARFA_ROWS, GU[x], 1, &dGU[x]));
+			CHECK_OK(starfa_dense_create(t, STARFA_COLS, GV[x], 1, &dGV[x]));
+		}
+		starfa_sgd_step still = {k, 1e-30f, 0.0f, 0.0f, 3.0f, 1, 0, testing_seed(), 2}, step = still;
+		step.lr = ada ? 0.1f : 0.02f;
+		step.lambda = step.lambda_bias = 0.05f;
+		step.adagrad = ada;
+		/* x = 0 on the core, 1 on the GPU: the error before, the pass's own, and after */
+		for (int x = 0; x < 2; x++) {
+			CHECK_OK(starfa_task_sgd_block(t, b0, b0, nb, dU[x], dV[x], NULL, NULL, &still, sse, 3 * x, &on[x]));
+			CHECK_OK(starfa_task_sgd_block(t, b0, b0, nb, dU[x], dV[x], dGU[x], dGV[x], &step, sse, 3 * x + 1, &on[x]));
+			CHECK_OK(starfa_task_sgd_block(t, b0, b0, nb, dU[x], dV[x], NULL, NULL, &still, sse, 3 * x + 2, &on[x]));
+		}
+		double e[6];
+		CHECK_OK(starfa_sums_read(sse, e));
+		CHECK_MSG(isfinite(e[0]) && fabs(e[3] - e[0]) <= 1e-5 * e[0],
+			  "adagrad %d, rate ~0: the GPU's block met errors %.9g, the core's %.9g", ada, e[3], e[0]);
+		CHECK_MSG(e[2] < e[0] && isfinite(e[5]) && e[5] < e[3] && e[5] <= 1.05 * e[2],
+			  "adagrad %d, after a pass: core %g -> %g, GPU %g -> %g", ada, e[0], e[2], e[3], e[5]);
+		for (int x = 0; x < 2; x++) {
+			CHECK_OK(starfa_dense_sync(dU[x]));
+			CHECK_OK(starfa_dense_sync(dGU[x]));
+		}
+		int moved = 0, inside = 0, accumulated = 0;
+		for (int64_t i = 0; i < m * w; i++) {
+			moved |= i < r1 * w && U0[i] != U[1][i];
+			inside |= i >= r1 * w && U0[i] != U[1][i];
+		}
+		for (int64_t r = r1; r < m; r++)
+			accumulated |= GU[1][r] != 1.0f;
+		CHECK_MSG(!moved && inside && accumulated == ada,
+			  "adagrad %d: the GPU's block wrote user rows outside its bands (%d), none inside (%d), "
+			  "accumulators moved (%d)", ada, moved, !inside, accumulated);
+		for (int x = 0; x < 2; x++) {
+			starfa_dense_free(dU[x]);
+			starfa_dense_free(dV[x]);
+			starfa_dense_free(dGU[x]);
+			starfa_dense_free(dGV[x]);
+		}
 	}
-	double slots[6];
-	CHECK_OK(starfa_sums_read(sse, slots));
-	for (int x = 0; x < 2; x++)
-		for (int q = 0; q < 3; q++)
-			e[x][q] = slots[3 * x + q];
-	CHECK_MSG(isfinite(e[0][0]) && fabs(e[1][0] - e[0][0]) <= 1e-5 * e[0][0],
-		  "rate ~0: the GPU's block met errors %.9g, the core's %.9g", e[1][0], e[0][0]);
-	CHECK_MSG(e[0][2] < e[0][0] && isfinite(e[1][2]) && e[1][2] < e[1][0] && e[1][2] <= 1.05 * e[0][2],
-		  "after a pass at 0.02: core %g -> %g, GPU %g -> %g", e[0][0], e[0][2], e[1][0], e[1][2]);
-	/* outside the block (row band 0, column band 0) nothing moved on either worker */
-	CHECK_OK(starfa_dense_sync(dU[1]));
-	CHECK_OK(starfa_dense_sync(dV[1]));
-	const int64_t r1 = starfa_tiled_row_bounds(t)[b0];
-	int moved = 0, inside = 0;
-	for (int64_t i = 0; i < m * w; i++) {
-		moved |= i < r1 * w && U0[i] != U[1][i];
-		inside |= i >= r1 * w && U0[i] != U[1][i];
-	}
-	CHECK_MSG(!moved && inside, "the GPU's block wrote user rows outside its bands (%d) or none inside (%d)", moved,
-		  !inside);
-	free(U0);
 	for (int x = 0; x < 2; x++) {
-		starfa_dense_free(dU[x]);
-		starfa_dense_free(dV[x]);
 		free(U[x]);
 		free(V[x]);
+		free(GU[x]);
+		free(GV[x]);
 	}
+	free(U0);
 	starfa_sums_free(sse);
 	starfa_tiled_free(t);
 	starfa_csr_free(S);
