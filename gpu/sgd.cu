@@ -21,6 +21,8 @@ struct Span {
 	int64_t first[STARFA_SGD_SPAN_MAX + 1];
 	starfa_sgd_tile t[STARFA_SGD_SPAN_MAX];
 };
+/* A launch's arguments (the span, the pass, the sum) within the 4 KB every CUDA device takes. */
+static_assert(sizeof(Span) + sizeof(starfa_sgd_pass) + sizeof(double *) <= 4096, "the span's tiles pass 4 KB of kernel arguments");
 
 /* A tile's chunks of STARFA_SGD_CHUNK entries, counted in 64 bits: nnz + STARFA_SGD_CHUNK - 1 can pass
  * UINT32_MAX, and the quotient cannot. */
