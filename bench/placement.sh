@@ -87,7 +87,7 @@ run() {
 			END { if (!m) exit 1
 				for (i = 2; i <= m; i++) for (j = i; j > 1 && s[j - 1] > s[j]; j--) { t = s[j]; s[j] = s[j - 1]; s[j - 1] = t }
 				med = m % 2 ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2
-				printf "%.4f %.2f %d %d\n", med, whole, c / n, g / n }' "$log"
+				printf "%.4g %.2f %d %d\n", med, whole, c / n, g / n }' "$log"
 		;;
 	*)
 		if ! STARPU_HOME=$home "$sgd_bench" --algo "$algo" --matrix "$matrix" --ranks "$rank" --epochs "$iters" \
