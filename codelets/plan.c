@@ -376,6 +376,20 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 	return 0;
 }
 
+int starfa_split_guard_step(starfa_split_guard *g, double sweep_s, double gpus_alone_s, int moved)
+{
+	if (g->given_way)
+		return 1;
+	g->sweeps++;
+	if (moved || !isfinite(gpus_alone_s) || !isfinite(sweep_s))
+		return 0;
+	if (sweep_s > STARFA_SPLIT_GUARD_MARGIN * gpus_alone_s)
+		g->given_way = ++g->losing >= STARFA_SPLIT_GUARD_LOSSES;
+	else if (g->losing > 0)
+		g->losing--;
+	return g->given_way;
+}
+
 void starfa_split_describe(const starfa_split *s, FILE *out)
 {
 	if (s->cuda_bands == 0 && s->cpu_bands > 0) {

@@ -51,12 +51,7 @@ struct sgd_options {
  * a core (bench/PLACEMENT.md); a split is also taken only where it gains 5% of the epoch. */
 #define SPLIT_OVERHEAD_US 50.0
 
-/* The split's guard (split_guard): an epoch loses when it ran longer than SPLIT_GUARD_MARGIN times what the
- * GPUs alone would have taken at the speed they ran it; once the losing epochs outnumber the winning ones
- * by SPLIT_GUARD_LOSSES (the first, which moves every tile to its worker, not counted) the GPUs take the
- * cores' blocks for the rest of the training. */
-#define SPLIT_GUARD_MARGIN 1.02
-#define SPLIT_GUARD_LOSSES 2
+/* The split's guard (split_guard, starfa_split_guard_step): STARFA_SPLIT_GUARD's settings. */
 enum { GUARD_ON = 0, GUARD_OFF = 1, GUARD_FORCE = 2 };
 
 /* A bold driver that keeps halving without an epoch that lowers the loss has diverged. */
@@ -89,7 +84,7 @@ struct sgd {
 	int fallen_back;          /* split: the GPUs run the cores' blocks too (split_guard), from the next epoch */
 	int ran_blocks;           /* split: the last epoch ran so (fallen_back as it began) */
 	int cores_gpu;            /* fallen back: the GPU that ran the cores' block last */
-	int64_t split_epochs, losing; /* split: epochs run, and those slower than the GPUs alone (split_guard) */
+	starfa_split_guard guarded; /* split: the epochs' verdicts (split_guard) */
 	double gpu_share;         /* split: the GPUs' bands' entries over all */
 	double gpu_alone_s;       /* split: the last epoch on the GPUs alone at their measured speed (NAN: unknown) */
 	int rejected;             /* the last iteration's epoch was undone */
@@ -625,10 +620,10 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
 /* The split's guard, after each epoch with the cores: the GPUs alone would have taken their busy time
  * over their share of the entries (at the speed they ran this epoch's spans, which is faster an entry
  * than the tiles they would run alone, so this is the GPUs alone at their best). An epoch longer than
- * that by SPLIT_GUARD_MARGIN lost time to the cores: a core busy with another program holds back the
- * tiles of its band and their column blocks (1.07x the GPU alone, bench/PLACEMENT.md). After
- * SPLIT_GUARD_LOSSES more such epochs than faster ones (the first and those after an undone one aside),
- * the GPUs take the cores' blocks from the next epoch on, each in one task (starfa_task_sgd_block). */
+ * that lost time to the cores: a core busy with another program holds back the tiles of its band and
+ * their column blocks (1.07x the GPU alone, bench/PLACEMENT.md). Once starfa_split_guard_step says so
+ * (the first epoch and those after an undone one aside: they move the factors too), the GPUs take the
+ * cores' blocks from the next epoch on, each in one task (starfa_task_sgd_block). */
 static void split_guard(struct sgd *g, const starfa_train_progress *p)
 {
 	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
@@ -644,14 +639,8 @@ static void split_guard(struct sgd *g, const starfa_train_progress *p)
 	}
 	/* the first epoch, and one after an undone epoch (whose restore brought the factors home), moved
 	 * the factors to their workers as well */
-	const int moved = ++g->split_epochs == 1 || g->rejected;
-	if (moved)
-		return;
-	/* a losing epoch counts up, a winning one down: scattered slow epochs add up, lone noise does not */
-	if (p->seconds > SPLIT_GUARD_MARGIN * g->gpu_alone_s)
-		g->fallen_back = ++g->losing >= SPLIT_GUARD_LOSSES;
-	else if (g->losing > 0)
-		g->losing--;
+	const int moved = g->guarded.sweeps == 0 || g->rejected;
+	g->fallen_back = starfa_split_guard_step(&g->guarded, p->seconds, g->gpu_alone_s, moved);
 }
 
 static int sgd_evaluate(void *state, starfa_train_progress *p)

@@ -272,6 +272,22 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 /* One line: "placement: GPUs alone (models not calibrated) ..." */
 void starfa_split_describe(const starfa_split *s, FILE *out);
 
+/* A split's running check, for a graph that gives the cores a share of each sweep (SGD's split,
+ * graphs/sgd.c): after each sweep, starfa_split_guard_step compares its seconds with the GPUs alone at
+ * the speed they ran it (`gpus_alone_s`: the GPUs' busy seconds over their share of the work; NAN when
+ * unknown). A sweep longer than that by STARFA_SPLIT_GUARD_MARGIN loses, one within it wins; `moved`
+ * sweeps (the first, one after the factors came home) count neither way. Once the losing sweeps
+ * outnumber the winning ones by STARFA_SPLIT_GUARD_LOSSES (a winning sweep takes one loss back, so lone
+ * noise never adds up, scattered slow sweeps do), it returns 1, and 1 from then on: the GPUs should take
+ * the cores' part from the next sweep. Start from a zeroed guard. */
+#define STARFA_SPLIT_GUARD_MARGIN 1.02
+#define STARFA_SPLIT_GUARD_LOSSES 2
+typedef struct starfa_split_guard {
+	int64_t sweeps, losing; /* sweeps checked; losses not taken back */
+	int given_way;
+} starfa_split_guard;
+int starfa_split_guard_step(starfa_split_guard *g, double sweep_s, double gpus_alone_s, int moved);
+
 /* Splits and registers (starfa_init first). The CSR is copied into the tiles: the
  * caller keeps ownership of csr. opts may be NULL (automatic, no transpose). */
 int starfa_tiled_create(const starfa_csr *csr, const starfa_tiling_options *opts, starfa_tiled **out);

@@ -297,6 +297,41 @@ TEST(placement, plan_arithmetic)
 	return 0;
 }
 
+/* The split's guard: sweeps within 2% of the GPUs alone never give way, nor does one slow sweep among
+ * fast ones; two slow sweeps in a row do, at the second, as do slow sweeps that outnumber the fast ones
+ * by two; moved sweeps and unknown estimates count neither way; once given way it stays so. */
+TEST(placement, split_guard_gives_way_to_the_gpus)
+{
+	struct {
+		double ratio[8]; /* sweep over the GPUs alone (0: the list ends; negative: a moved sweep) */
+		int gives_way_at;  /* the sweep, from 1, after which the guard gives way (0: never) */
+	} cases[] = {
+		{{-3.0, 0.96, 1.01, 0.98, 1.019, 0.97, 1.0, 0.99}, 0}, /* a slow first sweep, then within the margin */
+		{{0.96, 1.2, 0.97, 1.3, 0.95, 1.1, 0.98, 1.05}, 0},   /* one slow among fast ones, by turns */
+		{{0.96, 1.1, 1.1, 0.9, 0.9, 0.9, 0.9, 0.9}, 3},       /* two in a row */
+		{{1.1, 0.9, 1.1, 1.1, 0.9, 0.9, 0.9, 0.9}, 4},        /* three against one */
+		{{1.1, -1.5, 1.1, 0.9, 0.9, 0.9, 0.9, 0.9}, 3},       /* a moved sweep between two slow ones */
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		starfa_split_guard g = {0};
+		int at = 0;
+		for (int s = 0; s < 8 && cases[c].ratio[s] != 0; s++) {
+			const double r = cases[c].ratio[s], alone = 0.0189;
+			const int moved = r < 0, gave = starfa_split_guard_step(&g, fabs(r) * alone, alone, moved);
+			CHECK_MSG(gave || !at, "case %zu: the guard took its word back at sweep %d", c, s + 1);
+			if (gave && !at)
+				at = s + 1;
+		}
+		CHECK_MSG(at == cases[c].gives_way_at, "case %zu: gave way after sweep %d, not %d", c, at, cases[c].gives_way_at);
+		CHECK(g.sweeps == (at ? at : 8));
+	}
+	/* no estimate (no GPU time measured): never */
+	starfa_split_guard g = {0};
+	for (int s = 0; s < 6; s++)
+		CHECK(starfa_split_guard_step(&g, 1.0, NAN, 0) == 0);
+	return 0;
+}
+
 TEST(placement, rejects_what_cannot_run)
 {
 	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
