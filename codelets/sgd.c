@@ -172,40 +172,44 @@ static int check_pass(const char *what, const starfa_tiled *S, const starfa_dens
 	return 0;
 }
 
-/* Submits one pass over the n tiles (ti[m], tj[m]) in that order (a tile's bands among ui[0..nu) and
- * vj[0..nv)), reading and writing the bands of its nonempty tiles only; placed by attr, else by the
- * first tile's row band. */
-static int submit_pass(const starfa_tiled *S, int64_t n, const int64_t *ti, const int64_t *tj, int64_t nu,
-		       const int64_t *ui, int64_t nv, const int64_t *vj, int block, starfa_dense *U, starfa_dense *V,
-		       starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse, int64_t slot,
-		       const starfa_task_attr *attr)
+/* The tile visited m-th in a pass over the nr x nc bands from tile (i, j) (nr 1: a span; nr == nc: a
+ * block): nc diagonals of nr tiles, tile (i + c, j + (c + t) mod nc) in diagonal t, so a span's tiles come
+ * in column order. *u and *v: its row and column band among the pass's. */
+static void pass_tile(int64_t nr, int64_t nc, int64_t m, int64_t *u, int64_t *v)
+{
+	const int64_t t = m / nr, c = m % nr;
+	*u = c;
+	*v = (c + t) % nc;
+}
+
+/* Submits that pass, reading and writing the bands of its nonempty tiles only; placed by attr, else by
+ * tile (i, j)'s row band. */
+static int submit_pass(const starfa_tiled *S, int64_t i, int64_t nr, int64_t j, int64_t nc, starfa_dense *U,
+		       starfa_dense *V, starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse,
+		       int64_t slot, const starfa_task_attr *attr)
 {
 	starfa_task_attr placed;
-	attr = starfa_placed(&placed, attr, starfa_band_where(S, STARFA_ROWS, ti[0]));
-	/* the task's bands: those of its nonempty tiles, numbered in the order of ui and vj */
-	int32_t *un = starfa_malloc((size_t)(nu + nv), sizeof *un), *vn = un ? un + nu : NULL;
+	attr = starfa_placed(&placed, attr, starfa_band_where(S, STARFA_ROWS, i));
+	/* the task's bands: those of its nonempty tiles, numbered in band order */
+	int32_t *un = starfa_malloc((size_t)(nr + nc), sizeof *un), *vn = un ? un + nr : NULL;
 	if (!un)
 		return STARFA_ENOMEM;
-	for (int64_t b = 0; b < nu + nv; b++)
+	for (int64_t b = 0; b < nr + nc; b++)
 		un[b] = -1;
+	const int64_t n = nr * nc;
 	int64_t nonempty = 0, nnz = 0, tu = 0, tv = 0;
-	for (int64_t m = 0; m < n; m++) {
-		const int64_t tile_nnz = starfa_grid_tile(&S->grid, ti[m], tj[m])->nnz;
+	for (int64_t m = 0, u, v; m < n; m++) {
+		pass_tile(nr, nc, m, &u, &v);
+		const int64_t tile_nnz = starfa_grid_tile(&S->grid, i + u, j + v)->nnz;
 		if (tile_nnz == 0)
 			continue;
 		nonempty++;
 		nnz += tile_nnz;
-		int64_t u = 0, v = 0;
-		while (ui[u] != ti[m])
-			u++;
-		while (vj[v] != tj[m])
-			v++;
-		un[u] = 1;
-		vn[v] = 1;
+		un[u] = vn[v] = 1;
 	}
-	for (int64_t b = 0; b < nu; b++)
+	for (int64_t b = 0; b < nr; b++)
 		un[b] = un[b] > 0 ? (int32_t)tu++ : -1;
-	for (int64_t b = 0; b < nv; b++)
+	for (int64_t b = 0; b < nc; b++)
 		vn[b] = vn[b] > 0 ? (int32_t)tv++ : -1;
 	if (nonempty == 0) {
 		free(un);
@@ -214,12 +218,12 @@ static int submit_pass(const starfa_tiled *S, int64_t n, const int64_t *ti, cons
 	const struct starfa_sgd_pass pass = {step->rank,   step->lr,	 step->lambda,
 					     step->lambda_bias, step->mu, step->biases,
 					     step->adagrad != 0, step->seed, step->epoch,
-					     (uint64_t)(ti[0] * S->grid.nc + tj[0]), step->half != 0};
+					     (uint64_t)(i * S->grid.nc + j), step->half != 0};
 	const size_t args_size = sizeof(struct sgd_args) + (size_t)nonempty * sizeof(struct sgd_ref);
 	struct sgd_args *args = starfa_malloc(1, args_size);
 	struct starpu_data_descr *buffers = NULL;
 	if (args) {
-		*args = (struct sgd_args){pass, nonempty, tu, tv, block};
+		*args = (struct sgd_args){pass, nonempty, tu, tv, nr > 1};
 		buffers = starfa_malloc((size_t)(first_tile_buffer(args) + nonempty), sizeof *buffers);
 	}
 	if (!buffers) {
@@ -229,33 +233,29 @@ static int submit_pass(const starfa_tiled *S, int64_t n, const int64_t *ti, cons
 	}
 	const int64_t nbuffers = first_tile_buffer(args) + nonempty;
 	buffers[0] = (struct starpu_data_descr){sse->handles[slot], STARPU_W};
-	for (int64_t u = 0; u < nu; u++) {
+	for (int64_t u = 0; u < nr; u++) {
 		if (un[u] < 0)
 			continue;
 		struct starpu_data_descr *b = buffers + user_buffer(args, un[u]);
-		b[0] = (struct starpu_data_descr){U->blocks[ui[u]], STARPU_RW};
+		b[0] = (struct starpu_data_descr){U->blocks[i + u], STARPU_RW};
 		if (step->adagrad)
-			b[1] = (struct starpu_data_descr){Gu->blocks[ui[u]], STARPU_RW};
+			b[1] = (struct starpu_data_descr){Gu->blocks[i + u], STARPU_RW};
 	}
-	for (int64_t v = 0; v < nv; v++) {
+	for (int64_t v = 0; v < nc; v++) {
 		if (vn[v] < 0)
 			continue;
 		struct starpu_data_descr *b = buffers + item_buffer(args, vn[v]);
-		b[0] = (struct starpu_data_descr){V->blocks[vj[v]], STARPU_RW};
+		b[0] = (struct starpu_data_descr){V->blocks[j + v], STARPU_RW};
 		if (step->adagrad)
-			b[1] = (struct starpu_data_descr){Gv->blocks[vj[v]], STARPU_RW};
+			b[1] = (struct starpu_data_descr){Gv->blocks[j + v], STARPU_RW};
 	}
-	for (int64_t t = 0, m = 0; t < n; t++) {
-		const struct starfa_tile *tile = starfa_grid_tile(&S->grid, ti[t], tj[t]);
+	for (int64_t m = 0, k = 0, u, v; m < n; m++) {
+		pass_tile(nr, nc, m, &u, &v);
+		const struct starfa_tile *tile = starfa_grid_tile(&S->grid, i + u, j + v);
 		if (tile->nnz == 0)
 			continue;
-		int64_t u = 0, v = 0;
-		while (ui[u] != ti[t])
-			u++;
-		while (vj[v] != tj[t])
-			v++;
-		args->refs[m] = (struct sgd_ref){(uint64_t)(ti[t] * S->grid.nc + tj[t]), un[u], vn[v]};
-		buffers[first_tile_buffer(args) + m++] = (struct starpu_data_descr){tile->handle, STARPU_R};
+		args->refs[k] = (struct sgd_ref){(uint64_t)((i + u) * S->grid.nc + j + v), un[u], vn[v]};
+		buffers[first_tile_buffer(args) + k++] = (struct starpu_data_descr){tile->handle, STARPU_R};
 	}
 	free(un);
 	double flops = (step->adagrad ? 12.0 : 8.0) * (double)step->rank * (double)nnz;
@@ -278,17 +278,7 @@ int starfa_task_sgd_span(const starfa_tiled *S, int64_t i, int64_t j, int64_t nt
 	if (ntiles < 1 || ntiles > S->grid.nc - j)
 		return starfa_set_error(STARFA_EINVAL, "%s: %lld tiles from column band %lld do not fit the grid's %lld",
 					what, (long long)ntiles, (long long)j, (long long)S->grid.nc);
-	int64_t *ti = starfa_malloc((size_t)(2 * ntiles), sizeof *ti);
-	if (!ti)
-		return STARFA_ENOMEM;
-	int64_t *tj = ti + ntiles;
-	for (int64_t m = 0; m < ntiles; m++) {
-		ti[m] = i;
-		tj[m] = j + m;
-	}
-	rc = submit_pass(S, ntiles, ti, tj, 1, &i, ntiles, tj, 0, U, V, Gu, Gv, step, sse, slot, attr);
-	free(ti);
-	return rc;
+	return submit_pass(S, i, 1, j, ntiles, U, V, Gu, Gv, step, sse, slot, attr);
 }
 
 int starfa_task_sgd_block(const starfa_tiled *S, int64_t i, int64_t j, int64_t n, starfa_dense *U, starfa_dense *V,
@@ -308,23 +298,7 @@ int starfa_task_sgd_block(const starfa_tiled *S, int64_t i, int64_t j, int64_t n
 	if (n > INT32_MAX / n)
 		return starfa_set_error(STARFA_EINVAL, "%s: a block of %lld x %lld tiles is too many for one task", what,
 					(long long)n, (long long)n);
-	int64_t *ti = starfa_malloc((size_t)(2 * n * n + 2 * n), sizeof *ti);
-	if (!ti)
-		return STARFA_ENOMEM;
-	int64_t *tj = ti + n * n, *ui = tj + n * n, *vj = ui + n;
-	/* n diagonals of n tiles, each sharing no band */
-	for (int64_t t = 0, m = 0; t < n; t++)
-		for (int64_t c = 0; c < n; c++, m++) {
-			ti[m] = i + c;
-			tj[m] = j + (c + t) % n;
-		}
-	for (int64_t c = 0; c < n; c++) {
-		ui[c] = i + c;
-		vj[c] = j + c;
-	}
-	rc = submit_pass(S, n * n, ti, tj, n, ui, n, vj, n > 1, U, V, Gu, Gv, step, sse, slot, attr);
-	free(ti);
-	return rc;
+	return submit_pass(S, i, n, j, n, U, V, Gu, Gv, step, sse, slot, attr);
 }
 
 int starfa_task_sgd(const starfa_tiled *S, int64_t i, int64_t j, starfa_dense *U, starfa_dense *V, starfa_dense *Gu,
