@@ -249,6 +249,9 @@ struct run_state {
 	int profile, failed_profile;
 	int64_t iterations;
 	starfa_profile sum; /* --profile: over the iterations */
+	/* --profile's time line: where `trained in` went. Clock readings from the start of starfa_train to
+	 * the first callback and after the last, and the iterations' and metrics' own seconds. */
+	double start, first_callback, last_callback, iterating, evaluating;
 };
 
 static void print_cell(FILE *f, double v)
@@ -262,6 +265,11 @@ static void print_cell(FILE *f, double v)
 static int on_iteration(const starfa_train_progress *p, void *user_data)
 {
 	struct run_state *st = user_data;
+	const double called = cli_now_seconds();
+	if (st->iterations == 0)
+		st->first_callback = called - p->seconds - p->eval_seconds;
+	st->iterating += p->seconds;
+	st->evaluating += p->eval_seconds;
 	if (p->iteration == 1) {
 		printf("tiles=%lldx%lld", (long long)p->row_tiles, (long long)p->col_tiles);
 		if (p->systems_bytes > 0)
@@ -305,6 +313,7 @@ static int on_iteration(const starfa_train_progress *p, void *user_data)
 		if (ferror(f))
 			st->failed_log = 1;
 	}
+	st->last_callback = cli_now_seconds();
 	return 0;
 }
 
@@ -335,6 +344,7 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 		return task_log ? cli_library_error() : 1;
 	}
 	double t0 = cli_now_seconds();
+	st.start = t0;
 	int rc = starfa_train(c->algo, c->params, train, test, on_iteration, &st, &model);
 	double total = cli_now_seconds() - t0;
 	if (task_log) {
@@ -377,6 +387,14 @@ static int run(struct train_cli *c, starfa_coo *train, starfa_coo *test)
 		} else {
 			printf("profile over %lld iterations:\n", (long long)st.iterations);
 			cli_profile_print(stdout, &st.sum);
+			/* setup: tiling, registering, first factors and placement, before iteration 1; the rest: the
+			 * progress reports between iterations; the end: the last tasks' wait and the model's copy */
+			const double setup = st.iterations > 0 ? st.first_callback - st.start : total;
+			const double end = st.iterations > 0 ? st.start + total - st.last_callback : 0;
+			printf("  trained in %.3g s: setup %.3g s, iterations %.3g s, metrics %.3g s, reports %.3g s, "
+			       "model out %.3g s\n",
+			       total, setup, st.iterating, st.evaluating,
+			       total - setup - st.iterating - st.evaluating - end, end);
 		}
 	}
 	starfa_profile_clear(&st.sum);

@@ -376,18 +376,51 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 	return 0;
 }
 
+static double split_median(const starfa_split_guard *g)
+{
+	const int64_t n = g->nsplit < STARFA_SPLIT_GUARD_HISTORY ? g->nsplit : STARFA_SPLIT_GUARD_HISTORY;
+	double v[STARFA_SPLIT_GUARD_HISTORY];
+	for (int64_t i = 0; i < n; i++) { /* insertion sort of at most five */
+		int64_t k = i;
+		for (; k > 0 && v[k - 1] > g->split_s[i]; k--)
+			v[k] = v[k - 1];
+		v[k] = g->split_s[i];
+	}
+	return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 int starfa_split_guard_step(starfa_split_guard *g, double sweep_s, double gpus_alone_s, int moved)
 {
+	g->sweeps++;
 	if (g->given_way)
 		return 1;
-	g->sweeps++;
-	if (moved || !isfinite(gpus_alone_s) || !isfinite(sweep_s))
+	moved = moved || g->changed;
+	g->changed = 0;
+	if (moved || !isfinite(sweep_s))
+		return g->on_gpus;
+	if (g->on_gpus) { /* the trial's measured sweep: keep the faster */
+		g->trial_s = sweep_s;
+		g->losing = 0;
+		if (!(split_median(g) <= STARFA_SPLIT_GUARD_MARGIN * sweep_s))
+			return g->given_way = 1;
+		g->on_gpus = 0;
+		g->changed = 1;
 		return 0;
-	if (sweep_s > STARFA_SPLIT_GUARD_MARGIN * gpus_alone_s)
-		g->given_way = ++g->losing >= STARFA_SPLIT_GUARD_LOSSES;
-	else if (g->losing > 0)
+	}
+	g->split_s[g->nsplit++ % STARFA_SPLIT_GUARD_HISTORY] = sweep_s;
+	const double alone = g->trial_s > 0 ? g->trial_s : gpus_alone_s;
+	if (!isfinite(alone))
+		return 0;
+	if (sweep_s > STARFA_SPLIT_GUARD_MARGIN * alone) {
+		if (++g->losing >= STARFA_SPLIT_GUARD_LOSSES) {
+			g->on_gpus = g->changed = 1;
+			g->given_way = g->trial_s > 0; /* measured already: no second trial */
+			return 1;
+		}
+	} else if (g->losing > 0) {
 		g->losing--;
-	return g->given_way;
+	}
+	return 0;
 }
 
 void starfa_split_describe(const starfa_split *s, FILE *out)

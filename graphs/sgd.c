@@ -81,7 +81,7 @@ struct sgd {
 	int64_t cores_block;      /* split: the column block the cores took last (-1: none) */
 	int cores_pinned;         /* split: core c runs band G + c's tiles (else any core takes a ready one) */
 	int guard;                /* split: STARFA_SPLIT_GUARD (GUARD_ON, GUARD_OFF, GUARD_FORCE) */
-	int fallen_back;          /* split: the GPUs run the cores' blocks too (split_guard), from the next epoch */
+	int fallen_back;          /* split: the GPUs run the cores' blocks too from the next epoch (split_guard) */
 	int ran_blocks;           /* split: the last epoch ran so (fallen_back as it began) */
 	int cores_gpu;            /* fallen back: the GPU that ran the cores' block last */
 	starfa_split_guard guarded; /* split: the epochs' verdicts (split_guard) */
@@ -617,13 +617,15 @@ static int objective(struct sgd *g, double *sse_out, double *loss_out)
 	return rc ? rc : objective_read(g, sse_out, loss_out);
 }
 
-/* The split's guard, after each epoch with the cores: the GPUs alone would have taken their busy time
- * over their share of the entries (at the speed they ran this epoch's spans, which is faster an entry
- * than the tiles they would run alone, so this is the GPUs alone at their best). An epoch longer than
- * that lost time to the cores: a core busy with another program holds back the tiles of its band and
- * their column blocks (1.07x the GPU alone, bench/PLACEMENT.md). Once starfa_split_guard_step says so
- * (the first epoch and those after an undone one aside: they move the factors too), the GPUs take the
- * cores' blocks from the next epoch on, each in one task (starfa_task_sgd_block). */
+/* The split's guard, after each epoch: the GPUs alone would have taken their busy time over their
+ * share of the entries (at the speed they ran this epoch's spans, which is faster an entry than the
+ * tiles they would run alone: this is the GPUs alone at their best, and it only starts a trial). An
+ * epoch longer than that may have lost time to the cores: a core busy with another program holds back
+ * the tiles of its band and their column blocks (1.07x the GPU alone once, bench/PLACEMENT.md). When
+ * starfa_split_guard_step says so (the first epoch and those after an undone one aside: they move the
+ * factors too), the GPUs take the cores' blocks from the next epoch on, each in one task
+ * (starfa_task_sgd_block), for two epochs on trial; the measured second one decides whether they keep
+ * them or the cores get them back. */
 static void split_guard(struct sgd *g, const starfa_train_progress *p)
 {
 	const int ngpu = starfa_worker_count(STARFA_WORKER_CUDA);
@@ -631,7 +633,7 @@ static void split_guard(struct sgd *g, const starfa_train_progress *p)
 	/* fallen back, the GPUs' busy time is the whole epoch's on them */
 	const double share = g->ran_blocks ? 1.0 : g->gpu_share;
 	g->gpu_alone_s = busy > 0 && share > 0 ? busy / share : NAN;
-	if (g->fallen_back || g->guard == GUARD_OFF)
+	if (g->guard == GUARD_OFF)
 		return;
 	if (g->guard == GUARD_FORCE) {
 		g->fallen_back = 1;

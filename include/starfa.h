@@ -273,18 +273,31 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 void starfa_split_describe(const starfa_split *s, FILE *out);
 
 /* A split's running check, for a graph that gives the cores a share of each sweep (SGD's split,
- * graphs/sgd.c): after each sweep, starfa_split_guard_step compares its seconds with the GPUs alone at
- * the speed they ran it (`gpus_alone_s`: the GPUs' busy seconds over their share of the work; NAN when
- * unknown). A sweep longer than that by STARFA_SPLIT_GUARD_MARGIN loses, one within it wins; `moved`
- * sweeps (the first, one after the factors came home) count neither way. Once the losing sweeps
- * outnumber the winning ones by STARFA_SPLIT_GUARD_LOSSES (a winning sweep takes one loss back, so lone
- * noise never adds up, scattered slow sweeps do), it returns 1, and 1 from then on: the GPUs should take
- * the cores' part from the next sweep. Start from a zeroed guard. */
+ * graphs/sgd.c). After each sweep, starfa_split_guard_step(g, sweep_s, gpus_alone_s, moved) returns 1
+ * when the next sweep should give the cores' part to the GPUs, 0 when the cores should run it.
+ *  - A split sweep is compared with the GPUs alone: first with the caller's estimate (`gpus_alone_s`,
+ *    the GPUs' busy seconds over their share of the work, NAN when unknown), once a trial has run with
+ *    the trial's measured sweep. Longer by STARFA_SPLIT_GUARD_MARGIN loses, within it wins; a win takes
+ *    a loss back, so lone noise never adds up and scattered slow sweeps do.
+ *  - When the losses lead by STARFA_SPLIT_GUARD_LOSSES against the estimate, the GPUs take the cores'
+ *    part on trial: its first sweep moves the factors, its second is measured. If the median of the
+ *    split's last counted sweeps beats that by the margin, the cores get their part back and the
+ *    measured sweep is the reference from then on; else the GPUs keep it for good, as they do when the
+ *    losses lead again against the measured sweep. The estimate only starts a trial: it cannot see the
+ *    costs of the GPUs' own tiling, and it did give way where the split was 1.14x faster.
+ *  - `moved` sweeps (the first, one after the factors came home) count neither way; neither does the
+ *    first sweep after the guard changed hands. Start from a zeroed guard. */
 #define STARFA_SPLIT_GUARD_MARGIN 1.02
 #define STARFA_SPLIT_GUARD_LOSSES 2
+#define STARFA_SPLIT_GUARD_HISTORY 5
 typedef struct starfa_split_guard {
-	int64_t sweeps, losing; /* sweeps checked; losses not taken back */
-	int given_way;
+	int64_t sweeps, losing; /* sweeps seen; losses not taken back */
+	int on_gpus;            /* the next sweep gives the cores' part to the GPUs (a trial, or for good) */
+	int given_way;          /* for good */
+	int changed;            /* the next sweep is the first since the cores' part changed hands */
+	double trial_s;         /* the trial's measured sweep (0 before one ran) */
+	double split_s[STARFA_SPLIT_GUARD_HISTORY]; /* the split's last counted sweeps, a ring */
+	int64_t nsplit;                             /* split sweeps counted */
 } starfa_split_guard;
 int starfa_split_guard_step(starfa_split_guard *g, double sweep_s, double gpus_alone_s, int moved);
 

@@ -297,33 +297,44 @@ TEST(placement, plan_arithmetic)
 	return 0;
 }
 
-/* The split's guard: sweeps within 2% of the GPUs alone never give way, nor does one slow sweep among
- * fast ones; two slow sweeps in a row do, at the second, as do slow sweeps that outnumber the fast ones
- * by two; moved sweeps and unknown estimates count neither way; once given way it stays so. */
-TEST(placement, split_guard_gives_way_to_the_gpus)
+/* The split's guard, run on made-up sweeps: which hands ran each (S: the split, G: the GPUs took the
+ * cores' part). Within 2% of the estimate, or one slow sweep among fast ones, the split stays. Two net
+ * losses start a trial of two sweeps on the GPUs (the first moves the factors); the faster by its
+ * measured sweep stays, for good when the GPUs win, or until the split loses twice more against that
+ * measured sweep. Moved sweeps and unknown estimates count neither way. */
+TEST(placement, split_guard_tries_the_gpus_and_keeps_the_faster)
 {
 	struct {
-		double ratio[8]; /* sweep over the GPUs alone (0: the list ends; negative: a moved sweep) */
-		int gives_way_at;  /* the sweep, from 1, after which the guard gives way (0: never) */
+		double split[10], gpus[10]; /* a sweep over the GPUs alone's estimate, by the hands that ran it */
+		unsigned moved;             /* bit s: sweep s + 1 moved the factors (the caller says so) */
+		const char *hands;
+		int for_good; /* the GPUs keep the cores' part at the end */
 	} cases[] = {
-		{{-3.0, 0.96, 1.01, 0.98, 1.019, 0.97, 1.0, 0.99}, 0}, /* a slow first sweep, then within the margin */
-		{{0.96, 1.2, 0.97, 1.3, 0.95, 1.1, 0.98, 1.05}, 0},   /* one slow among fast ones, by turns */
-		{{0.96, 1.1, 1.1, 0.9, 0.9, 0.9, 0.9, 0.9}, 3},       /* two in a row */
-		{{1.1, 0.9, 1.1, 1.1, 0.9, 0.9, 0.9, 0.9}, 4},        /* three against one */
-		{{1.1, -1.5, 1.1, 0.9, 0.9, 0.9, 0.9, 0.9}, 3},       /* a moved sweep between two slow ones */
+		{{3.0, 0.96, 1.01, 0.98, 1.019, 0.97, 1.0, 0.99, 1.0, 1.0}, {0}, 1, "SSSSSSSSSS", 0}, /* within the margin */
+		{{0.96, 1.2, 0.97, 1.3, 0.95, 1.1, 0.98, 1.05, 0.97, 1.1}, {0}, 0, "SSSSSSSSSS", 0}, /* by turns */
+		/* two slow in a row: a trial, slower than the split's median but within 2%, gives the cores their part back */
+		{{0.96, 0.96, 1.1, 1.1, 0, 0, 1.1, 1.1, 1.0, 1.1}, {0, 0, 0, 0, 1.25, 1.08, 0, 0, 0, 0}, 1, "SSSSGGSSSS", 0},
+		/* the split much slower: the GPUs keep the cores' part after their trial */
+		{{1.0, 1.3, 1.3, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 1.4, 1.05, 1.05, 1.05, 1.05, 1.05, 1.05}, 1, "SSSGGGGGGG", 1},
+		/* back from a trial, the split loses twice against its measured sweep: for good, no new trial */
+		{{1.0, 1.1, 1.1, 0, 0, 1.1, 1.3, 1.3, 0, 0}, {0, 0, 0, 1.2, 1.2, 0, 0, 0, 1.2, 1.2}, 1, "SSSGGSSSGG", 1},
+		/* three slow against one fast; a moved sweep between two slow ones counts neither way */
+		{{1.1, 0.9, 1.1, 1.1, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}, 0, "SSSSGGGGGG", 1},
+		{{1.1, 1.5, 1.1, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}, 2, "SSSGGGGGGG", 1},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		starfa_split_guard g = {0};
-		int at = 0;
-		for (int s = 0; s < 8 && cases[c].ratio[s] != 0; s++) {
-			const double r = cases[c].ratio[s], alone = 0.0189;
-			const int moved = r < 0, gave = starfa_split_guard_step(&g, fabs(r) * alone, alone, moved);
-			CHECK_MSG(gave || !at, "case %zu: the guard took its word back at sweep %d", c, s + 1);
-			if (gave && !at)
-				at = s + 1;
+		char hands[11] = {0};
+		int on_gpus = 0;
+		for (int s = 0; s < 10; s++) {
+			const double alone = 0.0189, r = on_gpus ? cases[c].gpus[s] : cases[c].split[s];
+			hands[s] = on_gpus ? 'G' : 'S';
+			CHECK_MSG(r > 0, "case %zu: sweep %d ran on hands the case did not expect (%s so far)", c, s + 1, hands);
+			on_gpus = starfa_split_guard_step(&g, r * alone, alone, (int)(cases[c].moved >> s & 1));
 		}
-		CHECK_MSG(at == cases[c].gives_way_at, "case %zu: gave way after sweep %d, not %d", c, at, cases[c].gives_way_at);
-		CHECK(g.sweeps == (at ? at : 8));
+		CHECK_MSG(strcmp(hands, cases[c].hands) == 0, "case %zu: ran %s, not %s", c, hands, cases[c].hands);
+		CHECK_MSG(g.given_way == cases[c].for_good, "case %zu: %s for good", c, g.given_way ? "given way" : "not given way");
+		CHECK(g.sweeps == 10);
 	}
 	/* no estimate (no GPU time measured): never */
 	starfa_split_guard g = {0};
