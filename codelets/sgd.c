@@ -91,7 +91,8 @@ static void sgd_cpu(void *buffers[], void *cl_arg)
 }
 
 #ifdef STARFA_USE_CUDA
-/* The tiles in launches of up to STARFA_SGD_SPAN_MAX, each as one wide tile (gpu/sgd.h). */
+/* The tiles in launches of up to STARFA_SGD_SPAN_MAX (224 for a block of more), each as one wide tile
+ * (gpu/sgd.h). */
 static void sgd_cuda(void *buffers[], void *cl_arg)
 {
 	const struct sgd_args *a = cl_arg;

@@ -100,8 +100,9 @@ struct starfa_sgd_tile {
 	int64_t ldgu;
 };
 
-/* The most tiles one CUDA launch takes (its arguments hold their descriptions): more run in launches of
- * this many, one after the other. */
+/* The most tiles one CUDA launch of a span takes (its arguments hold their descriptions, in the 4 KB
+ * every device takes). A task of more tiles (a block, starfa_task_sgd_block) runs them 224 a launch in
+ * CUDA's larger arguments (gpu/sgd.cu); more run in launches one after the other. */
 #define STARFA_SGD_SPAN_MAX 32
 
 /* One pass over the tile's entries. U: the tile's user rows (nrows), V: its item rows, floats or, with

@@ -16,13 +16,22 @@ constexpr int kThreads = 256;
 
 /* The tiles of one launch and their updaters: tile m's are [first[m], first[m + 1]), in proportion to its
  * chunks, so that a span's concurrent updaters spread over all its item blocks as over one wide tile's. */
-struct Span {
+template <int kMax>
+struct SpanOf {
+	static constexpr int kTiles = kMax;
 	int n;
-	int64_t first[STARFA_SGD_SPAN_MAX + 1];
-	starfa_sgd_tile t[STARFA_SGD_SPAN_MAX];
+	int64_t first[kMax + 1];
+	starfa_sgd_tile t[kMax];
 };
-/* A launch's arguments (the span, the pass, the sum) within the 4 KB every CUDA device takes. */
+/* A span's launch (its arguments: the span, the pass, the sum) within the 4 KB every CUDA device takes. */
+using Span = SpanOf<STARFA_SGD_SPAN_MAX>;
 static_assert(sizeof(Span) + sizeof(starfa_sgd_pass) + sizeof(double *) <= 4096, "the span's tiles pass 4 KB of kernel arguments");
+/* A block's (starfa_cuda_sgd_tiles over more than STARFA_SGD_SPAN_MAX tiles) within the 32,764 bytes
+ * that CUDA 12.1 and later take on Volta and later: the C x C tiles of SGD's split fallback (C = 14 on
+ * 16 cores: 196) in one launch, as the GPUs alone run that region as one tile, rather than seven
+ * launches of 32 whose tails added 8% (bench/PLACEMENT.md). */
+using WideSpan = SpanOf<224>;
+static_assert(sizeof(WideSpan) + sizeof(starfa_sgd_pass) + sizeof(double *) <= 32764, "a block's tiles pass 32,764 bytes of kernel arguments");
 
 /* A tile's chunks of STARFA_SGD_CHUNK entries, counted in 64 bits: nnz + STARFA_SGD_CHUNK - 1 can pass
  * UINT32_MAX, and the quotient cannot. */
@@ -37,18 +46,24 @@ inline bool empty(const starfa_sgd_tile &t)
 	return t.nrows <= 0 || t.nnz == 0;
 }
 
-/* The updater's tile in the span (NULL past the last updater) and its place among the tile's updaters. */
-__device__ __forceinline__ const starfa_sgd_tile *tile_of(const Span &span, int64_t updater, int64_t *local,
-							  int64_t *count)
+/* The updater's tile in the span (NULL past the last updater) and its place among the tile's updaters:
+ * the last m with first[m] <= updater, by bisection (a block's span holds up to 224 tiles). */
+template <typename S>
+__device__ __forceinline__ const starfa_sgd_tile *tile_of(const S &span, int64_t updater, int64_t *local, int64_t *count)
 {
 	if (updater >= span.first[span.n])
 		return nullptr;
-	int m = 0;
-	while (updater >= span.first[m + 1])
-		m++;
-	*local = updater - span.first[m];
-	*count = span.first[m + 1] - span.first[m];
-	return &span.t[m];
+	int lo = 0, hi = span.n - 1;
+	while (lo < hi) {
+		const int mid = (lo + hi + 1) / 2;
+		if (span.first[mid] <= updater)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	*local = updater - span.first[lo];
+	*count = span.first[lo + 1] - span.first[lo];
+	return &span.t[lo];
 }
 
 /* 16 bytes of a factor row: 4 floats or 8 halves. Raw is the 16 bytes as stored (kept in registers
@@ -213,9 +228,9 @@ __device__ __forceinline__ float update(T *u, T *v, float r, const starfa_sgd_pa
 
 /* Each group stages its chunk's rows in shared memory (one row search per entry, in a pass across the
  * group's lanes), then runs its updates in the chunk's order. */
-template <typename T, int kLanes, bool kVec>
+template <typename T, int kLanes, bool kVec, typename S>
 __global__ void __launch_bounds__(kThreads)
-	sgd_kernel(const __grid_constant__ Span span, const starfa_sgd_pass s, double *sse)
+	sgd_kernel(const __grid_constant__ S span, const starfa_sgd_pass s, double *sse)
 {
 	constexpr int kGroups = kThreads / kLanes;
 	__shared__ uint32_t s_row[kGroups][STARFA_SGD_CHUNK];
@@ -257,9 +272,9 @@ __global__ void __launch_bounds__(kThreads)
  * q + 2 are read. A row that update q + 1 shares with update q is forwarded from q's registers, so the
  * group's result is that of the sequential order (1 updater equals the CPU kernel to rounding). Lane
  * 0 of the group keeps the biases. */
-template <typename T, int kLanes>
+template <typename T, int kLanes, typename S>
 __global__ void __launch_bounds__(kThreads)
-	sgd_pipelined_kernel(const __grid_constant__ Span span, const starfa_sgd_pass s, double *sse)
+	sgd_pipelined_kernel(const __grid_constant__ S span, const starfa_sgd_pass s, double *sse)
 {
 	using P = Pack<T>;
 	constexpr int N = P::N, kGroups = kThreads / kLanes;
@@ -391,15 +406,15 @@ cudaError_t one_wave(Kernel kernel, int64_t *blocks)
 /* One launch over span.n tiles of `chunks` chunks each: updaters 0 is as many groups as one wave of blocks
  * holds (more would wait for a second wave), dealt to the tiles in proportion to their chunks; fewer
  * updaters than tiles run the tiles one launch after the other. */
-template <typename T, int kLanes, bool kVec>
-cudaError_t launch(Span &span, const uint32_t *chunks, const starfa_sgd_pass &s, int64_t nupdaters, double *sse,
+template <typename T, int kLanes, bool kVec, typename S>
+cudaError_t launch(S &span, const uint32_t *chunks, const starfa_sgd_pass &s, int64_t nupdaters, double *sse,
 		   cudaStream_t stream)
 {
 	const bool pipelined = kVec && !s.adagrad && s.k <= (int64_t)kLanes * Pack<T>::N;
 	if (nupdaters == 0) {
 		int64_t wave = 0;
-		cudaError_t err = pipelined ? one_wave(sgd_pipelined_kernel<T, kLanes>, &wave)
-					    : one_wave(sgd_kernel<T, kLanes, kVec>, &wave);
+		cudaError_t err = pipelined ? one_wave(sgd_pipelined_kernel<T, kLanes, S>, &wave)
+					    : one_wave(sgd_kernel<T, kLanes, kVec, S>, &wave);
 		if (err != cudaSuccess)
 			return err;
 		nupdaters = wave * (kThreads / kLanes);
@@ -416,7 +431,7 @@ cudaError_t launch(Span &span, const uint32_t *chunks, const starfa_sgd_pass &s,
 		one.n = 1;
 		for (int m = 0; m < span.n; m++) {
 			one.t[0] = span.t[m];
-			cudaError_t err = launch<T, kLanes, kVec>(one, chunks + m, s, nupdaters, sse, stream);
+			cudaError_t err = launch<T, kLanes, kVec, Span>(one, chunks + m, s, nupdaters, sse, stream);
 			if (err != cudaSuccess)
 				return err;
 		}
@@ -431,21 +446,47 @@ cudaError_t launch(Span &span, const uint32_t *chunks, const starfa_sgd_pass &s,
 	}
 	const unsigned blocks = (unsigned)((span.first[span.n] * kLanes + kThreads - 1) / kThreads);
 	if (pipelined)
-		sgd_pipelined_kernel<T, kLanes><<<blocks, kThreads, 0, stream>>>(span, s, sse);
+		sgd_pipelined_kernel<T, kLanes, S><<<blocks, kThreads, 0, stream>>>(span, s, sse);
 	else
-		sgd_kernel<T, kLanes, kVec><<<blocks, kThreads, 0, stream>>>(span, s, sse);
+		sgd_kernel<T, kLanes, kVec, S><<<blocks, kThreads, 0, stream>>>(span, s, sse);
 	return cudaGetLastError();
 }
 
-template <typename T>
-cudaError_t dispatch(int lanes, bool vec, Span &span, const uint32_t *chunks, const starfa_sgd_pass &s,
+template <typename T, typename S>
+cudaError_t dispatch(int lanes, bool vec, S &span, const uint32_t *chunks, const starfa_sgd_pass &s,
 		     int64_t nupdaters, double *sse, cudaStream_t stream)
 {
-#define STARFA_SGD_LAUNCH(L, VEC) launch<T, L, VEC>(span, chunks, s, nupdaters, sse, stream)
+#define STARFA_SGD_LAUNCH(L, VEC) launch<T, L, VEC, S>(span, chunks, s, nupdaters, sse, stream)
 	if (vec)
 		return lanes == 8 ? STARFA_SGD_LAUNCH(8, true) : lanes == 16 ? STARFA_SGD_LAUNCH(16, true) : STARFA_SGD_LAUNCH(32, true);
 	return lanes == 8 ? STARFA_SGD_LAUNCH(8, false) : lanes == 16 ? STARFA_SGD_LAUNCH(16, false) : STARFA_SGD_LAUNCH(32, false);
 #undef STARFA_SGD_LAUNCH
+}
+
+/* The non-empty tiles, S::kTiles a launch, one launch after the other. */
+template <typename S>
+cudaError_t launch_all(int ntiles, const starfa_sgd_tile *tiles, const starfa_sgd_pass &pass, int lanes, bool vec,
+		       int updaters, double *sse, cudaStream_t stream)
+{
+	S *span = static_cast<S *>(calloc(1, sizeof(S))); /* 28 KB for a block's: off the worker's stack */
+	uint32_t *chunks = static_cast<uint32_t *>(malloc(sizeof(uint32_t) * S::kTiles));
+	cudaError_t err = span && chunks ? cudaSuccess : cudaErrorMemoryAllocation;
+	for (int m = 0; m <= ntiles && err == cudaSuccess; m++) {
+		if (m < ntiles && empty(tiles[m]))
+			continue;
+		if (span->n == S::kTiles || (m == ntiles && span->n > 0)) {
+			err = pass.half ? dispatch<uint16_t>(lanes, vec, *span, chunks, pass, updaters, sse, stream)
+					: dispatch<float>(lanes, vec, *span, chunks, pass, updaters, sse, stream);
+			span->n = 0;
+		}
+		if (m < ntiles) {
+			chunks[span->n] = chunks_of(tiles[m].nnz);
+			span->t[span->n++] = tiles[m];
+		}
+	}
+	free(span);
+	free(chunks);
+	return err;
 }
 
 } // namespace
@@ -474,25 +515,11 @@ extern "C" cudaError_t starfa_cuda_sgd_tiles(int ntiles, const struct starfa_sgd
 			vec = vec && tiles[m].ldu % per16 == 0 && (uintptr_t)tiles[m].U % 16 == 0 &&
 			      tiles[m].ldv % per16 == 0 && (uintptr_t)tiles[m].V % 16 == 0;
 	const int lanes = starfa_cuda_sgd_lanes(pass->k, pass->half, vec);
-	/* the non-empty tiles, STARFA_SGD_SPAN_MAX a launch */
-	Span span = {};
-	uint32_t chunks[STARFA_SGD_SPAN_MAX];
-	for (int m = 0; m <= ntiles; m++) {
-		if (m < ntiles && empty(tiles[m]))
-			continue;
-		if (span.n == STARFA_SGD_SPAN_MAX || (m == ntiles && span.n > 0)) {
-			cudaError_t err = pass->half ? dispatch<uint16_t>(lanes, vec, span, chunks, *pass, updaters, sse, stream)
-						     : dispatch<float>(lanes, vec, span, chunks, *pass, updaters, sse, stream);
-			if (err != cudaSuccess)
-				return err;
-			span.n = 0;
-		}
-		if (m < ntiles) {
-			chunks[span.n] = chunks_of(tiles[m].nnz);
-			span.t[span.n++] = tiles[m];
-		}
-	}
-	return cudaSuccess;
+	int nonempty = 0;
+	for (int m = 0; m < ntiles; m++)
+		nonempty += !empty(tiles[m]);
+	return nonempty > STARFA_SGD_SPAN_MAX ? launch_all<WideSpan>(ntiles, tiles, *pass, lanes, vec, updaters, sse, stream)
+					      : launch_all<Span>(ntiles, tiles, *pass, lanes, vec, updaters, sse, stream);
 }
 
 extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_tile *tiles, void *U, int64_t ldu,

@@ -33,8 +33,9 @@ cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_tile *tiles
 				 int64_t ldgu, const struct starfa_sgd_pass *pass, int updaters, double *sse,
 				 cudaStream_t stream);
 /* One pass over tiles of any row and column bands, each with its own user rows (tile.U, tile.Gu): as
- * starfa_cuda_sgd_span, up to STARFA_SGD_SPAN_MAX tiles a launch at once, the launches one after the
- * other, so that tiles sharing a band in one launch update its rows without locks (Hogwild). */
+ * starfa_cuda_sgd_span, up to STARFA_SGD_SPAN_MAX tiles a launch at once (up to 224 where there are
+ * more, in CUDA 12.1's larger kernel arguments), the launches one after the other, so that tiles
+ * sharing a band in one launch update its rows without locks (Hogwild). */
 cudaError_t starfa_cuda_sgd_tiles(int ntiles, const struct starfa_sgd_tile *tiles, const struct starfa_sgd_pass *pass,
 				  int updaters, double *sse, cudaStream_t stream);
 /* The lanes an update takes: one 16-byte load each (vec) or one element each, rounded up to 8, 16, 32. */

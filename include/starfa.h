@@ -663,7 +663,7 @@ uint32_t starfa_sgd_model_variant(const starfa_sgd_step *step);
 /* The variant of a span of several tiles of these settings (starfa_task_sgd_span with ntiles > 1). */
 uint32_t starfa_sgd_span_model_variant(const starfa_sgd_step *step);
 /* The same pass over the ntiles tiles (i, j) .. (i, j + ntiles - 1) of one row band as one task (tile
- * after tile on a CPU; on a GPU, up to 32 tiles a launch as one wide tile: its updaters dealt to the
+ * after tile on a CPU; on a GPU, up to 32 tiles a launch (224 beyond) as one wide tile: its updaters dealt to the
  * tiles in proportion to their chunks of 256 entries, so they spread over every tile's item rows), reading and writing U's
  * block i and V's blocks j .. j + ntiles - 1; each tile keeps its own visiting order, and sse's slot gets
  * the sum over the tiles. A GPU updates a wide tile faster than its parts one at a time: the same
@@ -673,7 +673,8 @@ int starfa_task_sgd_span(const starfa_tiled *S, int64_t i, int64_t j, int64_t nt
 			 const starfa_task_attr *attr);
 /* The same pass over the n x n tiles (i .. i + n - 1, j .. j + n - 1) as one task: n diagonals of n
  * tiles, tile (i + c, j + (c + t) mod n) in diagonal t, one tile after the other on a CPU and on a GPU up
- * to 32 tiles a launch at once (as a span's, Hogwild between tiles that share a band), reading and
+ * to 224 tiles a launch at once (32 where n x n <= 32; as a span's, Hogwild between tiles that share a
+ * band, as the GPUs alone run the region as one tile), reading and
  * writing the blocks of U and V of its nonempty tiles' bands (of U's i .. i + n - 1 and V's j .. j + n -
  * 1); sse's slot gets the sum over the tiles (0 when every tile is empty). For a
  * GPU that takes over a block of thin tiles that the cores would otherwise run tile by tile (SGD's split

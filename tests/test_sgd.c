@@ -1264,8 +1264,9 @@ TEST(sgd_cuda, block_on_a_gpu_matches_a_core)
 {
 	SKIP_UNLESS_BOTH_KINDS();
 	uint64_t rng = testing_seed() + 38;
-	/* rows enough that the GPU's concurrent updates seldom meet on one (a small matrix slows Hogwild) */
-	const int64_t m = 6000, n = 5000, k = 16, w = (k + 2 + 3) / 4 * 4, P = 5, b0 = 1, nb = 4;
+	/* rows enough that the GPU's concurrent updates seldom meet on one (a small matrix slows Hogwild); a
+	 * block of 7 x 7 tiles, more than STARFA_SGD_SPAN_MAX, so one launch takes a wide span */
+	const int64_t m = 6000, n = 5000, k = 16, w = (k + 2 + 3) / 4 * 4, P = 8, b0 = 1, nb = 7;
 	starfa_csr *S = ratings(m, n, 150000, &rng);
 	CHECK(S);
 	starfa_tiling_options tiling = {P, P, 0, 0, 0};
