@@ -100,7 +100,7 @@ run() {
 		awk -v rank="$rank" '
 			$1 == "|" && $2 == rank { sec = $6 }
 			/starfa_train took/ { for (i = 1; i < NF; i++) if ($i == "took") whole = $(i + 1) }
-			END { if (sec == "" || whole == "") exit 1; printf "%.4f %.2f - -\n", sec, whole }' "$log"
+			END { if (sec == "" || whole == "") exit 1; printf "%.4g %.2f - -\n", sec, whole }' "$log"
 		;;
 	esac
 }
