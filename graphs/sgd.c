@@ -208,17 +208,8 @@ static const starfa_task_attr *user_block_attr(const struct sgd *g, int64_t bloc
  * epoch: how the fallback itself runs). */
 static int guard_mode(int *mode)
 {
-	const char *v = getenv("STARFA_SPLIT_GUARD");
-	*mode = GUARD_ON;
-	if (!v || !*v || strcmp(v, "on") == 0)
-		return 0;
-	if (strcmp(v, "off") == 0)
-		*mode = GUARD_OFF;
-	else if (strcmp(v, "force") == 0)
-		*mode = GUARD_FORCE;
-	else
-		return starfa_set_error(STARFA_EINVAL, "STARFA_SPLIT_GUARD must be on, off or force, not '%s'", v);
-	return 0;
+	static const char *const names[] = {"on", "off", "force"}; /* GUARD_ON, GUARD_OFF, GUARD_FORCE */
+	return starfa_env_choice("STARFA_SPLIT_GUARD", names, 3, mode);
 }
 
 static int sgd_setup(const starfa_coo *train, const starfa_coo *test, const void *params, void **state)

@@ -505,19 +505,31 @@ void starfa_shutdown(void)
 	pthread_mutex_unlock(&init_lock);
 }
 
+int starfa_env_choice(const char *name, const char *const *choices, int nchoices, int *index)
+{
+	const char *v = getenv(name);
+	*index = 0;
+	if (!v || !*v)
+		return 0;
+	for (int i = 0; i < nchoices; i++)
+		if (strcmp(v, choices[i]) == 0) {
+			*index = i;
+			return 0;
+		}
+	char names[256] = "";
+	for (int i = 0, used = 0; i < nchoices && used < (int)sizeof names; i++)
+		used += snprintf(names + used, sizeof names - (size_t)used, "%s%s", i == 0 ? "" : i == nchoices - 1 ? " or " : ", ",
+				 choices[i]);
+	return starfa_set_error(STARFA_EINVAL, "%s must be %s, not '%s'", name, names, v);
+}
+
 int starfa_placement_mode(starfa_placement *mode)
 {
-	const char *env = getenv("STARFA_PLACEMENT");
-	*mode = STARFA_PLACE_GPU;
-	if (!env || !*env || strcmp(env, "gpu") == 0)
-		return 0;
-	if (strcmp(env, "split") == 0)
-		*mode = STARFA_PLACE_SPLIT;
-	else if (strcmp(env, "any") == 0)
-		*mode = STARFA_PLACE_ANY;
-	else
-		return starfa_set_error(STARFA_EINVAL, "STARFA_PLACEMENT must be gpu, split or any, not '%s'", env);
-	return 0;
+	static const char *const names[] = {"gpu", "split", "any"}; /* in starfa_placement's order */
+	int i;
+	int rc = starfa_env_choice("STARFA_PLACEMENT", names, 3, &i);
+	*mode = (starfa_placement)i;
+	return rc;
 }
 
 int starfa_placement_given(void)

@@ -28,6 +28,10 @@ void *starfa_calloc(size_t count, size_t size);
  * p stays valid). */
 void *starfa_realloc_array(void *p, uint64_t count, size_t elem);
 
+/* An environment setting of a few named values: *index the value's among choices, 0 (the first, the
+ * default) when name is unset or empty; an error naming them all for any other value. */
+int starfa_env_choice(const char *name, const char *const *choices, int nchoices, int *index);
+
 /* Where the automatic placement puts a sweep's bands (STARFA_PLACEMENT): on the GPUs alone (gpu; also
  * what an unset variable reads as, though an operation with split_by_default then splits, see
  * starfa_placement_given), split between the GPUs and the cores as the calibrated models predict
