@@ -41,23 +41,15 @@ for v in "rank=$rank" "iters=$iters" "runs=$runs" "docs=$docs"; do
 	[ "${v#*=}" -ge 1 ] || { echo "placement: --${v%%=*} takes a positive integer" >&2; exit 2; }
 done
 [ "$iters" -ge 2 ] || { echo "placement: --iters must be at least 2 (the first iteration is left out)" >&2; exit 2; }
-program() { # the real program libtool keeps in .libs, else the wrapper
-	local p
-	for p in "$build/$1/.libs/$2" "$build/$1/$2"; do
-		[ -x "$p" ] && { echo "$p"; return 0; }
-	done
-	echo "placement: no $2 under $build (scripts/build.sh ${build#$top/})" >&2
-	return 1
-}
+me=placement
+. "$here/common.sh"
 sgd_bench=$(program bench starfa_sgd_bench)
 corpus=$(program bench starfa_corpus)
 starfa=$(program . starfa)
-export LD_LIBRARY_PATH="$build/.libs:$top/.prefix/starpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export STARPU_SILENT=1
 # "workers: 17 (16 cpu, 1 cuda)": with no CUDA worker there is no GPU-alone run to compare with
 work=$(mktemp -d "${TMPDIR:-/tmp}/starfa-placement-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-cuda=$(STARPU_HOME=$work/info "$starfa" info 2>/dev/null | sed -n 's/^workers: .*, \([0-9]*\) cuda)$/\1/p')
+cuda=$(cuda_workers "$starfa" "$work/info")
 [ "${cuda:-0}" -ge 1 ] || { echo "placement: no CUDA worker here (starfa info); this benchmark compares every worker with the GPUs alone" >&2; exit 1; }
 [ -n "$md" ] && : >>"$md"
 out() { echo "$*"; [ -z "$md" ] || echo "$*" >>"$md"; }

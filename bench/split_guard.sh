@@ -41,18 +41,10 @@ busy=${busy:-$((cores / 2))}
 case "$busy" in '' | *[!0-9]*) echo "split_guard: --busy-core takes a core number, not '$busy'" >&2; exit 2 ;; esac
 [ "$busy" -lt "$cores" ] || { echo "split_guard: --busy-core $busy: this machine has cores 0-$((cores - 1))" >&2; exit 2; }
 command -v taskset >/dev/null || { echo "split_guard: needs taskset (util-linux)" >&2; exit 1; }
-program() { # the real program libtool keeps in .libs, else the wrapper
-	local p
-	for p in "$build/$1/.libs/$2" "$build/$1/$2"; do
-		[ -x "$p" ] && { echo "$p"; return 0; }
-	done
-	echo "split_guard: no $2 under $build (scripts/build.sh ${build#$top/})" >&2
-	return 1
-}
+me=split_guard
+. "$here/common.sh"
 sgd_bench=$(program bench starfa_sgd_bench)
 starfa=$(program . starfa)
-export LD_LIBRARY_PATH="$build/.libs:$top/.prefix/starpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export STARPU_SILENT=1
 work=$(mktemp -d "${TMPDIR:-/tmp}/starfa-guard-XXXXXX")
 hog=""
 cleanup() {
@@ -60,7 +52,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-cuda=$(STARPU_HOME=$work/info "$starfa" info 2>/dev/null | sed -n 's/^workers: .*, \([0-9]*\) cuda)$/\1/p')
+cuda=$(cuda_workers "$starfa" "$work/info")
 [ "${cuda:-0}" -ge 1 ] || { echo "split_guard: no CUDA worker here (starfa info)" >&2; exit 1; }
 [ -n "$md" ] && : >>"$md"
 out() { echo "$*"; [ -z "$md" ] || echo "$*" >>"$md"; }
