@@ -83,7 +83,7 @@ struct starfa_sgd_pass {
 /* One tile of a pass: its entries (CSR, rows local to the tile's row band, columns local to its column
  * band), its item rows V (and AdaGrad accumulators Gv, leading dimension ldgv; else NULL), its key in the
  * visiting order (id: pass->tile for a tile alone) and its user rows U and their accumulators Gu (leading
- * dimensions ldu, ldgu; starfa_cuda_sgd_span fills them with its band's). */
+ * dimensions ldu, ldgu). */
 struct starfa_sgd_tile {
 	int64_t nrows;
 	uint32_t nnz;

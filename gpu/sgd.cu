@@ -532,28 +532,6 @@ extern "C" cudaError_t starfa_cuda_sgd_tiles(int ntiles, const struct starfa_sgd
 	return err;
 }
 
-extern "C" cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_tile *tiles, void *U, int64_t ldu,
-					    float *Gu, int64_t ldgu, const struct starfa_sgd_pass *pass, int updaters,
-					    double *sse, cudaStream_t stream)
-{
-	if (ntiles < 0 || (ntiles > 0 && !tiles))
-		return cudaErrorInvalidValue;
-	/* every tile with the band's rows */
-	starfa_sgd_tile *band = static_cast<starfa_sgd_tile *>(malloc((size_t)(ntiles > 0 ? ntiles : 1) * sizeof *band));
-	if (!band)
-		return cudaErrorMemoryAllocation;
-	for (int m = 0; m < ntiles; m++) {
-		band[m] = tiles[m];
-		band[m].U = U;
-		band[m].ldu = ldu;
-		band[m].Gu = Gu;
-		band[m].ldgu = ldgu;
-	}
-	cudaError_t err = starfa_cuda_sgd_tiles(ntiles, band, pass, updaters, sse, stream);
-	free(band);
-	return err;
-}
-
 extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
 				       const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu,
 				       int64_t ldgu, float *Gv, int64_t ldgv, const struct starfa_sgd_pass *pass,

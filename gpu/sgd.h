@@ -24,18 +24,13 @@ cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_t *rowptr, 
 			    const float *val, void *U, int64_t ldu, void *V, int64_t ldv, float *Gu, int64_t ldgu,
 			    float *Gv, int64_t ldgv, const struct starfa_sgd_pass *pass, int updaters, double *sse,
 			    cudaStream_t stream);
-/* One pass over several tiles of one row band (U their user rows, Gu its accumulators, whatever the
- * tiles' own U and Gu say), as one wide tile: the updaters are dealt to the tiles in proportion to their chunks and run at once (updaters as
- * above, over the tiles' chunks together; fewer updaters than non-empty tiles run the tiles one after the
- * other, in order), so that concurrent updates spread over every tile's item rows. Each tile's chunks
- * are visited in the order its id keys. *sse: the sum over every tile. */
-cudaError_t starfa_cuda_sgd_span(int ntiles, const struct starfa_sgd_tile *tiles, void *U, int64_t ldu, float *Gu,
-				 int64_t ldgu, const struct starfa_sgd_pass *pass, int updaters, double *sse,
-				 cudaStream_t stream);
-/* One pass over tiles of any row and column bands, each with its own user rows (tile.U, tile.Gu): as
- * starfa_cuda_sgd_span, up to STARFA_SGD_SPAN_MAX tiles a launch at once (up to 224 where there are
- * more, in CUDA 12.1's larger kernel arguments), the launches one after the other, so that tiles
- * sharing a band in one launch update its rows without locks (Hogwild). */
+/* One pass over tiles of any row and column bands, each with its own user rows and accumulators (tile.U,
+ * tile.Gu), as one wide tile: the updaters are dealt to the tiles in proportion to their chunks and run at
+ * once (updaters as above, over the tiles' chunks together; fewer updaters than non-empty tiles run the
+ * tiles one after the other, in order), so that concurrent updates spread over every tile's item rows and
+ * tiles sharing a band update its rows without locks (Hogwild). Each tile's chunks are visited in the order
+ * its id keys. Up to STARFA_SGD_SPAN_MAX tiles a launch (up to 224 where there are more, in CUDA 12.1's
+ * larger kernel arguments), the launches one after the other. *sse: the sum over every tile. */
 cudaError_t starfa_cuda_sgd_tiles(int ntiles, const struct starfa_sgd_tile *tiles, const struct starfa_sgd_pass *pass,
 				  int updaters, double *sse, cudaStream_t stream);
 /* The lanes an update takes: one 16-byte load each (vec) or one element each, rounded up to 8, 16, 32. */

@@ -81,10 +81,11 @@ struct sgd {
 	int64_t cores_block;      /* split: the column block the cores took last (-1: none) */
 	int cores_pinned;         /* split: core c runs band G + c's tiles (else any core takes a ready one) */
 	int guard;                /* split: STARFA_SPLIT_GUARD (GUARD_ON, GUARD_OFF, GUARD_FORCE) */
-	int fallen_back;          /* split: the GPUs run the cores' blocks too from the next epoch (split_guard) */
-	int ran_blocks;           /* split: the last epoch ran so (fallen_back as it began) */
+	int ran_blocks;           /* split: the last epoch's GPUs ran the cores' blocks too (guarded.on_gpus as
+				   * it began) */
 	int cores_gpu;            /* fallen back: the GPU that ran the cores' block last */
-	starfa_split_guard guarded; /* split: the epochs' verdicts (split_guard) */
+	starfa_split_guard guarded; /* split: the epochs' verdicts; on_gpus: the GPUs run the cores' blocks from
+				     * the next epoch (split_guard) */
 	double gpu_share;         /* split: the GPUs' bands' entries over all */
 	double gpu_alone_s;       /* split: the last epoch on the GPUs alone at their measured speed (NAN: unknown) */
 	int rejected;             /* the last iteration's epoch was undone */
@@ -421,7 +422,7 @@ static int sgd_iterate(void *state, int64_t iteration)
 	int64_t *shifts = starfa_malloc((size_t)(P + C), sizeof *shifts);
 	if (!shifts)
 		return STARFA_ENOMEM;
-	g->ran_blocks = g->fallen_back;
+	g->ran_blocks = g->guarded.on_gpus;
 	/* Every attempt draws its own orders, a redone epoch too. */
 	uint64_t rng = starfa_seed_stream((uint64_t)g->o.seed, (uint64_t)iteration << 8 | 3);
 	shuffle(shifts, C > 0 ? blocks : P, &rng);
@@ -626,14 +627,14 @@ static void split_guard(struct sgd *g, const starfa_train_progress *p)
 	g->gpu_alone_s = busy > 0 && share > 0 ? busy / share : NAN;
 	if (g->guard == GUARD_OFF)
 		return;
-	if (g->guard == GUARD_FORCE) {
-		g->fallen_back = 1;
+	if (g->guard == GUARD_FORCE) { /* given way for good after the first epoch */
+		g->guarded.on_gpus = g->guarded.given_way = 1;
 		return;
 	}
 	/* the first epoch, and one after an undone epoch (whose restore brought the factors home), moved
 	 * the factors to their workers as well */
 	const int moved = g->guarded.sweeps == 0 || g->rejected;
-	g->fallen_back = starfa_split_guard_step(&g->guarded, p->seconds, g->gpu_alone_s, moved);
+	starfa_split_guard_step(&g->guarded, p->seconds, g->gpu_alone_s, moved); /* its verdict: on_gpus */
 }
 
 static int sgd_evaluate(void *state, starfa_train_progress *p)

@@ -273,8 +273,8 @@ int starfa_plan_tiling(const char *operation, double row_sweep_cost, double col_
 void starfa_split_describe(const starfa_split *s, FILE *out);
 
 /* A split's running check, for a graph that gives the cores a share of each sweep (SGD's split,
- * graphs/sgd.c). After each sweep, starfa_split_guard_step(g, sweep_s, gpus_alone_s, moved) returns 1
- * when the next sweep should give the cores' part to the GPUs, 0 when the cores should run it.
+ * graphs/sgd.c). After each sweep, starfa_split_guard_step(g, sweep_s, gpus_alone_s, moved) returns g->on_gpus:
+ * 1 when the next sweep should give the cores' part to the GPUs, 0 when the cores should run it.
  *  - A split sweep is compared with the GPUs alone: first with the caller's estimate (`gpus_alone_s`,
  *    the GPUs' busy seconds over their share of the work, NAN when unknown), once a trial has run with
  *    the trial's measured sweep. Longer by STARFA_SPLIT_GUARD_MARGIN loses, within it wins; a win takes

@@ -517,7 +517,12 @@ int main(int argc, char **argv)
 	}
 	if (runtime_started)
 		starfa_shutdown();
-	if (!list) {
+	/* STARFA_TEST_KEEP set (and not "0"): the scratch folder (the tests' files, the private StarPU homes
+	 * and their models) stays for a look */
+	const char *keep = getenv("STARFA_TEST_KEEP");
+	if (!list && keep && *keep && strcmp(keep, "0") != 0) {
+		printf("scratch folder kept: %s\n", scratch_dir);
+	} else if (!list) {
 		char cmd[600];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch_dir);
 		if (system(cmd) != 0)

@@ -1013,12 +1013,13 @@ TEST(sgd_cuda, span_matches_cpu_tiles)
 			CHECK(owned[3 * q] && owned[3 * q + 1] && owned[3 * q + 2]);
 			const uint64_t id = (uint64_t)(band * 4 + j);
 			tiles[q] = (struct starfa_sgd_tile){nr, (uint32_t)nz, owned[3 * q], owned[3 * q + 1], owned[3 * q + 2],
-							    d_V + cb[j] * w, w, d_Gv + cb[j], 1, id};
+							    d_V + cb[j] * w, w, d_Gv + cb[j], 1, id,
+							    d_U + rb[band] * w, w, d_Gu + rb[band], 1}; /* the band's user rows */
 			pass.tile = id; /* the CPU kernel: the tiles one after the other */
 			sse_cpu += starfa_cpu_sgd(nr, rp, ci, val, U + rb[band] * w, w, V + cb[j] * w, w, Gu + rb[band], 1,
 						  Gv + cb[j], 1, &pass);
 		}
-		CUDA_OK(starfa_cuda_sgd_span((int)span, tiles, d_U + rb[band] * w, w, d_Gu + rb[band], 1, &pass, 1, d_sse, 0));
+		CUDA_OK(starfa_cuda_sgd_tiles((int)span, tiles, &pass, 1, d_sse, 0));
 		double sse_gpu = NAN;
 		CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
 		CUDA_OK(cudaMemcpy(GotU, d_U, sizeof(float) * (size_t)(m * w), cudaMemcpyDeviceToHost));
@@ -1033,8 +1034,7 @@ TEST(sgd_cuda, span_matches_cpu_tiles)
 		/* the device's updaters, then 2 (fewer than the tiles): every pass lowers the error */
 		double last = sse_cpu;
 		for (int updaters = 0; updaters <= 2; updaters += 2) {
-			CUDA_OK(starfa_cuda_sgd_span((int)span, tiles, d_U + rb[band] * w, w, d_Gu + rb[band], 1, &pass,
-						     updaters, d_sse, 0));
+			CUDA_OK(starfa_cuda_sgd_tiles((int)span, tiles, &pass, updaters, d_sse, 0));
 			CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
 			CHECK_MSG(isfinite(sse_gpu) && sse_gpu < last, "updaters %d: sse %g after %g", updaters, sse_gpu, last);
 			last = sse_gpu;
@@ -1057,7 +1057,7 @@ TEST(sgd_cuda, span_matches_cpu_tiles)
 					       &still);
 		}
 		for (int updaters = 0; updaters <= (int)span; updaters += (int)span) {
-			CUDA_OK(starfa_cuda_sgd_span((int)span, tiles, d_U + rb[band] * w, w, NULL, 0, &still, updaters, d_sse, 0));
+			CUDA_OK(starfa_cuda_sgd_tiles((int)span, tiles, &still, updaters, d_sse, 0)); /* no AdaGrad: Gu unread */
 			CUDA_OK(cudaMemcpy(&sse_gpu, d_sse, sizeof sse_gpu, cudaMemcpyDeviceToHost));
 			CHECK_MSG(fabs(sse_gpu - want) <= 1e-5 * want, "rate 0, updaters %d: sse %.9g, the CPU kernel's %.9g",
 				  updaters, sse_gpu, want);
