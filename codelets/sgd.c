@@ -185,6 +185,21 @@ static void pass_tile(int64_t nr, int64_t nc, int64_t m, int64_t *u, int64_t *v)
 
 /* Submits that pass, reading and writing the bands of its nonempty tiles only; placed by attr, else by
  * tile (i, j)'s row band. */
+/* The factor blocks of n bands the task uses (num[b] >= 0: its number among them), RW, from buffer `first`
+ * on: band b's block of F and, with AdaGrad, of its accumulators G. */
+static void factor_buffers(struct starpu_data_descr *buffers, const struct sgd_args *a, int64_t first, const int32_t *num,
+			   int64_t n, starpu_data_handle_t *F, starpu_data_handle_t *G)
+{
+	for (int64_t b = 0; b < n; b++) {
+		if (num[b] < 0)
+			continue;
+		struct starpu_data_descr *d = buffers + first + num[b] * per_block(&a->pass);
+		d[0] = (struct starpu_data_descr){F[b], STARPU_RW};
+		if (a->pass.adagrad)
+			d[1] = (struct starpu_data_descr){G[b], STARPU_RW};
+	}
+}
+
 static int submit_pass(const starfa_tiled *S, int64_t i, int64_t nr, int64_t j, int64_t nc, starfa_dense *U,
 		       starfa_dense *V, starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse,
 		       int64_t slot, const starfa_task_attr *attr)
@@ -234,22 +249,8 @@ static int submit_pass(const starfa_tiled *S, int64_t i, int64_t nr, int64_t j, 
 	}
 	const int64_t nbuffers = first_tile_buffer(args) + nonempty;
 	buffers[0] = (struct starpu_data_descr){sse->handles[slot], STARPU_W};
-	for (int64_t u = 0; u < nr; u++) {
-		if (un[u] < 0)
-			continue;
-		struct starpu_data_descr *b = buffers + user_buffer(args, un[u]);
-		b[0] = (struct starpu_data_descr){U->blocks[i + u], STARPU_RW};
-		if (step->adagrad)
-			b[1] = (struct starpu_data_descr){Gu->blocks[i + u], STARPU_RW};
-	}
-	for (int64_t v = 0; v < nc; v++) {
-		if (vn[v] < 0)
-			continue;
-		struct starpu_data_descr *b = buffers + item_buffer(args, vn[v]);
-		b[0] = (struct starpu_data_descr){V->blocks[j + v], STARPU_RW};
-		if (step->adagrad)
-			b[1] = (struct starpu_data_descr){Gv->blocks[j + v], STARPU_RW};
-	}
+	factor_buffers(buffers, args, user_buffer(args, 0), un, nr, U->blocks + i, step->adagrad ? Gu->blocks + i : NULL);
+	factor_buffers(buffers, args, item_buffer(args, 0), vn, nc, V->blocks + j, step->adagrad ? Gv->blocks + j : NULL);
 	for (int64_t m = 0, k = 0, u, v; m < n; m++) {
 		pass_tile(nr, nc, m, &u, &v);
 		const struct starfa_tile *tile = starfa_grid_tile(&S->grid, i + u, j + v);
