@@ -463,29 +463,30 @@ cudaError_t dispatch(int lanes, bool vec, S &span, const uint32_t *chunks, const
 #undef STARFA_SGD_LAUNCH
 }
 
-/* The non-empty tiles, S::kTiles a launch, one launch after the other, through the caller's span and
- * chunk counts (S::kTiles of them). */
+/* The non-empty tiles, S::kTiles a launch, one launch after the other. */
 template <typename S>
-cudaError_t launch_all(S &span, uint32_t *chunks, int ntiles, const starfa_sgd_tile *tiles, const starfa_sgd_pass &pass,
-		       int lanes, bool vec, int updaters, double *sse, cudaStream_t stream)
+cudaError_t launch_all(int ntiles, const starfa_sgd_tile *tiles, const starfa_sgd_pass &pass, int lanes, bool vec,
+		       int updaters, double *sse, cudaStream_t stream)
 {
-	span.n = 0;
-	for (int m = 0; m <= ntiles; m++) {
+	S *span = static_cast<S *>(calloc(1, sizeof(S))); /* 27 KB for a block's: off the worker's stack */
+	uint32_t *chunks = static_cast<uint32_t *>(malloc(sizeof(uint32_t) * S::kTiles));
+	cudaError_t err = span && chunks ? cudaSuccess : cudaErrorMemoryAllocation;
+	for (int m = 0; m <= ntiles && err == cudaSuccess; m++) {
 		if (m < ntiles && empty(tiles[m]))
 			continue;
-		if (span.n == S::kTiles || (m == ntiles && span.n > 0)) {
-			cudaError_t err = pass.half ? dispatch<uint16_t>(lanes, vec, span, chunks, pass, updaters, sse, stream)
-						    : dispatch<float>(lanes, vec, span, chunks, pass, updaters, sse, stream);
-			if (err != cudaSuccess)
-				return err;
-			span.n = 0;
+		if (span->n == S::kTiles || (m == ntiles && span->n > 0)) {
+			err = pass.half ? dispatch<uint16_t>(lanes, vec, *span, chunks, pass, updaters, sse, stream)
+					: dispatch<float>(lanes, vec, *span, chunks, pass, updaters, sse, stream);
+			span->n = 0;
 		}
 		if (m < ntiles) {
-			chunks[span.n] = chunks_of(tiles[m].nnz);
-			span.t[span.n++] = tiles[m];
+			chunks[span->n] = chunks_of(tiles[m].nnz);
+			span->t[span->n++] = tiles[m];
 		}
 	}
-	return cudaSuccess;
+	free(span);
+	free(chunks);
+	return err;
 }
 
 } // namespace
@@ -517,19 +518,8 @@ extern "C" cudaError_t starfa_cuda_sgd_tiles(int ntiles, const struct starfa_sgd
 	int nonempty = 0;
 	for (int m = 0; m < ntiles; m++)
 		nonempty += !empty(tiles[m]);
-	if (nonempty <= STARFA_SGD_SPAN_MAX) {
-		Span span = {};
-		uint32_t chunks[Span::kTiles];
-		return launch_all(span, chunks, ntiles, tiles, *pass, lanes, vec, updaters, sse, stream);
-	}
-	/* 27 KB: off the worker's stack */
-	WideSpan *span = static_cast<WideSpan *>(calloc(1, sizeof(WideSpan)));
-	uint32_t *chunks = static_cast<uint32_t *>(malloc(sizeof(uint32_t) * WideSpan::kTiles));
-	cudaError_t err = span && chunks ? launch_all(*span, chunks, ntiles, tiles, *pass, lanes, vec, updaters, sse, stream)
-					 : cudaErrorMemoryAllocation;
-	free(span);
-	free(chunks);
-	return err;
+	return nonempty > STARFA_SGD_SPAN_MAX ? launch_all<WideSpan>(ntiles, tiles, *pass, lanes, vec, updaters, sse, stream)
+					      : launch_all<Span>(ntiles, tiles, *pass, lanes, vec, updaters, sse, stream);
 }
 
 extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
