@@ -183,8 +183,6 @@ static void pass_tile(int64_t nr, int64_t nc, int64_t m, int64_t *u, int64_t *v)
 	*v = (c + t) % nc;
 }
 
-/* Submits that pass, reading and writing the bands of its nonempty tiles only; placed by attr, else by
- * tile (i, j)'s row band. */
 /* The factor blocks of n bands the task uses (num[b] >= 0: its number among them), RW, from buffer `first`
  * on: band b's block of F and, with AdaGrad, of its accumulators G. */
 static void factor_buffers(struct starpu_data_descr *buffers, const struct sgd_args *a, int64_t first, const int32_t *num,
@@ -200,6 +198,8 @@ static void factor_buffers(struct starpu_data_descr *buffers, const struct sgd_a
 	}
 }
 
+/* Submits that pass, reading and writing the bands of its nonempty tiles only; placed by attr, else by
+ * tile (i, j)'s row band. */
 static int submit_pass(const starfa_tiled *S, int64_t i, int64_t nr, int64_t j, int64_t nc, starfa_dense *U,
 		       starfa_dense *V, starfa_dense *Gu, starfa_dense *Gv, const starfa_sgd_step *step, starfa_sums *sse,
 		       int64_t slot, const starfa_task_attr *attr)
