@@ -36,6 +36,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -110,6 +111,30 @@ cudaError_t device_limits(DeviceLimits *out)
 		ready[dev] = true; /* racing writers store the same values */
 	}
 	*out = d;
+	return cudaSuccess;
+}
+
+/* Lets Kernel take dynamic shared memory up to the device's opt-in limit, once a device. One value for
+ * every launch, not a launch's own size: two host threads launching it on one device cannot lower the
+ * limit under each other, and the driver call is made once a device, not before every launch. */
+template <auto Kernel>
+cudaError_t allow_optin_smem()
+{
+	static std::atomic<uint64_t> done{0}; /* one bit a device */
+	static_assert(kMaxDevices <= 64, "one bit a device");
+	DeviceLimits d;
+	int dev;
+	cudaError_t err = cudaGetDevice(&dev);
+	if (err != cudaSuccess)
+		return err;
+	const uint64_t bit = dev < kMaxDevices ? uint64_t{1} << dev : 0;
+	if (bit && (done.load(std::memory_order_acquire) & bit))
+		return cudaSuccess;
+	if ((err = device_limits(&d)) != cudaSuccess ||
+	    (err = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem_per_block_optin)) !=
+		    cudaSuccess)
+		return err;
+	done.fetch_or(bit, std::memory_order_release); /* racing setters store the same value */
 	return cudaSuccess;
 }
 
@@ -462,9 +487,7 @@ cudaError_t launch_vwarp(Shape s, int64_t nrows, int64_t ncols, uint32_t nnz, co
 #define STARFA_SDDMM_CASE(V, J)                                                                          \
 	if (s.v == V && s.j == J) {                                                                      \
 		if (kSmem) {                                                                             \
-			cudaError_t e = cudaFuncSetAttribute(sddmm_vwarp<V, J, kSmem, false>,           \
-							     cudaFuncAttributeMaxDynamicSharedMemorySize, \
-							     (int)smem_bytes);                                     \
+			cudaError_t e = allow_optin_smem<sddmm_vwarp<V, J, kSmem, false>>();             \
 			if (e != cudaSuccess)                                                            \
 				return e;                                                                \
 		}                                                                                        \
@@ -1340,9 +1363,8 @@ void forget_column_plans(const tile_key &tile, starfa_gpu_status &st)
 		}
 }
 
-/* The kernel's dynamic shared memory may go to the device's opt-in limit: set to that one value (not this
- * launch's size), so that two host threads launching on one device cannot lower it under each other. */
-cudaError_t launch_by_column(Shape s, const column_plan &cp, size_t smem_bytes, int smem_limit, const float *sval,
+/* One tile's by-column launch (its shared memory allowed up to the opt-in limit: allow_optin_smem). */
+cudaError_t launch_by_column(Shape s, const column_plan &cp, size_t smem_bytes, const float *sval,
 			     const float *A, int64_t lda, const float *B, int64_t ldb, int64_t k, Epilogue ep, float *out,
 			     cudaStream_t stream)
 {
@@ -1353,8 +1375,7 @@ cudaError_t launch_by_column(Shape s, const column_plan &cp, size_t smem_bytes, 
 	const int k4 = (int)(k / 4), smem_ld = smem_row_stride(k4, s.v);
 #define STARFA_SDDMM_CASE(V, J)                                                                          \
 	if (s.v == V && s.j == J) {                                                                      \
-		cudaError_t e = cudaFuncSetAttribute(sddmm_by_column<V, J>,                                     \
-						     cudaFuncAttributeMaxDynamicSharedMemorySize, smem_limit);     \
+		cudaError_t e = allow_optin_smem<sddmm_by_column<V, J>>();                                  \
 		if (e != cudaSuccess)                                                                    \
 			return e;                                                                        \
 		sddmm_by_column<V, J><<<(unsigned)cp.nitems, kByColumnThreads, smem_bytes, stream>>>(        \
@@ -1401,7 +1422,7 @@ starfa_gpu_status run_by_column(const tile_key &tile, int64_t block_rows, Shape 
 	if (st.call)
 		return st;
 	starfa_gpu_keep_first(st, "sddmm_by_column launch",
-			   launch_by_column(shape, *cp, g.smem_bytes, dev.smem_per_block_optin, sval, A, lda, B, ldb, k, ep, out,
+			   launch_by_column(shape, *cp, g.smem_bytes, sval, A, lda, B, ldb, k, ep, out,
 					    stream));
 	if (cp == &own)
 		free_column_plan(own, st);

@@ -463,30 +463,29 @@ cudaError_t dispatch(int lanes, bool vec, S &span, const uint32_t *chunks, const
 #undef STARFA_SGD_LAUNCH
 }
 
-/* The non-empty tiles, S::kTiles a launch, one launch after the other. */
+/* The non-empty tiles, S::kTiles a launch, one launch after the other, through the caller's span and
+ * its chunk counts (S::kTiles of them). */
 template <typename S>
-cudaError_t launch_all(int ntiles, const starfa_sgd_tile *tiles, const starfa_sgd_pass &pass, int lanes, bool vec,
-		       int updaters, double *sse, cudaStream_t stream)
+cudaError_t launch_all(S &span, uint32_t *chunks, int ntiles, const starfa_sgd_tile *tiles, const starfa_sgd_pass &pass,
+		       int lanes, bool vec, int updaters, double *sse, cudaStream_t stream)
 {
-	S *span = static_cast<S *>(calloc(1, sizeof(S))); /* 27 KB for a block's: off the worker's stack */
-	uint32_t *chunks = static_cast<uint32_t *>(malloc(sizeof(uint32_t) * S::kTiles));
-	cudaError_t err = span && chunks ? cudaSuccess : cudaErrorMemoryAllocation;
-	for (int m = 0; m <= ntiles && err == cudaSuccess; m++) {
+	span.n = 0;
+	for (int m = 0; m <= ntiles; m++) {
 		if (m < ntiles && empty(tiles[m]))
 			continue;
-		if (span->n == S::kTiles || (m == ntiles && span->n > 0)) {
-			err = pass.half ? dispatch<uint16_t>(lanes, vec, *span, chunks, pass, updaters, sse, stream)
-					: dispatch<float>(lanes, vec, *span, chunks, pass, updaters, sse, stream);
-			span->n = 0;
+		if (span.n == S::kTiles || (m == ntiles && span.n > 0)) {
+			cudaError_t err = pass.half ? dispatch<uint16_t>(lanes, vec, span, chunks, pass, updaters, sse, stream)
+						    : dispatch<float>(lanes, vec, span, chunks, pass, updaters, sse, stream);
+			if (err != cudaSuccess)
+				return err;
+			span.n = 0;
 		}
 		if (m < ntiles) {
-			chunks[span->n] = chunks_of(tiles[m].nnz);
-			span->t[span->n++] = tiles[m];
+			chunks[span.n] = chunks_of(tiles[m].nnz);
+			span.t[span.n++] = tiles[m];
 		}
 	}
-	free(span);
-	free(chunks);
-	return err;
+	return cudaSuccess;
 }
 
 } // namespace
@@ -510,16 +509,27 @@ extern "C" cudaError_t starfa_cuda_sgd_tiles(int ntiles, const struct starfa_sgd
 	/* 16-byte loads when every row allows them */
 	const int64_t per16 = pass->half ? 8 : 4;
 	bool vec = pass->k % per16 == 0;
-	for (int m = 0; m < ntiles; m++)
-		if (!empty(tiles[m]))
-			vec = vec && tiles[m].ldu % per16 == 0 && (uintptr_t)tiles[m].U % 16 == 0 &&
-			      tiles[m].ldv % per16 == 0 && (uintptr_t)tiles[m].V % 16 == 0;
-	const int lanes = starfa_cuda_sgd_lanes(pass->k, pass->half, vec);
 	int nonempty = 0;
 	for (int m = 0; m < ntiles; m++)
-		nonempty += !empty(tiles[m]);
-	return nonempty > STARFA_SGD_SPAN_MAX ? launch_all<WideSpan>(ntiles, tiles, *pass, lanes, vec, updaters, sse, stream)
-					      : launch_all<Span>(ntiles, tiles, *pass, lanes, vec, updaters, sse, stream);
+		if (!empty(tiles[m])) {
+			nonempty++;
+			vec = vec && tiles[m].ldu % per16 == 0 && (uintptr_t)tiles[m].U % 16 == 0 &&
+			      tiles[m].ldv % per16 == 0 && (uintptr_t)tiles[m].V % 16 == 0;
+		}
+	const int lanes = starfa_cuda_sgd_lanes(pass->k, pass->half, vec);
+	if (nonempty <= STARFA_SGD_SPAN_MAX) { /* a span's state on the worker's stack (about 4 KB) */
+		Span span = {};
+		uint32_t chunks[Span::kTiles];
+		return launch_all(span, chunks, ntiles, tiles, *pass, lanes, vec, updaters, sse, stream);
+	}
+	/* a block's wide span, 27 KB: off the worker's stack */
+	WideSpan *span = static_cast<WideSpan *>(calloc(1, sizeof(WideSpan)));
+	uint32_t *chunks = static_cast<uint32_t *>(malloc(sizeof(uint32_t) * WideSpan::kTiles));
+	cudaError_t err = span && chunks ? launch_all(*span, chunks, ntiles, tiles, *pass, lanes, vec, updaters, sse, stream)
+					 : cudaErrorMemoryAllocation;
+	free(span);
+	free(chunks);
+	return err;
 }
 
 extern "C" cudaError_t starfa_cuda_sgd(int64_t nrows, int64_t nnz, const uint32_t *rowptr, const uint32_t *colind,
