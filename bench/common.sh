@@ -12,9 +12,11 @@ program() {
 	return 1
 }
 
-# The build's libraries and StarPU's, and StarPU quiet.
+# The build's libraries and StarPU's, and StarPU quiet. StarPU takes XDG_CACHE_HOME over STARPU_HOME: the
+# scripts' fresh homes would all be that one.
 export LD_LIBRARY_PATH="$build/.libs:$top/.prefix/starpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export STARPU_SILENT=1
+unset XDG_CACHE_HOME
 
 # cuda_workers STARFA HOME: how many CUDA workers `starfa info` starts (0 when none), in a StarPU home of
 # its own ("workers: 17 (16 cpu, 1 cuda)").

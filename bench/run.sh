@@ -35,6 +35,7 @@ if [ ! -x "$bin" ]; then
 fi
 export LD_LIBRARY_PATH="$build/.libs:$top/.prefix/starpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # StarPU keeps its perfmodels (calibrated by the warm-ups) with the build.
+unset XDG_CACHE_HOME # StarPU would take it over STARPU_HOME
 export STARPU_HOME=${STARPU_HOME:-$build/bench/starpu-home}
 export STARPU_SILENT=${STARPU_SILENT:-1}
 export BENCH_COMMAND="bench/run.sh${args[*]:+ ${args[*]}}"

@@ -16,6 +16,7 @@ tests | sanitize | data | all) ;;
 *) echo "gpu-check: --part takes tests, sanitize, data or all, not '$part'" >&2; exit 2 ;;
 esac
 build=${1:-$top/build}
+unset XDG_CACHE_HOME # StarPU would take it over STARPU_HOME
 export STARPU_SILENT=1 STARPU_HOME=${STARPU_HOME:-$build/tests/starpu-home}
 export LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 test_bin="$build/tests/.libs/starfa_test"

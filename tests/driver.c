@@ -484,6 +484,9 @@ int main(int argc, char **argv)
 	if (!seed)
 		seed = 1;
 
+	/* StarPU 1.3 takes XDG_CACHE_HOME over STARPU_HOME: the tests' homes (the run's and the private
+	 * ones) would all be that folder, shared with the user's own models */
+	unsetenv("XDG_CACHE_HOME");
 	const char *tmp = getenv("TMPDIR");
 	snprintf(scratch_dir, sizeof scratch_dir, "%s/starfa-test-XXXXXX", tmp ? tmp : "/tmp");
 	if (!list && !mkdtemp(scratch_dir)) {
