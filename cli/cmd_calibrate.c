@@ -1110,10 +1110,14 @@ int cmd_calibrate(int argc, char **argv)
 		rc = calibrate_sizes(&c);
 		printf("%s workers calibrated in %.1f s\n", starfa_worker_kind_name(kinds[i]), cli_now_seconds() - t0);
 	}
+	char dir[4096];
+	if (rc == 0 && starfa_perfmodel_dir(dir, sizeof dir) != 0)
+		rc = cli_library_error();
 	rc = cli_shutdown(&c.runtime, rc); /* StarPU writes the models here */
 	if (rc == 0) {
-		printf("done. The models are in StarPU's sampling folder (STARPU_HOME, by default ~/.starpu).\n"
-		       "Inspect them with StarPU's tools, e.g.\n");
+		printf("done. The models are in %s\n"
+		       "Inspect them with StarPU's tools, e.g.\n",
+		       dir);
 		for (const char *const *s = starfa_perfmodel_symbols(); *s; s++)
 			printf("  starpu_perfmodel_display -s %s     starpu_perfmodel_plot -s %s\n", *s, *s);
 	}

@@ -40,6 +40,32 @@ const char *const *starfa_perfmodel_symbols(void)
 	return symbols;
 }
 
+int starfa_perfmodel_dir(char *buf, size_t size)
+{
+	if (!buf || size == 0)
+		return starfa_set_error(STARFA_EINVAL, "starfa_perfmodel_dir: no buffer");
+	if (!starfa_runtime_started())
+		return starfa_set_error(STARFA_EINVAL, "starfa_perfmodel_dir: the runtime is not started (starfa_init)");
+	/* a model's file is DIR/SYMBOL.HOST; StarPU's DIR may hold "//" where its parts meet, and ends in one */
+	char path[4096];
+	starpu_perfmodel_get_model_path(registry ? registry->model->symbol : "starfa", path, sizeof path);
+	char *end = strrchr(path, '/');
+	if (!end)
+		return starfa_set_error(STARFA_ERUNTIME, "StarPU gave a model path without a folder: '%s'", path);
+	*end = '\0';
+	size_t n = 0;
+	for (const char *p = path; *p; p++)
+		if (!(p[0] == '/' && p[1] == '/')) {
+			if (n + 1 >= size)
+				return starfa_set_error(STARFA_EINVAL, "starfa_perfmodel_dir: %zu bytes do not hold '%s'", size, path);
+			buf[n++] = *p;
+		}
+	while (n > 1 && buf[n - 1] == '/')
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
 /* ------------------------------------------------------------------ the task log */
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;

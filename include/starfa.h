@@ -822,6 +822,11 @@ int starfa_svds(const starfa_tiled *S, int64_t k, int64_t power_iters, uint64_t 
  * `starpu_perfmodel_display -s NAME` and `starpu_perfmodel_plot -s NAME`. */
 const char *const *starfa_perfmodel_symbols(void);
 
+/* The folder the running StarPU reads and writes those models in (under its sampling folder:
+ * STARPU_PERF_MODEL_DIR, else .starpu/sampling in XDG_CACHE_HOME, STARPU_HOME or HOME, in that order
+ * of precedence), into buf. STARFA_EINVAL before starfa_init or where buf is too small. */
+int starfa_perfmodel_dir(char *buf, size_t size);
+
 /* Waits for every submitted task. */
 int starfa_wait(void);
 

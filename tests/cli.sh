@@ -44,6 +44,15 @@ for sym in $syms; do
 	ls "$tmp"/home/.starpu/sampling/codelets/*/$sym.* >/dev/null 2>&1 ||
 		fail "calibrate wrote no model for $sym"
 done
+# it says where the models went: STARPU_HOME's sampling folder, or XDG_CACHE_HOME's, which StarPU
+# 1.3 takes over STARPU_HOME
+dir=$(sed -n 's/^done\. The models are in //p' "$tmp/calibrate.out")
+case "$dir" in "$tmp"/home/.starpu/sampling/codelets/[0-9]*) ;; *) fail "calibrate named the folder '$dir'" ;; esac
+[ -n "$(ls "$dir")" ] || fail "calibrate's folder $dir is empty"
+mkdir -p "$tmp/xdg"
+XDG_CACHE_HOME="$tmp/xdg" STARPU_HOME="$tmp/home-xdg" expect 0 "models are in $tmp/xdg/\.starpu/sampling/codelets/" -- \
+	calibrate --ops sddmm --ranks 4 --min-nnz 256 --max-nnz 256 --rounds 1
+[ -d "$tmp/home-xdg" ] && fail "calibrate under XDG_CACHE_HOME wrote into STARPU_HOME"
 STARPU_HOME="$tmp/home-als" expect 0 'rowsolve cg \(implicit\) +k=5 ' -- \
 	calibrate --ops als --als-ranks 5 --min-nnz 300 --max-nnz 300 --rounds 1
 ls "$tmp"/home-als/.starpu/sampling/codelets/*/starfa_sddmm.* >/dev/null 2>&1 &&

@@ -319,6 +319,32 @@ TEST(values, per_tile_tasks_reject_bad_operands)
 	return 0;
 }
 
+/* The models' folder is the running StarPU's: in the test's private home, with no "//" and no trailing
+ * slash; refused before the runtime starts and into a buffer too small for it. */
+TEST(values, perfmodel_dir_is_the_homes)
+{
+	testing_home_private("dir-home");
+	char dir[4096], tiny[8];
+	const int before = starfa_perfmodel_dir(dir, sizeof dir);
+	const char *before_msg = before ? strstr(starfa_last_error(), "not started") : NULL;
+	int rc = testing_runtime();
+	const int got = rc ? rc : starfa_perfmodel_dir(dir, sizeof dir);
+	const int small = rc ? rc : starfa_perfmodel_dir(tiny, sizeof tiny);
+	const char *home = getenv("STARPU_HOME");
+	char want[1300];
+	snprintf(want, sizeof want, "%s/.starpu/sampling/codelets/", home ? home : "?");
+	for (char *w = want; (w = strstr(w, "//"));) /* a TMPDIR ending in / */
+		memmove(w, w + 1, strlen(w));
+	testing_home_restore();
+	CHECK_OK(rc);
+	CHECK(before == STARFA_EINVAL && before_msg);
+	CHECK_OK(got);
+	CHECK_MSG(strncmp(dir, want, strlen(want)) == 0 && !strstr(dir, "//") && dir[strlen(dir) - 1] != '/',
+		  "the models' folder %s, expected under %s", dir, want);
+	CHECK(small == STARFA_EINVAL);
+	return 0;
+}
+
 /* Every codelet is registered once, by its declaration, and listed by name. */
 TEST(values, perfmodel_symbols_come_from_the_registry)
 {
