@@ -116,6 +116,23 @@ void starfa_blas_release(void)
 	blas_threads_restore();
 	pthread_mutex_unlock(&init_lock);
 }
+/* Idle workers. StarPU built with blocking drivers (scripts/install-deps.sh) lets an idle worker sleep on its
+ * condition until a task is pushed to it; built without, every idle worker spins through the scheduler's
+ * pop and the memory nodes' request lists, and with fourteen idle cores beside a GPU's worker the jobs
+ * whose every task ran on the GPU took 1.1-4.7x the GPU alone's time (bench/PLACEMENT.md). A GPU's worker
+ * is kept awake all the same (StarPU asks the progression hooks before it lets a worker sleep): its next
+ * task is often pushed microseconds after its last one ended, and a wake-up would come on top of every
+ * such round trip. Cores sleep; a core's task pays the wake-up, on work that runs milliseconds. (Without
+ * blocking drivers nothing sleeps, and the hook's answer goes unused.) */
+static int awake_hook = -1;
+
+static unsigned gpu_driver_may_sleep(void *arg)
+{
+	(void)arg;
+	const int id = starpu_worker_get_id();
+	return id < 0 || starpu_worker_get_type(id) != STARPU_CUDA_WORKER;
+}
+
 /* The cores the started workers leave free (a CUDA worker's driver thread holds one core): the waits
  * poll only where there is one, and the host's OpenMP loops take them (starfa_host_threads). */
 static int free_cores;
@@ -443,6 +460,8 @@ int starfa_init(const starfa_options *opts)
 	}
 	heteroprio_on = !strcmp(policy_name(), "heteroprio");
 	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+	if (starpu_cuda_worker_get_count() > 0)
+		awake_hook = starpu_progression_hook_register(gpu_driver_may_sleep, NULL);
 	if (conf.reserve_ncpus > 0)
 		bind_submitter();
 	free_cores = cores - (int)(starpu_cpu_worker_get_count() + starpu_cuda_worker_get_count());
@@ -492,6 +511,9 @@ void starfa_shutdown(void)
 			starpu_cusparse_shutdown();
 		}
 #endif
+		if (awake_hook >= 0) /* hooks outlive starpu_shutdown */
+			starpu_progression_hook_deregister(awake_hook);
+		awake_hook = -1;
 		starpu_shutdown();
 		starfa_task_count_reset(); /* every callback has run */
 		unbind_submitter();
@@ -747,6 +769,11 @@ void starfa_print_info(FILE *out)
 	starpu_get_version(&major, &minor, &release);
 	fprintf(out, "starfa %s\n", STARFA_VERSION_STRING);
 	fprintf(out, "StarPU %d.%d.%d\n", major, minor, release);
+#ifdef STARPU_NON_BLOCKING_DRIVERS
+	fprintf(out, "idle workers: spin (StarPU built without blocking drivers)\n");
+#else
+	fprintf(out, "idle workers: CPU workers sleep, CUDA workers poll (StarPU built with blocking drivers)\n");
+#endif
 #ifdef STARFA_USE_CUDA
 	fprintf(out, "CUDA kernels: built\n");
 #else

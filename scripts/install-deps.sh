@@ -6,7 +6,9 @@
 #
 # System packages come from Debian (apt-get, needs root when something is missing).
 # StarPU 1.3.10 is built from Debian's own source package, with CUDA when nvcc is
-# found, with StarPU-MPI (OpenMPI) and with FxT traces (off unless asked for: starfa's --trace).
+# found, with StarPU-MPI (OpenMPI) and with FxT traces (off unless asked for: starfa's --trace),
+# and with blocking drivers: an idle CPU worker sleeps instead of spinning (starfa keeps the CUDA
+# workers polling, and scripts/starpu-1.3.10-blocking.patch keeps their pipeline).
 # A second run with the same options does nothing.
 set -euo pipefail
 
@@ -68,13 +70,15 @@ fi
 starpu_options=(--disable-static --disable-build-doc --disable-build-examples
 	--disable-build-tests --disable-opencl --disable-fortran --disable-socl
 	--disable-starpufft --disable-starpurm --enable-mpi --enable-maxcpus=256
-	--enable-maxcudadev=8 --enable-maxnodes=16 --disable-mlr --with-fxt)
+	--enable-maxcudadev=8 --enable-maxnodes=16 --disable-mlr --with-fxt
+	--enable-blocking-drivers)
 if [ -n "$cuda_dir" ]; then
 	starpu_options+=(--enable-cuda "--with-cuda-dir=$cuda_dir")
 else
 	starpu_options+=(--disable-cuda)
 fi
-stamp="starpu $starpu_version ${starpu_options[*]} patch:$(sha1sum "$top/scripts/starpu-1.3.10-cuda13.patch" | cut -c1-12) bundle:3"
+patches=("$top/scripts/starpu-1.3.10-cuda13.patch" "$top/scripts/starpu-1.3.10-blocking.patch")
+stamp="starpu $starpu_version ${starpu_options[*]} patch:$(cat "${patches[@]}" | sha1sum | cut -c1-12) bundle:3"
 
 if [ $force = 0 ] && [ -f "$prefix/.stamp" ] && [ "$(cat "$prefix/.stamp")" = "$stamp" ]; then
 	log "StarPU already built in .prefix/starpu (${cuda_dir:+CUDA }$starpu_version)"
@@ -107,7 +111,9 @@ apt-get source -qq "starpu=$starpu_version" >source.log 2>&1 || {
 src=$(find . -maxdepth 1 -type d -name 'starpu-*' -print -quit)
 [ -n "$src" ] || die "the source package did not unpack"
 cd "$src"
-patch -p1 -s <"$top/scripts/starpu-1.3.10-cuda13.patch"
+for p in "${patches[@]}"; do
+	patch -p1 -s <"$p" || die "$(basename "$p") did not apply"
+done
 
 log "configuring StarPU (${starpu_options[*]})"
 jobs=$(nproc)
