@@ -411,8 +411,9 @@ int starfa_init(const starfa_options *opts)
 		 * to a kind to learn it. */
 		conf.calibrate = 1;
 	/* With GPUs, one core stays out of the CPU workers for the thread that submits the graph (and
-	 * waits for it), unless the CPU worker count was given: with a worker spinning on every core, that
-	 * thread shared a core with one and lost scheduler ticks to it (bench/PLACEMENT.md). */
+	 * waits for it), unless the CPU worker count was given: with a worker on every core (spinning when
+	 * idle, as StarPU's drivers did before they were built blocking, or busy), that thread shared a core
+	 * with one and lost scheduler ticks to it (bench/PLACEMENT.md). */
 	if (conf.ncpus < 0 && conf.reserve_ncpus <= 0 && cores >= 4 && gpus)
 		conf.reserve_ncpus = 1;
 	/* StarPU's OpenCL and accelerator drivers are not used by starfa. */

@@ -7,8 +7,9 @@
  * submitting thread has a core of its own (fewer workers than cores: starfa_init leaves one core to it
  * on a machine with GPUs), these waits first poll for up to the spin limit (STARFA_WAIT_SPIN_US,
  * default STARFA_WAIT_SPIN_DEFAULT_US; 0 sleeps at once), then sleep as StarPU's do. Where every core
- * runs a worker they sleep at once: a poller that yields its core to a spinning StarPU worker gets it
- * back a scheduler tick later (4 ms, measured on a 16-core host). */
+ * runs a worker they sleep at once: a poller that yields its core to a running StarPU worker gets it
+ * back a scheduler tick later (4 ms, measured on a 16-core host with StarPU's workers spinning; built
+ * with blocking drivers, idle ones sleep, but a busy one still holds its core). */
 #ifndef STARFA_RUNTIME_SYNC_H
 #define STARFA_RUNTIME_SYNC_H
 
