@@ -122,8 +122,11 @@ void starfa_blas_release(void)
  * whose every task ran on the GPU took 1.1-4.7x the GPU alone's time (bench/PLACEMENT.md). A GPU's worker
  * is kept awake all the same (StarPU asks the progression hooks before it lets a worker sleep): its next
  * task is often pushed microseconds after its last one ended, and a wake-up would come on top of every
- * such round trip. Cores sleep; a core's task pays the wake-up, on work that runs milliseconds. (Without
- * blocking drivers nothing sleeps, and the hook's answer goes unused.) */
+ * such round trip. Cores sleep; a core's task pays the wake-up, on work that runs milliseconds. All but
+ * one: StarPU never puts to sleep a worker that finds every other worker of its context marked asleep,
+ * and a polling GPU worker is marked asleep between its polls, so one CPU worker keeps spinning too
+ * (`starfa info --ncpus 2 --ncuda 0 --idle 2`: 1.0 core busy; 2.0 without blocking drivers).
+ * (Without blocking drivers nothing sleeps, and the hook's answer goes unused.) */
 static int awake_hook = -1;
 
 static unsigned gpu_driver_may_sleep(void *arg)
@@ -773,7 +776,8 @@ void starfa_print_info(FILE *out)
 #ifdef STARPU_NON_BLOCKING_DRIVERS
 	fprintf(out, "idle workers: spin (StarPU built without blocking drivers)\n");
 #else
-	fprintf(out, "idle workers: CPU workers sleep, CUDA workers poll (StarPU built with blocking drivers)\n");
+	fprintf(out, "idle workers: CPU workers sleep, except one StarPU keeps awake; CUDA workers poll (StarPU "
+		     "built with blocking drivers)\n");
 #endif
 #ifdef STARFA_USE_CUDA
 	fprintf(out, "CUDA kernels: built\n");
