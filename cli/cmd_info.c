@@ -1,37 +1,8 @@
 /* starfa info: what StarPU sees on this machine, and with --idle SECONDS what its workers cost while
- * they have nothing to run: the process's CPU seconds over that stretch (the calling thread sleeps),
- * which is the number of cores the idle workers keep busy. */
+ * they have nothing to run (starfa_idle_cost: the cores they keep busy after one empty task each). */
 #include "cli/cli.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <time.h>
-
-static double process_cpu_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sleep_seconds(double s)
-{
-	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-/* The idle workers' cores over `seconds`, after a tenth of a second in which the workers started by
- * starfa_init settle (they start awake). */
-static void print_idle(double seconds)
-{
-	sleep_seconds(0.1);
-	const double c0 = process_cpu_seconds(), t0 = cli_now_seconds();
-	sleep_seconds(seconds);
-	const double cpu = process_cpu_seconds() - c0, wall = cli_now_seconds() - t0;
-	printf("idle for %.3f s: %.3f CPU seconds, %.2f cores busy with no task to run\n", wall, cpu,
-	       wall > 0 ? cpu / wall : 0.0);
-}
 
 int cmd_info(int argc, char **argv)
 {
@@ -55,8 +26,9 @@ int cmd_info(int argc, char **argv)
 		}
 		if (opt == 'h') {
 			printf("usage: starfa info [OPTIONS]\n"
-			       "  --idle SECONDS   then leave the workers idle that long and print the cores they keep\n"
-			       "                   busy (the process's CPU seconds over it, this thread asleep)\n" CLI_RUNTIME_HELP);
+			       "  --idle SECONDS   then run an empty task on every worker, leave them idle that long\n"
+			       "                   and print the cores they keep busy (the process's CPU seconds over\n"
+			       "                   it, this thread asleep)\n" CLI_RUNTIME_HELP);
 			return 0;
 		}
 		return EXIT_USAGE;
@@ -69,8 +41,14 @@ int cmd_info(int argc, char **argv)
 		return cli_library_error();
 	starfa_print_info(stdout);
 	if (idle > 0) {
-		fflush(stdout);
-		print_idle(idle);
+		double cpu, wall;
+		if (starfa_idle_cost(idle, &cpu, &wall) != 0) {
+			cli_library_error();
+			return cli_shutdown(&opts, 1);
+		}
+		printf("idle for %.3f s after a task on every worker: %.3f CPU seconds, %.2f cores busy with no task "
+		       "to run\n",
+		       wall, cpu, wall > 0 ? cpu / wall : 0.0);
 	}
 	return cli_shutdown(&opts, 0);
 }

@@ -56,7 +56,8 @@ static void usage(FILE *out, const starfa_algorithm *only)
 		"                       start), data read and written; scripts/gantt.py draws it per worker\n"
 		"  --profile            after training, per worker its tasks and where its time went (running tasks,\n"
 		"                       sleeping with nothing to run, the rest: scheduling and waiting for data),\n"
-		"                       and the bytes moved between memory nodes, over the iterations\n" CLI_RUNTIME_HELP,
+		"                       the bytes moved between memory nodes, and the process's CPU time (cores\n"
+		"                       busy, and how many of them the CPU workers' tasks), over the iterations\n" CLI_RUNTIME_HELP,
 		names);
 	const starfa_algorithm *const *all = starfa_algorithms();
 	for (int a = 0; all[a]; a++) {

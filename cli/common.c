@@ -172,6 +172,18 @@ void cli_profile_print(FILE *out, const starfa_profile *p)
 			percent(q->executing, q->seconds), percent(q->sleeping, q->seconds),
 			percent(other > 0 ? other : 0, q->seconds));
 	}
+	/* The process's CPU time against the span: cores busy, of which the CPU workers' tasks; the rest is
+	 * polling (a GPU's worker, one CPU worker StarPU keeps awake), scheduling and this thread. */
+	double wall = 0, cpu_tasks = 0;
+	for (int w = 0; w < p->nworkers; w++) {
+		if (p->workers[w].seconds > wall)
+			wall = p->workers[w].seconds;
+		if (p->workers[w].kind == STARFA_WORKER_CPU)
+			cpu_tasks += p->workers[w].executing;
+	}
+	if (wall > 0)
+		fprintf(out, "  process CPU time %.3f s over %.3f s: %.2f cores busy, the CPU workers' tasks %.2f of them\n",
+			p->cpu_seconds, wall, p->cpu_seconds / wall, cpu_tasks / wall);
 	if (p->nlinks == 0)
 		fprintf(out, "  no data moved between memory nodes\n");
 	for (int l = 0; l < p->nlinks; l++) {

@@ -177,6 +177,13 @@ int starfa_worker_of(starfa_worker_kind kind, int index);
  * name and memory). */
 void starfa_print_info(FILE *out);
 
+/* What the idle workers cost: runs one empty task on every worker and waits for them (the state a job
+ * leaves behind), then sleeps `seconds` (in (0, 3600]) and gives the process's CPU seconds over that
+ * sleep and its wall seconds. Their ratio is the number of cores StarPU's threads kept busy with nothing
+ * to run: with blocking drivers one CPU worker stays awake, and every CUDA worker polls. Runs while no
+ * other task of the caller's is in flight give a clean figure. */
+int starfa_idle_cost(double seconds, double *cpu_seconds, double *wall_seconds);
+
 /* ------------------------------------------------------------------ tiles */
 
 /* A sparse matrix as a 2-D grid of CSR tiles, each registered as a StarPU handle.
@@ -890,6 +897,10 @@ typedef struct starfa_profile {
 	int nworkers, nlinks;
 	starfa_worker_profile *workers; /* in StarPU's worker order */
 	starfa_link_profile *links;     /* the links that carried data */
+	/* The process's CPU time over the same span, every thread: beside the workers' tasks it holds the
+	 * workers that poll (a GPU's, and a CPU worker StarPU keeps awake), scheduling, and the calling
+	 * thread's own work and waits. */
+	double cpu_seconds;
 } starfa_profile;
 
 /* Fills *out (starfa_profile_clear frees its arrays); STARFA_EINVAL before starfa_init. */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef STARPU_USE_FXT
@@ -662,8 +663,18 @@ static void collect_worker_stats(void)
 	}
 }
 
+static double cpu_at_reset; /* the process's CPU seconds at the last starfa_stats_reset */
+
+double starfa_process_cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 void starfa_stats_reset(void)
 {
+	cpu_at_reset = starfa_process_cpu_seconds();
 	if (starfa_runtime_started())
 		collect_worker_stats();
 	for (int w = 0; w < nworker_total; w++) {
@@ -704,6 +715,7 @@ int starfa_profile_get(starfa_profile *out)
 		return STARFA_ENOMEM;
 	}
 	out->nworkers = nworker_total;
+	out->cpu_seconds = starfa_process_cpu_seconds() - cpu_at_reset;
 	if (nworker_total > 0)
 		memcpy(out->workers, worker_total, (size_t)nworker_total * sizeof *worker_total);
 	for (int b = 0; b < nbus_total; b++) {
@@ -722,6 +734,7 @@ int starfa_profile_add(starfa_profile *sum, const starfa_profile *p)
 {
 	if (!sum || !p)
 		return starfa_set_error(STARFA_EINVAL, "starfa_profile_add: NULL profile");
+	sum->cpu_seconds += p->cpu_seconds;
 	if (sum->nworkers == 0 && p->nworkers > 0) {
 		sum->workers = starfa_malloc((size_t)p->nworkers, sizeof *sum->workers);
 		if (!sum->workers)

@@ -88,5 +88,8 @@ int starfa_sched_buckets(void);
 
 /* Whether starfa_init has started StarPU (and starfa_shutdown not yet stopped it). */
 int starfa_runtime_started(void);
+/* The process's CPU seconds, every thread (runtime/context.c): the profile's cpu_seconds and the idle
+ * probe read it. */
+double starfa_process_cpu_seconds(void);
 
 #endif

@@ -395,6 +395,27 @@ TEST(placement, rejects_what_cannot_run)
 	return init_refuses(&opts, "STARFA_PLACEMENT", "everywhere");
 }
 
+/* The idle probe: refused before starfa_init and for a bad length; then a figure within what the
+ * process's threads can use. */
+TEST(placement, idle_cost)
+{
+	testing_runtime_stop();
+	double cpu = -1, wall = -1;
+	CHECK(starfa_idle_cost(0.1, &cpu, &wall) == STARFA_EINVAL);
+	CHECK(strstr(starfa_last_error(), "starfa_init") != NULL);
+	CHECK_OK(testing_runtime_only(STARFA_WORKER_CPU));
+	CHECK(starfa_idle_cost(0, &cpu, &wall) == STARFA_EINVAL);
+	CHECK(starfa_idle_cost(NAN, &cpu, &wall) == STARFA_EINVAL);
+	CHECK(starfa_idle_cost(0.1, NULL, &wall) == STARFA_EINVAL);
+	CHECK_OK(starfa_idle_cost(0.2, &cpu, &wall));
+	const int workers = starfa_worker_count(STARFA_WORKER_CPU);
+	CHECK_MSG(wall >= 0.2 && wall < 5, "wall %g s", wall);
+	/* StarPU's threads: a worker each, beside which nothing of starfa's runs while it sleeps. */
+	CHECK_MSG(cpu >= 0 && cpu <= (workers + 1) * wall, "%g CPU seconds over %g s with %d workers", cpu, wall,
+		  workers);
+	return 0;
+}
+
 /* Every band on the CPU workers: the tasks go there and the results are the reference's. */
 TEST(placement, cpu_bands_run_on_cpu_workers)
 {

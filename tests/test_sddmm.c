@@ -356,6 +356,13 @@ TEST(sddmm, worker_profile_accounts_for_every_task)
 		CHECK(fabs(executing[kind] - st.seconds[kind]) <= 1e-6 * (1 + st.seconds[kind]));
 	}
 	CHECK(tasks[STARFA_WORKER_CPU] + tasks[STARFA_WORKER_CUDA] >= 3 * 12);
+	/* The process's CPU time since the reset: positive, and within what its threads could use over the
+	 * span (the workers, this thread and StarPU's few others). */
+	double span = 0;
+	for (int w = 0; w < prof.nworkers; w++)
+		span = prof.workers[w].seconds > span ? prof.workers[w].seconds : span;
+	CHECK_MSG(prof.cpu_seconds > 0 && prof.cpu_seconds <= (prof.nworkers + 4) * (span + 0.05),
+		  "%g CPU seconds over a span of %g s with %d workers", prof.cpu_seconds, span, prof.nworkers);
 	for (int l = 0; l < prof.nlinks; l++)
 		CHECK(prof.links[l].src[0] && prof.links[l].dst[0] && prof.links[l].bytes > 0 && prof.links[l].transfers > 0);
 	/* Summed twice over a zeroed profile: every count doubles. */
@@ -363,6 +370,7 @@ TEST(sddmm, worker_profile_accounts_for_every_task)
 	CHECK_OK(starfa_profile_add(&sum, &prof));
 	CHECK_OK(starfa_profile_add(&sum, &prof));
 	CHECK(sum.nworkers == prof.nworkers && sum.nlinks == prof.nlinks);
+	CHECK(fabs(sum.cpu_seconds - 2 * prof.cpu_seconds) <= 1e-9 * (1 + prof.cpu_seconds));
 	for (int w = 0; w < sum.nworkers; w++)
 		CHECK(sum.workers[w].tasks == 2 * prof.workers[w].tasks && !strcmp(sum.workers[w].name, prof.workers[w].name));
 	for (int l = 0; l < sum.nlinks; l++)
@@ -375,6 +383,7 @@ TEST(sddmm, worker_profile_accounts_for_every_task)
 	CHECK_OK(starfa_profile_get(&prof));
 	for (int w = 0; w < prof.nworkers; w++)
 		CHECK(prof.workers[w].tasks == 0 && prof.workers[w].executing < 1e-3);
+	CHECK(prof.cpu_seconds >= 0 && prof.cpu_seconds < 0.5);
 	starfa_profile_clear(&prof);
 	graph_case_free(&c);
 	return 0;
