@@ -1,10 +1,10 @@
 /* What idle workers cost: the cores they keep busy with nothing to run (starfa_idle_cost, `starfa info
  * --idle`). StarPU built with blocking drivers puts idle CPU workers to sleep, all but one: a worker that
- * finds every other worker of its context marked asleep keeps polling, and a worker that polls is marked
- * asleep itself, so two that look at the same moment both stay awake until a task runs (two CPU
- * workers whose tasks ended together: 7 times in 40 under heteroprio, 3 under lws). The probe first runs
- * a short task on every worker, one worker after the other, which leaves one awake: what a job's last
- * task leaves, not the state after start-up. */
+ * finds every other worker of its context marked asleep keeps polling. A worker that polls is marked
+ * asleep itself, so two that looked at the same moment both stayed awake until a task ran (two CPU
+ * workers whose tasks ended together: 17 times in 120 runs); scripts/starpu-1.3.10-one-awake.patch leaves
+ * one (none in 120). The probe first runs a short task on every worker, one worker after the other, so
+ * that it measures what a job's last task leaves, not the state after start-up. */
 #include "runtime/internal.h"
 
 #include <errno.h>

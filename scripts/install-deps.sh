@@ -8,7 +8,8 @@
 # StarPU 1.3.10 is built from Debian's own source package, with CUDA when nvcc is
 # found, with StarPU-MPI (OpenMPI) and with FxT traces (off unless asked for: starfa's --trace),
 # and with blocking drivers: an idle CPU worker sleeps instead of spinning (starfa keeps the CUDA
-# workers polling, and scripts/starpu-1.3.10-blocking.patch keeps their pipeline).
+# workers polling, and scripts/starpu-1.3.10-blocking.patch keeps their pipeline), all but one
+# (scripts/starpu-1.3.10-one-awake.patch: never two).
 # A second run with the same options does nothing.
 set -euo pipefail
 
@@ -77,7 +78,8 @@ if [ -n "$cuda_dir" ]; then
 else
 	starpu_options+=(--disable-cuda)
 fi
-patches=("$top/scripts/starpu-1.3.10-cuda13.patch" "$top/scripts/starpu-1.3.10-blocking.patch")
+patches=("$top/scripts/starpu-1.3.10-cuda13.patch" "$top/scripts/starpu-1.3.10-blocking.patch"
+	"$top/scripts/starpu-1.3.10-one-awake.patch")
 stamp="starpu $starpu_version ${starpu_options[*]} patch:$(cat "${patches[@]}" | sha1sum | cut -c1-12) bundle:3"
 
 if [ $force = 0 ] && [ -f "$prefix/.stamp" ] && [ "$(cat "$prefix/.stamp")" = "$stamp" ]; then

@@ -80,7 +80,7 @@ expect 2 '--idle expects a number' -- info --idle 0
 expect 2 '--idle expects a number' -- info --idle 1s
 # Idle workers sleep with blocking drivers, all but the one StarPU keeps awake: two idle CPU workers keep
 # at most one core and a half busy (process CPU time, so a loaded machine only lowers it; spinning
-# workers read 2.0). lws: under heteroprio both stayed awake now and then (runtime/idle.c).
+# workers read 2.0).
 out=$("$starfa" info --ncpus 2 --ncuda 0 --sched lws --idle 0.5 2>&1) || fail "starfa info --idle failed: $out"
 busy=$(printf '%s\n' "$out" | sed -n 's/^idle for [0-9.]* s after a task on every worker: [0-9.]* CPU seconds, \([0-9.]*\) cores busy.*/\1/p')
 if [ -z "$busy" ]; then
