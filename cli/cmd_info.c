@@ -1,5 +1,5 @@
 /* starfa info: what StarPU sees on this machine, and with --idle SECONDS what its workers cost while
- * they have nothing to run (starfa_idle_cost: the cores they keep busy after one empty task each). */
+ * they have nothing to run (starfa_idle_cost: the cores they keep busy after a short task each). */
 #include "cli/cli.h"
 
 #include <stdio.h>
@@ -26,7 +26,7 @@ int cmd_info(int argc, char **argv)
 		}
 		if (opt == 'h') {
 			printf("usage: starfa info [OPTIONS]\n"
-			       "  --idle SECONDS   then run an empty task on every worker, leave them idle that long\n"
+			       "  --idle SECONDS   then run a 2 ms task on every worker in turn, leave them idle that long\n"
 			       "                   and print the cores they keep busy (the process's CPU seconds over\n"
 			       "                   it, this thread asleep)\n" CLI_RUNTIME_HELP);
 			return 0;

@@ -177,9 +177,9 @@ int starfa_worker_of(starfa_worker_kind kind, int index);
  * name and memory). */
 void starfa_print_info(FILE *out);
 
-/* What the idle workers cost: runs one empty task on every worker and waits for them (the state a job
- * leaves behind), then sleeps `seconds` (in (0, 3600]) and gives the process's CPU seconds over that
- * sleep and its wall seconds. Their ratio is the number of cores StarPU's threads kept busy with nothing
+/* What the idle workers cost: runs a 2 ms task on every worker, one worker after the other (the state
+ * a job's last task leaves behind), then sleeps `seconds` (in (0, 3600]) and gives the process's CPU
+ * seconds over that sleep and its wall seconds. Their ratio is the number of cores StarPU's threads kept busy with nothing
  * to run: with blocking drivers one CPU worker stays awake, and every CUDA worker polls. Runs while no
  * other task of the caller's is in flight give a clean figure. */
 int starfa_idle_cost(double seconds, double *cpu_seconds, double *wall_seconds);

@@ -24,7 +24,7 @@ static void probe(void *buffers[], void *cl_arg)
 		;
 }
 
-static struct starpu_codelet noop_cl = {
+static struct starpu_codelet probe_cl = {
 	.cpu_funcs = {probe},
 #ifdef STARPU_USE_CUDA
 	.cuda_funcs = {probe}, /* a host function the CUDA worker calls: no kernel */
@@ -62,7 +62,7 @@ int starfa_idle_cost(double seconds, double *cpu_seconds, double *wall_seconds)
 		struct starpu_task *task = starpu_task_create();
 		if (!task)
 			return starfa_set_error(STARFA_ENOMEM, "out of memory creating an idle probe task");
-		task->cl = &noop_cl;
+		task->cl = &probe_cl;
 		task->execute_on_a_specific_worker = 1;
 		task->workerid = w;
 		task->synchronous = 1;
