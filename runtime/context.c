@@ -665,11 +665,21 @@ static void collect_worker_stats(void)
 
 static double cpu_at_reset; /* the process's CPU seconds at the last starfa_stats_reset */
 
-double starfa_process_cpu_seconds(void)
+static double clock_seconds(clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	clock_gettime(clock, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double starfa_monotonic_seconds(void)
+{
+	return clock_seconds(CLOCK_MONOTONIC);
+}
+
+double starfa_process_cpu_seconds(void)
+{
+	return clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 void starfa_stats_reset(void)

@@ -11,16 +11,14 @@
 #include <starpu.h>
 #include <time.h>
 
-static double monotonic_seconds(void);
-
 /* Two milliseconds of work: long enough that the worker still polling from the task before sees this one
  * awake and goes to sleep. */
 static void probe(void *buffers[], void *cl_arg)
 {
 	(void)buffers;
 	(void)cl_arg;
-	const double end = monotonic_seconds() + 2e-3;
-	while (monotonic_seconds() < end)
+	const double end = starfa_monotonic_seconds() + 2e-3;
+	while (starfa_monotonic_seconds() < end)
 		;
 }
 
@@ -32,13 +30,6 @@ static struct starpu_codelet probe_cl = {
 	.nbuffers = 0,
 	.name = "starfa_idle_probe",
 };
-
-static double monotonic_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void sleep_seconds(double s)
 {
@@ -72,9 +63,9 @@ int starfa_idle_cost(double seconds, double *cpu_seconds, double *wall_seconds)
 						ret);
 	}
 	sleep_seconds(0.05); /* the workers go back to sleep */
-	const double c0 = starfa_process_cpu_seconds(), t0 = monotonic_seconds();
+	const double c0 = starfa_process_cpu_seconds(), t0 = starfa_monotonic_seconds();
 	sleep_seconds(seconds);
 	*cpu_seconds = starfa_process_cpu_seconds() - c0;
-	*wall_seconds = monotonic_seconds() - t0;
+	*wall_seconds = starfa_monotonic_seconds() - t0;
 	return 0;
 }

@@ -88,8 +88,9 @@ int starfa_sched_buckets(void);
 
 /* Whether starfa_init has started StarPU (and starfa_shutdown not yet stopped it). */
 int starfa_runtime_started(void);
-/* The process's CPU seconds, every thread (runtime/context.c): the profile's cpu_seconds and the idle
- * probe read it. */
+/* Clock readings in seconds (runtime/context.c): the monotonic clock, for spans, and the process's CPU
+ * time, every thread (the profile's cpu_seconds, the idle probe). */
+double starfa_monotonic_seconds(void);
 double starfa_process_cpu_seconds(void);
 
 #endif

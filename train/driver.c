@@ -5,14 +5,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 const starfa_param *starfa_param_find(const starfa_algorithm *algo, const char *name)
 {
@@ -129,18 +121,18 @@ int starfa_train(const starfa_algorithm *algo, const void *params, const starfa_
 	for (int64_t it = 1; !rc && it <= iters; it++) {
 		starfa_train_progress p = {.iteration = it, .train_rmse = NAN, .train_loss = NAN};
 		starfa_stats_reset();
-		double t0 = now_seconds();
+		double t0 = starfa_monotonic_seconds();
 		rc = algo->iterate(state, it);
 		if (rc)
 			break;
-		p.seconds = now_seconds() - t0;
+		p.seconds = starfa_monotonic_seconds() - t0;
 		starfa_stats_get(&p.stats);
 		if ((rc = starfa_profile_get(&profile)) != 0)
 			break;
 		p.profile = &profile;
-		double t1 = now_seconds();
+		double t1 = starfa_monotonic_seconds();
 		rc = algo->evaluate(state, &p);
-		p.eval_seconds = now_seconds() - t1;
+		p.eval_seconds = starfa_monotonic_seconds() - t1;
 		int stop = !rc && ((callback && callback(&p, user_data) != 0) || p.converged);
 		starfa_profile_clear(&profile);
 		if (stop)
